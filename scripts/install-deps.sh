@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package relserve needs to build, test and run.
+# Used by the README, .ci/run and the Dockerfile. Idempotent; needs root (or sudo).
+#
+#   scripts/install-deps.sh            build + test dependencies (default)
+#   scripts/install-deps.sh --runtime  only the shared libraries the server needs at run time
+set -euo pipefail
+
+mode=build
+case "${1:-}" in
+  --runtime) mode=runtime ;;
+  ""|--build) mode=build ;;
+  *) echo "usage: $0 [--build|--runtime]" >&2; exit 2 ;;
+esac
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+runtime_pkgs=(
+  libtorch1.13            # LibTorch (CPU)
+  libopenblas0-pthread    # fast BLAS behind LibTorch (Debian's alternatives pick it over reference BLAS)
+  libsentencepiece0
+  libgrpc++1.51 libgrpc29 libprotobuf32
+  libabsl20220623
+  libprometheus-cpp-core1.0
+  ca-certificates
+)
+build_pkgs=(
+  build-essential cmake ninja-build pkg-config git
+  libtorch-dev
+  libopenblas0-pthread
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev
+  prometheus-cpp-dev
+  libsentencepiece-dev sentencepiece
+  nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3
+)
+
+if [ "$mode" = runtime ]; then pkgs=("${runtime_pkgs[@]}"); else pkgs=("${build_pkgs[@]}"); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages already installed"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+# --no-install-recommends: libtorch-dev otherwise pulls in OpenCV, ffmpeg and python3-dev.
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,72 @@
+#ifndef RELSERVE_SERVER_BACKEND_INFERENCE_BACKEND_H_
+#define RELSERVE_SERVER_BACKEND_INFERENCE_BACKEND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// What a loaded model is, for ListModels, validation and metrics labels.
+struct ModelInfo {
+  std::string architecture;  // e.g. "DebertaV2ForSequenceClassification"
+  std::string model_type;    // "deberta-v2", "t5", "mt5"
+  int hidden_size = 0;
+  int num_layers = 0;
+  int vocab_size = 0;
+  int type_vocab_size = 0;   // 0: token_type_ids must be absent or all 0
+  int max_length = 0;        // longest sequence accepted, special tokens included
+  int embedding_dim = 0;     // length of a pooled embedding
+  std::string pooling;       // e.g. "mean", "cls", "mean+dense(256)+normalize"
+  bool normalizes = false;   // pooled embeddings are L2-normalised by the model (sentence-transformers Normalize)
+  std::vector<std::string> labels;  // classification labels; empty without a classification head
+  std::string problem_type;  // "single_label_classification", "multi_label_classification", "regression" or ""
+  std::string dtype;         // "float32", "bfloat16", "float16"
+  std::string device;        // "cpu", "cuda:0"
+  bool has_tokenizer = false;
+};
+
+// One tokenized sequence, special tokens included.
+struct SequenceInput {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> token_type_ids;  // empty = all 0
+};
+
+enum OutputFlag : uint32_t {
+  kOutputTokenStates = 1u << 0,  // last hidden state per token
+  kOutputPooled = 1u << 1,       // pooled embedding (model's pooling, dense, normalize)
+  kOutputLogits = 1u << 2,       // classification logits
+};
+
+struct SequenceOutput {
+  int32_t num_tokens = 0;
+  std::vector<float> token_states;  // [num_tokens, hidden_size] row-major when asked for
+  std::vector<float> pooled;        // [embedding_dim]
+  std::vector<float> logits;        // [labels]
+};
+
+// A model that runs batches. Implementations are thread-safe: several workers may call Run
+// at once on one shared instance.
+class InferenceBackend {
+ public:
+  virtual ~InferenceBackend() = default;
+
+  virtual const ModelInfo& info() const = 0;
+
+  // Checks one sequence against the model's limits (length, id ranges, token types), so that
+  // a bad sequence is refused on its own instead of failing the batch it would join.
+  virtual absl::Status Validate(const SequenceInput& sequence) const = 0;
+
+  // Runs `batch` (any lengths; padded internally) and returns one output per input, in order.
+  // FAILED_PRECONDITION if `outputs` asks for logits from a model without a classification
+  // head; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
+  virtual absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
+                                                          uint32_t outputs) = 0;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_BACKEND_INFERENCE_BACKEND_H_

@@ -1,0 +1,252 @@
+#include "server/model/deberta_v2_model.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/model/relative_position.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+namespace {
+
+// [rows, heads * head_dim] -> [heads, rows, head_dim]
+at::Tensor SplitHeads(const at::Tensor& x, int64_t heads) {
+  return x.view({x.size(0), heads, -1}).permute({1, 0, 2}).contiguous();
+}
+
+}  // namespace
+
+DebertaV2Model::DebertaV2Model(const ModelConfig& config) : config_(config), c_(config.deberta) {}
+
+absl::StatusOr<std::unique_ptr<DebertaV2Model>> DebertaV2Model::Load(const ModelConfig& config,
+                                                                      WeightLoader& weights) {
+  std::unique_ptr<DebertaV2Model> model(new DebertaV2Model(config));
+  RETURN_IF_ERROR(model->LoadWeights(weights));
+  return model;
+}
+
+absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
+  const int64_t H = c_.hidden_size;
+  const int64_t E = c_.embedding_size;
+  const int64_t A = c_.all_head_size();
+  heads_ = c_.num_attention_heads;
+  head_dim_ = c_.attention_head_size;
+  ASSIGN_OR_RETURN(hidden_act_, ParseActivation(c_.hidden_act));
+  use_c2p_ = c_.relative_attention && c_.has_c2p();
+  use_p2c_ = c_.relative_attention && c_.has_p2c();
+
+  // DebertaV2ForSequenceClassification nests the backbone under "deberta."; a bare
+  // DebertaV2Model checkpoint has no prefix. transformers loads either into either.
+  const std::string p = w.Has("deberta.embeddings.word_embeddings.weight") ? "deberta." : "";
+  const std::string emb = p + "embeddings.";
+  ASSIGN_OR_RETURN(word_embeddings_, w.Get(emb + "word_embeddings.weight", {c_.vocab_size, E}));
+  if (c_.position_biased_input) {
+    ASSIGN_OR_RETURN(position_embeddings_,
+                     w.Get(emb + "position_embeddings.weight", {c_.max_position_embeddings, E}));
+  } else {
+    w.Skip(emb + "position_embeddings.weight");  // _keys_to_ignore_on_load_unexpected
+  }
+  w.Skip(emb + "position_ids");
+  if (c_.type_vocab_size > 0) {
+    ASSIGN_OR_RETURN(token_type_embeddings_, w.Get(emb + "token_type_embeddings.weight", {c_.type_vocab_size, E}));
+  }
+  if (E != H) {
+    ASSIGN_OR_RETURN(embed_proj_, LoadLinear(w, emb + "embed_proj", E, H, /*bias=*/false));
+  }
+  ASSIGN_OR_RETURN(embedding_norm_, LoadLayerNorm(w, emb + "LayerNorm", H, c_.layer_norm_eps));
+
+  const std::string enc = p + "encoder.";
+  at::Tensor rel_embeddings;
+  if (c_.relative_attention) {
+    ASSIGN_OR_RETURN(rel_embeddings, w.Get(enc + "rel_embeddings.weight", {c_.rel_embeddings_rows(), H}));
+  }
+  if (c_.layer_norm_rel_embeddings()) {
+    // DebertaV2Encoder creates this LayerNorm even without relative attention.
+    ASSIGN_OR_RETURN(LayerNorm rel_norm, LoadLayerNorm(w, enc + "LayerNorm", H, c_.layer_norm_eps));
+    if (rel_embeddings.defined()) rel_embeddings = rel_norm(rel_embeddings);
+  }
+  if (c_.conv_kernel_size > 0) {
+    if (c_.conv_kernel_size % 2 == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "conv_kernel_size ", c_.conv_kernel_size,
+          " is even: the reference ConvLayer's output would not keep the sequence length"));
+    }
+    conv_ = std::make_unique<Conv>();
+    conv_->groups = c_.conv_groups;
+    ASSIGN_OR_RETURN(conv_->act, ParseActivation(c_.conv_act));
+    ASSIGN_OR_RETURN(conv_->weight,
+                     w.Get(enc + "conv.conv.weight", {H, H / c_.conv_groups, c_.conv_kernel_size}));
+    ASSIGN_OR_RETURN(conv_->bias, w.Get(enc + "conv.conv.bias", {H}));
+    ASSIGN_OR_RETURN(conv_->norm, LoadLayerNorm(w, enc + "conv.LayerNorm", H, c_.layer_norm_eps));
+  }
+
+  // DisentangledSelfAttention: scale = sqrt(head_dim * (1 + #c2p + #p2c)), in float32. Every
+  // score term is divided by it, so it is folded into the query projection and the p2c table.
+  int scale_factor = 1 + (c_.has_c2p() ? 1 : 0) + (c_.has_p2c() ? 1 : 0);
+  const float scale = std::sqrt(static_cast<float>(head_dim_) * static_cast<float>(scale_factor));
+  const int64_t span = c_.attention_span();
+
+  for (int i = 0; i < c_.num_hidden_layers; ++i) {
+    const std::string l = absl::StrCat(enc, "layer.", i, ".");
+    const std::string att = l + "attention.self.";
+    Layer layer;
+    ASSIGN_OR_RETURN(Linear q, LoadLinear(w, att + "query_proj", H, A, true));
+    ASSIGN_OR_RETURN(Linear k, LoadLinear(w, att + "key_proj", H, A, true));
+    ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "value_proj", H, A, true));
+    Linear pos_key_proj, pos_query_proj;
+    if (c_.relative_attention && !c_.share_att_key) {
+      if (c_.has_c2p()) {
+        ASSIGN_OR_RETURN(pos_key_proj, LoadLinear(w, att + "pos_key_proj", H, A, true));
+      }
+      if (c_.has_p2c()) {
+        ASSIGN_OR_RETURN(pos_query_proj, LoadLinear(w, att + "pos_query_proj", H, A, true));
+      }
+    }
+    if (use_c2p_ || use_p2c_) {
+      // rel_embeddings[0 : att_span * 2]: the whole table (its rows are 2 * att_span).
+      at::Tensor rel = rel_embeddings.narrow(0, 0, 2 * span);
+      if (use_c2p_) layer.pos_key = SplitHeads((c_.share_att_key ? k : pos_key_proj)(rel), heads_);
+      if (use_p2c_) layer.pos_query = SplitHeads((c_.share_att_key ? q : pos_query_proj)(rel), heads_).div_(scale);
+    }
+    Linear q_scaled{q.weight / scale, q.bias / scale};
+    layer.qkv = FuseLinear({&q_scaled, &k, &v});
+    ASSIGN_OR_RETURN(layer.attention_output, LoadLinear(w, l + "attention.output.dense", A, H, true));
+    ASSIGN_OR_RETURN(layer.attention_norm, LoadLayerNorm(w, l + "attention.output.LayerNorm", H, c_.layer_norm_eps));
+    ASSIGN_OR_RETURN(layer.intermediate, LoadLinear(w, l + "intermediate.dense", H, c_.intermediate_size, true));
+    ASSIGN_OR_RETURN(layer.output, LoadLinear(w, l + "output.dense", c_.intermediate_size, H, true));
+    ASSIGN_OR_RETURN(layer.output_norm, LoadLayerNorm(w, l + "output.LayerNorm", H, c_.layer_norm_eps));
+    layers_.push_back(std::move(layer));
+  }
+
+  if (config_.head == HeadKind::kSequenceClassification) {
+    if (c_.pooler_hidden_size != H) {
+      return absl::InvalidArgumentError(absl::StrCat("pooler_hidden_size ", c_.pooler_hidden_size,
+                                                     " differs from hidden_size ", H,
+                                                     ": the reference classifier cannot run"));
+    }
+    ASSIGN_OR_RETURN(pooler_, LoadLinear(w, "pooler.dense", H, H, true));
+    ASSIGN_OR_RETURN(pooler_act_, ParseActivation(c_.pooler_hidden_act));
+    ASSIGN_OR_RETURN(classifier_, LoadLinear(w, "classifier", H, config_.num_labels, true));
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(int64_t length) const {
+  {
+    std::lock_guard<std::mutex> lock(index_mu_);
+    auto it = index_cache_.find(length);
+    if (it != index_cache_.end()) return it->second;
+  }
+  const int64_t span = c_.attention_span();
+  at::Tensor rel = DebertaRelativePosition(length, length, c_.position_buckets, c_.effective_max_relative_positions());
+  auto index = std::make_shared<RelativeIndex>();
+  auto restrict_rows = [](at::Tensor full, at::Tensor* out, int64_t* lo, int64_t* rows) {
+    *lo = full.min().item<int64_t>();
+    *rows = full.max().item<int64_t>() - *lo + 1;
+    *out = (full - *lo).contiguous();
+  };
+  // c2p_pos = clamp(relative_pos + att_span, 0, 2 * att_span - 1), indexed [query, key].
+  restrict_rows(at::clamp(rel + span, 0, 2 * span - 1), &index->c2p, &index->c2p_lo, &index->c2p_rows);
+  // p2c_pos = clamp(-r_pos + att_span, ...), gathered along keys' rows then transposed.
+  restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1), &index->p2c, &index->p2c_lo, &index->p2c_rows);
+  std::lock_guard<std::mutex> lock(index_mu_);
+  index_cache_.emplace(length, index);
+  return index;
+}
+
+at::Tensor DebertaV2Model::Embed(const EncoderInputs& in) const {
+  const int64_t L = in.input_ids.size(1);
+  at::Tensor x = at::embedding(word_embeddings_, in.input_ids);
+  if (position_embeddings_.defined()) x = x + position_embeddings_.narrow(0, 0, L).unsqueeze(0);
+  if (token_type_embeddings_.defined()) {
+    at::Tensor types = in.token_type_ids.defined() ? in.token_type_ids : at::zeros_like(in.input_ids);
+    x = x + at::embedding(token_type_embeddings_, types);
+  }
+  if (embed_proj_.weight.defined()) x = embed_proj_(x);
+  x = embedding_norm_(x);
+  if (in.has_padding) x = x * in.attention_mask.unsqueeze(2).to(x.scalar_type());
+  return x;
+}
+
+at::Tensor DebertaV2Model::ConvForward(const at::Tensor& embeddings, const at::Tensor& residual,
+                                       const at::Tensor& mask) const {
+  const int64_t pad = (conv_->weight.size(2) - 1) / 2;
+  at::Tensor out = at::conv1d(embeddings.transpose(1, 2), conv_->weight, conv_->bias, {1}, {pad}, {1}, conv_->groups)
+                       .transpose(1, 2)
+                       .contiguous();
+  at::Tensor keep = mask.unsqueeze(2).to(out.scalar_type());
+  out = ApplyActivation(conv_->act, out * keep);
+  out = conv_->norm(residual + out);
+  return out * keep;
+}
+
+at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& key_bias,
+                                        const RelativeIndex* index) const {
+  const int64_t B = x.size(0), L = x.size(1), Hd = heads_, D = head_dim_;
+  // [B, L, 3, heads, D] -> [3, heads, B, L, D]
+  at::Tensor qkv = layer.qkv(x).view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // [heads, B, L, D]
+
+  at::Tensor bias;  // everything added to q.k: relative terms and the padding mask, [heads, B, L, L]
+  if (use_c2p_) {
+    at::Tensor table = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
+    at::Tensor c2p = at::bmm(q.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd, B, L, -1});
+    bias = at::gather(c2p, 3, index->c2p.expand({Hd, B, L, L}));
+  }
+  if (use_p2c_) {
+    at::Tensor table = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
+    at::Tensor p2c = at::bmm(k.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd, B, L, -1});
+    at::Tensor term = at::gather(p2c, 3, index->p2c.expand({Hd, B, L, L})).transpose(2, 3);
+    bias = bias.defined() ? bias.add_(term) : term.contiguous();
+  }
+  if (key_bias.defined()) bias = bias.defined() ? bias.add_(key_bias) : key_bias.expand({Hd, B, L, L}).contiguous();
+
+  at::Tensor q2 = q.reshape({Hd * B, L, D});
+  at::Tensor kt = k.reshape({Hd * B, L, D}).transpose(1, 2);
+  at::Tensor scores = bias.defined() ? at::baddbmm(bias.view({Hd * B, L, L}), q2, kt) : at::bmm(q2, kt);
+  at::Tensor probs = at::softmax(scores, -1);
+  at::Tensor context = at::bmm(probs, v.reshape({Hd * B, L, D}))
+                           .view({Hd, B, L, D})
+                           .permute({1, 2, 0, 3})
+                           .reshape({B, L, Hd * D});
+
+  at::Tensor attended = layer.attention_norm(layer.attention_output(context).add_(x));
+  at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
+  return layer.output_norm(layer.output(inner).add_(attended));
+}
+
+EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {
+  EncoderOutputs out;
+  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
+  at::Tensor embeddings = Embed(in);
+  if (all_hidden_states) out.hidden_states.push_back(embeddings);
+
+  // XSoftmax masks keys of padded positions (rows of padded queries are zero in the
+  // reference; they never reach a real position, so they are left as computed here).
+  at::Tensor key_bias;
+  if (in.has_padding) {
+    key_bias = (1 - in.attention_mask)
+                   .to(embeddings.scalar_type())
+                   .mul_(MaskValue(embeddings.scalar_type()))
+                   .view({1, B, 1, L});
+  }
+  std::shared_ptr<const RelativeIndex> index;
+  if (use_c2p_ || use_p2c_) index = IndexFor(L);
+
+  at::Tensor x = embeddings;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    x = LayerForward(layers_[i], x, key_bias, index.get());
+    if (i == 0 && conv_) x = ConvForward(embeddings, x, in.attention_mask);
+    if (all_hidden_states) out.hidden_states.push_back(x);
+  }
+  out.last_hidden_state = x;
+  if (classifier_.weight.defined()) {
+    at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(x.select(1, 0)));
+    out.logits = classifier_(pooled);
+  }
+  return out;
+}
+
+}  // namespace relserve

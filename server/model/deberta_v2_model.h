@@ -1,0 +1,97 @@
+#ifndef RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_
+#define RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/model/activation.h"
+#include "server/model/encoder_model.h"
+#include "server/model/layers.h"
+#include "server/model/model_config.h"
+#include "server/model/weight_loader.h"
+
+namespace relserve {
+
+// DeBERTa-v2/v3 and mDeBERTa: transformers' DebertaV2Model, and the context pooler and
+// classifier of DebertaV2ForSequenceClassification.
+//
+// Disentangled attention is computed without per-pair embeddings: the relative-position
+// projections of every layer (key_proj/query_proj or pos_key_proj/pos_query_proj of the
+// relative embedding table) do not depend on the input and are computed once at load; per
+// batch, content-to-position and position-to-content scores are one product of the queries
+// (keys) with the rows of that table that the batch's length can reach, followed by a gather.
+// Layout inside attention is [heads, batch, length, head_dim], so that the per-head tables
+// multiply every sequence of the batch in one bmm.
+class DebertaV2Model : public EncoderModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<DebertaV2Model>> Load(const ModelConfig& config, WeightLoader& weights);
+
+  EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+
+ private:
+  struct Layer {
+    Linear qkv;  // query rows pre-divided by the attention scale
+    Linear attention_output;
+    LayerNorm attention_norm;
+    Linear intermediate;
+    Linear output;
+    LayerNorm output_norm;
+    at::Tensor pos_key;    // [heads, 2*span, head_dim]: c2p keys
+    at::Tensor pos_query;  // [heads, 2*span, head_dim]: p2c queries, divided by the scale
+  };
+  struct Conv {
+    at::Tensor weight;  // [hidden, hidden / groups, kernel]
+    at::Tensor bias;
+    int64_t groups = 1;
+    Activation act = Activation::kTanh;
+    LayerNorm norm;
+  };
+  // Gather indices for one sequence length, restricted to the table rows that length uses.
+  struct RelativeIndex {
+    at::Tensor c2p;  // [L, L] int64, into rows [c2p_lo, c2p_lo + c2p_rows)
+    int64_t c2p_lo = 0, c2p_rows = 0;
+    at::Tensor p2c;  // [L(key), L(query)] int64, into rows [p2c_lo, p2c_lo + p2c_rows)
+    int64_t p2c_lo = 0, p2c_rows = 0;
+  };
+
+  explicit DebertaV2Model(const ModelConfig& config);
+  absl::Status LoadWeights(WeightLoader& weights);
+  at::Tensor Embed(const EncoderInputs& inputs) const;
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& key_bias,
+                          const RelativeIndex* index) const;
+  at::Tensor ConvForward(const at::Tensor& embeddings, const at::Tensor& residual, const at::Tensor& mask) const;
+  std::shared_ptr<const RelativeIndex> IndexFor(int64_t length) const;
+
+  ModelConfig config_;
+  DebertaV2Config c_;
+  Activation hidden_act_;
+  bool use_c2p_ = false;
+  bool use_p2c_ = false;
+  int64_t heads_ = 0;
+  int64_t head_dim_ = 0;
+
+  at::Tensor word_embeddings_;
+  at::Tensor position_embeddings_;    // undefined unless position_biased_input
+  at::Tensor token_type_embeddings_;  // undefined unless type_vocab_size > 0
+  Linear embed_proj_;                 // undefined unless embedding_size != hidden_size
+  LayerNorm embedding_norm_;
+  std::vector<Layer> layers_;
+  std::unique_ptr<Conv> conv_;
+
+  // Classification head.
+  Linear pooler_;
+  Activation pooler_act_ = Activation::kGelu;
+  Linear classifier_;
+
+  mutable std::mutex index_mu_;
+  mutable std::map<int64_t, std::shared_ptr<const RelativeIndex>> index_cache_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_

@@ -1,0 +1,37 @@
+#ifndef RELSERVE_SERVER_MODEL_ENCODER_MODEL_H_
+#define RELSERVE_SERVER_MODEL_ENCODER_MODEL_H_
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace relserve {
+
+// A padded batch, as transformers takes it. All tensors int64 [batch, length] on the model's device.
+struct EncoderInputs {
+  at::Tensor input_ids;
+  at::Tensor attention_mask;  // 1 = real token, 0 = padding
+  at::Tensor token_type_ids;  // may be undefined (zeros)
+  // False when every attention_mask entry is 1: the model may then skip masking work.
+  bool has_padding = true;
+};
+
+struct EncoderOutputs {
+  // hidden_states[0] is the embedding output and hidden_states[i] the output after layer i,
+  // exactly as transformers' output_hidden_states gives them. Empty unless asked for.
+  std::vector<at::Tensor> hidden_states;
+  at::Tensor last_hidden_state;  // [batch, length, hidden]
+  at::Tensor logits;             // [batch, num_labels] for classification models, else undefined
+};
+
+// A loaded encoder. Forward is const and safe to call from several threads at once: the
+// weights are shared read-only. Torch errors surface as c10::Error; callers convert them.
+class EncoderModel {
+ public:
+  virtual ~EncoderModel() = default;
+  virtual EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const = 0;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_ENCODER_MODEL_H_

@@ -1,0 +1,335 @@
+#include "server/model/engine.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/model/deberta_v2_model.h"
+#include "server/model/encoder_model.h"
+#include "server/model/pooler.h"
+#include "server/model/t5_encoder_model.h"
+#include "server/model/weight_loader.h"
+#include "server/safetensors/checkpoint.h"
+#include "server/tokenizer/tokenizer.h"
+#include "server/util/file_util.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+struct Engine::Impl {
+  at::ScalarType dtype = at::kFloat;
+  std::unique_ptr<EncoderModel> model;
+  std::unique_ptr<Pooler> pooler;
+  int64_t pad_id = 0;
+};
+
+namespace {
+
+absl::StatusOr<at::ScalarType> ParseDType(const std::string& name) {
+  if (name == "float32" || name == "fp32") return at::kFloat;
+  if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
+  if (name == "float16" || name == "fp16") return at::kHalf;
+  return absl::InvalidArgumentError(absl::StrCat("unknown dtype \"", name, "\" (known: float32, bfloat16, float16)"));
+}
+
+const char* DTypeName(at::ScalarType t) {
+  switch (t) {
+    case at::kBFloat16: return "bfloat16";
+    case at::kHalf: return "float16";
+    default: return "float32";
+  }
+}
+
+// Torch reports failures as exceptions; the engine's callers get statuses.
+absl::Status TorchError(const std::exception& e, const char* what) {
+  std::string msg = e.what();
+  const auto newline = msg.find("\nException raised from");
+  if (newline != std::string::npos) msg.resize(newline);
+  if (absl::StrContains(msg, "out of memory") || absl::StrContains(msg, "DefaultCPUAllocator: can't allocate")) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory: ", msg));
+  }
+  return absl::InternalError(absl::StrCat(what, ": ", msg));
+}
+
+std::vector<float> ToFloatVector(const at::Tensor& t) {
+  at::Tensor c = t.to(at::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+}  // namespace
+
+void SetComputeThreads(int threads) {
+  if (threads <= 0) return;
+  at::set_num_threads(threads);
+  // OpenBLAS keeps its own pool; LibTorch does not size it.
+  using SetThreadsFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
+}
+
+Engine::Engine() : impl_(std::make_unique<Impl>()) {}
+Engine::~Engine() = default;
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& options) {
+  if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("model directory ", dir, " does not exist"));
+  std::unique_ptr<Engine> engine(new Engine());
+  ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
+  const ModelConfig& config = engine->config_;
+  ASSIGN_OR_RETURN(engine->impl_->dtype, ParseDType(options.dtype));
+  if (options.device != "cpu") {
+    return absl::UnimplementedError(absl::StrCat("device \"", options.device, "\": this build runs on the CPU only"));
+  }
+
+  int max_length = config.max_length;
+  if (options.max_length > 0) {
+    const bool absolute_positions =
+        config.family == ModelFamily::kDebertaV2 && config.deberta.position_biased_input;
+    if (absolute_positions && options.max_length > config.deberta.max_position_embeddings) {
+      return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length,
+                                                     " exceeds the model's max_position_embeddings ",
+                                                     config.deberta.max_position_embeddings));
+    }
+    max_length = options.max_length;
+  }
+
+  ASSIGN_OR_RETURN(auto checkpoint, SafetensorsCheckpoint::OpenDirectory(dir));
+  try {
+    c10::InferenceMode guard;
+    WeightLoader weights(*checkpoint, engine->impl_->dtype);
+    std::vector<std::string> ignored;
+    if (config.family == ModelFamily::kDebertaV2) {
+      auto model = DebertaV2Model::Load(config, weights);
+      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
+      engine->impl_->model = std::move(*model);
+      // Heads of other DeBERTa architectures, which transformers also drops with a warning.
+      ignored = {"lm_predictions.", "mask_predictions.", "cls.", "qa_outputs."};
+      if (config.head != HeadKind::kSequenceClassification) {
+        ignored.push_back("pooler.");
+        ignored.push_back("classifier.");
+      }
+    } else {
+      auto model = T5EncoderModel::Load(config, weights);
+      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
+      engine->impl_->model = std::move(*model);
+      ignored = {"decoder.", "lm_head."};  // T5ForConditionalGeneration / T5Model: the encoder is all we run
+    }
+    absl::Status unused = weights.CheckNoneUnused(ignored);
+    if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
+  } catch (const std::exception& e) {
+    return TorchError(e, "loading weights");
+  }
+
+  // Pooling: an explicit mode wins, then the sentence-transformers modules, then mean.
+  ASSIGN_OR_RETURN(SentenceTransformersConfig st, LoadSentenceTransformersConfig(dir));
+  PoolingConfig pooling;
+  std::vector<DenseConfig> dense;
+  bool normalize = false;
+  if (!options.pooling.empty()) {
+    ASSIGN_OR_RETURN(pooling, PoolingFromMode(options.pooling, config.hidden_size()));
+  } else if (st.present) {
+    pooling = st.pooling;
+  } else {
+    ASSIGN_OR_RETURN(pooling, PoolingFromMode("mean", config.hidden_size()));
+  }
+  if (st.present) {
+    dense = st.dense;
+    normalize = st.normalize;
+  }
+  try {
+    ASSIGN_OR_RETURN(Pooler pooler, Pooler::Create(pooling, dense, normalize, config.hidden_size()));
+    engine->impl_->pooler = std::make_unique<Pooler>(std::move(pooler));
+  } catch (const std::exception& e) {
+    return TorchError(e, "loading pooling modules");
+  }
+
+  const TokenizerFamily family =
+      config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
+  const bool has_tokenizer_file =
+      FileExists(JoinPath(dir, "spm.model")) || FileExists(JoinPath(dir, "spiece.model"));
+  if (options.load_tokenizer && has_tokenizer_file) {
+    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, family, max_length));
+  }
+
+  ModelInfo& info = engine->info_;
+  info.architecture = config.architecture;
+  info.model_type = config.model_type;
+  info.hidden_size = config.hidden_size();
+  info.num_layers = config.num_layers();
+  info.vocab_size = config.vocab_size();
+  info.type_vocab_size = config.family == ModelFamily::kDebertaV2 ? config.deberta.type_vocab_size : 0;
+  info.max_length = max_length;
+  info.embedding_dim = engine->impl_->pooler->output_dim();
+  info.pooling = engine->impl_->pooler->Describe();
+  info.normalizes = engine->impl_->pooler->normalizes();
+  info.labels = config.id2label;
+  info.problem_type = config.problem_type;
+  if (!info.labels.empty() && info.problem_type.empty()) {
+    info.problem_type = info.labels.size() == 1 ? "regression" : "single_label_classification";
+  }
+  info.dtype = DTypeName(engine->impl_->dtype);
+  info.device = options.device;
+  info.has_tokenizer = engine->tokenizer_ != nullptr;
+  engine->impl_->pad_id = config.family == ModelFamily::kT5 ? config.t5.pad_token_id : config.deberta.pad_token_id;
+  return engine;
+}
+
+absl::Status Engine::Validate(const SequenceInput& s) const {
+  const size_t n = s.input_ids.size();
+  if (n == 0) return absl::InvalidArgumentError("input_ids is empty");
+  if (static_cast<int64_t>(n) > info_.max_length) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sequence has ", n, " tokens, more than the maximum of ", info_.max_length));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (s.input_ids[i] < 0 || s.input_ids[i] >= info_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("input_ids[", i, "] = ", s.input_ids[i],
+                                                     " is outside the vocabulary [0, ", info_.vocab_size, ")"));
+    }
+  }
+  if (!s.token_type_ids.empty()) {
+    if (s.token_type_ids.size() != n) {
+      return absl::InvalidArgumentError(absl::StrCat("token_type_ids has ", s.token_type_ids.size(),
+                                                     " entries for ", n, " input_ids"));
+    }
+    const int limit = std::max(info_.type_vocab_size, 1);
+    for (size_t i = 0; i < n; ++i) {
+      if (s.token_type_ids[i] < 0 || s.token_type_ids[i] >= limit) {
+        return absl::InvalidArgumentError(absl::StrCat("token_type_ids[", i, "] = ", s.token_type_ids[i],
+                                                       " is outside [0, ", limit, ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<SequenceInput>& batch, uint32_t outputs) {
+  if ((outputs & kOutputLogits) && info_.labels.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", info_.architecture, " has no classification head"));
+  }
+  if (batch.empty()) return std::vector<SequenceOutput>();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    absl::Status s = Validate(batch[i]);
+    if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": ", s.message()));
+  }
+  const int64_t B = static_cast<int64_t>(batch.size());
+  int64_t L = 0;
+  bool has_types = false;
+  for (const SequenceInput& s : batch) {
+    L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
+    has_types = has_types || !s.token_type_ids.empty();
+  }
+  try {
+    c10::InferenceMode guard;
+    at::Tensor ids = at::full({B, L}, impl_->pad_id, at::kLong);
+    at::Tensor mask = at::zeros({B, L}, at::kLong);
+    at::Tensor types = has_types ? at::zeros({B, L}, at::kLong) : at::Tensor();
+    bool padded = false;
+    auto ids_a = ids.accessor<int64_t, 2>();
+    auto mask_a = mask.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < B; ++b) {
+      const SequenceInput& s = batch[b];
+      const int64_t n = static_cast<int64_t>(s.input_ids.size());
+      padded = padded || n < L;
+      for (int64_t t = 0; t < n; ++t) {
+        ids_a[b][t] = s.input_ids[t];
+        mask_a[b][t] = 1;
+      }
+      if (!s.token_type_ids.empty()) {
+        auto types_a = types.accessor<int64_t, 2>();
+        for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
+      }
+    }
+    EncoderInputs in{ids, mask, types, padded};
+    EncoderOutputs out = impl_->model->Forward(in, /*all_hidden_states=*/false);
+
+    std::vector<SequenceOutput> results(batch.size());
+    at::Tensor pooled, logits, states;
+    if (outputs & kOutputPooled) pooled = (*impl_->pooler)(out.last_hidden_state, mask).contiguous();
+    if (outputs & kOutputLogits) logits = out.logits.to(at::kFloat).contiguous();
+    if (outputs & kOutputTokenStates) states = out.last_hidden_state.to(at::kFloat).contiguous();
+    const int64_t H = out.last_hidden_state.size(2);
+    for (int64_t b = 0; b < B; ++b) {
+      SequenceOutput& r = results[b];
+      r.num_tokens = static_cast<int32_t>(batch[b].input_ids.size());
+      if (states.defined()) {
+        const float* p = states.data_ptr<float>() + b * L * H;
+        r.token_states.assign(p, p + r.num_tokens * H);
+      }
+      if (pooled.defined()) {
+        const float* p = pooled.data_ptr<float>() + b * pooled.size(1);
+        r.pooled.assign(p, p + pooled.size(1));
+      }
+      if (logits.defined()) {
+        const float* p = logits.data_ptr<float>() + b * logits.size(1);
+        r.logits.assign(p, p + logits.size(1));
+      }
+    }
+    return results;
+  } catch (const std::exception& e) {
+    return TorchError(e, "forward");
+  }
+}
+
+absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch& batch, bool all_hidden_states) {
+  const int64_t B = batch.batch, L = batch.length;
+  if (B <= 0 || L <= 0) return absl::InvalidArgumentError("batch and length must be positive");
+  const size_t n = static_cast<size_t>(B * L);
+  if (batch.input_ids.size() != n || batch.attention_mask.size() != n ||
+      (!batch.token_type_ids.empty() && batch.token_type_ids.size() != n)) {
+    return absl::InvalidArgumentError(absl::StrCat("input arrays must each hold batch*length = ", n, " values"));
+  }
+  if (L > info_.max_length && config_.family == ModelFamily::kDebertaV2 && config_.deberta.position_biased_input) {
+    return absl::InvalidArgumentError(absl::StrCat("length ", L, " exceeds max_position_embeddings ",
+                                                   config_.deberta.max_position_embeddings));
+  }
+  bool padded = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (batch.input_ids[i] < 0 || batch.input_ids[i] >= info_.vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat("input_ids[", i / L, "][", i % L, "] = ", batch.input_ids[i],
+                                                     " is outside the vocabulary [0, ", info_.vocab_size, ")"));
+    }
+    if (batch.attention_mask[i] != 0 && batch.attention_mask[i] != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("attention_mask[", i / L, "][", i % L, "] must be 0 or 1"));
+    }
+    padded = padded || batch.attention_mask[i] == 0;
+    if (!batch.token_type_ids.empty()) {
+      const int limit = std::max(info_.type_vocab_size, 1);
+      if (batch.token_type_ids[i] < 0 || batch.token_type_ids[i] >= limit) {
+        return absl::InvalidArgumentError(absl::StrCat("token_type_ids[", i / L, "][", i % L, "] = ",
+                                                       batch.token_type_ids[i], " is outside [0, ", limit, ")"));
+      }
+    }
+  }
+  try {
+    c10::InferenceMode guard;
+    auto make = [&](const std::vector<int64_t>& v) {
+      return at::from_blob(const_cast<int64_t*>(v.data()), {B, L}, at::kLong).clone();
+    };
+    EncoderInputs in{make(batch.input_ids), make(batch.attention_mask),
+                     batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded};
+    EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
+    std::vector<NamedTensor> result;
+    auto add = [&](const std::string& name, const at::Tensor& t) {
+      NamedTensor nt;
+      nt.name = name;
+      nt.shape = t.sizes().vec();
+      nt.data = ToFloatVector(t);
+      result.push_back(std::move(nt));
+    };
+    add("last_hidden_state", out.last_hidden_state);
+    for (size_t i = 0; i < out.hidden_states.size(); ++i) add(absl::StrCat("hidden_state_", i), out.hidden_states[i]);
+    if (out.logits.defined()) add("logits", out.logits);
+    add("pooled", (*impl_->pooler)(out.last_hidden_state, in.attention_mask));
+    return result;
+  } catch (const std::exception& e) {
+    return TorchError(e, "forward");
+  }
+}
+
+}  // namespace relserve

@@ -1,0 +1,78 @@
+#ifndef RELSERVE_SERVER_MODEL_ENGINE_H_
+#define RELSERVE_SERVER_MODEL_ENGINE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backend/inference_backend.h"
+#include "server/model/model_config.h"
+
+namespace relserve {
+
+class Tokenizer;
+
+struct EngineOptions {
+  std::string dtype = "float32";  // float32, bfloat16, float16: weights and activations
+  std::string device = "cpu";
+  int max_length = 0;             // longest accepted sequence; 0 = the model's own maximum
+  std::string pooling;            // "" = the directory's sentence-transformers Pooling, else mean
+  bool load_tokenizer = true;
+};
+
+// A padded batch in transformers' layout: row-major [batch, length] int64.
+struct PaddedBatch {
+  int64_t batch = 0;
+  int64_t length = 0;
+  std::vector<int64_t> input_ids;
+  std::vector<int64_t> attention_mask;
+  std::vector<int64_t> token_type_ids;  // empty = zeros
+};
+
+struct NamedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> data;  // row-major float32
+};
+
+// One model directory loaded for inference: the encoder, its pooling and head, and its
+// tokenizer when the directory has one. Implements the serving backend interface.
+class Engine : public InferenceBackend {
+ public:
+  // Reads config.json, the weights (model.safetensors or a sharded index), the tokenizer and
+  // sentence-transformers modules. Any problem is an error that names it; nothing is
+  // half-loaded.
+  static absl::StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir, const EngineOptions& options);
+  ~Engine() override;
+
+  const ModelInfo& info() const override { return info_; }
+  absl::Status Validate(const SequenceInput& sequence) const override;
+  absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
+                                                  uint32_t outputs) override;
+
+  // transformers' forward on a padded batch: last_hidden_state, hidden_state_0..N and, for
+  // classification models, logits. Used by `relserve-model forward` and the parity tests.
+  absl::StatusOr<std::vector<NamedTensor>> ForwardPadded(const PaddedBatch& batch, bool all_hidden_states);
+
+  const ModelConfig& config() const { return config_; }
+  // nullptr when the directory has no tokenizer; text inputs are then an error.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+
+ private:
+  struct Impl;  // torch state
+  Engine();
+
+  ModelConfig config_;
+  ModelInfo info_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Sets LibTorch's intra-op threads and, when OpenBLAS is the BLAS, OpenBLAS's threads.
+// 0 leaves the defaults. Process-wide: call once at start-up.
+void SetComputeThreads(int threads);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_ENGINE_H_

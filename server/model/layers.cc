@@ -1,0 +1,60 @@
+#include "server/model/layers.h"
+
+#include <limits>
+
+#include <ATen/ATen.h>
+
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
+}
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
+  return at::layer_norm(x, {weight.size(0)}, weight, bias, eps);
+}
+
+absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out,
+                                  bool bias) {
+  Linear l;
+  ASSIGN_OR_RETURN(l.weight, w.Get(prefix + ".weight", {out, in}));
+  if (bias) {
+    ASSIGN_OR_RETURN(l.bias, w.Get(prefix + ".bias", {out}));
+  }
+  return l;
+}
+
+absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& prefix, int64_t dim, double eps) {
+  LayerNorm n;
+  ASSIGN_OR_RETURN(n.weight, w.Get(prefix + ".weight", {dim}));
+  ASSIGN_OR_RETURN(n.bias, w.Get(prefix + ".bias", {dim}));
+  n.eps = eps;
+  return n;
+}
+
+double MaskValue(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kHalf: return -65504.0;
+    case at::kBFloat16: return -3.38953139e38;
+    case at::kDouble: return std::numeric_limits<double>::lowest();
+    default: return std::numeric_limits<float>::lowest();
+  }
+}
+
+Linear FuseLinear(const std::vector<const Linear*>& parts) {
+  std::vector<at::Tensor> weights, biases;
+  bool has_bias = true;
+  for (const Linear* p : parts) {
+    weights.push_back(p->weight);
+    has_bias = has_bias && p->bias.defined();
+    if (p->bias.defined()) biases.push_back(p->bias);
+  }
+  Linear fused;
+  fused.weight = at::cat(weights, 0).contiguous();
+  if (has_bias) fused.bias = at::cat(biases, 0).contiguous();
+  return fused;
+}
+
+}  // namespace relserve

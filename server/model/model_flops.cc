@@ -1,0 +1,48 @@
+#include "server/model/model_flops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+namespace relserve {
+
+double EncoderFlopsPerToken(const ModelConfig& config, int64_t length) {
+  const double L = static_cast<double>(length);
+  if (config.family == ModelFamily::kT5) {
+    const T5Config& c = config.t5;
+    const double D = c.d_model, I = c.inner_dim(), F = c.d_ff;
+    const double per_layer = 2 * D * 3 * I + 2 * I * D + (c.is_gated_act ? 3 : 2) * 2 * D * F + 2 * 2 * L * I;
+    return per_layer * c.num_layers;
+  }
+  const DebertaV2Config& c = config.deberta;
+  const double H = c.hidden_size, A = c.all_head_size(), I = c.intermediate_size;
+  double per_layer = 2 * H * 3 * A + 2 * A * H + 2 * 2 * H * I + 2 * 2 * L * A;
+  if (c.relative_attention) {
+    const double rows = std::min<double>(2 * L - 1, 2.0 * c.attention_span());
+    per_layer += (c.has_c2p() ? 2 * A * rows : 0) + (c.has_p2c() ? 2 * A * rows : 0);
+  }
+  return per_layer * c.num_hidden_layers;
+}
+
+double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds) {
+  c10::InferenceMode guard;
+  const std::string d = dtype;
+  const at::ScalarType t = d == "bfloat16" ? at::kBFloat16 : d == "float16" ? at::kHalf : at::kFloat;
+  at::Tensor a = at::randn({n, n}).to(t), b = at::randn({n, n}).to(t);
+  at::Tensor c = at::mm(a, b);  // warm-up: thread pools, packing buffers
+  using Clock = std::chrono::steady_clock;
+  int iters = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  do {
+    at::mm_out(c, a, b);
+    ++iters;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < seconds);
+  return 2.0 * n * n * n * iters / elapsed;
+}
+
+}  // namespace relserve

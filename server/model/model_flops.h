@@ -1,0 +1,22 @@
+#ifndef RELSERVE_SERVER_MODEL_MODEL_FLOPS_H_
+#define RELSERVE_SERVER_MODEL_MODEL_FLOPS_H_
+
+#include <cstdint>
+
+#include "server/model/model_config.h"
+
+namespace relserve {
+
+// Multiply-add FLOPs (2 per MAC) per token of one forward pass over sequences of `length`:
+// every projection, the feed-forward, q.k and p.v, and for DeBERTa the c2p/p2c products with
+// the relative rows a sequence of that length reaches. Embedding look-ups, norms, softmax and
+// activations are not counted. The numerator of model-FLOPs utilisation.
+double EncoderFlopsPerToken(const ModelConfig& config, int64_t length);
+
+// FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16")
+// on this machine, with the current thread settings, measured for about `seconds`.
+double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_MODEL_FLOPS_H_

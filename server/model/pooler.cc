@@ -1,0 +1,84 @@
+#include "server/model/pooler.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/safetensors/checkpoint.h"
+#include "server/util/file_util.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+absl::StatusOr<Pooler> Pooler::Create(const PoolingConfig& pooling, const std::vector<DenseConfig>& dense,
+                                      bool normalize, int hidden_size) {
+  Pooler p;
+  p.pooling_ = pooling;
+  if (p.pooling_.word_embedding_dimension == 0) p.pooling_.word_embedding_dimension = hidden_size;
+  if (p.pooling_.word_embedding_dimension != hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat("pooling word_embedding_dimension ",
+                                                   p.pooling_.word_embedding_dimension, " differs from the model's hidden size ",
+                                                   hidden_size));
+  }
+  int dim = p.pooling_.output_dimension();
+  for (const DenseConfig& d : dense) {
+    if (d.in_features != dim) {
+      return absl::InvalidArgumentError(absl::StrCat(d.directory, ": in_features ", d.in_features,
+                                                     " does not match the ", dim, " features before it"));
+    }
+    if (!FileExists(JoinPath(d.directory, "model.safetensors"))) {
+      return absl::NotFoundError(absl::StrCat(d.directory, ": no model.safetensors (pickled pytorch_model.bin "
+                                                           "weights are not read; convert them to safetensors)"));
+    }
+    ASSIGN_OR_RETURN(auto checkpoint, SafetensorsCheckpoint::OpenDirectory(d.directory));
+    WeightLoader w(*checkpoint, at::kFloat);
+    Dense layer;
+    ASSIGN_OR_RETURN(layer.linear, LoadLinear(w, "linear", d.in_features, d.out_features, d.bias));
+    auto status = w.CheckNoneUnused({});
+    if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat(d.directory, ": ", status.message()));
+    ASSIGN_OR_RETURN(layer.act, ParseActivation(d.activation));
+    p.dense_.push_back(std::move(layer));
+    dim = d.out_features;
+  }
+  p.normalize_ = normalize;
+  p.output_dim_ = dim;
+  return p;
+}
+
+std::string Pooler::Describe() const {
+  std::string s = pooling_.Describe();
+  for (const Dense& d : dense_) absl::StrAppend(&s, "+dense(", d.linear.weight.size(0), ")");
+  if (normalize_) absl::StrAppend(&s, "+normalize");
+  return s;
+}
+
+at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& attention_mask) const {
+  at::Tensor hidden = hidden_in.to(at::kFloat);
+  at::Tensor mask = attention_mask.to(at::kFloat).unsqueeze(-1);  // [B, L, 1]
+  std::vector<at::Tensor> parts;
+  // sentence_transformers.models.Pooling.forward, in its order.
+  if (pooling_.cls) parts.push_back(hidden.select(1, 0));
+  if (pooling_.max) {
+    parts.push_back(std::get<0>(at::max(hidden.masked_fill(mask == 0, -1e9), 1)));
+  }
+  if (pooling_.mean || pooling_.mean_sqrt_len) {
+    at::Tensor sum = (hidden * mask).sum(1);
+    at::Tensor count = at::clamp_min(mask.sum(1), 1e-9);
+    if (pooling_.mean) parts.push_back(sum / count);
+    if (pooling_.mean_sqrt_len) parts.push_back(sum / at::sqrt(count));
+  }
+  if (pooling_.weighted_mean) {
+    at::Tensor weights = at::arange(1, hidden.size(1) + 1, hidden.options()).view({1, -1, 1}) * mask;
+    parts.push_back((hidden * weights).sum(1) / at::clamp_min(weights.sum(1), 1e-9));
+  }
+  if (pooling_.last_token) {
+    // Index of the last real token of each (right-padded) row.
+    at::Tensor last = at::clamp_min(attention_mask.sum(1) - 1, 0).view({-1, 1, 1}).expand({-1, 1, hidden.size(2)});
+    parts.push_back(at::gather(hidden, 1, last).squeeze(1));
+  }
+  at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
+  for (const Dense& d : dense_) out = ApplyActivation(d.act, d.linear(out));
+  if (normalize_) out = out / at::clamp_min(out.norm(2, {1}, true), 1e-12);
+  return out;
+}
+
+}  // namespace relserve

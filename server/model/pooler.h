@@ -1,0 +1,43 @@
+#ifndef RELSERVE_SERVER_MODEL_POOLER_H_
+#define RELSERVE_SERVER_MODEL_POOLER_H_
+
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/model/activation.h"
+#include "server/model/layers.h"
+#include "server/model/sentence_transformers_config.h"
+
+namespace relserve {
+
+// Turns token states into one vector per sequence, as sentence-transformers' Pooling, Dense
+// and Normalize modules do. Runs in float32 whatever the model's dtype.
+class Pooler {
+ public:
+  static absl::StatusOr<Pooler> Create(const PoolingConfig& pooling, const std::vector<DenseConfig>& dense,
+                                       bool normalize, int hidden_size);
+
+  // hidden [B, L, H], attention_mask [B, L] (int64) -> [B, output_dim()] float32.
+  at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& attention_mask) const;
+
+  int output_dim() const { return output_dim_; }
+  bool normalizes() const { return normalize_; }
+  std::string Describe() const;
+
+ private:
+  struct Dense {
+    Linear linear;
+    Activation act;
+  };
+  PoolingConfig pooling_;
+  std::vector<Dense> dense_;
+  bool normalize_ = false;
+  int output_dim_ = 0;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_POOLER_H_

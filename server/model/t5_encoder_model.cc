@@ -1,0 +1,146 @@
+#include "server/model/t5_encoder_model.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/model/relative_position.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+at::Tensor T5EncoderModel::RmsNorm::operator()(const at::Tensor& x) const {
+  at::Tensor variance = x.to(at::kFloat).pow(2).mean(-1, /*keepdim=*/true);
+  at::Tensor normed = x * at::rsqrt(variance + eps);
+  if (weight.scalar_type() == at::kHalf || weight.scalar_type() == at::kBFloat16) {
+    normed = normed.to(weight.scalar_type());
+  }
+  return weight * normed;
+}
+
+T5EncoderModel::T5EncoderModel(const ModelConfig& config) : config_(config), c_(config.t5) {}
+
+absl::StatusOr<std::unique_ptr<T5EncoderModel>> T5EncoderModel::Load(const ModelConfig& config,
+                                                                      WeightLoader& weights) {
+  std::unique_ptr<T5EncoderModel> model(new T5EncoderModel(config));
+  RETURN_IF_ERROR(model->LoadWeights(weights));
+  return model;
+}
+
+absl::Status T5EncoderModel::LoadWeights(WeightLoader& w) {
+  const int64_t D = c_.d_model, I = c_.inner_dim(), F = c_.d_ff;
+  ASSIGN_OR_RETURN(act_, ParseActivation(c_.dense_act_fn));
+  // Tied embeddings: T5 checkpoints hold shared.weight, encoder.embed_tokens.weight, or both.
+  const std::vector<int64_t> emb_shape = {c_.vocab_size, D};
+  if (w.Has("shared.weight")) {
+    ASSIGN_OR_RETURN(embed_tokens_, w.Get("shared.weight", emb_shape));
+    w.Skip("encoder.embed_tokens.weight");
+  } else if (w.Has("encoder.embed_tokens.weight")) {
+    ASSIGN_OR_RETURN(embed_tokens_, w.Get("encoder.embed_tokens.weight", emb_shape));
+  } else {
+    return absl::NotFoundError(absl::StrCat("missing tensor \"shared.weight\" (or \"encoder.embed_tokens.weight\"), "
+                                            "expected shape [", c_.vocab_size, ", ", D, "]"));
+  }
+  ASSIGN_OR_RETURN(relative_attention_bias_,
+                   w.Get("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
+                         {c_.relative_attention_num_buckets, c_.num_heads}));
+  for (int i = 0; i < c_.num_layers; ++i) {
+    const std::string b = absl::StrCat("encoder.block.", i, ".layer.");
+    Block block;
+    ASSIGN_OR_RETURN(block.attention_norm.weight, w.Get(b + "0.layer_norm.weight", {D}));
+    block.attention_norm.eps = c_.layer_norm_epsilon;
+    ASSIGN_OR_RETURN(Linear q, LoadLinear(w, b + "0.SelfAttention.q", D, I, false));
+    ASSIGN_OR_RETURN(Linear k, LoadLinear(w, b + "0.SelfAttention.k", D, I, false));
+    ASSIGN_OR_RETURN(Linear v, LoadLinear(w, b + "0.SelfAttention.v", D, I, false));
+    block.qkv = FuseLinear({&q, &k, &v});
+    ASSIGN_OR_RETURN(block.o, LoadLinear(w, b + "0.SelfAttention.o", I, D, false));
+    ASSIGN_OR_RETURN(block.ff_norm.weight, w.Get(b + "1.layer_norm.weight", {D}));
+    block.ff_norm.eps = c_.layer_norm_epsilon;
+    if (c_.is_gated_act) {
+      ASSIGN_OR_RETURN(Linear wi0, LoadLinear(w, b + "1.DenseReluDense.wi_0", D, F, false));
+      ASSIGN_OR_RETURN(Linear wi1, LoadLinear(w, b + "1.DenseReluDense.wi_1", D, F, false));
+      block.wi = FuseLinear({&wi0, &wi1});
+    } else {
+      ASSIGN_OR_RETURN(block.wi, LoadLinear(w, b + "1.DenseReluDense.wi", D, F, false));
+    }
+    ASSIGN_OR_RETURN(block.wo, LoadLinear(w, b + "1.DenseReluDense.wo", F, D, false));
+    blocks_.push_back(std::move(block));
+  }
+  ASSIGN_OR_RETURN(final_norm_.weight, w.Get("encoder.final_layer_norm.weight", {D}));
+  final_norm_.eps = c_.layer_norm_epsilon;
+  return absl::OkStatus();
+}
+
+std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) const {
+  {
+    std::lock_guard<std::mutex> lock(bias_mu_);
+    auto it = bias_cache_.find(length);
+    if (it != bias_cache_.end()) return it->second;
+  }
+  // T5Attention.compute_bias: embedding of the bucket of (memory - context), as [heads, L, L].
+  at::Tensor buckets = T5RelativePositionBucket(length, length, c_.relative_attention_num_buckets,
+                                                c_.relative_attention_max_distance);
+  auto bias = std::make_shared<const at::Tensor>(
+      at::embedding(relative_attention_bias_, buckets).permute({2, 0, 1}).contiguous());
+  std::lock_guard<std::mutex> lock(bias_mu_);
+  bias_cache_.emplace(length, bias);
+  return bias;
+}
+
+at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& bias) const {
+  const int64_t B = x.size(0), L = x.size(1), Hd = c_.num_heads, Dk = c_.d_kv;
+  at::Tensor normed = block.attention_norm(x);
+  at::Tensor qkv = block.qkv(normed).view({B, L, 3, Hd, Dk}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor q = qkv[0].reshape({Hd * B, L, Dk});
+  at::Tensor k = qkv[1].reshape({Hd * B, L, Dk});
+  at::Tensor v = qkv[2].reshape({Hd * B, L, Dk});
+  at::Tensor scores = at::baddbmm(bias.view({Hd * B, L, L}), q, k.transpose(1, 2));
+  // softmax(scores.float()).type_as(scores)
+  at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(scores.scalar_type());
+  at::Tensor context =
+      at::bmm(probs, v).view({Hd, B, L, Dk}).permute({1, 2, 0, 3}).reshape({B, L, Hd * Dk});
+  at::Tensor h = x + block.o(context);
+
+  normed = block.ff_norm(h);
+  at::Tensor inner = block.wi(normed);
+  if (c_.is_gated_act) {
+    const int64_t F = c_.d_ff;
+    inner = ApplyActivation(act_, inner.narrow(-1, 0, F)) * inner.narrow(-1, F, F);
+  } else {
+    inner = ApplyActivation(act_, inner);
+  }
+  h = h + block.wo(inner);
+  if (h.scalar_type() == at::kHalf) {
+    // T5LayerFF / T5Block clamp inf values in float16.
+    const double clamp = 65504.0 - 1000.0;
+    h = at::clamp(h, -clamp, clamp);
+  }
+  return h;
+}
+
+EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
+  EncoderOutputs out;
+  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1), Hd = c_.num_heads;
+  at::Tensor x = at::embedding(embed_tokens_, in.input_ids);
+
+  // position_bias + extended_attention_mask, shared by every block: [heads, B, L, L].
+  std::shared_ptr<const at::Tensor> position_bias = PositionBias(L);
+  at::Tensor bias;
+  if (in.has_padding) {
+    at::Tensor mask =
+        (1 - in.attention_mask).to(at::kFloat).mul_(MaskValue(x.scalar_type())).view({1, B, 1, L});
+    bias = (position_bias->unsqueeze(1).to(at::kFloat) + mask).to(x.scalar_type());
+  } else {
+    bias = position_bias->unsqueeze(1).expand({Hd, B, L, L}).contiguous();
+  }
+
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    if (all_hidden_states) out.hidden_states.push_back(x);
+    x = BlockForward(blocks_[i], x, bias);
+  }
+  x = final_norm_(x);
+  if (all_hidden_states) out.hidden_states.push_back(x);
+  out.last_hidden_state = x;
+  return out;
+}
+
+}  // namespace relserve

@@ -1,0 +1,66 @@
+#ifndef RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_
+#define RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/model/activation.h"
+#include "server/model/encoder_model.h"
+#include "server/model/layers.h"
+#include "server/model/model_config.h"
+#include "server/model/weight_loader.h"
+
+namespace relserve {
+
+// T5 / T5 v1.1 / mT5 encoders: transformers' T5EncoderModel (T5Stack without the decoder),
+// also taken out of T5Model / T5ForConditionalGeneration checkpoints.
+//
+// The relative position bias [heads, L, L] is built once per sequence length (cached) and,
+// with the padding mask added, once per batch; every layer adds that same tensor, as
+// T5Stack passes the first layer's position_bias on to the others.
+class T5EncoderModel : public EncoderModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<T5EncoderModel>> Load(const ModelConfig& config, WeightLoader& weights);
+
+  EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+
+ private:
+  struct RmsNorm {  // T5LayerNorm: no mean, no bias, variance in float32
+    at::Tensor weight;
+    double eps;
+    at::Tensor operator()(const at::Tensor& x) const;
+  };
+  struct Block {
+    RmsNorm attention_norm;
+    Linear qkv;  // q, k, v fused; no biases and no score scaling in T5
+    Linear o;
+    RmsNorm ff_norm;
+    Linear wi;  // gated: wi_0 and wi_1 fused
+    Linear wo;
+  };
+
+  explicit T5EncoderModel(const ModelConfig& config);
+  absl::Status LoadWeights(WeightLoader& weights);
+  at::Tensor BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& bias) const;
+  std::shared_ptr<const at::Tensor> PositionBias(int64_t length) const;  // [heads, L, L]
+
+  ModelConfig config_;
+  T5Config c_;
+  Activation act_ = Activation::kRelu;
+  at::Tensor embed_tokens_;
+  at::Tensor relative_attention_bias_;  // [num_buckets, heads]
+  std::vector<Block> blocks_;
+  RmsNorm final_norm_;
+
+  mutable std::mutex bias_mu_;
+  mutable std::map<int64_t, std::shared_ptr<const at::Tensor>> bias_cache_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_

@@ -1,0 +1,49 @@
+#ifndef RELSERVE_SERVER_MODEL_WEIGHT_LOADER_H_
+#define RELSERVE_SERVER_MODEL_WEIGHT_LOADER_H_
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/safetensors/checkpoint.h"
+
+namespace relserve {
+
+// Takes tensors out of a checkpoint by their transformers names, checking shape and dtype,
+// converting to the engine's dtype, and remembering which names were used so that the
+// rest can be reported as unexpected.
+class WeightLoader {
+ public:
+  WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype);
+
+  // The tensor `name`, which must have exactly `shape`. NOT_FOUND names the tensor and the
+  // shape it should have; INVALID_ARGUMENT names a wrong shape or a non-float dtype.
+  absl::StatusOr<at::Tensor> Get(const std::string& name, const std::vector<int64_t>& shape);
+  // Like Get, but returns an undefined tensor when the checkpoint has no such name.
+  absl::StatusOr<at::Tensor> GetOptional(const std::string& name, const std::vector<int64_t>& shape);
+  bool Has(const std::string& name) const;
+  // Marks a name as consumed without loading it (tied copies, ignored buffers).
+  void Skip(const std::string& name);
+
+  // Names that were never taken or skipped, excluding those that start with one of
+  // `ignored_prefixes`. Call after loading everything.
+  std::vector<std::string> Unused(const std::vector<std::string>& ignored_prefixes) const;
+  // INVALID_ARGUMENT listing unexpected tensors, if any.
+  absl::Status CheckNoneUnused(const std::vector<std::string>& ignored_prefixes) const;
+
+  at::ScalarType dtype() const { return dtype_; }
+
+ private:
+  const SafetensorsCheckpoint& checkpoint_;
+  at::ScalarType dtype_;
+  std::set<std::string> used_;
+};
+
+std::string ShapeString(const std::vector<int64_t>& shape);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_WEIGHT_LOADER_H_

@@ -1,0 +1,76 @@
+#include "server/tokenizer/utf8.h"
+
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+
+namespace relserve {
+namespace {
+
+bool IsContinuation(uint8_t byte) { return (byte & 0xC0) == 0x80; }
+
+}  // namespace
+
+std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
+  const size_t n = text.size();
+  size_t i = 0;
+  while (i < n) {
+    const auto lead = static_cast<uint8_t>(text[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    // The ranges of RFC 3629 section 4: the lead byte fixes the length, and for E0, ED, F0 and
+    // F4 also narrows the second byte, which is where overlong forms, surrogates and code
+    // points past U+10FFFF are excluded.
+    size_t length = 0;
+    uint8_t second_min = 0x80, second_max = 0xBF;
+    const char* second_reason = "invalid continuation byte";
+    if (IsContinuation(lead)) return Utf8Error{i, "unexpected continuation byte"};
+    if (lead == 0xC0 || lead == 0xC1) return Utf8Error{i, "overlong encoding"};
+    if (lead <= 0xDF) {
+      length = 2;
+    } else if (lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) {
+        second_min = 0xA0;
+        second_reason = "overlong encoding";
+      }
+      if (lead == 0xED) {
+        second_max = 0x9F;
+        second_reason = "UTF-16 surrogate (U+D800..U+DFFF)";
+      }
+    } else if (lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) {
+        second_min = 0x90;
+        second_reason = "overlong encoding";
+      }
+      if (lead == 0xF4) {
+        second_max = 0x8F;
+        second_reason = "code point above U+10FFFF";
+      }
+    } else if (lead <= 0xF7) {
+      return Utf8Error{i, "code point above U+10FFFF"};
+    } else {
+      return Utf8Error{i, "byte 0xF8..0xFF never occurs in UTF-8"};
+    }
+    for (size_t k = 1; k < length; ++k) {
+      if (i + k >= n) return Utf8Error{i, "sequence cut short by the end of the text"};
+      const auto byte = static_cast<uint8_t>(text[i + k]);
+      if (!IsContinuation(byte)) return Utf8Error{i, "sequence cut short (missing continuation byte)"};
+      if (k == 1 && (byte < second_min || byte > second_max)) return Utf8Error{i, second_reason};
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
+
+absl::Status ValidateUtf8(std::string_view text, std::string_view what) {
+  const std::optional<Utf8Error> error = FindInvalidUtf8(text);
+  if (!error.has_value()) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(absl::string_view(what.data(), what.size()), ": invalid UTF-8 at byte offset ", error->offset, ": ", error->reason));
+}
+
+}  // namespace relserve

@@ -1,0 +1,85 @@
+// relserve-model bench: tokens per second of the engine on random ids, with the machine's
+// matmul ceiling measured in the same run for the efficiency ratio.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "server/model/engine.h"
+#include "server/model/model_flops.h"
+#include "server/tools/commands.h"
+#include "server/tools/engine_flags.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
+  std::set<std::string> known = EngineFlagNames();
+  known.insert({"batch", "seq", "iters", "warmup", "gemm-size"});
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"no-gemm"}));
+  ASSIGN_OR_RETURN(int batch, args.Int("batch", 8));
+  ASSIGN_OR_RETURN(int seq, args.Int("seq", 128));
+  ASSIGN_OR_RETURN(int iters, args.Int("iters", 10));
+  ASSIGN_OR_RETURN(int warmup, args.Int("warmup", 2));
+  ASSIGN_OR_RETURN(int gemm_size, args.Int("gemm-size", 2048));
+  if (batch < 1 || seq < 1 || iters < 1 || warmup < 0) {
+    return absl::InvalidArgumentError("--batch, --seq and --iters must be positive, --warmup not negative");
+  }
+  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
+  const ModelInfo& info = engine->info();
+  if (seq > info.max_length) {
+    return absl::InvalidArgumentError(absl::StrCat("--seq ", seq, " exceeds the model's maximum ", info.max_length,
+                                                   " (raise it with --max-length where the model allows)"));
+  }
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int> token(std::min(5, info.vocab_size - 1), info.vocab_size - 1);
+  std::vector<SequenceInput> inputs(batch);
+  for (SequenceInput& s : inputs) {
+    s.input_ids.resize(seq);
+    for (int& id : s.input_ids) id = token(rng);
+  }
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
+  std::vector<double> ms;
+  for (int i = 0; i < iters; ++i) {
+    const auto t0 = Clock::now();
+    RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double mean = 0;
+  for (double m : ms) mean += m;
+  mean /= ms.size();
+  const double tokens_per_second = 1000.0 * batch * seq / mean;
+  const double flops_per_token = EncoderFlopsPerToken(engine->config(), seq);
+
+  nlohmann::json out;
+  out["model_type"] = info.model_type;
+  out["hidden"] = info.hidden_size;
+  out["layers"] = info.num_layers;
+  out["dtype"] = info.dtype;
+  out["threads"] = args.String("threads", std::to_string(std::thread::hardware_concurrency()));
+  out["batch"] = batch;
+  out["seq"] = seq;
+  out["iters"] = iters;
+  out["ms_per_batch"] = mean;
+  out["ms_per_batch_min"] = ms.front();
+  out["ms_per_batch_median"] = ms[ms.size() / 2];
+  out["tokens_per_second"] = tokens_per_second;
+  out["gflops_per_token"] = flops_per_token / 1e9;
+  out["model_gflops_per_second"] = tokens_per_second * flops_per_token / 1e9;
+  if (!args.Bool("no-gemm")) {
+    const double gemm = MeasureMatmulFlops(info.dtype.c_str(), gemm_size, 2.0);
+    out["matmul_gflops_per_second"] = gemm / 1e9;
+    out["matmul_size"] = gemm_size;
+    out["efficiency"] = tokens_per_second * flops_per_token / gemm;
+  }
+  std::cout << out.dump() << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace relserve

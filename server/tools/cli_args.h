@@ -1,0 +1,32 @@
+#ifndef RELSERVE_SERVER_TOOLS_CLI_ARGS_H_
+#define RELSERVE_SERVER_TOOLS_CLI_ARGS_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// "--name value" and "--name=value" options of one subcommand. Every option must be one the
+// subcommand declares; a value-less "--flag" is "true".
+class CliArgs {
+ public:
+  static absl::StatusOr<CliArgs> Parse(const std::vector<std::string>& args, const std::set<std::string>& known,
+                                       const std::set<std::string>& boolean_flags = {});
+
+  bool Has(const std::string& name) const { return values_.count(name) > 0; }
+  std::string String(const std::string& name, const std::string& fallback = "") const;
+  absl::StatusOr<std::string> Required(const std::string& name) const;
+  absl::StatusOr<int> Int(const std::string& name, int fallback) const;
+  bool Bool(const std::string& name) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOOLS_CLI_ARGS_H_

@@ -1,0 +1,22 @@
+#ifndef RELSERVE_SERVER_TOOLS_COMMANDS_H_
+#define RELSERVE_SERVER_TOOLS_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace relserve {
+
+// The subcommands of relserve-model. Each takes the arguments after its name and returns an
+// error status for bad usage or a failure; main prints it and exits non-zero.
+absl::Status RunForwardCommand(const std::vector<std::string>& args);
+absl::Status RunTokenizeCommand(const std::vector<std::string>& args);
+absl::Status RunEmbedCommand(const std::vector<std::string>& args);
+absl::Status RunCreateCommand(const std::vector<std::string>& args);
+absl::Status RunBenchCommand(const std::vector<std::string>& args);
+absl::Status RunInfoCommand(const std::vector<std::string>& args);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOOLS_COMMANDS_H_

@@ -1,0 +1,79 @@
+// relserve-model forward --model DIR --inputs FILE.json --output FILE.safetensors
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "server/model/engine.h"
+#include "server/safetensors/safetensors_writer.h"
+#include "server/tools/commands.h"
+#include "server/tools/engine_flags.h"
+#include "server/util/json_util.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+namespace {
+
+// Reads one [batch, length] integer matrix of inputs.json.
+absl::Status ReadMatrix(const nlohmann::json& j, const char* key, const std::string& path, int64_t* batch,
+                        int64_t* length, std::vector<int64_t>* out) {
+  const nlohmann::json& rows = j.at(key);
+  if (!rows.is_array() || rows.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" must be a non-empty list of rows"));
+  }
+  if (*batch == 0) *batch = static_cast<int64_t>(rows.size());
+  if (static_cast<int64_t>(rows.size()) != *batch) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" has ", rows.size(), " rows, expected ", *batch));
+  }
+  for (size_t r = 0; r < rows.size(); ++r) {
+    if (!rows[r].is_array()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", key, "[", r, "] is not a list"));
+    if (*length == 0) *length = static_cast<int64_t>(rows[r].size());
+    if (static_cast<int64_t>(rows[r].size()) != *length || *length == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": ", key, "[", r, "] has ", rows[r].size(),
+                                                     " values, expected ", *length, " (rows must be padded to one length)"));
+    }
+    for (size_t c = 0; c < rows[r].size(); ++c) {
+      if (!rows[r][c].is_number_integer()) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ": ", key, "[", r, "][", c, "] is not an integer"));
+      }
+      out->push_back(rows[r][c].get<int64_t>());
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunForwardCommand(const std::vector<std::string>& argv) {
+  std::set<std::string> known = EngineFlagNames();
+  known.insert({"inputs", "output"});
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"pooled"}));
+  ASSIGN_OR_RETURN(std::string inputs_path, args.Required("inputs"));
+  ASSIGN_OR_RETURN(std::string output_path, args.Required("output"));
+  ASSIGN_OR_RETURN(nlohmann::json inputs, ReadJsonFile(inputs_path));
+  if (!inputs.is_object() || !inputs.contains("input_ids")) {
+    return absl::InvalidArgumentError(absl::StrCat(inputs_path, ": expected an object with \"input_ids\""));
+  }
+  PaddedBatch batch;
+  RETURN_IF_ERROR(ReadMatrix(inputs, "input_ids", inputs_path, &batch.batch, &batch.length, &batch.input_ids));
+  if (inputs.contains("attention_mask") && !inputs.at("attention_mask").is_null()) {
+    RETURN_IF_ERROR(
+        ReadMatrix(inputs, "attention_mask", inputs_path, &batch.batch, &batch.length, &batch.attention_mask));
+  } else {
+    batch.attention_mask.assign(batch.input_ids.size(), 1);
+  }
+  if (inputs.contains("token_type_ids") && !inputs.at("token_type_ids").is_null()) {
+    RETURN_IF_ERROR(
+        ReadMatrix(inputs, "token_type_ids", inputs_path, &batch.batch, &batch.length, &batch.token_type_ids));
+  }
+
+  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
+  ASSIGN_OR_RETURN(std::vector<NamedTensor> tensors, engine->ForwardPadded(batch, /*all_hidden_states=*/true));
+  SafetensorsWriter writer;
+  writer.SetMetadata({{"format", "pt"}});
+  for (const NamedTensor& t : tensors) {
+    if (t.name == "pooled" && !args.Bool("pooled")) continue;
+    RETURN_IF_ERROR(writer.Add(t.name, StDType::kF32, t.shape, t.data.data(), t.data.size() * sizeof(float)));
+  }
+  return writer.WriteFile(output_path);
+}
+
+}  // namespace relserve

@@ -1,0 +1,27 @@
+// relserve-model info: what the engine loaded.
+#include <iostream>
+
+#include "nlohmann/json.hpp"
+#include "server/tools/commands.h"
+#include "server/tools/engine_flags.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, EngineFlagNames()));
+  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
+  const ModelInfo& i = engine->info();
+  nlohmann::json out = {{"architecture", i.architecture}, {"model_type", i.model_type},
+                        {"hidden_size", i.hidden_size},   {"num_layers", i.num_layers},
+                        {"vocab_size", i.vocab_size},     {"type_vocab_size", i.type_vocab_size},
+                        {"max_length", i.max_length},     {"embedding_dim", i.embedding_dim},
+                        {"pooling", i.pooling},           {"normalizes", i.normalizes},
+                        {"labels", i.labels},             {"problem_type", i.problem_type},
+                        {"dtype", i.dtype},               {"device", i.device},
+                        {"has_tokenizer", i.has_tokenizer}};
+  std::cout << out.dump(2) << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace relserve

@@ -1,0 +1,101 @@
+#ifndef RELSERVE_SERVER_TOOLS_MODEL_CREATOR_H_
+#define RELSERVE_SERVER_TOOLS_MODEL_CREATOR_H_
+
+// Writes randomly initialised model directories in Hugging Face's on-disk format (config.json as
+// transformers 4.40.2 `save_pretrained` writes it, model.safetensors under transformers' names),
+// loadable by relserve and by `AutoModel.from_pretrained`. Backs `relserve-model create`.
+// Torch-free: only the safetensors writer, JSON and the file utilities.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+
+namespace relserve {
+
+struct CreateModelOptions {
+  // "deberta-v3", "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge),
+  // "t5" (T5-base-like, ReLU feed-forward) or "t5-v1.1" (gated-GELU, untied embeddings).
+  std::string family;
+  // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
+  // 3072 (t5-v1.1: 2048) / 32128). For T5, hidden is d_model, intermediate d_ff, and
+  // d_kv = hidden / heads.
+  int hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0;
+  // DeBERTa only: 0 = hidden; anything else is written as "embedding_size" (and adds
+  // embeddings.embed_proj when it differs from hidden).
+  int embedding_size = 0;
+  // DeBERTa only: > 0 makes a DebertaV2ForSequenceClassification with that many labels
+  // (id2label / label2id "LABEL_i").
+  int num_labels = 0;
+  // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), together with
+  // tokenizer_config.json and special_tokens_map.json. When `vocab` is 0 the vocabulary size
+  // becomes the model's piece count plus one per special token that is not a piece (the
+  // tokenizer appends those, e.g. DeBERTa-v3's "[MASK]"). Empty: no tokenizer files.
+  std::string vocab_file;
+  // Every tensor draws from its own std::mt19937_64 stream, seeded from `seed` and the
+  // tensor's name: the same options give the same bytes.
+  uint64_t seed = 1;
+  // Standard deviation of the normal init of matrices, embeddings and relative-position tables
+  // (also written as DeBERTa's "initializer_range"). Biases are 0; layer norms weight 1 and bias 0.
+  float init_std = 0.02f;
+  // Storage dtype of the weights and config "torch_dtype": "float32", "float16" or "bfloat16"
+  // (converted from float32 with round-to-nearest-even).
+  std::string dtype = "float32";
+  // Merged into config.json last, key by key (a null value removes the key). The weights
+  // follow the final config, as transformers would build the model from it. Values derived
+  // from an overridden key are re-derived unless overridden too: DeBERTa's pooler_hidden_size
+  // from hidden_size; T5's dense_act_fn / is_gated_act from feed_forward_proj, d_kv from
+  // d_model / num_heads, num_decoder_layers from num_layers.
+  nlohmann::json config_overrides = nlohmann::json::object();
+  // Also write a sentence-transformers layout: modules.json (Transformer, mean Pooling,
+  // optional Dense, Normalize), sentence_bert_config.json, 1_Pooling/config.json.
+  bool sentence_transformers = false;
+  // > 0 (requires sentence_transformers): a 2_Dense module, hidden -> dense_out with Tanh,
+  // weights in 2_Dense/model.safetensors as linear.weight / linear.bias.
+  int dense_out = 0;
+  // Replace a model already in out_dir (one with a config.json); otherwise FAILED_PRECONDITION.
+  bool overwrite = false;
+};
+
+// Creates out_dir (and its parents) and writes the model there. INVALID_ARGUMENT naming the
+// option for bad options (unknown family or dtype, negative sizes, heads not dividing hidden,
+// ...) or naming the config key when the final config cannot be built; NOT_FOUND when
+// vocab_file is missing. config.json is written last, so a failed run leaves no config.json.
+absl::Status CreateModelDirectory(const CreateModelOptions& options, const std::string& out_dir);
+
+// The config.json contents CreateModelDirectory writes, given the vocabulary size a
+// vocab_file implies (0: none given). Validates the options as CreateModelDirectory does.
+absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& options,
+                                                int64_t vocab_from_file = 0);
+
+// One state_dict entry of the model a config describes.
+struct ModelTensorSpec {
+  enum class Init { kNormal, kZeros, kOnes };
+  std::string name;
+  std::vector<int64_t> shape;
+  Init init;
+};
+
+// Every tensor transformers 4.40.2 builds (and saves) for this config.json, in module
+// registration order. Reads keys with transformers' defaults for absent ones; INVALID_ARGUMENT
+// naming the key for values it cannot build a model from. T5 lists encoder.embed_tokens.weight
+// after shared.weight; both hold the same values.
+absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::json& config);
+
+// The pieces of a serialized SentencePiece ModelProto, read from the protobuf wire format
+// (top-level field 1, each piece's field 1), without the sentencepiece library.
+// INVALID_ARGUMENT when the bytes are not such a message or hold no pieces.
+absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto);
+
+// float32 -> IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN, overflow
+// becomes infinity), as torch's .to(float16) / .to(bfloat16) do.
+uint16_t FloatToHalfBits(float value);
+uint16_t FloatToBFloat16Bits(float value);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOOLS_MODEL_CREATOR_H_

@@ -1,0 +1,111 @@
+// relserve-model tokenize / embed: text in on standard input, JSON lines out.
+#include <algorithm>
+#include <iostream>
+#include <numeric>
+#include <set>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "server/model/engine.h"
+#include "server/model/model_config.h"
+#include "server/tokenizer/tokenizer.h"
+#include "server/tools/commands.h"
+#include "server/tools/engine_flags.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+namespace {
+
+// One input line: a text, or two separated by a tab.
+absl::StatusOr<Encoding> EncodeLine(const Tokenizer& tokenizer, const std::string& line, const TokenizeOptions& opts) {
+  const auto tab = line.find('\t');
+  if (tab == std::string::npos) return tokenizer.Encode(line, opts);
+  return tokenizer.EncodePair(std::string_view(line).substr(0, tab), std::string_view(line).substr(tab + 1), opts);
+}
+
+absl::StatusOr<TokenizeOptions> TokenizeOptionsFromFlags(const CliArgs& args) {
+  TokenizeOptions opts;
+  ASSIGN_OR_RETURN(opts.max_length, args.Int("max-length", 0));
+  opts.truncate = !args.Bool("no-truncate");
+  return opts;
+}
+
+void StripCarriageReturn(std::string* line) {
+  if (!line->empty() && line->back() == '\r') line->pop_back();
+}
+
+}  // namespace
+
+absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, {"no-truncate"}));
+  ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
+  ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
+  const TokenizerFamily family = config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
+  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
+  ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
+  std::string line;
+  int failures = 0;
+  while (std::getline(std::cin, line)) {
+    StripCarriageReturn(&line);
+    auto enc = EncodeLine(*tokenizer, line, opts);
+    nlohmann::json out;
+    if (!enc.ok()) {
+      ++failures;
+      out["error"] = std::string(enc.status().message());
+    } else {
+      out["input_ids"] = enc->input_ids;
+      out["attention_mask"] = enc->attention_mask;
+      out["token_type_ids"] = enc->token_type_ids;
+      out["truncated"] = enc->truncated;
+    }
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  std::cout.flush();
+  if (failures > 0) return absl::InvalidArgumentError(absl::StrCat(failures, " line(s) could not be tokenized"));
+  return absl::OkStatus();
+}
+
+absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
+  std::set<std::string> known = EngineFlagNames();
+  known.insert("batch-size");
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"no-truncate"}));
+  ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
+  if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
+  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
+  if (engine->tokenizer() == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(args.String("model"), " has no tokenizer (spm.model or spiece.model)"));
+  }
+  ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
+  if (opts.max_length == 0) opts.max_length = engine->info().max_length;
+
+  std::vector<SequenceInput> sequences;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(std::cin, line)) {
+    ++line_no;
+    StripCarriageReturn(&line);
+    auto enc = EncodeLine(*engine->tokenizer(), line, opts);
+    if (!enc.ok()) return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", enc.status().message()));
+    sequences.push_back({enc->input_ids, enc->token_type_ids});
+  }
+  // Length-sorted batches pad least; results go back in input order.
+  std::vector<size_t> order(sequences.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return sequences[a].input_ids.size() < sequences[b].input_ids.size();
+  });
+  std::vector<std::vector<float>> embeddings(sequences.size());
+  for (size_t start = 0; start < order.size(); start += batch_size) {
+    std::vector<SequenceInput> batch;
+    const size_t end = std::min(order.size(), start + batch_size);
+    for (size_t i = start; i < end; ++i) batch.push_back(sequences[order[i]]);
+    ASSIGN_OR_RETURN(auto outputs, engine->Run(batch, kOutputPooled));
+    for (size_t i = start; i < end; ++i) embeddings[order[i]] = std::move(outputs[i - start].pooled);
+  }
+  for (const auto& e : embeddings) std::cout << nlohmann::json{{"embedding", e}}.dump() << "\n";
+  std::cout.flush();
+  return absl::OkStatus();
+}
+
+}  // namespace relserve

@@ -1,0 +1,22 @@
+#ifndef RELSERVE_SERVER_UTIL_FILE_UTIL_H_
+#define RELSERVE_SERVER_UTIL_FILE_UTIL_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// Reads a whole (small) file: configs, JSON inputs. NOT_FOUND if it does not exist.
+absl::StatusOr<std::string> ReadFileToString(const std::string& path);
+absl::Status WriteStringToFile(const std::string& path, const std::string& contents);
+bool FileExists(const std::string& path);
+bool IsDirectory(const std::string& path);
+// Joins two path components with exactly one '/'.
+std::string JoinPath(const std::string& a, const std::string& b);
+// Directory of the running executable ("" when unknown).
+std::string ExecutableDir();
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_UTIL_FILE_UTIL_H_

@@ -1,0 +1,22 @@
+#include "server/util/json_util.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/util/file_util.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+absl::StatusOr<nlohmann::json> ParseJson(const std::string& text, const std::string& what) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON: ", e.what()));
+  }
+}
+
+absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, ReadFileToString(path));
+  return ParseJson(text, path);
+}
+
+}  // namespace relserve

@@ -1,0 +1,42 @@
+#include "tests/model/reference_fixture.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "server/util/json_util.h"
+
+namespace relserve::testing {
+
+PaddedBatch ReadReferenceInputs(const std::string& path) {
+  auto j = ReadJsonFile(path);
+  if (!j.ok()) throw std::runtime_error(std::string(j.status().message()));
+  PaddedBatch b;
+  auto rows = (*j)["input_ids"];
+  b.batch = static_cast<int64_t>(rows.size());
+  b.length = static_cast<int64_t>(rows[0].size());
+  for (const auto& r : rows) for (const auto& v : r) b.input_ids.push_back(v.get<int64_t>());
+  for (const auto& r : (*j)["attention_mask"]) for (const auto& v : r) b.attention_mask.push_back(v.get<int64_t>());
+  if (j->contains("token_type_ids")) {
+    for (const auto& r : (*j)["token_type_ids"]) for (const auto& v : r) b.token_type_ids.push_back(v.get<int64_t>());
+  }
+  return b;
+}
+
+double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& expected,
+                        const std::vector<int64_t>& expected_shape, const PaddedBatch& batch) {
+  if (actual.shape != expected_shape) return INFINITY;
+  double worst = 0;
+  const bool per_token = expected_shape.size() == 3;
+  const int64_t inner = per_token ? expected_shape[2] : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    if (per_token) {
+      const int64_t token = static_cast<int64_t>(i) / inner;  // b * length + t
+      if (batch.attention_mask[token] == 0) continue;
+    }
+    const double d = std::fabs(static_cast<double>(actual.data[i]) - expected[i]);
+    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+  }
+  return worst;
+}
+
+}  // namespace relserve::testing

@@ -1,0 +1,24 @@
+#ifndef RELSERVE_TESTS_MODEL_REFERENCE_FIXTURE_H_
+#define RELSERVE_TESTS_MODEL_REFERENCE_FIXTURE_H_
+
+#include <string>
+#include <vector>
+
+#include "server/model/engine.h"
+
+namespace relserve::testing {
+
+inline std::string TestDataDir() { return RELSERVE_TEST_DATA_DIR; }
+inline std::string ReferenceDir(const std::string& name) { return TestDataDir() + "/reference/" + name; }
+
+// inputs.json of a reference folder as a padded batch.
+PaddedBatch ReadReferenceInputs(const std::string& path);
+
+// Largest |a - b| over the positions where mask is 1, for [batch, length, ...] tensors
+// (or over everything for tensors without a length axis, such as logits).
+double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& expected,
+                        const std::vector<int64_t>& expected_shape, const PaddedBatch& batch);
+
+}  // namespace relserve::testing
+
+#endif  // RELSERVE_TESTS_MODEL_REFERENCE_FIXTURE_H_

@@ -1,0 +1,82 @@
+// The engine against transformers 4.40.2 (tests/data/reference): every hidden state and the
+// logits within 1e-4 at every unpadded position.
+#include <cstring>
+#include <map>
+
+#include "gtest/gtest.h"
+#include "server/model/engine.h"
+#include "server/safetensors/safetensors_file.h"
+#include "tests/model/reference_fixture.h"
+
+namespace relserve {
+namespace {
+
+using testing::MaxAbsDiffMasked;
+using testing::ReadReferenceInputs;
+using testing::ReferenceDir;
+
+constexpr double kTolerance = 1e-4;
+
+std::vector<float> FloatData(const TensorView& v) {
+  std::vector<float> out(v.numel());
+  std::memcpy(out.data(), v.data, v.nbytes);
+  return out;
+}
+
+void CheckAgainstReference(const std::string& name, int expected_tensors) {
+  const std::string dir = ReferenceDir(name);
+  auto engine = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
+  auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/true);
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  std::map<std::string, const NamedTensor*> by_name;
+  for (const NamedTensor& t : *outputs) by_name[t.name] = &t;
+
+  auto expected = SafetensorsFile::Open(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  int compared = 0;
+  for (const TensorView& want : (*expected)->tensors()) {
+    ASSERT_EQ(want.dtype, StDType::kF32);
+    auto it = by_name.find(want.name);
+    ASSERT_NE(it, by_name.end()) << "engine gave no " << want.name;
+    const double diff = MaxAbsDiffMasked(*it->second, FloatData(want), want.shape, batch);
+    EXPECT_LE(diff, kTolerance) << name << " " << want.name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, expected_tensors);
+}
+
+TEST(ReferenceParityTest, DebertaV3Backbone) {
+  // last_hidden_state + hidden_state_0..3
+  CheckAgainstReference("deberta_v3_like", 5);
+}
+
+TEST(ReferenceParityTest, DebertaV3SequenceClassification) {
+  CheckAgainstReference("deberta_v3_cls", 6);
+}
+
+TEST(ReferenceParityTest, T5V10Encoder) {
+  // last_hidden_state + hidden_state_0..2 (the last with the final layer norm)
+  CheckAgainstReference("t5_v1_0", 4);
+}
+
+// A wrong term must show: perturbing one input token changes the output well beyond the
+// tolerance, so the comparison above is not vacuous.
+TEST(ReferenceParityTest, ComparisonDetectsAChangedInput) {
+  const std::string dir = ReferenceDir("deberta_v3_like");
+  auto engine = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
+  batch.input_ids[5] = (batch.input_ids[5] + 1) % 1000;
+  auto outputs = (*engine)->ForwardPadded(batch, false);
+  ASSERT_TRUE(outputs.ok());
+  auto expected = SafetensorsFile::Open(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected.ok());
+  const TensorView* want = (*expected)->Find("last_hidden_state");
+  ASSERT_NE(want, nullptr);
+  EXPECT_GT(MaxAbsDiffMasked((*outputs)[0], FloatData(*want), want->shape, batch), 100 * kTolerance);
+}
+
+}  // namespace
+}  // namespace relserve
