@@ -59,7 +59,8 @@ typedef struct RelserveSpmApi {
   int32_t (*piece_to_id)(const RelserveSpmModel* model, const char* piece, size_t piece_size);
   /* Copies the piece for id into buffer (NUL-terminated, cut to buffer_size) and returns its
    * full length; returns 0 for an id outside the vocabulary. */
-  size_t (*id_to_piece)(const RelserveSpmModel* model, int32_t id, char* buffer, size_t buffer_size);
+  size_t (*id_to_piece)(const RelserveSpmModel* model, int32_t id, char* buffer,
+                        size_t buffer_size);
   void (*reserved_ids)(const RelserveSpmModel* model, RelserveSpmReservedIds* out);
   /* Encodes text (text_size bytes, NUL bytes allowed) without any special tokens. */
   int (*encode)(const RelserveSpmModel* model, const char* text, size_t text_size,

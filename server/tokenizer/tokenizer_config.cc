@@ -67,7 +67,9 @@ TokenizerConfig DefaultTokenizerConfig(TokenizerFamily family) {
 
 absl::Status ApplyTokenizerConfigJson(const nlohmann::json& json, const std::string& what,
                                       TokenizerConfig* config) {
-  if (!json.is_object()) return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  if (!json.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
+  }
   if (auto it = json.find("do_lower_case"); it != json.end() && !it->is_null()) {
     if (!it->is_boolean()) return WrongType(what, "do_lower_case", "true or false");
     config->do_lower_case = it->get<bool>();

@@ -58,7 +58,9 @@ std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
     for (size_t k = 1; k < length; ++k) {
       if (i + k >= n) return Utf8Error{i, "sequence cut short by the end of the text"};
       const auto byte = static_cast<uint8_t>(text[i + k]);
-      if (!IsContinuation(byte)) return Utf8Error{i, "sequence cut short (missing continuation byte)"};
+      if (!IsContinuation(byte)) {
+        return Utf8Error{i, "sequence cut short (missing continuation byte)"};
+      }
       if (k == 1 && (byte < second_min || byte > second_max)) return Utf8Error{i, second_reason};
     }
     i += length;
@@ -69,8 +71,10 @@ std::optional<Utf8Error> FindInvalidUtf8(std::string_view text) {
 absl::Status ValidateUtf8(std::string_view text, std::string_view what) {
   const std::optional<Utf8Error> error = FindInvalidUtf8(text);
   if (!error.has_value()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(absl::string_view(what.data(), what.size()), ": invalid UTF-8 at byte offset ", error->offset, ": ", error->reason));
+  // Debian's Abseil has its own string_view, which std::string_view does not convert to.
+  const absl::string_view label(what.data(), what.size());
+  return absl::InvalidArgumentError(absl::StrCat(label, ": invalid UTF-8 at byte offset ",
+                                                 error->offset, ": ", error->reason));
 }
 
 }  // namespace relserve

@@ -100,7 +100,8 @@ TEST(SentencePieceModuleTest, EnvironmentOverrideIsUsed) {
 }
 
 TEST(SentencePieceModuleTest, EnvironmentOverrideToMissingFileIsAClearError) {
-  const std::string missing = JoinPath(MakeTempDir("module_missing"), "librelserve_sentencepiece.so");
+  const std::string missing =
+      JoinPath(MakeTempDir("module_missing"), "librelserve_sentencepiece.so");
   ScopedEnv env(kSentencePieceModuleEnv, missing);
   // A module in the usual places must not be used instead of the one asked for.
   auto tokenizer = Tokenizer::LoadModelFile(ReferenceModelPath(), TokenizerFamily::kDeberta, 512);

@@ -38,7 +38,8 @@ TEST(TokenizerConfigTest, ReadsKeysAndSpecialTokensMapWins) {
 
 TEST(TokenizerConfigTest, NoLimitSentinelMeansUnset) {
   TokenizerConfig config = DefaultTokenizerConfig(TokenizerFamily::kDeberta);
-  const auto json = nlohmann::json::parse(R"({"model_max_length": 1000000000000000019884624838656})");
+  const auto json =
+      nlohmann::json::parse(R"({"model_max_length": 1000000000000000019884624838656})");
   ASSERT_TRUE(ApplyTokenizerConfigJson(json, "cfg", &config).ok());
   EXPECT_FALSE(config.model_max_length.has_value());
 }

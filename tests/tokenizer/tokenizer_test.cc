@@ -80,7 +80,9 @@ TEST_F(TokenizerTest, DebertaSingleTemplate) {
   EXPECT_EQ(enc->token_type_ids, std::vector<int32_t>(8, 0));
   EXPECT_EQ(enc->attention_mask, std::vector<int32_t>(8, 1));
   EXPECT_EQ(enc->sequence_ids, (std::vector<int8_t>{-1, 0, 0, 0, 0, 0, 0, -1}));
-  EXPECT_EQ(enc->offsets, (Offsets{{0, 0}, {0, 0}, {0, 1}, {1, 2}, {2, 3}, {3, 5}, {5, 11}, {0, 0}}));
+  // The leading "▁" stands for no input byte; "▁world" covers " world".
+  EXPECT_EQ(enc->offsets,
+            (Offsets{{0, 0}, {0, 0}, {0, 1}, {1, 2}, {2, 3}, {3, 5}, {5, 11}, {0, 0}}));
   EXPECT_FALSE(enc->truncated);
   EXPECT_EQ(enc->untruncated_length, 8);
 }

@@ -1,0 +1,362 @@
+// Engine behaviour beyond the reference numbers: padding invariance, the serving path (Run)
+// against the padded forward, half-precision and sharded checkpoints, bf16 inference, and a
+// precise error for every kind of broken model directory.
+#include <cmath>
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/model/engine.h"
+#include "tests/model/model_dir_builder.h"
+#include "tests/model/reference_fixture.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ModelDirBuilder;
+using testing::ReadReferenceInputs;
+using testing::ReferenceDir;
+
+std::unique_ptr<Engine> LoadOrDie(const std::string& dir, EngineOptions options = {}) {
+  auto engine = Engine::Load(dir, options);
+  EXPECT_TRUE(engine.ok()) << engine.status();
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+// The unpadded rows of a reference inputs.json as serving sequences.
+std::vector<SequenceInput> ReferenceSequences(const std::string& name) {
+  PaddedBatch b = ReadReferenceInputs(ReferenceDir(name) + "/inputs.json");
+  std::vector<SequenceInput> out(b.batch);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t t = 0; t < b.length; ++t) {
+      if (b.attention_mask[r * b.length + t]) out[r].input_ids.push_back(static_cast<int32_t>(b.input_ids[r * b.length + t]));
+    }
+  }
+  return out;
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
+class PaddingInvarianceTest : public ::testing::TestWithParam<std::string> {};
+
+// A sequence's outputs do not depend on the batch it is in or the padding it gets.
+TEST_P(PaddingInvarianceTest, AloneTogetherAndOverPadded) {
+  auto engine = LoadOrDie(ReferenceDir(GetParam()));
+  ASSERT_NE(engine, nullptr);
+  const uint32_t outputs = kOutputTokenStates | kOutputPooled | (engine->info().labels.empty() ? 0u : static_cast<uint32_t>(kOutputLogits));
+  std::vector<SequenceInput> seqs = ReferenceSequences(GetParam());
+  auto together = engine->Run(seqs, outputs);
+  ASSERT_TRUE(together.ok()) << together.status();
+  // Reversed order, and a long companion forcing extra padding on every other sequence.
+  std::vector<SequenceInput> reversed(seqs.rbegin(), seqs.rend());
+  SequenceInput filler = seqs[0];
+  filler.input_ids.resize(filler.input_ids.size() + 23, 7);
+  reversed.push_back(filler);
+  auto shuffled = engine->Run(reversed, outputs);
+  ASSERT_TRUE(shuffled.ok()) << shuffled.status();
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    auto alone = engine->Run({seqs[i]}, outputs);
+    ASSERT_TRUE(alone.ok()) << alone.status();
+    const SequenceOutput& a = (*alone)[0];
+    for (const SequenceOutput* other : {&(*together)[i], &(*shuffled)[seqs.size() - 1 - i]}) {
+      EXPECT_EQ(other->num_tokens, a.num_tokens);
+      EXPECT_LE(MaxAbsDiff(other->token_states, a.token_states), 1e-5) << "sequence " << i;
+      EXPECT_LE(MaxAbsDiff(other->pooled, a.pooled), 1e-5) << "sequence " << i;
+      EXPECT_LE(MaxAbsDiff(other->logits, a.logits), 1e-5) << "sequence " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, PaddingInvarianceTest,
+                         ::testing::Values("deberta_v3_like", "deberta_v3_cls", "t5_v1_0"));
+
+// Run (serving path, right-padded internally) equals transformers' padded forward.
+TEST(EngineTest, RunMatchesPaddedForward) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  auto engine = LoadOrDie(dir);
+  ASSERT_NE(engine, nullptr);
+  PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
+  auto padded = engine->ForwardPadded(batch, false);
+  ASSERT_TRUE(padded.ok()) << padded.status();
+  auto run = engine->Run(ReferenceSequences("deberta_v3_cls"), kOutputTokenStates | kOutputLogits | kOutputPooled);
+  ASSERT_TRUE(run.ok()) << run.status();
+  const NamedTensor* last = nullptr;
+  const NamedTensor* logits = nullptr;
+  for (const NamedTensor& t : *padded) {
+    if (t.name == "last_hidden_state") last = &t;
+    if (t.name == "logits") logits = &t;
+  }
+  ASSERT_NE(last, nullptr);
+  ASSERT_NE(logits, nullptr);
+  const int64_t H = last->shape[2];
+  for (int64_t b = 0; b < batch.batch; ++b) {
+    const SequenceOutput& r = (*run)[b];
+    std::vector<float> want(last->data.begin() + b * batch.length * H,
+                            last->data.begin() + (b * batch.length + r.num_tokens) * H);
+    EXPECT_LE(MaxAbsDiff(r.token_states, want), 1e-5);
+    std::vector<float> want_logits(logits->data.begin() + b * 3, logits->data.begin() + b * 3 + 3);
+    EXPECT_LE(MaxAbsDiff(r.logits, want_logits), 1e-5);
+    // Default pooling without sentence-transformers files is the mean of the token states.
+    for (int64_t h = 0; h < H; ++h) {
+      double mean = 0;
+      for (int t = 0; t < r.num_tokens; ++t) mean += want[t * H + h];
+      EXPECT_NEAR(r.pooled[h], mean / r.num_tokens, 1e-5);
+    }
+  }
+  EXPECT_EQ(engine->info().labels, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
+  EXPECT_EQ(engine->info().problem_type, "single_label_classification");
+  EXPECT_FALSE(engine->info().has_tokenizer);
+  EXPECT_EQ(engine->tokenizer(), nullptr);
+}
+
+TEST(EngineTest, LogitsFromABackboneAreAFailedPrecondition) {
+  auto engine = LoadOrDie(ReferenceDir("deberta_v3_like"));
+  ASSERT_NE(engine, nullptr);
+  auto r = engine->Run(ReferenceSequences("deberta_v3_like"), kOutputLogits);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("no classification head"));
+}
+
+TEST(EngineTest, ValidateNamesTheProblem) {
+  auto engine = LoadOrDie(ReferenceDir("deberta_v3_like"));
+  ASSERT_NE(engine, nullptr);
+  EXPECT_TRUE(engine->Validate({{1, 5, 2}, {}}).ok());
+  auto empty = engine->Validate({{}, {}});
+  EXPECT_EQ(empty.code(), absl::StatusCode::kInvalidArgument);
+  auto oov = engine->Validate({{1, 1000, 2}, {}});
+  EXPECT_EQ(oov.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(oov.message()), HasSubstr("input_ids[1] = 1000"));
+  auto negative = engine->Validate({{1, -4, 2}, {}});
+  EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
+  auto types = engine->Validate({{1, 5, 2}, {0, 1, 1}});  // type_vocab_size 0: only type 0
+  EXPECT_EQ(types.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(types.message()), HasSubstr("token_type_ids[1]"));
+  auto mismatch = engine->Validate({{1, 5, 2}, {0, 0}});
+  EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
+  std::vector<int32_t> too_long(513, 5);
+  auto long_status = engine->Validate({too_long, {}});
+  EXPECT_EQ(long_status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_status.message()), HasSubstr("513 tokens"));
+  // A bad sequence in Run is refused with its index, not computed.
+  auto run = engine->Run({{{1, 5, 2}, {}}, {{1, 5000, 2}, {}}}, kOutputPooled);
+  EXPECT_EQ(run.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(run.status().message()), HasSubstr("sequence 1"));
+}
+
+TEST(EngineTest, MaxLengthOption) {
+  EngineOptions options;
+  options.max_length = 64;
+  auto engine = LoadOrDie(ReferenceDir("t5_v1_0"), options);
+  ASSERT_NE(engine, nullptr);
+  EXPECT_EQ(engine->info().max_length, 64);
+  std::vector<int32_t> ids(65, 5);
+  EXPECT_EQ(engine->Validate({ids, {}}).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Shards, and weights stored in bfloat16 / float16, load to the same model.
+TEST(EngineTest, ShardedAndHalfPrecisionCheckpoints) {
+  const std::string source = ReferenceDir("deberta_v3_like");
+  auto reference = LoadOrDie(source);
+  ASSERT_NE(reference, nullptr);
+  auto seqs = ReferenceSequences("deberta_v3_like");
+  auto want = reference->Run(seqs, kOutputTokenStates);
+  ASSERT_TRUE(want.ok());
+
+  ModelDirBuilder sharded(source);
+  sharded.Write(/*shards=*/3);
+  auto engine = LoadOrDie(sharded.dir());
+  ASSERT_NE(engine, nullptr);
+  auto got = engine->Run(seqs, kOutputTokenStates);
+  ASSERT_TRUE(got.ok());
+  for (size_t i = 0; i < seqs.size(); ++i) EXPECT_EQ((*got)[i].token_states, (*want)[i].token_states);
+
+  for (StDType stored : {StDType::kBF16, StDType::kF16}) {
+    ModelDirBuilder half(source);
+    for (auto& [name, t] : half.tensors()) {
+      std::vector<float> f(t.bytes.size() / 4);
+      std::memcpy(f.data(), t.bytes.data(), t.bytes.size());
+      std::string bytes(f.size() * 2, '\0');
+      for (size_t i = 0; i < f.size(); ++i) {
+        uint16_t h;
+        if (stored == StDType::kF16) {
+          _Float16 v = static_cast<_Float16>(f[i]);
+          std::memcpy(&h, &v, 2);
+        } else {
+          uint32_t bits;
+          std::memcpy(&bits, &f[i], 4);
+          h = static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+        }
+        std::memcpy(&bytes[i * 2], &h, 2);
+      }
+      t.dtype = stored;
+      t.bytes = bytes;
+    }
+    half.Write();
+    auto half_engine = LoadOrDie(half.dir());
+    ASSERT_NE(half_engine, nullptr);
+    auto half_out = half_engine->Run(seqs, kOutputPooled);
+    ASSERT_TRUE(half_out.ok());
+    auto full_out = reference->Run(seqs, kOutputPooled);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      // Rounded weights move the output a little, never a lot.
+      EXPECT_GT(Cosine((*half_out)[i].pooled, (*full_out)[i].pooled), 0.98);
+      EXPECT_NE((*half_out)[i].pooled, (*full_out)[i].pooled);
+    }
+  }
+}
+
+// bfloat16 inference: how far from float32 (reported by the benchmark; bounded here).
+TEST(EngineTest, BFloat16InferenceStaysCloseToFloat32) {
+  for (const char* name : {"deberta_v3_cls", "t5_v1_0"}) {
+    auto f32 = LoadOrDie(ReferenceDir(name));
+    EngineOptions options;
+    options.dtype = "bfloat16";
+    auto bf16 = LoadOrDie(ReferenceDir(name), options);
+    ASSERT_NE(bf16, nullptr);
+    EXPECT_EQ(bf16->info().dtype, "bfloat16");
+    auto seqs = ReferenceSequences(name);
+    auto a = f32->Run(seqs, kOutputPooled);
+    auto b = bf16->Run(seqs, kOutputPooled);
+    ASSERT_TRUE(a.ok() && b.ok()) << b.status();
+    for (size_t i = 0; i < seqs.size(); ++i) EXPECT_GT(Cosine((*a)[i].pooled, (*b)[i].pooled), 0.99) << name << " " << i;
+  }
+}
+
+// ---- Broken model directories: each a precise status, never a crash or a half-loaded model.
+
+absl::Status LoadStatus(const std::string& dir) { return Engine::Load(dir, EngineOptions{}).status(); }
+
+TEST(EngineLoadErrorTest, MissingDirectoryAndConfig) {
+  EXPECT_EQ(LoadStatus("/nonexistent/model").code(), absl::StatusCode::kNotFound);
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.Write();
+  std::remove((b.dir() + "/config.json").c_str());
+  auto s = LoadStatus(b.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("config.json"));
+}
+
+TEST(EngineLoadErrorTest, ConfigProblems) {
+  struct Case {
+    std::function<void(nlohmann::json&)> edit;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {[](nlohmann::json& c) { c["model_type"] = "bert"; }, "model_type \"bert\" is not supported"},
+      {[](nlohmann::json& c) { c.erase("model_type"); }, "no \"model_type\""},
+      {[](nlohmann::json& c) { c["architectures"] = {"DebertaV2ForTokenClassification"}; }, "DebertaV2ForTokenClassification"},
+      {[](nlohmann::json& c) { c["hidden_act"] = "swiglu"; }, "\"hidden_act\""},
+      {[](nlohmann::json& c) { c["hidden_size"] = "32"; }, "\"hidden_size\" must be an integer"},
+      {[](nlohmann::json& c) { c["num_attention_heads"] = 5; }, "not a multiple of num_attention_heads"},
+      {[](nlohmann::json& c) { c["pos_att_type"] = {"c2p", "x2y"}; }, "unknown entry \"x2y\""},
+      {[](nlohmann::json& c) { c["norm_rel_ebd"] = "batch_norm"; }, "norm_rel_ebd"},
+      {[](nlohmann::json& c) { c["relative_attention"] = "yes"; }, "\"relative_attention\" must be true or false"},
+  };
+  for (const Case& c : cases) {
+    ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+    c.edit(b.config());
+    b.Write();
+    auto s = LoadStatus(b.dir());
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.message << ": " << s;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(c.message));
+  }
+  ModelDirBuilder t5(ReferenceDir("t5_v1_0"));
+  t5.config()["feed_forward_proj"] = "gated-gelu-new";
+  t5.config().erase("dense_act_fn");
+  t5.config().erase("is_gated_act");
+  t5.Write();
+  auto s = LoadStatus(t5.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("feed_forward_proj"));
+}
+
+TEST(EngineLoadErrorTest, MissingTensorNamesItAndItsShape) {
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.tensors().erase("encoder.layer.1.attention.self.key_proj.weight");
+  b.Write();
+  auto s = LoadStatus(b.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.layer.1.attention.self.key_proj.weight"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("[32, 32]"));
+}
+
+TEST(EngineLoadErrorTest, WrongShape) {
+  ModelDirBuilder b(ReferenceDir("t5_v1_0"));
+  auto& t = b.tensors()["encoder.final_layer_norm.weight"];
+  t.shape = {32};
+  t.bytes.resize(32 * 4);
+  b.Write();
+  auto s = LoadStatus(b.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.final_layer_norm.weight\" has shape [32], expected [64]"));
+}
+
+TEST(EngineLoadErrorTest, UnexpectedTensor) {
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.tensors()["encoder.layer.7.attention.self.query_proj.weight"] = b.tensors()["encoder.layer.0.attention.self.query_proj.weight"];
+  b.Write();
+  auto s = LoadStatus(b.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("unexpected tensor(s)"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.layer.7.attention.self.query_proj.weight"));
+}
+
+TEST(EngineLoadErrorTest, IntegerDtype) {
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.tensors()["embeddings.LayerNorm.bias"].dtype = StDType::kI32;
+  b.Write();
+  auto s = LoadStatus(b.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("embeddings.LayerNorm.bias"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("not a floating-point type"));
+}
+
+TEST(EngineLoadErrorTest, TruncatedAndMissingWeights) {
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.Write();
+  const std::string full = b.ReadRaw("model.safetensors");
+  b.WriteRaw("model.safetensors", full.substr(0, full.size() - 100));
+  EXPECT_EQ(LoadStatus(b.dir()).code(), absl::StatusCode::kDataLoss);
+  b.WriteRaw("model.safetensors", "garbage");
+  EXPECT_EQ(LoadStatus(b.dir()).code(), absl::StatusCode::kDataLoss);
+  std::remove((b.dir() + "/model.safetensors").c_str());
+  EXPECT_EQ(LoadStatus(b.dir()).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(EngineLoadErrorTest, CorruptTokenizerFailsTheLoad) {
+  ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
+  b.Write();
+  b.WriteRaw("spm.model", "not a sentencepiece model");
+  EXPECT_FALSE(LoadStatus(b.dir()).ok());
+}
+
+// Heads of other architectures are dropped, as transformers does; T5 decoders likewise.
+TEST(EngineLoadTest, IgnoresOtherHeadsAndDecoders) {
+  ModelDirBuilder deberta(ReferenceDir("deberta_v3_like"));
+  deberta.tensors()["lm_predictions.lm_head.bias"] = deberta.tensors()["embeddings.LayerNorm.bias"];
+  deberta.tensors()["embeddings.position_embeddings.weight"] = deberta.tensors()["encoder.rel_embeddings.weight"];
+  deberta.Write();
+  EXPECT_TRUE(LoadStatus(deberta.dir()).ok()) << LoadStatus(deberta.dir());
+
+  ModelDirBuilder t5(ReferenceDir("t5_v1_0"));
+  t5.tensors()["decoder.block.0.layer.0.SelfAttention.q.weight"] = t5.tensors()["encoder.block.0.layer.0.SelfAttention.q.weight"];
+  t5.tensors()["lm_head.weight"] = t5.tensors()["shared.weight"];
+  t5.config()["architectures"] = {"T5ForConditionalGeneration"};
+  t5.Write();
+  EXPECT_TRUE(LoadStatus(t5.dir()).ok()) << LoadStatus(t5.dir());
+}
+
+}  // namespace
+}  // namespace relserve
