@@ -1,5 +1,6 @@
 #include "server/tools/model_creator.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -379,9 +380,9 @@ absl::StatusOr<Sizes> ResolveSizes(const CreateModelOptions& o, Family family,
   s.vocab = o.vocab > 0 ? o.vocab
                         : (vocab_from_file > 0 ? static_cast<int>(vocab_from_file) : default_vocab);
 
-  const json& ov = o.config_overrides;
+  // T5's d_kv may be set independently; DeBERTa's attention needs heads | hidden regardless.
   const bool head_dim_overridden =
-      ov.is_object() && (IsT5(family) ? ov.contains("d_kv") : ov.contains("attention_head_size"));
+      IsT5(family) && o.config_overrides.is_object() && o.config_overrides.contains("d_kv");
   if (s.hidden % s.heads != 0 && !head_dim_overridden) {
     return absl::InvalidArgumentError(
         absl::StrCat("heads: ", s.heads, " does not divide hidden ", s.hidden));

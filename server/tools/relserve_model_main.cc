@@ -27,6 +27,8 @@ commands:
            tokens per second, and the efficiency against this machine's matmul throughput
   info     --model DIR
            what the engine loaded, as JSON
+  accuracy --model DIR --dtype bfloat16|float16 [--batch B --seq L]
+           cosine of pooled embeddings and max |logit difference| against float32
 
 options of commands that load a model:
   --dtype float32|bfloat16|float16   weights and activations (default float32)
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   else if (command == "create") status = relserve::RunCreateCommand(args);
   else if (command == "bench") status = relserve::RunBenchCommand(args);
   else if (command == "info") status = relserve::RunInfoCommand(args);
+  else if (command == "accuracy") status = relserve::RunAccuracyCommand(args);
   else {
     std::cerr << "relserve-model: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;

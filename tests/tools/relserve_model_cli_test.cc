@@ -1,0 +1,151 @@
+// relserve-model as it is used from outside: the binary, its files and its exit codes.
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "server/safetensors/safetensors_file.h"
+
+namespace relserve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+const std::string kBinary = RELSERVE_MODEL_BINARY;
+const std::string kData = RELSERVE_TEST_DATA_DIR;
+
+struct Result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+Result RunCli(const std::string& args, const std::string& stdin_text = "") {
+  const fs::path input = fs::temp_directory_path() / ("relserve-cli-in-" + std::to_string(getpid()));
+  FILE* f = std::fopen(input.c_str(), "wb");
+  std::fwrite(stdin_text.data(), 1, stdin_text.size(), f);
+  std::fclose(f);
+  const std::string cmd = kBinary + " " + args + " < " + input.string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  fs::remove(input);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("relserve-cli-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+// forward writes every tensor transformers gives, matching the reference within 1e-4.
+TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
+  for (const std::string name : {"deberta_v3_cls", "t5_v1_0"}) {
+    const std::string ref = kData + "/reference/" + name;
+    const std::string out = (dir_ / (name + ".safetensors")).string();
+    Result r = RunCli("forward --model " + ref + " --inputs " + ref + "/inputs.json --output " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    auto got = SafetensorsFile::Open(out);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = SafetensorsFile::Open(ref + "/expected.safetensors");
+    ASSERT_TRUE(want.ok());
+    auto inputs = nlohmann::json::parse(std::ifstream(ref + "/inputs.json"));
+    for (const TensorView& w : (*want)->tensors()) {
+      const TensorView* g = (*got)->Find(w.name);
+      ASSERT_NE(g, nullptr) << w.name;
+      ASSERT_EQ(g->dtype, StDType::kF32);
+      ASSERT_EQ(g->shape, w.shape) << w.name;
+      std::vector<float> a(g->numel()), b(w.numel());
+      std::memcpy(a.data(), g->data, g->nbytes);
+      std::memcpy(b.data(), w.data, w.nbytes);
+      double worst = 0;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (w.shape.size() == 3) {
+          const size_t token = i / w.shape[2];
+          if (inputs["attention_mask"][token / w.shape[1]][token % w.shape[1]] == 0) continue;
+        }
+        worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+      }
+      EXPECT_LE(worst, 1e-4) << name << " " << w.name;
+    }
+  }
+}
+
+TEST_F(CliTest, ForwardRejectsBadInputsClearly) {
+  const std::string ref = kData + "/reference/deberta_v3_like";
+  const std::string bad = (dir_ / "bad.json").string();
+  std::ofstream(bad) << R"({"input_ids": [[1, 2, 3], [1, 2]], "attention_mask": [[1, 1, 1], [1, 1]]})";
+  Result r = RunCli("forward --model " + ref + " --inputs " + bad + " --output " + (dir_ / "o.safetensors").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("input_ids[1] has 2 values, expected 3"));
+  std::ofstream(bad) << R"({"input_ids": [[1, 2000, 3]]})";
+  r = RunCli("forward --model " + ref + " --inputs " + bad + " --output " + (dir_ / "o.safetensors").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("outside the vocabulary"));
+  r = RunCli("forward --model " + ref + " --output x");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--inputs is required"));
+  r = RunCli("frobnicate");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+// create -> tokenize -> embed on a model with the reference tokenizer.
+TEST_F(CliTest, CreateTokenizeEmbed) {
+  const std::string model = (dir_ / "model").string();
+  Result r = RunCli("create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab-file " + kData +
+                 "/reference/tokenizer/spm.model --sentence-transformers --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCli("tokenize --model " + model, "Hello world\nquery\tpassage\n\xC3\x28\n");
+  EXPECT_EQ(r.exit_code, 1);  // one line failed
+  std::istringstream lines(r.output);
+  std::string line;
+  std::getline(lines, line);
+  auto first = nlohmann::json::parse(line);
+  // cases.json: "Hello world" -> 5 998 11 28 339 713, inside [CLS] ... [SEP].
+  EXPECT_EQ(first["input_ids"], nlohmann::json({1, 5, 998, 11, 28, 339, 713, 2}));
+  std::getline(lines, line);
+  auto pair = nlohmann::json::parse(line);
+  EXPECT_EQ(pair["token_type_ids"].back(), 1);
+  std::getline(lines, line);
+  EXPECT_THAT(line, HasSubstr("invalid UTF-8"));
+
+  r = RunCli("embed --model " + model, "Hello world\na longer sentence about relative attention\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream embeddings(r.output);
+  int count = 0;
+  while (std::getline(embeddings, line)) {
+    auto e = nlohmann::json::parse(line)["embedding"];
+    ASSERT_EQ(e.size(), 32u);
+    double norm = 0;
+    for (double v : e) norm += v * v;
+    EXPECT_NEAR(norm, 1.0, 1e-5);  // the Normalize module
+    ++count;
+  }
+  EXPECT_EQ(count, 2);
+
+  r = RunCli("bench --model " + model + " --batch 2 --seq 16 --iters 1 --warmup 0 --gemm-size 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto bench = nlohmann::json::parse(r.output);
+  EXPECT_GT(bench["tokens_per_second"].get<double>(), 0);
+  EXPECT_GT(bench["efficiency"].get<double>(), 0);
+}
+
+}  // namespace
+}  // namespace relserve
