@@ -297,6 +297,14 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
     RETURN_IF_ERROR(ParseDeberta(r, j, source, &config.deberta));
     config.max_length = config.deberta.max_position_embeddings;
   } else {
+    if (config.model_type == "mt5") {
+      // MT5Config's defaults differ from T5Config's.
+      config.t5.vocab_size = 250112;
+      config.t5.d_ff = 1024;
+      config.t5.num_layers = 8;
+      config.t5.num_heads = 6;
+      config.t5.feed_forward_proj = "gated-gelu";
+    }
     RETURN_IF_ERROR(ParseT5(r, &config.t5));
     config.max_length = 512;
   }
