@@ -28,9 +28,9 @@ absl::StatusOr<Activation> ParseActivation(const std::string& name) {
 at::Tensor ApplyActivation(Activation act, at::Tensor x) {
   switch (act) {
     case Activation::kGelu:
-      return at::gelu(x);
+      return at::gelu_out(x, x);  // in place: the input is a temporary
     case Activation::kGeluTanh:
-      return at::gelu(x, "tanh");
+      return at::gelu_out(x, x, "tanh");
     case Activation::kQuickGelu:
       return x * at::sigmoid(x * 1.702);
     case Activation::kGelu10:

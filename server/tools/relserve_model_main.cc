@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "server/tools/commands.h"
+#include "server/util/process_tuning.h"
 
 namespace {
 
@@ -40,6 +41,7 @@ options of commands that load a model:
 }  // namespace
 
 int main(int argc, char** argv) {
+  relserve::TuneProcessForInference(argv);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     std::cout << kUsage;
