@@ -15,8 +15,10 @@ void TuneProcessForInference(char** argv) {
     execv("/proc/self/exe", argv);
     // execv failed: carry on with the spinning policy.
   }
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  if (std::getenv("RELSERVE_MALLOC_DEFAULTS") == nullptr) {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  }
 }
 
 }  // namespace relserve

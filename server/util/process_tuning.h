@@ -14,7 +14,7 @@ namespace relserve {
 //    mmap and unmaps them on free, so every layer's activations were fresh pages the kernel
 //    had to zero (about 400 MB per layer at batch 32 x 128 for a base model, a quarter of the
 //    time). Disabling mmap and trimming keeps freed memory for reuse; the process then holds
-//    on to its peak memory.
+//    on to its peak memory. RELSERVE_MALLOC_DEFAULTS=1 keeps glibc's defaults.
 void TuneProcessForInference(char** argv);
 
 }  // namespace relserve
