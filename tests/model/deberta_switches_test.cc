@@ -29,6 +29,7 @@
 #include "server/util/json_util.h"
 #include "tests/model/naive_reference.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/model/switch_test_support.h"
 
 namespace relserve {
 namespace {
@@ -36,138 +37,10 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using testing::MaxAbsDiffMasked;
+using namespace testing;  // NOLINT: the switch-test helpers
 
 constexpr double kTolerance = 1e-4;
 constexpr double kMatters = 100 * kTolerance;
-
-// ---------------------------------------------------------------------------------------------
-// Model directories.
-
-struct F32Tensor {
-  std::vector<int64_t> shape;
-  std::vector<float> data;
-};
-using F32Map = std::map<std::string, F32Tensor>;
-using Edit = std::function<void(json& config, F32Map& weights)>;
-
-F32Map ReadWeights(const std::string& dir) {
-  auto ckpt = SafetensorsCheckpoint::OpenDirectory(dir);
-  if (!ckpt.ok()) throw std::runtime_error(std::string(ckpt.status().message()));
-  F32Map out;
-  for (const std::string& name : (*ckpt)->Names()) {
-    const TensorView* v = (*ckpt)->Find(name);
-    if (v->dtype != StDType::kF32) throw std::runtime_error("not F32: " + name);
-    F32Tensor t{v->shape, std::vector<float>(static_cast<size_t>(v->numel()))};
-    std::memcpy(t.data.data(), v->data, v->nbytes);
-    out.emplace(name, std::move(t));
-  }
-  return out;
-}
-
-void WriteWeights(const std::string& dir, const F32Map& weights) {
-  SafetensorsWriter writer;
-  writer.SetMetadata({{"format", "pt"}});
-  for (const auto& [name, t] : weights) {
-    auto st = writer.Add(name, StDType::kF32, t.shape, t.data.data(), t.data.size() * sizeof(float));
-    if (!st.ok()) throw std::runtime_error(std::string(st.message()));
-  }
-  auto st = writer.WriteFile(JoinPath(dir, "model.safetensors"));
-  if (!st.ok()) throw std::runtime_error(std::string(st.message()));
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The creator initialises biases to 0 and layer norms to 1 / 0, which would hide a missing
-// bias or norm weight; give them random values too (deterministic per tensor name, so models
-// that share a tensor name share its values).
-void RandomizeVectors(F32Map* weights, uint64_t seed) {
-  for (auto& [name, t] : *weights) {
-    const bool norm_weight = EndsWith(name, "LayerNorm.weight") || EndsWith(name, "layer_norm.weight");
-    if (!EndsWith(name, ".bias") && !norm_weight) continue;
-    std::mt19937_64 rng(seed * 1000003u ^ std::hash<std::string>{}(name));
-    std::normal_distribution<float> normal(0.0f, 0.2f);
-    for (float& v : t.data) v = (norm_weight ? 1.0f : 0.0f) + normal(rng);
-  }
-}
-
-void Scale(F32Map* weights, const std::string& name, float factor) {
-  auto it = weights->find(name);
-  if (it == weights->end()) throw std::runtime_error("no tensor " + name);
-  for (float& v : it->second.data) v *= factor;
-}
-
-// A folder for one test's models, removed afterwards.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (fs::temp_directory_path() / "relserve-switches-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    root_ = tmpl;
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  std::string Path(const std::string& name) const { return JoinPath(root_, name); }
-
- private:
-  std::string root_;
-};
-
-// ---------------------------------------------------------------------------------------------
-// Batches and comparisons.
-
-PaddedBatch MakeBatch(const std::vector<int64_t>& lengths, int64_t vocab, uint64_t seed, bool pairs = false) {
-  PaddedBatch b;
-  b.batch = static_cast<int64_t>(lengths.size());
-  b.length = *std::max_element(lengths.begin(), lengths.end());
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int64_t> id(1, vocab - 1);
-  for (int64_t n : lengths) {
-    for (int64_t t = 0; t < b.length; ++t) {
-      const bool real = t < n;
-      b.input_ids.push_back(real ? id(rng) : 0);
-      b.attention_mask.push_back(real ? 1 : 0);
-      if (pairs) b.token_type_ids.push_back(real && t >= n / 2 ? 1 : 0);
-    }
-  }
-  return b;
-}
-
-using EngineOutputs = std::map<std::string, NamedTensor>;
-
-EngineOutputs RunEngine(const std::string& dir, const PaddedBatch& batch) {
-  auto engine = Engine::Load(dir, EngineOptions{});
-  if (!engine.ok()) throw std::runtime_error("Engine::Load: " + std::string(engine.status().message()));
-  auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/true);
-  if (!outputs.ok()) throw std::runtime_error("ForwardPadded: " + std::string(outputs.status().message()));
-  EngineOutputs out;
-  for (NamedTensor& t : *outputs) out[t.name] = std::move(t);
-  return out;
-}
-
-naive::Outputs RunNaive(const std::string& dir, const PaddedBatch& batch) {
-  auto outputs = naive::Forward(dir, batch);
-  if (!outputs.ok()) throw std::runtime_error(std::string(outputs.status().message()));
-  return std::move(*outputs);
-}
-
-// Largest difference of one tensor at the unpadded positions.
-double Diff(const NamedTensor& a, const NamedTensor& b, const PaddedBatch& batch) {
-  return MaxAbsDiffMasked(a, b.data, b.shape, batch);
-}
-double Diff(const EngineOutputs& a, const EngineOutputs& b, const PaddedBatch& batch,
-            const std::string& name = "last_hidden_state") {
-  if (!a.count(name) || !b.count(name)) return INFINITY;
-  return Diff(a.at(name), b.at(name), batch);
-}
-double Diff(const EngineOutputs& a, const naive::Outputs& b, const PaddedBatch& batch,
-            const std::string& name = "last_hidden_state") {
-  if (!a.count(name) || !b.count(name)) return INFINITY;
-  return Diff(a.at(name), naive::ToNamedTensor(name, b.at(name)), batch);
-}
 
 class DebertaSwitchTest : public ::testing::Test {
  protected:
