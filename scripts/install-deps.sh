@@ -36,6 +36,7 @@ build_pkgs=(
   libsentencepiece-dev sentencepiece
   nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus              # promtool: lints the /metrics output in tests/metrics
   python3
 )
 

@@ -196,8 +196,10 @@ absl::Status Engine::Validate(const SequenceInput& s) const {
       return absl::InvalidArgumentError(absl::StrCat("token_type_ids has ", s.token_type_ids.size(),
                                                      " entries for ", n, " input_ids"));
     }
-    const int limit = std::max(info_.type_vocab_size, 1);
-    for (size_t i = 0; i < n; ++i) {
+    // Without token-type embeddings (type_vocab_size 0, e.g. DeBERTa-v3, T5) transformers
+    // ignores token_type_ids, which tokenizers still fill with 0/1 for pairs.
+    const int limit = info_.type_vocab_size;
+    for (size_t i = 0; i < n && limit > 0; ++i) {
       if (s.token_type_ids[i] < 0 || s.token_type_ids[i] >= limit) {
         return absl::InvalidArgumentError(absl::StrCat("token_type_ids[", i, "] = ", s.token_type_ids[i],
                                                        " is outside [0, ", limit, ")"));
@@ -222,7 +224,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   bool has_types = false;
   for (const SequenceInput& s : batch) {
     L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
-    has_types = has_types || !s.token_type_ids.empty();
+    has_types = has_types || (!s.token_type_ids.empty() && info_.type_vocab_size > 0);
   }
   try {
     c10::InferenceMode guard;
@@ -240,7 +242,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
         ids_a[b][t] = s.input_ids[t];
         mask_a[b][t] = 1;
       }
-      if (!s.token_type_ids.empty()) {
+      if (has_types && !s.token_type_ids.empty()) {
         auto types_a = types.accessor<int64_t, 2>();
         for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
       }
@@ -298,8 +300,8 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
       return absl::InvalidArgumentError(absl::StrCat("attention_mask[", i / L, "][", i % L, "] must be 0 or 1"));
     }
     padded = padded || batch.attention_mask[i] == 0;
-    if (!batch.token_type_ids.empty()) {
-      const int limit = std::max(info_.type_vocab_size, 1);
+    if (!batch.token_type_ids.empty() && info_.type_vocab_size > 0) {
+      const int limit = info_.type_vocab_size;
       if (batch.token_type_ids[i] < 0 || batch.token_type_ids[i] >= limit) {
         return absl::InvalidArgumentError(absl::StrCat("token_type_ids[", i / L, "][", i % L, "] = ",
                                                        batch.token_type_ids[i], " is outside [0, ", limit, ")"));

@@ -140,9 +140,12 @@ TEST(EngineTest, ValidateNamesTheProblem) {
   EXPECT_THAT(std::string(oov.message()), HasSubstr("input_ids[1] = 1000"));
   auto negative = engine->Validate({{1, -4, 2}, {}});
   EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
-  auto types = engine->Validate({{1, 5, 2}, {0, 1, 1}});  // type_vocab_size 0: only type 0
-  EXPECT_EQ(types.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(types.message()), HasSubstr("token_type_ids[1]"));
+  // type_vocab_size 0: transformers ignores token types (tokenizers still send 1s for pairs).
+  EXPECT_TRUE(engine->Validate({{1, 5, 2}, {0, 1, 1}}).ok());
+  auto with_types = engine->Run({{{1, 5, 9, 2}, {0, 0, 1, 1}}}, kOutputPooled);
+  auto without = engine->Run({{{1, 5, 9, 2}, {}}}, kOutputPooled);
+  ASSERT_TRUE(with_types.ok() && without.ok());
+  EXPECT_EQ((*with_types)[0].pooled, (*without)[0].pooled);
   auto mismatch = engine->Validate({{1, 5, 2}, {0, 0}});
   EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
   std::vector<int32_t> too_long(513, 5);

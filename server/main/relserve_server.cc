@@ -1,0 +1,188 @@
+#include "server/main/relserve_server.h"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/batching/model_batcher.h"
+#include "server/metrics/http_endpoint.h"
+#include "server/metrics/server_metrics.h"
+#include "server/model/engine.h"
+#include "server/rpc/encoder_service.h"
+#include "server/rpc/metrics_batch_observer.h"
+#include "server/rpc/model_registry.h"
+#include "server/util/log.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+struct RelserveServer::State {
+  ServerConfig config;
+  ServerMetrics metrics;
+  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
+  std::vector<std::unique_ptr<ModelBatcher>> batchers;
+  ModelRegistry registry;
+  std::unique_ptr<EncoderService> service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<MetricsHttpEndpoint> endpoint;
+  int grpc_port = 0;
+  std::atomic<bool> serving{false};
+  std::mutex shutdown_mu;
+  bool shut_down = false;
+
+  void SetHealth(bool serving_now) {
+    serving = serving_now;
+    if (server == nullptr) return;
+    auto* health = server->GetHealthCheckService();
+    health->SetServingStatus(serving_now);  // every service name, the overall "" included
+    for (const ServedModel* m : registry.All()) {
+      health->SetServingStatus(m->name, serving_now);
+      metrics.SetServing(m->name, serving_now);
+    }
+  }
+};
+
+namespace {
+
+// Runs every model once per length bucket, so that the first real requests do not pay for
+// allocator growth and kernel selection.
+absl::Status WarmUp(Engine& engine, const std::string& name, int max_length) {
+  const absl::Time t0 = absl::Now();
+  const int vocab = engine.info().vocab_size;
+  for (int length = 16;; length = std::min(length * 2, max_length)) {
+    SequenceInput s;
+    s.input_ids.assign(length, std::min(5, vocab - 1));
+    auto r = engine.Run({s, s}, kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits}));
+    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("warm-up of ", name, " failed: ", r.status().message()));
+    if (length == max_length) break;
+  }
+  LogInfo(absl::StrCat("model ", name, ": warmed up to ", max_length, " tokens in ",
+                       absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+RelserveServer::RelserveServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
+
+RelserveServer::~RelserveServer() { Shutdown(absl::ZeroDuration()); }
+
+int RelserveServer::grpc_port() const { return state_->grpc_port; }
+int RelserveServer::metrics_port() const { return state_->endpoint ? state_->endpoint->port() : -1; }
+
+absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config) {
+  auto state = std::make_unique<State>();
+  state->config = config;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  const int threads = config.threads_per_worker > 0 ? config.threads_per_worker
+                                                    : std::max(1, cores / config.workers_per_device);
+  if (threads * config.workers_per_device > cores) {
+    LogWarning(absl::StrCat(config.workers_per_device, " workers x ", threads, " threads oversubscribe ", cores,
+                            " cores"));
+  }
+  SetComputeThreads(threads);
+
+  for (const auto& [name, dir] : config.models) {
+    const absl::Time t0 = absl::Now();
+    EngineOptions options;
+    options.dtype = config.dtype;
+    options.device = config.device;
+    options.max_length = config.max_input_length;
+    options.pooling = config.pooling;
+    auto engine = Engine::Load(dir, options);
+    if (!engine.ok()) {
+      return absl::Status(engine.status().code(), absl::StrCat("model ", name, ": ", engine.status().message()));
+    }
+    const ModelInfo& info = (*engine)->info();
+    LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", dir, " (", info.num_layers,
+                         " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
+                         info.has_tokenizer ? ", tokenizer" : ", no tokenizer", ") in ",
+                         absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
+    if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length));
+    if (config.max_batch_tokens < info.max_length) {
+      LogWarning(absl::StrCat("model ", name, ": --max-batch-tokens ", config.max_batch_tokens,
+                              " is below its max length ", info.max_length, "; such sequences run alone"));
+    }
+
+    auto observer = std::make_unique<MetricsBatchObserver>(&state->metrics, name);
+    BatcherConfig bc;
+    bc.policy.max_batch_tokens = config.max_batch_tokens;
+    bc.policy.max_batch_size = config.max_batch_size;
+    bc.policy.max_queue_delay = absl::Microseconds(config.max_queue_delay_us);
+    bc.policy.length_bucketing = config.batching == "bucketed";
+    bc.num_workers = config.workers_per_device;
+    bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
+    bc.on_worker_start = [threads] { SetComputeThreads(threads); };
+    ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(engine->get(), bc, observer.get()));
+
+    state->metrics.SetModelInfo(name, {{"architecture", info.architecture},
+                                       {"model_type", info.model_type},
+                                       {"dtype", info.dtype},
+                                       {"device", info.device},
+                                       {"max_length", std::to_string(info.max_length)},
+                                       {"pooling", info.pooling}});
+    ServedModel served;
+    served.name = name;
+    served.backend = engine->get();
+    served.tokenizer = (*engine)->tokenizer();
+    served.batcher = batcher.get();
+    served.max_length = info.max_length;
+    state->registry.Add(served);
+    state->engines.push_back(std::move(*engine));
+    state->observers.push_back(std::move(observer));
+    state->batchers.push_back(std::move(batcher));
+  }
+
+  ServiceLimits limits;
+  limits.max_inputs_per_request = config.max_inputs_per_request;
+  state->service = std::make_unique<EncoderService>(&state->registry, &state->metrics, limits);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(config.grpc_address, grpc::InsecureServerCredentials(), &state->grpc_port);
+  builder.RegisterService(state->service.get());
+  builder.SetMaxReceiveMessageSize(config.max_message_bytes);
+  builder.SetMaxSendMessageSize(std::max(config.max_message_bytes, 64 << 20));
+  state->server = builder.BuildAndStart();
+  if (state->server == nullptr || state->grpc_port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", config.grpc_address));
+  }
+  State* raw = state.get();
+  if (config.metrics_port >= 0) {
+    HttpEndpointConfig ec;
+    ec.address = config.metrics_address;
+    ec.port = config.metrics_port;
+    ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
+                                          ec, [raw] { return raw->metrics.Render(); },
+                                          [raw] { return raw->serving.load(); }));
+  }
+  state->SetHealth(true);
+  LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
+                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : ""));
+  return std::unique_ptr<RelserveServer>(new RelserveServer(std::move(state)));
+}
+
+void RelserveServer::Shutdown(absl::Duration grace) {
+  std::lock_guard<std::mutex> lock(state_->shutdown_mu);
+  if (state_->shut_down) return;
+  state_->shut_down = true;
+  LogInfo(absl::StrCat("shutting down: NOT_SERVING, draining for up to ", absl::FormatDuration(grace)));
+  state_->SetHealth(false);
+  const absl::Time deadline = absl::Now() + grace;
+  // Refuses new calls at once; in-flight calls (waiting on the batchers) may finish until the
+  // deadline, then are cancelled.
+  state_->server->Shutdown(absl::ToChronoTime(deadline));
+  for (auto& b : state_->batchers) b->Stop(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+  state_->server->Wait();
+  if (state_->endpoint) state_->endpoint->Stop();
+  LogInfo("stopped");
+}
+
+}  // namespace relserve

@@ -1,0 +1,35 @@
+#ifndef RELSERVE_SERVER_MAIN_RELSERVE_SERVER_H_
+#define RELSERVE_SERVER_MAIN_RELSERVE_SERVER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/main/server_config.h"
+
+namespace relserve {
+
+// The whole service: models, batchers, the gRPC server (Encoder, health, reflection) and the
+// metrics endpoint. Start() returns once every model is loaded and warmed up and health
+// reports SERVING.
+class RelserveServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RelserveServer>> Start(const ServerConfig& config);
+  ~RelserveServer();
+
+  int grpc_port() const;
+  int metrics_port() const;  // -1 without an endpoint
+
+  // Health NOT_SERVING, new calls refused, in-flight calls given `grace` to finish, then
+  // batchers and endpoints stopped. Safe to call twice.
+  void Shutdown(absl::Duration grace);
+
+ private:
+  struct State;
+  explicit RelserveServer(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MAIN_RELSERVE_SERVER_H_

@@ -1,0 +1,162 @@
+#include "server/main/server_config.h"
+
+#include <functional>
+#include <map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+
+namespace relserve {
+namespace {
+
+struct Flag {
+  const char* name;
+  const char* value_name;
+  const char* help;
+  std::function<absl::Status(const std::string&, ServerConfig*)> set;
+  std::function<std::string(const ServerConfig&)> get_default;
+};
+
+absl::Status ParseInt(const std::string& flag, const std::string& v, int64_t min, int64_t* out) {
+  int64_t x;
+  if (!absl::SimpleAtoi(v, &x) || x < min) {
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": \"", v, "\" is not an integer >= ", min));
+  }
+  *out = x;
+  return absl::OkStatus();
+}
+
+template <typename T>
+Flag IntFlag(const char* name, const char* help, T ServerConfig::*field, int64_t min) {
+  return {name, "N", help,
+          [name, field, min](const std::string& v, ServerConfig* c) {
+            int64_t x;
+            if (absl::Status s = ParseInt(name, v, min, &x); !s.ok()) return s;
+            c->*field = static_cast<T>(x);
+            return absl::OkStatus();
+          },
+          [field](const ServerConfig& c) { return absl::StrCat(c.*field); }};
+}
+
+Flag StringFlag(const char* name, const char* value_name, const char* help, std::string ServerConfig::*field,
+                std::vector<std::string> allowed = {}) {
+  return {name, value_name, help,
+          [name, field, allowed](const std::string& v, ServerConfig* c) {
+            if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+              std::string list;
+              for (const auto& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
+              return absl::InvalidArgumentError(absl::StrCat("--", name, ": \"", v, "\" is not one of ", list));
+            }
+            c->*field = v;
+            return absl::OkStatus();
+          },
+          [field](const ServerConfig& c) { return c.*field; }};
+}
+
+const std::vector<Flag>& Flags() {
+  static const std::vector<Flag> kFlags = {
+      {"model", "NAME=DIR",
+       "a Hugging Face model directory to serve under NAME (repeatable; the first is the default model; "
+       "a bare DIR is served under its folder name)",
+       [](const std::string& v, ServerConfig* c) {
+         const auto eq = v.find('=');
+         std::string name = eq == std::string::npos ? "" : v.substr(0, eq);
+         std::string dir = eq == std::string::npos ? v : v.substr(eq + 1);
+         while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+         if (name.empty()) name = dir.substr(dir.find_last_of('/') + 1);
+         if (dir.empty() || name.empty()) return absl::InvalidArgumentError("--model: expected NAME=DIR");
+         for (const auto& m : c->models) {
+           if (m.first == name) return absl::InvalidArgumentError(absl::StrCat("--model: name \"", name, "\" given twice"));
+         }
+         c->models.emplace_back(name, dir);
+         return absl::OkStatus();
+       },
+       [](const ServerConfig&) { return std::string("(required)"); }},
+      StringFlag("grpc-address", "HOST:PORT", "where the gRPC API listens", &ServerConfig::grpc_address),
+      StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", &ServerConfig::metrics_address),
+      IntFlag("metrics-port", "port of the Prometheus endpoint (0: any free port, -1: none)",
+              &ServerConfig::metrics_port, -1),
+      StringFlag("device", "cpu", "where models run (this build: cpu)", &ServerConfig::device, {"cpu"}),
+      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
+                 {"float32", "bfloat16", "float16"}),
+      IntFlag("workers-per-device", "model workers per device (each runs one batch at a time)",
+              &ServerConfig::workers_per_device, 1),
+      IntFlag("threads-per-worker", "compute threads of each worker (0: cores / workers)",
+              &ServerConfig::threads_per_worker, 0),
+      IntFlag("max-batch-tokens", "padded tokens per batch (batch size x longest sequence)",
+              &ServerConfig::max_batch_tokens, 1),
+      IntFlag("max-batch-size", "sequences per batch", &ServerConfig::max_batch_size, 1),
+      IntFlag("max-queue-delay-us", "how long a sequence may wait for others to batch with",
+              &ServerConfig::max_queue_delay_us, 0),
+      StringFlag("batching", "MODE", "bucketed (by length) or fifo (arrival order)", &ServerConfig::batching,
+                 {"bucketed", "fifo"}),
+      IntFlag("max-queue-sequences", "queued sequences per model before requests are refused (RESOURCE_EXHAUSTED)",
+              &ServerConfig::max_queue_sequences, 1),
+      IntFlag("max-inputs-per-request", "inputs (or Rerank documents) in one request",
+              &ServerConfig::max_inputs_per_request, 1),
+      IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
+              &ServerConfig::max_input_length, 0),
+      IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
+      {"shutdown-grace-seconds", "S", "on SIGTERM/SIGINT, how long in-flight calls may take to finish",
+       [](const std::string& v, ServerConfig* c) {
+         double x;
+         if (!absl::SimpleAtod(v, &x) || x < 0) {
+           return absl::InvalidArgumentError(absl::StrCat("--shutdown-grace-seconds: \"", v, "\" is not a number >= 0"));
+         }
+         c->shutdown_grace_seconds = x;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return absl::StrCat(c.shutdown_grace_seconds); }},
+      {"warmup", "true|false", "run every model over its length buckets before reporting SERVING",
+       [](const std::string& v, ServerConfig* c) {
+         if (v != "true" && v != "false") return absl::InvalidArgumentError("--warmup: expected true or false");
+         c->warmup = v == "true";
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(c.warmup ? "true" : "false"); }},
+      StringFlag("pooling", "MODE", "override every model's pooling: mean, cls, max, ... (empty: the model's)",
+                 &ServerConfig::pooling),
+  };
+  return kFlags;
+}
+
+}  // namespace
+
+std::string ServerUsage() {
+  std::string out = "usage: relserve --model NAME=DIR [--model NAME=DIR ...] [flags]\n\nflags:\n";
+  ServerConfig defaults;
+  for (const Flag& f : Flags()) {
+    absl::StrAppend(&out, "  --", f.name, " ", f.value_name, "\n      ", f.help, " (default: ", f.get_default(defaults),
+                    ")\n");
+  }
+  return out;
+}
+
+absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args) {
+  ServerConfig config;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") return absl::FailedPreconditionError(ServerUsage());
+    if (a.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", a, "\""));
+    std::string name = a.substr(2), value;
+    const auto eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
+    }
+    const Flag* flag = nullptr;
+    for (const Flag& f : Flags()) {
+      if (name == f.name) flag = &f;
+    }
+    if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
+    if (absl::Status s = flag->set(value, &config); !s.ok()) return s;
+  }
+  if (config.models.empty()) return absl::InvalidArgumentError("no --model given (see --help)");
+  return config;
+}
+
+}  // namespace relserve

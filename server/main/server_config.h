@@ -1,0 +1,42 @@
+#ifndef RELSERVE_SERVER_MAIN_SERVER_CONFIG_H_
+#define RELSERVE_SERVER_MAIN_SERVER_CONFIG_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// Everything `relserve` takes on its command line, with the defaults documented in README.
+struct ServerConfig {
+  std::vector<std::pair<std::string, std::string>> models;  // name, directory
+  std::string grpc_address = "0.0.0.0:50051";
+  std::string metrics_address = "0.0.0.0";
+  int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
+  std::string device = "cpu";
+  std::string dtype = "float32";
+  int workers_per_device = 1;
+  int threads_per_worker = 0;  // 0: cores / workers
+  int64_t max_batch_tokens = 16384;
+  int max_batch_size = 64;
+  int max_queue_delay_us = 2000;
+  std::string batching = "bucketed";  // bucketed, fifo
+  int max_queue_sequences = 10000;
+  int max_inputs_per_request = 256;
+  int max_input_length = 0;  // 0: each model's own maximum
+  int max_message_bytes = 16 << 20;
+  double shutdown_grace_seconds = 30;
+  bool warmup = true;
+  std::string pooling;  // "": the model directory's
+};
+
+// Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is
+// the usage text.
+absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args);
+std::string ServerUsage();
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MAIN_SERVER_CONFIG_H_

@@ -1,0 +1,85 @@
+#ifndef RELSERVE_SERVER_METRICS_SERVER_METRICS_H_
+#define RELSERVE_SERVER_METRICS_SERVER_METRICS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace relserve {
+
+// Every Prometheus series relserve exports. The names and labels are part of the product:
+// dashboards and alerts query them, so rename nothing without updating those.
+//
+// | Series                                        | Type      | Labels            | Meaning
+// |-----------------------------------------------|-----------|-------------------|------------------------------------------------
+// | relserve_requests_total                       | counter   | model, rpc, code  | finished RPCs; code = gRPC status name ("OK", "INVALID_ARGUMENT", ...)
+// | relserve_request_duration_seconds             | histogram | model, rpc        | RPC latency, arrival to reply (kLatencyBuckets)
+// | relserve_tokenize_duration_seconds            | histogram | model             | tokenizing one request (kTokenizeBuckets)
+// | relserve_queue_duration_seconds               | histogram | model             | per sequence: enqueue to start of its batch (kQueueBuckets)
+// | relserve_batch_max_queue_duration_seconds     | histogram | model             | per batch: wait of its longest-waiting sequence (kQueueBuckets)
+// | relserve_inference_duration_seconds           | histogram | model             | per successful batch: forward pass time (kLatencyBuckets)
+// | relserve_batch_size                           | histogram | model             | sequences per successful batch (1, 2, 4, ..., 256)
+// | relserve_batch_tokens                         | histogram | model             | padded tokens per successful batch (64, 128, ..., 65536)
+// | relserve_padding_ratio                        | histogram | model             | padded / real tokens per successful batch (1.0 ... 5)
+// | relserve_tokens_total                         | counter   | model             | real (non-padding) tokens computed
+// | relserve_padded_tokens_total                  | counter   | model             | tokens computed including padding
+// | relserve_batches_total                        | counter   | model, status     | batches run; status = "ok" | "error"
+// | relserve_queue_depth                          | gauge     | model             | sequences waiting in the batching queue
+// | relserve_in_flight_sequences                  | gauge     | model             | sequences accepted and not yet answered
+// | relserve_rejections_total                     | counter   | model, reason     | sequences/requests refused; reason = "queue_full", "deadline_exceeded",
+// |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
+// | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
+// | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
+//
+// Bucket upper bounds (seconds unless noted; +Inf is implicit):
+//   kLatencyBuckets  0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30
+//   kTokenizeBuckets 0.00005 0.0001 0.00025 0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1
+//   kQueueBuckets    0.0001 0.00025 0.0005 then kLatencyBuckets
+//   batch size       1 2 4 8 16 32 64 128 256
+//   batch tokens     64 128 256 512 1024 2048 4096 8192 16384 32768 65536
+//   padding ratio    1 1.05 1.1 1.2 1.3 1.5 2 3 5
+//
+// Families are registered once in the constructor; a label combination appears on first use.
+// All methods are thread-safe. An instance is passed down to the components that record into it
+// (there is no global registry); Render() produces the text exposition format served on /metrics.
+class ServerMetrics {
+ public:
+  ServerMetrics();  // owns its own prometheus::Registry
+  ~ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // Prometheus text exposition (version 0.0.4) of every series.
+  std::string Render() const;
+
+  // RPC level.
+  void RecordRequest(const std::string& model, const std::string& rpc, const std::string& code,
+                     double latency_seconds);
+  void RecordTokenize(const std::string& model, double seconds);
+  void RecordRejection(const std::string& model, const std::string& reason);
+  void AddInFlightSequences(const std::string& model, int64_t delta);
+  void SetQueueDepth(const std::string& model, int64_t sequences);
+
+  // Batch level. A failed batch (ok = false) only counts in relserve_batches_total{status=
+  // "error"}; the size, token, padding and inference series describe work actually done.
+  // padded_tokens = batch_size * padded sequence length; real_tokens excludes padding.
+  void RecordBatch(const std::string& model, int batch_size, int64_t real_tokens,
+                   int64_t padded_tokens, double queue_seconds_max, double inference_seconds,
+                   bool ok);
+  void RecordQueueTime(const std::string& model, double seconds);  // per sequence
+
+  // relserve_model_info{model=..., <labels>} = 1. Label names are sanitized to Prometheus'
+  // [a-zA-Z_][a-zA-Z0-9_]* (invalid characters become '_'); a "model" key is ignored. Calling
+  // it again for the same model replaces the previous label set.
+  void SetModelInfo(const std::string& model, const std::map<std::string, std::string>& labels);
+  void SetServing(const std::string& model, bool serving);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_METRICS_SERVER_METRICS_H_

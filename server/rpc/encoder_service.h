@@ -1,0 +1,50 @@
+#ifndef RELSERVE_SERVER_RPC_ENCODER_SERVICE_H_
+#define RELSERVE_SERVER_RPC_ENCODER_SERVICE_H_
+
+#include <string>
+
+#include "relserve/v1/encoder.grpc.pb.h"
+#include "server/metrics/server_metrics.h"
+#include "server/rpc/model_registry.h"
+
+namespace relserve {
+
+struct ServiceLimits {
+  int max_inputs_per_request = 256;  // inputs of Embed/EmbedTokens/Classify/Tokenize, documents of Rerank
+};
+
+// relserve.v1.Encoder over gRPC's callback API. Handlers tokenize on the gRPC thread, hand
+// each sequence to the model's batcher, and answer when the last one is back; nothing blocks
+// a gRPC thread on the model.
+class EncoderService final : public v1::Encoder::CallbackService {
+ public:
+  EncoderService(const ModelRegistry* registry, ServerMetrics* metrics, ServiceLimits limits);
+
+  grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* ctx, const v1::EmbedRequest* request,
+                                  v1::EmbedResponse* response) override;
+  grpc::ServerUnaryReactor* EmbedTokens(grpc::CallbackServerContext* ctx, const v1::EmbedTokensRequest* request,
+                                        v1::EmbedTokensResponse* response) override;
+  grpc::ServerUnaryReactor* Rerank(grpc::CallbackServerContext* ctx, const v1::RerankRequest* request,
+                                   v1::RerankResponse* response) override;
+  grpc::ServerUnaryReactor* Classify(grpc::CallbackServerContext* ctx, const v1::ClassifyRequest* request,
+                                     v1::ClassifyResponse* response) override;
+  grpc::ServerUnaryReactor* Tokenize(grpc::CallbackServerContext* ctx, const v1::TokenizeRequest* request,
+                                     v1::TokenizeResponse* response) override;
+  grpc::ServerUnaryReactor* ListModels(grpc::CallbackServerContext* ctx, const v1::ListModelsRequest* request,
+                                       v1::ListModelsResponse* response) override;
+  grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EmbedStream(grpc::CallbackServerContext* ctx) override;
+
+  // Shared by Embed and EmbedStream: answers `request` into `response`, then calls `reply`.
+  using Reply = std::function<void(const absl::Status&, const std::string& model)>;
+  void HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
+                   const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply);
+
+ private:
+  const ModelRegistry* registry_;
+  ServerMetrics* metrics_;
+  ServiceLimits limits_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_RPC_ENCODER_SERVICE_H_

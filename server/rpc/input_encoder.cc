@@ -1,0 +1,88 @@
+#include "server/rpc/input_encoder.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer.h"
+
+namespace relserve {
+namespace {
+
+absl::Status Field(const std::string& field, const absl::Status& s) {
+  return absl::Status(s.code(), absl::StrCat(field, ": ", s.message()));
+}
+
+absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const std::string& field,
+                                          const InferenceBackend& backend) {
+  if (!enc.ok()) return Field(field, enc.status());
+  EncodedInput out;
+  out.sequence.input_ids = std::move(enc->input_ids);
+  out.sequence.token_type_ids = std::move(enc->token_type_ids);
+  out.offsets = std::move(enc->offsets);
+  out.truncated = enc->truncated;
+  // Refused here, on its own, rather than failing the batch it would join.
+  if (absl::Status s = backend.Validate(out.sequence); !s.ok()) return Field(field, s);
+  return out;
+}
+
+absl::Status NeedTokenizer(const Tokenizer* tokenizer, const std::string& field) {
+  if (tokenizer != nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, ": the model has no tokenizer; send token ids (Input.tokens) instead of text"));
+}
+
+TokenizeOptions Options(const InputLimits& limits) {
+  TokenizeOptions o;
+  o.max_length = limits.max_length;
+  o.truncate = limits.truncate;
+  return o;
+}
+
+}  // namespace
+
+absl::StatusOr<EncodedInput> EncodeInput(const v1::Input& input, const std::string& field, const Tokenizer* tokenizer,
+                                         const InferenceBackend& backend, const InputLimits& limits) {
+  switch (input.kind_case()) {
+    case v1::Input::kText: {
+      if (input.text().empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
+      if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
+      return FromEncoding(tokenizer->Encode(input.text(), Options(limits)), field + ".text", backend);
+    }
+    case v1::Input::kPair:
+      return EncodePair(input.pair().first(), input.pair().second(), field + ".pair", tokenizer, backend, limits);
+    case v1::Input::kTokens: {
+      EncodedInput out;
+      const auto& t = input.tokens();
+      out.sequence.input_ids.assign(t.ids().begin(), t.ids().end());
+      out.sequence.token_type_ids.assign(t.token_type_ids().begin(), t.token_type_ids().end());
+      if (static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
+        if (!limits.truncate) {
+          return absl::InvalidArgumentError(absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
+                                                         " ids, more than the maximum of ", limits.max_length,
+                                                         " (set truncate to cut it)"));
+        }
+        out.sequence.input_ids.resize(limits.max_length);
+        if (out.sequence.token_type_ids.size() > out.sequence.input_ids.size()) {
+          out.sequence.token_type_ids.resize(limits.max_length);
+        }
+        out.truncated = true;
+      }
+      out.offsets.assign(out.sequence.input_ids.size(), {0, 0});
+      if (absl::Status s = backend.Validate(out.sequence); !s.ok()) return Field(field + ".tokens", s);
+      return out;
+    }
+    case v1::Input::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, " is empty: set text, pair or tokens"));
+}
+
+absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::string& second, const std::string& field,
+                                        const Tokenizer* tokenizer, const InferenceBackend& backend,
+                                        const InputLimits& limits) {
+  if (first.empty() || second.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": both texts of a pair must be non-empty"));
+  }
+  if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
+  return FromEncoding(tokenizer->EncodePair(first, second, Options(limits)), field, backend);
+}
+
+}  // namespace relserve

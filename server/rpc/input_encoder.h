@@ -1,0 +1,41 @@
+#ifndef RELSERVE_SERVER_RPC_INPUT_ENCODER_H_
+#define RELSERVE_SERVER_RPC_INPUT_ENCODER_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "relserve/v1/encoder.pb.h"
+#include "server/backend/inference_backend.h"
+
+namespace relserve {
+
+class Tokenizer;
+
+// One request input turned into a sequence the batcher can run.
+struct EncodedInput {
+  SequenceInput sequence;
+  std::vector<std::pair<int32_t, int32_t>> offsets;  // per token; (0, 0) for specials and id inputs
+  bool truncated = false;
+};
+
+struct InputLimits {
+  int max_length = 512;  // the model's (or the server's) longest sequence
+  bool truncate = false;
+};
+
+// Tokenizes (or checks) one proto Input for a model. Errors are INVALID_ARGUMENT naming
+// `field` (e.g. "inputs[3]") and the limit that was crossed; FAILED_PRECONDITION when text
+// arrives for a model without a tokenizer.
+absl::StatusOr<EncodedInput> EncodeInput(const v1::Input& input, const std::string& field, const Tokenizer* tokenizer,
+                                         const InferenceBackend& backend, const InputLimits& limits);
+
+// A query/document pair for Rerank.
+absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::string& second, const std::string& field,
+                                        const Tokenizer* tokenizer, const InferenceBackend& backend,
+                                        const InputLimits& limits);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_RPC_INPUT_ENCODER_H_

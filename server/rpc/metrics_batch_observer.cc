@@ -1,0 +1,33 @@
+#include "server/rpc/metrics_batch_observer.h"
+
+#include <algorithm>
+
+namespace relserve {
+
+void MetricsBatchObserver::OnBatch(const BatchStats& stats) {
+  absl::Duration max_queue;
+  for (const absl::Duration& q : stats.queue_times) {
+    max_queue = std::max(max_queue, q);
+    metrics_->RecordQueueTime(model_, absl::ToDoubleSeconds(q));
+  }
+  metrics_->RecordBatch(model_, stats.batch_size, stats.real_tokens, stats.padded_tokens,
+                        absl::ToDoubleSeconds(max_queue), absl::ToDoubleSeconds(stats.inference),
+                        stats.status == absl::StatusCode::kOk);
+}
+
+void MetricsBatchObserver::OnDropped(DropReason reason) {
+  switch (reason) {
+    case DropReason::kDeadlineExceeded: metrics_->RecordRejection(model_, "deadline_exceeded"); break;
+    case DropReason::kCancelled: metrics_->RecordRejection(model_, "cancelled"); break;
+    case DropReason::kQueueFull: metrics_->RecordRejection(model_, "queue_full"); break;
+    case DropReason::kShutdown: metrics_->RecordRejection(model_, "shutdown"); break;
+  }
+}
+
+void MetricsBatchObserver::OnQueueDepth(size_t sequences) {
+  metrics_->SetQueueDepth(model_, static_cast<int64_t>(sequences));
+}
+
+void MetricsBatchObserver::OnInFlight(int64_t delta) { metrics_->AddInFlightSequences(model_, delta); }
+
+}  // namespace relserve

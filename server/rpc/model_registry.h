@@ -1,0 +1,44 @@
+#ifndef RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_
+#define RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backend/inference_backend.h"
+#include "server/batching/model_batcher.h"
+
+namespace relserve {
+
+class Tokenizer;
+
+// A model as the RPC layer sees it: its backend, tokenizer and batcher. Owned elsewhere
+// (the server binary); they outlive the service.
+struct ServedModel {
+  std::string name;
+  InferenceBackend* backend = nullptr;
+  const Tokenizer* tokenizer = nullptr;  // null: token-id inputs only
+  ModelBatcher* batcher = nullptr;
+  int max_length = 0;                    // longest accepted sequence
+};
+
+class ModelRegistry {
+ public:
+  // The first model added is the default one (used when a request names none).
+  void Add(ServedModel model);
+  // NOT_FOUND naming the model and listing those served.
+  absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
+  std::vector<const ServedModel*> All() const;
+  const std::string& default_model() const { return default_; }
+
+ private:
+  std::map<std::string, ServedModel> models_;
+  std::vector<std::string> order_;
+  std::string default_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_

@@ -1,0 +1,94 @@
+#include "tests/server/server_test_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+
+#include "server/tools/model_creator.h"
+
+namespace relserve::testing {
+
+namespace {
+void Create(const std::string& dir, const std::string& family, int labels, bool st) {
+  CreateModelOptions o;
+  o.family = family;
+  o.hidden = 32;
+  o.layers = 2;
+  o.heads = 4;
+  o.intermediate = 64;
+  o.num_labels = labels;
+  o.sentence_transformers = st;
+  o.vocab_file = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/tokenizer/spm.model";
+  o.seed = 11;
+  if (family == "deberta-v3") o.config_overrides = nlohmann::json{{"position_buckets", 32}};
+  auto s = CreateModelDirectory(o, dir);
+  if (!s.ok()) throw std::runtime_error(std::string(s.message()));
+}
+}  // namespace
+
+TestModels::TestModels() {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "relserve-server-test-XXXXXX").string();
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp");
+  root_ = tmpl;
+  Create(dir("embedder"), "deberta-v3", 0, true);
+  Create(dir("reranker"), "deberta-v3", 1, false);
+  Create(dir("classifier"), "deberta-v3", 3, false);
+  Create(dir("t5"), "t5", 0, false);
+  std::atexit([] { std::filesystem::remove_all(Get().root_); });
+}
+
+const TestModels& TestModels::Get() {
+  static const TestModels* models = new TestModels();
+  return *models;
+}
+
+ServerConfig TestServerConfig() {
+  const TestModels& m = TestModels::Get();
+  ServerConfig c;
+  for (const char* name : {"embedder", "reranker", "classifier", "t5"}) c.models.emplace_back(name, m.dir(name));
+  c.grpc_address = "127.0.0.1:0";
+  c.metrics_address = "127.0.0.1";
+  c.metrics_port = 0;
+  c.max_queue_delay_us = 1000;
+  c.warmup = false;
+  c.shutdown_grace_seconds = 5;
+  return c;
+}
+
+std::unique_ptr<v1::Encoder::Stub> Connect(int port) {
+  return v1::Encoder::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+}
+
+std::string HttpGet(int port, const std::string& path, int* status_code) {
+  *status_code = 0;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  if (write(fd, req.data(), req.size()) < 0) {
+    close(fd);
+    return "";
+  }
+  std::string resp;
+  char buf[8192];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof(buf))) > 0) resp.append(buf, static_cast<size_t>(n));
+  close(fd);
+  if (resp.rfind("HTTP/1.", 0) == 0 && resp.size() > 12) *status_code = std::atoi(resp.substr(9, 3).c_str());
+  const auto body = resp.find("\r\n\r\n");
+  return body == std::string::npos ? "" : resp.substr(body + 4);
+}
+
+}  // namespace relserve::testing
