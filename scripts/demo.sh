@@ -1,19 +1,37 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the engine on the bundled default model: a small DeBERTa-v3
+# Sets up, builds, and runs relserve on the bundled default model: a small DeBERTa-v3
 # sentence-embedding model created with relserve-model (random weights, the bundled
-# SentencePiece tokenizer), embedding a few sentences.
+# SentencePiece tokenizer). Starts the server, loads it for a few seconds with the load
+# generator, shows a few of its metrics, and stops it with SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
 BUILD_DIR=${BUILD_DIR:-build}
+BIN="$BUILD_DIR/bin"
 model="$BUILD_DIR/default-model"
 if [ ! -f "$model/config.json" ]; then
-  "$BUILD_DIR/bin/relserve-model" create --family deberta-v3 --hidden 256 --layers 4 --heads 4 \
+  "$BIN/relserve-model" create --family deberta-v3 --hidden 256 --layers 4 --heads 4 \
     --intermediate 1024 --vocab-file models/default/spm.model --sentence-transformers --out "$model"
 fi
-"$BUILD_DIR/bin/relserve-model" info --model "$model"
-printf 'relserve serves relative-attention encoders.\nDeBERTa and T5 encoders, batched by length.\nquery: what is disentangled attention?\tpassage: attention over content and relative position\n' \
-  | "$BUILD_DIR/bin/relserve-model" tokenize --model "$model"
-printf 'relserve serves relative-attention encoders.\nDeBERTa and T5 encoders, batched by length.\n' \
-  | "$BUILD_DIR/bin/relserve-model" embed --model "$model" | cut -c1-160
+GRPC_PORT=${GRPC_PORT:-50051}
+METRICS_PORT=${METRICS_PORT:-9090}
+log="$BUILD_DIR/relserve-demo.log"
+"$BIN/relserve" --model "default=$model" --grpc-address "127.0.0.1:$GRPC_PORT" \
+  --metrics-address 127.0.0.1 --metrics-port "$METRICS_PORT" 2> "$log" &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do grep -q "serving" "$log" && break; kill -0 $pid || { cat "$log"; exit 1; }; sleep 0.5; done
+cat "$log"
+echo "--- load: 8 clients for 5 s, sequences of 8 to 512 tokens"
+"$BIN/relserve-loadgen" --target "127.0.0.1:$GRPC_PORT" --metrics-port "$METRICS_PORT" \
+  --concurrency 8 --duration 5 --warmup 1 --vocab 1000
+echo "--- a few of the server's metrics"
+exec 3<>"/dev/tcp/127.0.0.1/$METRICS_PORT"
+printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
+grep -E '^relserve_(requests_total|tokens_total|batches_total|padded_tokens_total)' <&3 || true
+exec 3<&-
+kill -TERM $pid
+wait $pid
+trap - EXIT
+tail -3 "$log"

@@ -117,6 +117,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     bc.policy.max_batch_size = config.max_batch_size;
     bc.policy.max_queue_delay = absl::Microseconds(config.max_queue_delay_us);
     bc.policy.length_bucketing = config.batching == "bucketed";
+    bc.policy.bucket_bounds =
+        config.length_buckets.empty() ? DefaultLengthBuckets(info.max_length) : config.length_buckets;
     bc.num_workers = config.workers_per_device;
     bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
     bc.on_worker_start = [threads] { SetComputeThreads(threads); };

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace relserve {
 namespace {
@@ -90,6 +91,20 @@ const std::vector<Flag>& Flags() {
               &ServerConfig::max_queue_delay_us, 0),
       StringFlag("batching", "MODE", "bucketed (by length) or fifo (arrival order)", &ServerConfig::batching,
                  {"bucketed", "fifo"}),
+      {"length-buckets", "N,N,...",
+       "upper bounds of the length buckets batches are formed from (default: 8 apart up to 64, then 16, 32, 64)",
+       [](const std::string& v, ServerConfig* c) {
+         c->length_buckets.clear();
+         for (absl::string_view part : absl::StrSplit(v, ',')) {
+           int x;
+           if (!absl::SimpleAtoi(part, &x) || x < 1 || (!c->length_buckets.empty() && x <= c->length_buckets.back())) {
+             return absl::InvalidArgumentError("--length-buckets: expected increasing positive integers, e.g. 16,32,64");
+           }
+           c->length_buckets.push_back(x);
+         }
+         return absl::OkStatus();
+       },
+       [](const ServerConfig&) { return std::string("8,16,...,64,80,...,128,160,...,256,320,..."); }},
       IntFlag("max-queue-sequences", "queued sequences per model before requests are refused (RESOURCE_EXHAUSTED)",
               &ServerConfig::max_queue_sequences, 1),
       IntFlag("max-inputs-per-request", "inputs (or Rerank documents) in one request",
@@ -121,6 +136,17 @@ const std::vector<Flag>& Flags() {
 }
 
 }  // namespace
+
+std::vector<int32_t> DefaultLengthBuckets(int max_length) {
+  std::vector<int32_t> bounds;
+  int step = 8;
+  for (int b = 8; b < max_length; b += step) {
+    bounds.push_back(b);
+    if (b >= 64 && b == 8 * step) step *= 2;  // 8 apart to 64, 16 to 128, 32 to 256, ...
+  }
+  bounds.push_back(max_length);
+  return bounds;
+}
 
 std::string ServerUsage() {
   std::string out = "usage: relserve --model NAME=DIR [--model NAME=DIR ...] [flags]\n\nflags:\n";

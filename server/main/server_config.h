@@ -23,6 +23,7 @@ struct ServerConfig {
   int max_batch_size = 64;
   int max_queue_delay_us = 2000;
   std::string batching = "bucketed";  // bucketed, fifo
+  std::vector<int32_t> length_buckets;  // upper bounds; empty: DefaultLengthBuckets(max length)
   int max_queue_sequences = 10000;
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
@@ -34,6 +35,10 @@ struct ServerConfig {
 
 // Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is
 // the usage text.
+// Bucket bounds 8, 16, ..., 64, 80, ..., 128, 160, ..., 256, 320, ...: about 12% apart, so
+// that a batch from one bucket pads little.
+std::vector<int32_t> DefaultLengthBuckets(int max_length);
+
 absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args);
 std::string ServerUsage();
 

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The serving benchmark of docs/PERFORMANCE.md: relserve under a closed-loop mixed-length
+# workload (lengths log-uniform in [8, 512] tokens, one sequence per request) at several
+# concurrency levels, with three batching configurations side by side in one run:
+# length-bucketed (the default), first-come (--batching fifo) and one sequence per batch
+# (--max-batch-size 1). DTYPE=bfloat16 runs the model in bfloat16. Writes JSON lines to ${OUT:-bench-serving.jsonl}.
+#   scripts/bench-serving.sh          (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+BIN="$BUILD_DIR/bin"
+MODELS=${MODELS:-$BUILD_DIR/bench-models}
+OUT=${OUT:-bench-serving.jsonl}
+DURATION=${DURATION:-15}
+LEVELS=${LEVELS:-"1 8 32 64"}
+SETTINGS=${SETTINGS:-"bucketed fifo single"}
+DTYPE=${DTYPE:-float32}
+MODEL="$MODELS/deberta-v3-xsmall"
+# DeBERTa-v3-xsmall sizes: hidden 384, 12 layers, 6 heads, intermediate 1536.
+[ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 384 --layers 12 --heads 6 \
+  --intermediate 1536 --vocab 128100 --out "$MODEL"
+: > "$OUT"
+port=50151; mport=9251
+for setting in $SETTINGS; do
+  flags=(--batching bucketed)
+  [ "$setting" = fifo ] && flags=(--batching fifo)
+  [ "$setting" = single ] && flags=(--max-batch-size 1)
+  "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
+    --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" > "$OUT.$setting.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
+  for c in $LEVELS; do
+    line=$("$BIN/relserve-loadgen" --target "127.0.0.1:$port" --metrics-port "$mport" --concurrency "$c" \
+           --duration "$DURATION" --warmup 3 --vocab 128100 2>/dev/null)
+    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",${line#\{}" | tee -a "$OUT"
+  done
+  kill -TERM "$pid"; wait "$pid" || true
+done

@@ -1,0 +1,94 @@
+// The relserve binary as an operator runs it: flags, start-up log, SIGTERM, exit code.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/server_test_env.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct Process {
+  pid_t pid = -1;
+  std::string log_path;
+};
+
+Process Launch(const std::vector<std::string>& args) {
+  Process p;
+  p.log_path = ::testing::TempDir() + "relserve-binary-" + std::to_string(getpid()) + ".log";
+  p.pid = fork();
+  if (p.pid == 0) {
+    FILE* log = std::freopen(p.log_path.c_str(), "w", stderr);
+    (void)log;
+    std::vector<char*> argv;
+    std::string bin = RELSERVE_BINARY;
+    argv.push_back(bin.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return p;
+}
+
+std::string ReadLog(const Process& p) {
+  std::ifstream in(p.log_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+int WaitExit(const Process& p) {
+  int status = 0;
+  waitpid(p.pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--metrics-address",
+                      "127.0.0.1", "--metrics-port", "0", "--warmup", "false"});
+  std::smatch m;
+  int port = 0;
+  for (int i = 0; i < 200 && port == 0; ++i) {
+    const std::string log = ReadLog(p);
+    if (std::regex_search(log, m, std::regex("on port ([0-9]+)"))) port = std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_GT(port, 0) << ReadLog(p);
+  auto stub = testing::Connect(port);
+  v1::EmbedRequest req;
+  req.add_inputs()->set_text("hello");
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
+  const std::string log = ReadLog(p);
+  EXPECT_THAT(log, HasSubstr("loaded DebertaV2Model"));
+  EXPECT_THAT(log, HasSubstr("received SIGTERM"));
+  EXPECT_THAT(log, HasSubstr("stopped"));
+}
+
+TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
+  Process bad_flag = Launch({"--model", "x=/nonexistent", "--max-batch-size", "zero"});
+  EXPECT_EQ(WaitExit(bad_flag), 2);
+  EXPECT_THAT(ReadLog(bad_flag), HasSubstr("--max-batch-size"));
+  Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+  EXPECT_EQ(WaitExit(bad_model), 1);
+  EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
+}
+
+}  // namespace
+}  // namespace relserve
