@@ -1,6 +1,7 @@
 // relserve end to end over loopback: real gRPC calls against a RelserveServer with small
 // models, compared with what the engine computes offline for the same inputs.
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -225,6 +226,28 @@ TEST_F(EncoderServiceTest, EmbedStreamAnswersEachMessageInOrder) {
   EXPECT_EQ(n, 3);
 }
 
+// A client that goes away in the middle of a stream leaves the server unharmed.
+TEST_F(EncoderServiceTest, ClientDisconnectMidStream) {
+  for (int round = 0; round < 3; ++round) {
+    grpc::ClientContext ctx;
+    auto stream = stub_->EmbedStream(&ctx);
+    v1::EmbedRequest req;
+    for (int i = 0; i < 32; ++i) req.add_inputs()->set_text(Text(i));
+    ASSERT_TRUE(stream->Write(req));
+    ASSERT_TRUE(stream->Write(req));
+    ctx.TryCancel();  // gone, with work queued and a response pending
+    v1::EmbedResponse ignored;
+    while (stream->Read(&ignored)) {
+    }
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  v1::EmbedRequest fine;
+  fine.add_inputs()->set_text("the server is still here");
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  EXPECT_TRUE(stub_->Embed(&ctx, fine, &resp).ok());
+}
+
 // Bad input: a precise status, and nothing else disturbed.
 TEST_F(EncoderServiceTest, BadInputsGetPreciseStatuses) {
   auto embed = [&](const v1::EmbedRequest& req) {
@@ -434,6 +457,11 @@ TEST_F(EncoderServiceTest, MetricsEndpointExportsTheSeries) {
   }
   EXPECT_EQ(testing::HttpGet(server_->metrics_port(), "/healthz", &code), "ok\n");
   EXPECT_EQ(code, 200);
+  if (std::system("command -v promtool > /dev/null 2>&1") != 0) GTEST_SKIP() << "promtool not installed";
+  const std::string path = ::testing::TempDir() + "relserve-scrape.txt";
+  std::ofstream(path) << body;
+  EXPECT_EQ(std::system(("promtool check metrics < " + path).c_str()), 0) << body;
+  std::remove(path.c_str());
 }
 
 // A separate server whose queue holds 4 sequences.
@@ -476,7 +504,16 @@ TEST(EncoderServiceShutdownTest, InFlightCallsFinishNewOnesAreRefused) {
   }
   while (started.load() < kCalls) std::this_thread::yield();
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  (*server)->Shutdown(absl::Seconds(20));
+  const int metrics_port = (*server)->metrics_port();
+  std::thread shutdown([&] { (*server)->Shutdown(absl::Seconds(20)); });
+  // While it drains, readiness reports 503 (then the endpoint closes).
+  int code = 200;
+  for (int i = 0; i < 2000 && code == 200; ++i) {
+    testing::HttpGet(metrics_port, "/healthz", &code);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_NE(code, 200);
+  shutdown.join();
   for (auto& c : callers) c.join();
   for (int i = 0; i < kCalls; ++i) EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();
   auto stub = Connect(port);
