@@ -178,10 +178,15 @@ void RelserveServer::Shutdown(absl::Duration grace) {
   LogInfo(absl::StrCat("shutting down: NOT_SERVING, draining for up to ", absl::FormatDuration(grace)));
   state_->SetHealth(false);
   const absl::Time deadline = absl::Now() + grace;
-  // Refuses new calls at once; in-flight calls (waiting on the batchers) may finish until the
-  // deadline, then are cancelled.
-  state_->server->Shutdown(absl::ToChronoTime(deadline));
-  for (auto& b : state_->batchers) b->Stop(std::max(absl::ZeroDuration(), deadline - absl::Now()));
+  // New calls are refused (UNAVAILABLE) while the ones running finish, up to the deadline.
+  // Waiting on our own count of calls, not on gRPC's shutdown, keeps idle client connections
+  // (which clients hold open) from stretching every drain to the full grace period.
+  state_->service->StartDraining();
+  if (!state_->service->WaitForIdle(deadline)) {
+    LogWarning(absl::StrCat(state_->service->in_flight(), " call(s) still running at the end of the grace period"));
+  }
+  for (auto& b : state_->batchers) b->Stop(absl::ZeroDuration());  // fails what is left
+  state_->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   state_->server->Wait();
   if (state_->endpoint) state_->endpoint->Stop();
   LogInfo("stopped");

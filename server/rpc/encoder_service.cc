@@ -24,7 +24,16 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
 // A unary call: records its outcome and answers once.
 class UnaryCall : public grpc::ServerUnaryReactor {
  public:
-  UnaryCall(ServerMetrics* metrics, const char* rpc) : metrics_(metrics), rpc_(rpc), start_(absl::Now()) {}
+  UnaryCall(EncoderService* service, ServerMetrics* metrics, const char* rpc)
+      : service_(service), metrics_(metrics), rpc_(rpc), start_(absl::Now()) {
+    service_->CallStarted();
+  }
+  // True (and the call answered UNAVAILABLE) when the server is shutting down.
+  bool RefuseIfDraining() {
+    if (!service_->draining()) return false;
+    Reply(absl::UnavailableError("the server is shutting down"), "");
+    return true;
+  }
 
   void Reply(const absl::Status& status, const std::string& model) {
     if (metrics_ != nullptr) {
@@ -34,12 +43,16 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     Finish(ToGrpcStatus(status));
   }
   void OnCancel() override { cancelled_->store(true); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->CallDone();
+    delete this;
+  }
 
   std::shared_ptr<std::atomic<bool>> cancelled() const { return cancelled_; }
   absl::Time start() const { return start_; }
 
  private:
+  EncoderService* service_;
   ServerMetrics* metrics_;
   const char* rpc_;
   absl::Time start_;
@@ -123,6 +136,17 @@ std::vector<float> Scores(const std::vector<float>& logits, const std::string& p
 EncoderService::EncoderService(const ModelRegistry* registry, ServerMetrics* metrics, ServiceLimits limits)
     : registry_(registry), metrics_(metrics), limits_(limits) {}
 
+void EncoderService::StartDraining() { draining_.store(true); }
+
+bool EncoderService::WaitForIdle(absl::Time deadline) {
+  // Polled: calls end on gRPC and worker threads, and shutdown happens once.
+  while (in_flight_.load() > 0) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return true;
+}
+
 void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
                                  const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) {
   const absl::Time start = absl::Now();
@@ -166,7 +190,8 @@ void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std:
 
 grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx, const v1::EmbedRequest* request,
                                                 v1::EmbedResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Embed");
+  auto* call = new UnaryCall(this, metrics_, "Embed");
+  if (call->RefuseIfDraining()) return call;
   HandleEmbed(DeadlineOf(ctx), call->cancelled(), *request, response,
               [call](const absl::Status& s, const std::string& model) { call->Reply(s, model); });
   return call;
@@ -175,7 +200,8 @@ grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContext* ctx,
                                                       const v1::EmbedTokensRequest* request,
                                                       v1::EmbedTokensResponse* response) {
-  auto* call = new UnaryCall(metrics_, "EmbedTokens");
+  auto* call = new UnaryCall(this, metrics_, "EmbedTokens");
+  if (call->RefuseIfDraining()) return call;
   auto model = registry_->Find(request->model());
   if (!model.ok()) return call->Reply(model.status(), request->model()), call;
   const ServedModel& m = **model;
@@ -213,7 +239,8 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ctx, const v1::RerankRequest* request,
                                                  v1::RerankResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Rerank");
+  auto* call = new UnaryCall(this, metrics_, "Rerank");
+  if (call->RefuseIfDraining()) return call;
   auto model = registry_->Find(request->model());
   if (!model.ok()) return call->Reply(model.status(), request->model()), call;
   const ServedModel& m = **model;
@@ -278,7 +305,8 @@ grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* ctx,
                                                    const v1::ClassifyRequest* request,
                                                    v1::ClassifyResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Classify");
+  auto* call = new UnaryCall(this, metrics_, "Classify");
+  if (call->RefuseIfDraining()) return call;
   auto model = registry_->Find(request->model());
   if (!model.ok()) return call->Reply(model.status(), request->model()), call;
   const ServedModel& m = **model;
@@ -330,7 +358,8 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx,
                                                    const v1::TokenizeRequest* request,
                                                    v1::TokenizeResponse* response) {
-  auto* call = new UnaryCall(metrics_, "Tokenize");
+  auto* call = new UnaryCall(this, metrics_, "Tokenize");
+  if (call->RefuseIfDraining()) return call;
   auto model = registry_->Find(request->model());
   if (!model.ok()) return call->Reply(model.status(), request->model()), call;
   const ServedModel& m = **model;
@@ -365,7 +394,8 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext* ctx,
                                                      const v1::ListModelsRequest* request,
                                                      v1::ListModelsResponse* response) {
-  auto* call = new UnaryCall(metrics_, "ListModels");
+  auto* call = new UnaryCall(this, metrics_, "ListModels");
+  if (call->RefuseIfDraining()) return call;
   for (const ServedModel* m : registry_->All()) {
     const ModelInfo& i = m->backend->info();
     v1::ModelInfo* out = response->add_models();
@@ -396,12 +426,21 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<v1::EmbedRequest, v1::
  public:
   EmbedStreamReactor(EncoderService* service, ServerMetrics* metrics, absl::Time deadline)
       : service_(service), metrics_(metrics), deadline_(deadline) {
+    service_->CallStarted();
+    if (service_->draining()) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
+      return;
+    }
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
     if (!ok) {  // the client half-closed (or went away): done once the last write is out
       Finish(grpc::Status::OK);
+      return;
+    }
+    if (service_->draining()) {
+      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
       return;
     }
     response_.Clear();
@@ -427,7 +466,10 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<v1::EmbedRequest, v1::
     StartRead(&request_);
   }
   void OnCancel() override { cancelled_->store(true); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    service_->CallDone();
+    delete this;
+  }
 
  private:
   EncoderService* service_;

@@ -1,7 +1,10 @@
 #ifndef RELSERVE_SERVER_RPC_ENCODER_SERVICE_H_
 #define RELSERVE_SERVER_RPC_ENCODER_SERVICE_H_
 
+#include <atomic>
 #include <string>
+
+#include "absl/time/time.h"
 
 #include "relserve/v1/encoder.grpc.pb.h"
 #include "server/metrics/server_metrics.h"
@@ -34,6 +37,17 @@ class EncoderService final : public v1::Encoder::CallbackService {
                                        v1::ListModelsResponse* response) override;
   grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EmbedStream(grpc::CallbackServerContext* ctx) override;
 
+  // Graceful shutdown: from now on new calls are refused with UNAVAILABLE; calls already
+  // running carry on. WaitForIdle returns true once none is left, false at `deadline`.
+  void StartDraining();
+  bool WaitForIdle(absl::Time deadline);
+  // Calls (and open streams) currently running.
+  int64_t in_flight() const { return in_flight_.load(); }
+  // For the call objects: +1 when a call starts, -1 when it is done.
+  void CallStarted() { in_flight_.fetch_add(1); }
+  void CallDone() { in_flight_.fetch_sub(1); }
+  bool draining() const { return draining_.load(); }
+
   // Shared by Embed and EmbedStream: answers `request` into `response`, then calls `reply`.
   using Reply = std::function<void(const absl::Status&, const std::string& model)>;
   void HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
@@ -43,6 +57,8 @@ class EncoderService final : public v1::Encoder::CallbackService {
   const ModelRegistry* registry_;
   ServerMetrics* metrics_;
   ServiceLimits limits_;
+  std::atomic<int64_t> in_flight_{0};
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace relserve

@@ -513,6 +513,17 @@ TEST(EncoderServiceShutdownTest, InFlightCallsFinishNewOnesAreRefused) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   EXPECT_NE(code, 200);
+  {
+    // A call arriving while the others drain is refused at once.
+    auto late = Connect(port);
+    v1::EmbedRequest req;
+    req.add_inputs()->set_text("during the drain");
+    v1::EmbedResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    grpc::Status s = late->Embed(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+  }
   shutdown.join();
   for (auto& c : callers) c.join();
   for (int i = 0; i < kCalls; ++i) EXPECT_TRUE(statuses[i].ok()) << i << ": " << statuses[i].error_message();

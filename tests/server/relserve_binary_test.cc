@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -25,11 +26,17 @@ struct Process {
 
 Process Launch(const std::vector<std::string>& args) {
   Process p;
-  p.log_path = ::testing::TempDir() + "relserve-binary-" + std::to_string(getpid()) + ".log";
+  // A fresh file per launch: the port is read from it, and an old one would name an old port.
+  static int launches = 0;
+  p.log_path = ::testing::TempDir() + "relserve-binary-" + std::to_string(getpid()) + "-" +
+               std::to_string(++launches) + ".log";
+  std::remove(p.log_path.c_str());
   p.pid = fork();
   if (p.pid == 0) {
     FILE* log = std::freopen(p.log_path.c_str(), "w", stderr);
+    FILE* out = std::freopen("/dev/null", "w", stdout);
     (void)log;
+    (void)out;
     std::vector<char*> argv;
     std::string bin = RELSERVE_BINARY;
     argv.push_back(bin.data());
@@ -49,6 +56,17 @@ std::string ReadLog(const Process& p) {
   return ss.str();
 }
 
+// Whatever happens in a test, its server does not outlive it.
+struct KillOnExit {
+  pid_t pid;
+  ~KillOnExit() {
+    if (kill(pid, 0) == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
 int WaitExit(const Process& p) {
   int status = 0;
   waitpid(p.pid, &status, 0);
@@ -58,10 +76,11 @@ int WaitExit(const Process& p) {
 TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--metrics-address",
-                      "127.0.0.1", "--metrics-port", "0", "--warmup", "false"});
+                      "127.0.0.1", "--metrics-port", "0", "--warmup", "false", "--shutdown-grace-seconds", "5"});
+  KillOnExit guard{p.pid};
   std::smatch m;
   int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
+  for (int i = 0; i < 1200 && port == 0; ++i) {
     const std::string log = ReadLog(p);
     if (std::regex_search(log, m, std::regex("on port ([0-9]+)"))) port = std::stoi(m[1]);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -73,6 +92,7 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   v1::EmbedResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  stub.reset();
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);
   const std::string log = ReadLog(p);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -25,17 +26,31 @@ using grpc::reflection::v1alpha::ServerReflectionResponse;
 using ::testing::Contains;
 
 TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
-  const std::string log_path = ::testing::TempDir() + "relserve-reflection.log";
+  // A fresh file: the port is read from it, and an old one would name an old port.
+  const std::string log_path = ::testing::TempDir() + "relserve-reflection-" + std::to_string(getpid()) + ".log";
+  std::remove(log_path.c_str());
   const pid_t pid = fork();
   if (pid == 0) {
     FILE* log = std::freopen(log_path.c_str(), "w", stderr);
+    FILE* out = std::freopen("/dev/null", "w", stdout);
     (void)log;
+    (void)out;
     execl(RELSERVE_BINARY, RELSERVE_BINARY, "--model", "ref=" RELSERVE_TEST_MODEL, "--grpc-address", "127.0.0.1:0",
-          "--metrics-port", "-1", "--warmup", "false", static_cast<char*>(nullptr));
+          "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "5", static_cast<char*>(nullptr));
     _exit(127);
   }
+  // Whatever happens below, the server does not outlive the test.
+  struct KillOnExit {
+    pid_t pid;
+    ~KillOnExit() {
+      if (kill(pid, 0) == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+      }
+    }
+  } guard{pid};
   int port = 0;
-  for (int i = 0; i < 200 && port == 0; ++i) {
+  for (int i = 0; i < 1200 && port == 0; ++i) {
     std::ifstream in(log_path);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -46,6 +61,7 @@ TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
   }
   ASSERT_GT(port, 0);
 
+  {
   auto stub = ServerReflection::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
@@ -73,7 +89,8 @@ TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
   EXPECT_THAT(methods, Contains("Rerank"));
   EXPECT_THAT(methods, Contains("EmbedStream"));
   stream->WritesDone();
-  stream->Finish();
+  EXPECT_TRUE(stream->Finish().ok());
+  }
 
   kill(pid, SIGTERM);
   int status = 0;
