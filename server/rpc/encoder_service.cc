@@ -108,6 +108,30 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeAll(const Inputs& inputs, const 
   return out;
 }
 
+// The common start of Embed, EmbedTokens, Classify and Tokenize: the model the request names,
+// the input count within the limit, every input tokenized and validated.
+struct PreparedRequest {
+  const ServedModel* model = nullptr;
+  std::shared_ptr<std::vector<EncodedInput>> inputs;
+  absl::Duration tokenize;
+};
+
+template <typename Request>
+absl::StatusOr<PreparedRequest> Prepare(const Request& request, const ModelRegistry& registry,
+                                        const ServiceLimits& limits, ServerMetrics* metrics, std::string* label) {
+  *label = request.model();
+  auto model = registry.Find(request.model());
+  if (!model.ok()) return model.status();
+  PreparedRequest p;
+  p.model = *model;
+  *label = p.model->name;
+  if (absl::Status s = CheckCount(request.inputs_size(), limits.max_inputs_per_request, "inputs"); !s.ok()) return s;
+  auto inputs = EncodeAll(request.inputs(), *p.model, request.truncate(), metrics, &p.tokenize);
+  if (!inputs.ok()) return inputs.status();
+  p.inputs = std::make_shared<std::vector<EncodedInput>>(std::move(*inputs));
+  return p;
+}
+
 std::vector<SequenceInput> Sequences(const std::vector<EncodedInput>& inputs) {
   std::vector<SequenceInput> out;
   out.reserve(inputs.size());
@@ -150,22 +174,18 @@ bool EncoderService::WaitForIdle(absl::Time deadline) {
 void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
                                  const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) {
   const absl::Time start = absl::Now();
-  auto model = registry_->Find(request.model());
-  if (!model.ok()) return reply(model.status(), request.model());
-  const ServedModel& m = **model;
-  if (absl::Status s = CheckCount(request.inputs_size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) {
-    return reply(s, m.name);
-  }
+  std::string label;
+  auto prepared = Prepare(request, *registry_, limits_, metrics_, &label);
+  if (!prepared.ok()) return reply(prepared.status(), label);
+  const ServedModel& m = *prepared->model;
   const int dim = m.backend->info().embedding_dim;
   if (request.dimensions() < 0 || request.dimensions() > dim) {
     return reply(absl::InvalidArgumentError(absl::StrCat("dimensions ", request.dimensions(),
                                                          " is outside [0, ", dim, "] for model ", m.name)),
                  m.name);
   }
-  absl::Duration tokenize;
-  auto inputs = EncodeAll(request.inputs(), m, request.truncate(), metrics_, &tokenize);
-  if (!inputs.ok()) return reply(inputs.status(), m.name);
-  auto shared_inputs = std::make_shared<std::vector<EncodedInput>>(std::move(*inputs));
+  const absl::Duration tokenize = prepared->tokenize;
+  auto shared_inputs = prepared->inputs;
   const bool normalize = request.normalize();
   const int dimensions = request.dimensions();
   response->set_model(m.name);
@@ -202,16 +222,12 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
                                                       v1::EmbedTokensResponse* response) {
   auto* call = new UnaryCall(this, metrics_, "EmbedTokens");
   if (call->RefuseIfDraining()) return call;
-  auto model = registry_->Find(request->model());
-  if (!model.ok()) return call->Reply(model.status(), request->model()), call;
-  const ServedModel& m = **model;
-  if (absl::Status s = CheckCount(request->inputs_size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) {
-    return call->Reply(s, m.name), call;
-  }
-  absl::Duration tokenize;
-  auto inputs = EncodeAll(request->inputs(), m, request->truncate(), metrics_, &tokenize);
-  if (!inputs.ok()) return call->Reply(inputs.status(), m.name), call;
-  auto shared_inputs = std::make_shared<std::vector<EncodedInput>>(std::move(*inputs));
+  std::string label;
+  auto prepared = Prepare(*request, *registry_, limits_, metrics_, &label);
+  if (!prepared.ok()) return call->Reply(prepared.status(), label), call;
+  const ServedModel& m = *prepared->model;
+  const absl::Duration tokenize = prepared->tokenize;
+  auto shared_inputs = prepared->inputs;
   const int hidden = m.backend->info().hidden_size;
   response->set_model(m.name);
   SubmitSequences(m, Sequences(*shared_inputs), kOutputTokenStates, DeadlineOf(ctx), call->cancelled(),
@@ -307,9 +323,13 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
                                                    v1::ClassifyResponse* response) {
   auto* call = new UnaryCall(this, metrics_, "Classify");
   if (call->RefuseIfDraining()) return call;
-  auto model = registry_->Find(request->model());
-  if (!model.ok()) return call->Reply(model.status(), request->model()), call;
-  const ServedModel& m = **model;
+  if (request->top_k() < 0) {
+    return call->Reply(absl::InvalidArgumentError("top_k must not be negative"), request->model()), call;
+  }
+  std::string label;
+  auto prepared = Prepare(*request, *registry_, limits_, metrics_, &label);
+  if (!prepared.ok()) return call->Reply(prepared.status(), label), call;
+  const ServedModel& m = *prepared->model;
   const ModelInfo& info = m.backend->info();
   if (info.labels.empty()) {
     return call->Reply(absl::FailedPreconditionError(absl::StrCat("model ", m.name, " (", info.architecture,
@@ -317,14 +337,8 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
                        m.name),
            call;
   }
-  if (absl::Status s = CheckCount(request->inputs_size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) {
-    return call->Reply(s, m.name), call;
-  }
-  if (request->top_k() < 0) return call->Reply(absl::InvalidArgumentError("top_k must not be negative"), m.name), call;
-  absl::Duration tokenize;
-  auto inputs = EncodeAll(request->inputs(), m, request->truncate(), metrics_, &tokenize);
-  if (!inputs.ok()) return call->Reply(inputs.status(), m.name), call;
-  auto shared_inputs = std::make_shared<std::vector<EncodedInput>>(std::move(*inputs));
+  const absl::Duration tokenize = prepared->tokenize;
+  auto shared_inputs = prepared->inputs;
   response->set_model(m.name);
   const std::vector<std::string> labels = info.labels;
   const std::string problem_type = info.problem_type;
@@ -360,15 +374,11 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
                                                    v1::TokenizeResponse* response) {
   auto* call = new UnaryCall(this, metrics_, "Tokenize");
   if (call->RefuseIfDraining()) return call;
-  auto model = registry_->Find(request->model());
-  if (!model.ok()) return call->Reply(model.status(), request->model()), call;
-  const ServedModel& m = **model;
-  if (absl::Status s = CheckCount(request->inputs_size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) {
-    return call->Reply(s, m.name), call;
-  }
-  absl::Duration tokenize;
-  auto inputs = EncodeAll(request->inputs(), m, request->truncate(), metrics_, &tokenize);
-  if (!inputs.ok()) return call->Reply(inputs.status(), m.name), call;
+  std::string label;
+  auto prepared = Prepare(*request, *registry_, limits_, metrics_, &label);
+  if (!prepared.ok()) return call->Reply(prepared.status(), label), call;
+  const ServedModel& m = *prepared->model;
+  const std::vector<EncodedInput>* inputs = prepared->inputs.get();
   response->set_model(m.name);
   for (const EncodedInput& in : *inputs) {
     v1::Tokenized* t = response->add_results();
