@@ -37,7 +37,7 @@ build_pkgs=(
   nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus              # promtool: lints the /metrics output in tests/metrics
-  python3
+  python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
 )
 
 if [ "$mode" = runtime ]; then pkgs=("${runtime_pkgs[@]}"); else pkgs=("${build_pkgs[@]}"); fi
