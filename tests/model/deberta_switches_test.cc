@@ -39,79 +39,20 @@ using nlohmann::json;
 using testing::MaxAbsDiffMasked;
 using namespace testing;  // NOLINT: the switch-test helpers
 
-constexpr double kTolerance = 1e-4;
-constexpr double kMatters = 100 * kTolerance;
-
-class DebertaSwitchTest : public ::testing::Test {
+class DebertaSwitchTest : public SwitchTestBase {
  protected:
-  static constexpr int64_t kVocab = 128;
-
   // deberta-v3 layout (relative attention, c2p + p2c, share_att_key, layer-normed relative
-  // embeddings, no absolute positions), hidden 32, 2 layers, 4 heads; position_buckets 32 so
-  // that the rows of 70 and 33 tokens reach the log buckets. `overrides` are merged into
-  // config.json (null removes a key); the weights follow the final config.
+  // embeddings, no absolute positions); position_buckets 32 so that the rows of 70 and 33
+  // tokens reach the log buckets. `overrides` are merged into config.json (null removes a
+  // key); the weights follow the final config.
   static CreateModelOptions Options(const json& overrides, const std::string& family = "deberta-v3") {
-    CreateModelOptions o;
-    o.family = family;
-    o.hidden = 32;
-    o.layers = 2;
-    o.heads = 4;
-    o.intermediate = 64;
-    o.vocab = kVocab;
-    o.seed = 7;
-    o.init_std = 0.2f;
-    o.config_overrides = json{{"position_buckets", 32}};
-    for (const auto& [key, value] : overrides.items()) o.config_overrides[key] = value;
-    return o;
-  }
-
-  std::string CreateFrom(const std::string& name, const CreateModelOptions& options, const Edit& edit = nullptr) {
-    const std::string dir = scratch_.Path(name);
-    auto st = CreateModelDirectory(options, dir);
-    if (!st.ok()) throw std::runtime_error("CreateModelDirectory(" + name + "): " + std::string(st.message()));
-    F32Map weights = ReadWeights(dir);
-    RandomizeVectors(&weights, options.seed);
-    auto config = ReadJsonFile(JoinPath(dir, "config.json"));
-    if (!config.ok()) throw std::runtime_error(std::string(config.status().message()));
-    if (edit) edit(*config, weights);
-    WriteWeights(dir, weights);
-    auto written = WriteStringToFile(JoinPath(dir, "config.json"), config->dump(2));
-    if (!written.ok()) throw std::runtime_error(std::string(written.message()));
-    return dir;
+    json merged = {{"position_buckets", 32}};
+    for (const auto& [key, value] : overrides.items()) merged[key] = value;
+    return TinyOptions(family, merged);
   }
   std::string Create(const std::string& name, const json& overrides, const Edit& edit = nullptr) {
     return CreateFrom(name, Options(overrides), edit);
   }
-
-  // The engine against the port on `batch`: every tensor the port computes, within tolerance.
-  // Returns the engine's outputs.
-  EngineOutputs Check(const std::string& dir, const PaddedBatch& batch, const std::string& label) {
-    const naive::Outputs want = RunNaive(dir, batch);
-    EngineOutputs got = RunEngine(dir, batch);
-    size_t engine_states = 0;
-    for (const auto& [name, t] : got) engine_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
-    size_t naive_states = 0;
-    for (const auto& [name, t] : want) {
-      naive_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
-      auto it = got.find(name);
-      EXPECT_NE(it, got.end()) << label << ": the engine gave no " << name;
-      if (it == got.end()) continue;
-      EXPECT_LE(Diff(it->second, naive::ToNamedTensor(name, t), batch), kTolerance) << label << ": " << name;
-    }
-    EXPECT_EQ(engine_states, naive_states) << label;
-    EXPECT_EQ(got.count("logits"), want.count("logits")) << label;
-    return got;
-  }
-
-  // Check on the padded batch and on one unpadded row; returns the padded batch's outputs.
-  EngineOutputs Check(const std::string& dir, const std::string& label) {
-    Check(dir, unpadded_, label + " (unpadded)");
-    return Check(dir, batch_, label);
-  }
-
-  ScratchDir scratch_;
-  PaddedBatch batch_ = MakeBatch({70, 33, 17, 1}, kVocab, 11);
-  PaddedBatch unpadded_ = MakeBatch({41}, kVocab, 12);
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -160,6 +160,82 @@ inline double Diff(const EngineOutputs& a, const naive::Outputs& b, const Padded
 }
 
 
+
+// The fixture both switch suites share: scratch model directories made by the creator and
+// then edited, and the check of the engine against the port on a padded batch and on one
+// unpadded row.
+class SwitchTestBase : public ::testing::Test {
+ protected:
+  static constexpr double kTolerance = 1e-4;
+  static constexpr double kMatters = 100 * kTolerance;
+  static constexpr int64_t kVocab = 128;
+
+  // Tiny models (hidden 32, 2 layers, 4 heads, intermediate 64, vocab 128) with large weights,
+  // so that a wrong term shows far above the tolerance.
+  static CreateModelOptions TinyOptions(const std::string& family, const json& overrides) {
+    CreateModelOptions o;
+    o.family = family;
+    o.hidden = 32;
+    o.layers = 2;
+    o.heads = 4;
+    o.intermediate = 64;
+    o.vocab = kVocab;
+    o.seed = 7;
+    o.init_std = 0.2f;
+    o.config_overrides = overrides.is_null() ? json::object() : overrides;
+    return o;
+  }
+
+  // Family-specific weight changes applied to every model before `edit`.
+  virtual void AdjustWeights(F32Map* weights) {}
+
+  std::string CreateFrom(const std::string& name, const CreateModelOptions& options, const Edit& edit = nullptr) {
+    const std::string dir = scratch_.Path(name);
+    auto st = CreateModelDirectory(options, dir);
+    if (!st.ok()) throw std::runtime_error("CreateModelDirectory(" + name + "): " + std::string(st.message()));
+    F32Map weights = ReadWeights(dir);
+    RandomizeVectors(&weights, options.seed);
+    AdjustWeights(&weights);
+    auto config = ReadJsonFile(JoinPath(dir, "config.json"));
+    if (!config.ok()) throw std::runtime_error(std::string(config.status().message()));
+    if (edit) edit(*config, weights);
+    WriteWeights(dir, weights);
+    auto written = WriteStringToFile(JoinPath(dir, "config.json"), config->dump(2));
+    if (!written.ok()) throw std::runtime_error(std::string(written.message()));
+    return dir;
+  }
+
+  // The engine against the port on `batch`: every tensor the port computes, within tolerance,
+  // and logits exactly where the port has them. Returns the engine's outputs.
+  EngineOutputs Check(const std::string& dir, const PaddedBatch& batch, const std::string& label) {
+    const naive::Outputs want = RunNaive(dir, batch);
+    EngineOutputs got = RunEngine(dir, batch);
+    size_t engine_states = 0;
+    for (const auto& [name, t] : got) engine_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
+    size_t naive_states = 0;
+    for (const auto& [name, t] : want) {
+      naive_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
+      auto it = got.find(name);
+      EXPECT_NE(it, got.end()) << label << ": the engine gave no " << name;
+      if (it == got.end()) continue;
+      EXPECT_LE(Diff(it->second, naive::ToNamedTensor(name, t), batch), kTolerance) << label << ": " << name;
+    }
+    EXPECT_EQ(engine_states, naive_states) << label;
+    EXPECT_EQ(got.count("logits"), want.count("logits")) << label;
+    return got;
+  }
+
+  // Check on the padded batch and on one unpadded row; returns the padded batch's outputs.
+  EngineOutputs Check(const std::string& dir, const std::string& label) {
+    Check(dir, unpadded_, label + " (unpadded)");
+    return Check(dir, batch_, label);
+  }
+
+  ScratchDir scratch_;
+  PaddedBatch batch_ = MakeBatch({70, 33, 17, 1}, kVocab, 11);
+  PaddedBatch unpadded_ = MakeBatch({41}, kVocab, 12);
+};
+
 }  // namespace relserve::testing
 
 #endif  // RELSERVE_TESTS_MODEL_SWITCH_TEST_SUPPORT_H_

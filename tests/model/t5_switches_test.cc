@@ -39,78 +39,26 @@ using nlohmann::json;
 using testing::MaxAbsDiffMasked;
 using namespace testing;  // NOLINT: the switch-test helpers
 
-constexpr double kTolerance = 1e-4;
-constexpr double kMatters = 100 * kTolerance;
-
-class T5SwitchTest : public ::testing::Test {
+class T5SwitchTest : public SwitchTestBase {
  protected:
-  static constexpr int64_t kVocab = 128;
-
-  // T5 (v1.0 layout: relu feed-forward, 32 buckets, max_distance 128), d_model 32, 2 layers,
-  // 4 heads, d_ff 64. `overrides` are merged into config.json (null removes a key); the weights
-  // follow the final config.
+  // T5 (v1.0 layout: relu feed-forward, 32 buckets, max_distance 128), d_ff 64. `overrides`
+  // are merged into config.json (null removes a key); the weights follow the final config.
   static CreateModelOptions Options(const json& overrides, const std::string& family = "t5") {
-    CreateModelOptions o;
-    o.family = family;
-    o.hidden = 32;
-    o.layers = 2;
-    o.heads = 4;
-    o.intermediate = 64;
-    o.vocab = kVocab;
-    o.seed = 7;
-    o.init_std = 0.2f;
-    o.config_overrides = overrides.is_null() ? json::object() : overrides;
-    return o;
+    return TinyOptions(family, overrides);
   }
-
-  std::string CreateFrom(const std::string& name, const CreateModelOptions& options, const Edit& edit = nullptr) {
-    const std::string dir = scratch_.Path(name);
-    auto st = CreateModelDirectory(options, dir);
-    if (!st.ok()) throw std::runtime_error("CreateModelDirectory(" + name + "): " + std::string(st.message()));
-    F32Map weights = ReadWeights(dir);
-    RandomizeVectors(&weights, options.seed);
-    // A relative bias of std 1 (not 0.2), so that a wrong bucket shows.
-    Scale(&weights, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 5.0f);
-    auto config = ReadJsonFile(JoinPath(dir, "config.json"));
-    if (!config.ok()) throw std::runtime_error(std::string(config.status().message()));
-    if (edit) edit(*config, weights);
-    WriteWeights(dir, weights);
-    auto written = WriteStringToFile(JoinPath(dir, "config.json"), config->dump(2));
-    if (!written.ok()) throw std::runtime_error(std::string(written.message()));
-    return dir;
+  // A relative bias of std 1 (not 0.2), so that a wrong bucket shows.
+  void AdjustWeights(F32Map* weights) override {
+    Scale(weights, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 5.0f);
   }
   std::string Create(const std::string& name, const json& overrides, const Edit& edit = nullptr) {
     return CreateFrom(name, Options(overrides), edit);
   }
-
-  // The engine against the port on `batch`: every tensor the port computes, within tolerance.
-  EngineOutputs Check(const std::string& dir, const PaddedBatch& batch, const std::string& label) {
-    const naive::Outputs want = RunNaive(dir, batch);
-    EngineOutputs got = RunEngine(dir, batch);
-    size_t engine_states = 0;
-    for (const auto& [name, t] : got) engine_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
-    size_t naive_states = 0;
-    for (const auto& [name, t] : want) {
-      naive_states += name.rfind("hidden_state_", 0) == 0 ? 1 : 0;
-      auto it = got.find(name);
-      EXPECT_NE(it, got.end()) << label << ": the engine gave no " << name;
-      if (it == got.end()) continue;
-      EXPECT_LE(Diff(it->second, naive::ToNamedTensor(name, t), batch), kTolerance) << label << ": " << name;
-    }
-    EXPECT_EQ(engine_states, naive_states) << label;
+  // T5 encoders have no head: the engine gives no logits.
+  EngineOutputs Check(const std::string& dir, const std::string& label) {
+    EngineOutputs got = SwitchTestBase::Check(dir, label);
     EXPECT_EQ(got.count("logits"), 0u) << label;
     return got;
   }
-
-  // Check on the padded batch and on one unpadded row; returns the padded batch's outputs.
-  EngineOutputs Check(const std::string& dir, const std::string& label) {
-    Check(dir, unpadded_, label + " (unpadded)");
-    return Check(dir, batch_, label);
-  }
-
-  ScratchDir scratch_;
-  PaddedBatch batch_ = MakeBatch({70, 33, 17, 1}, kVocab, 11);
-  PaddedBatch unpadded_ = MakeBatch({41}, kVocab, 12);
 };
 
 // ---------------------------------------------------------------------------------------------
