@@ -38,6 +38,7 @@ build_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus              # promtool: lints the /metrics output in tests/metrics
   python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
+  python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
 )
 
 if [ "$mode" = runtime ]; then pkgs=("${runtime_pkgs[@]}"); else pkgs=("${build_pkgs[@]}"); fi
