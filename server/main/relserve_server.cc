@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/batching/model_batcher.h"
+#include "server/main/server_credentials.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
@@ -78,6 +79,8 @@ int RelserveServer::grpc_port() const { return state_->grpc_port; }
 int RelserveServer::metrics_port() const { return state_->endpoint ? state_->endpoint->port() : -1; }
 
 absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config) {
+  // Certificates are checked before the (slow) model loading, so that a bad file fails fast.
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, MakeServerCredentials(config));
   auto state = std::make_unique<State>();
   state->config = config;
   const int cores = std::max(1u, std::thread::hardware_concurrency());
@@ -148,7 +151,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(config.grpc_address, grpc::InsecureServerCredentials(), &state->grpc_port);
+  builder.AddListeningPort(config.grpc_address, credentials, &state->grpc_port);
   builder.RegisterService(state->service.get());
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(std::max(config.max_message_bytes, 64 << 20));
@@ -166,6 +169,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                                           [raw] { return raw->serving.load(); }));
   }
   state->SetHealth(true);
+  if (!config.tls_cert.empty()) {
+    LogInfo(config.tls_client_ca.empty() ? "gRPC over TLS" : "gRPC over mutual TLS (client certificates required)");
+  }
   LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
                        state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : ""));
   return std::unique_ptr<RelserveServer>(new RelserveServer(std::move(state)));

@@ -131,6 +131,12 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig& c) { return std::string(c.warmup ? "true" : "false"); }},
       StringFlag("pooling", "MODE", "override every model's pooling: mean, cls, max, ... (empty: the model's)",
                  &ServerConfig::pooling),
+      StringFlag("tls-cert", "FILE", "PEM certificate chain: serve gRPC over TLS only (needs --tls-key; empty: plaintext)",
+                 &ServerConfig::tls_cert),
+      StringFlag("tls-key", "FILE", "PEM private key of --tls-cert", &ServerConfig::tls_key),
+      StringFlag("tls-client-ca", "FILE",
+                 "PEM CA certificates: require client certificates signed by them (mutual TLS; needs --tls-cert)",
+                 &ServerConfig::tls_client_ca),
   };
   return kFlags;
 }
@@ -182,6 +188,15 @@ absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& ar
     if (absl::Status s = flag->set(value, &config); !s.ok()) return s;
   }
   if (config.models.empty()) return absl::InvalidArgumentError("no --model given (see --help)");
+  if (!config.tls_cert.empty() && config.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert needs --tls-key (the certificate's private key)");
+  }
+  if (config.tls_cert.empty() && !config.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-key needs --tls-cert (the certificate it belongs to)");
+  }
+  if (config.tls_cert.empty() && !config.tls_client_ca.empty()) {
+    return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)");
+  }
   return config;
 }
 

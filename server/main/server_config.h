@@ -31,6 +31,11 @@ struct ServerConfig {
   double shutdown_grace_seconds = 30;
   bool warmup = true;
   std::string pooling;  // "": the model directory's
+  // TLS: with a certificate and its key the gRPC port speaks TLS only; with a client CA it
+  // also requires client certificates signed by that CA (mutual TLS). PEM file paths.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
 };
 
 // Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is
