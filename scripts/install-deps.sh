@@ -3,14 +3,19 @@
 # Used by the README, .ci/run and the Dockerfile. Idempotent; needs root (or sudo).
 #
 #   scripts/install-deps.sh            build + test dependencies (default)
-#   scripts/install-deps.sh --runtime  only the shared libraries the server needs at run time
+#   scripts/install-deps.sh --compile  only what compiling the binaries needs (the Docker build stage)
+#   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
+#
+# RELSERVE_TORCH=external leaves Debian's LibTorch (CPU) out, for builds against another
+# LibTorch such as a CUDA one (Dockerfile.cuda).
 set -euo pipefail
 
 mode=build
 case "${1:-}" in
   --runtime) mode=runtime ;;
+  --compile) mode=compile ;;
   ""|--build) mode=build ;;
-  *) echo "usage: $0 [--build|--runtime]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build|--compile|--runtime]" >&2; exit 2 ;;
 esac
 
 SUDO=""
@@ -26,7 +31,7 @@ runtime_pkgs=(
   libprometheus-cpp-core1.0
   ca-certificates
 )
-build_pkgs=(
+compile_pkgs=(
   build-essential cmake ninja-build pkg-config git
   libtorch-dev
   libopenblas0-pthread
@@ -35,13 +40,27 @@ build_pkgs=(
   prometheus-cpp-dev
   libsentencepiece-dev sentencepiece
   nlohmann-json3-dev
+)
+test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus              # promtool: lints the /metrics output in tests/metrics
   python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
 )
 
-if [ "$mode" = runtime ]; then pkgs=("${runtime_pkgs[@]}"); else pkgs=("${build_pkgs[@]}"); fi
+case "$mode" in
+  runtime) pkgs=("${runtime_pkgs[@]}") ;;
+  compile) pkgs=("${compile_pkgs[@]}") ;;
+  build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}") ;;
+esac
+
+if [ "${RELSERVE_TORCH:-debian}" = external ]; then
+  kept=()
+  for p in "${pkgs[@]}"; do
+    case "$p" in libtorch1.13|libtorch-dev) ;; *) kept+=("$p") ;; esac
+  done
+  pkgs=("${kept[@]}")
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

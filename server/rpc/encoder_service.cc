@@ -37,7 +37,7 @@ class UnaryCall : public grpc::ServerUnaryReactor {
 
   void Reply(const absl::Status& status, const std::string& model) {
     if (metrics_ != nullptr) {
-      metrics_->RecordRequest(model.empty() ? "unknown" : model, rpc_, CodeName(status.code()),
+      metrics_->RecordRequest(service_->MetricsModelLabel(model), rpc_, CodeName(status.code()),
                               absl::ToDoubleSeconds(absl::Now() - start_));
     }
     Finish(ToGrpcStatus(status));
@@ -159,6 +159,11 @@ std::vector<float> Scores(const std::vector<float>& logits, const std::string& p
 
 EncoderService::EncoderService(const ModelRegistry* registry, ServerMetrics* metrics, ServiceLimits limits)
     : registry_(registry), metrics_(metrics), limits_(limits) {}
+
+std::string EncoderService::MetricsModelLabel(const std::string& requested) const {
+  auto model = registry_->Find(requested);
+  return model.ok() ? (*model)->name : "unknown";
+}
 
 void EncoderService::StartDraining() { draining_.store(true); }
 
@@ -458,7 +463,7 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<v1::EmbedRequest, v1::
     service_->HandleEmbed(deadline_, cancelled_, request_, &response_,
                           [this, start](const absl::Status& s, const std::string& model) {
                             if (metrics_ != nullptr) {
-                              metrics_->RecordRequest(model.empty() ? "unknown" : model, "EmbedStream",
+                              metrics_->RecordRequest(service_->MetricsModelLabel(model), "EmbedStream",
                                                       CodeName(s.code()), absl::ToDoubleSeconds(absl::Now() - start));
                             }
                             if (!s.ok()) {

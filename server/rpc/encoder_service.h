@@ -47,6 +47,9 @@ class EncoderService final : public v1::Encoder::CallbackService {
   void CallStarted() { in_flight_.fetch_add(1); }
   void CallDone() { in_flight_.fetch_sub(1); }
   bool draining() const { return draining_.load(); }
+  // The `model` label of a finished call's metrics: the served model's name, or "unknown" when
+  // the request named no served model (so clients cannot create label values at will).
+  std::string MetricsModelLabel(const std::string& requested) const;
 
   // Shared by Embed and EmbedStream: answers `request` into `response`, then calls `reply`.
   using Reply = std::function<void(const absl::Status&, const std::string& model)>;

@@ -17,6 +17,7 @@ namespace relserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::Connect;
 using testing::TestModels;
 using testing::TestServerConfig;
@@ -436,6 +437,23 @@ TEST_F(EncoderServiceTest, HealthOverallAndPerModel) {
   EXPECT_EQ(check("").second, std::string("\x08\x01", 2));
   EXPECT_EQ(check("reranker").second, std::string("\x08\x01", 2));
   EXPECT_EQ(check("no-such-model").first, grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(EncoderServiceTest, UnknownModelNamesDoNotBecomeMetricLabels) {
+  // Any string a client sends as a model name would otherwise create a new series per name.
+  for (const char* name : {"no-such-model-a1", "no-such-model-b2"}) {
+    v1::EmbedRequest req;
+    req.set_model(name);
+    req.add_inputs()->set_text("x");
+    v1::EmbedResponse resp;
+    grpc::ClientContext ctx;
+    ASSERT_EQ(stub_->Embed(&ctx, req, &resp).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  int code = 0;
+  const std::string body = testing::HttpGet(server_->metrics_port(), "/metrics", &code);
+  EXPECT_EQ(code, 200);
+  EXPECT_THAT(body, Not(HasSubstr("no-such-model")));
+  EXPECT_THAT(body, HasSubstr("relserve_requests_total{code=\"NOT_FOUND\",model=\"unknown\",rpc=\"Embed\"} 2"));
 }
 
 TEST_F(EncoderServiceTest, MetricsEndpointExportsTheSeries) {
