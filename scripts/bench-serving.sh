@@ -30,8 +30,9 @@ for setting in $SETTINGS; do
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
   for c in $LEVELS; do
-    line=$("$BIN/relserve-loadgen" --target "127.0.0.1:$port" --metrics-port "$mport" --concurrency "$c" \
-           --duration "$DURATION" --warmup 3 --vocab 128100 2>/dev/null)
+    line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" --concurrency "$c" \
+           --duration "$DURATION" --warmup 3 --lengths log-uniform:8:512 --vocab 128100 --deadline-ms 60000 \
+           --quiet)
     echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",${line#\{}" | tee -a "$OUT"
   done
   kill -TERM "$pid"; wait "$pid" || true

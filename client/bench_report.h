@@ -1,0 +1,45 @@
+#ifndef RELSERVE_CLIENT_BENCH_REPORT_H_
+#define RELSERVE_CLIENT_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "client/metrics_scrape.h"
+
+namespace relserve::client {
+
+// What one bench run measured: requests that finished inside the measured window (after the
+// warm-up) and the server's counters over the same window.
+struct BenchResult {
+  std::string rpc;
+  std::string lengths;  // the --lengths spec
+  int concurrency = 0;
+  int inputs_per_request = 0;
+  double duration_s = 0;                 // the measured window
+  std::vector<double> latencies_ms;      // successful requests
+  int64_t sequences = 0;                 // of successful requests
+  int64_t tokens = 0;                    // the server's usage.tokens of successful requests
+  int64_t min_sequence_tokens = 0;       // per request: usage.tokens / usage.sequences
+  int64_t max_sequence_tokens = 0;
+  std::map<std::string, int64_t> errors;  // failed requests by status code name
+  // Server counters at the start and end of the window (--metrics-url).
+  std::optional<BatchingCounters> server_before, server_after;
+};
+
+// The final JSON object. Field names are relserve-loadgen's (requests, sequences_per_second,
+// tokens_per_second, p50_ms, p90_ms, p99_ms, max_ms, padding_ratio, mean_batch_size,
+// errors, ...) plus requests_per_second, mean_ms and the sequence lengths the server saw;
+// errors are keyed by code name. padding_ratio and mean_batch_size appear only with metrics.
+nlohmann::ordered_json BenchReport(const BenchResult& result);
+
+// The line printed to stderr about once a second while the run goes on.
+std::string ProgressLine(double elapsed_s, int64_t requests, int64_t tokens, int64_t errors);
+
+}  // namespace relserve::client
+
+#endif  // RELSERVE_CLIENT_BENCH_REPORT_H_

@@ -1,0 +1,62 @@
+#include "client/client_channel.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace relserve::client {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const char* flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat("--", flag, ": cannot read ", path, ": ", std::strerror(errno)));
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+}  // namespace
+
+std::string LoadBalancingPolicyFor(const ConnectionOptions& options) {
+  if (options.load_balancing != "auto") return options.load_balancing;
+  const std::string& t = options.target;
+  const bool dns = t.rfind("dns:", 0) == 0;
+  const bool several_addresses = t.find(',') != std::string::npos;
+  return dns || several_addresses ? "round_robin" : "pick_first";
+}
+
+absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(const ConnectionOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetLoadBalancingPolicyName(LoadBalancingPolicyFor(options));
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (!options.tls) {
+    credentials = grpc::InsecureChannelCredentials();
+  } else {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.ca_cert.empty()) {
+      auto ca = ReadFile("ca-cert", options.ca_cert);
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+    }
+    if (!options.client_cert.empty()) {
+      auto cert = ReadFile("client-cert", options.client_cert);
+      if (!cert.ok()) return cert.status();
+      auto key = ReadFile("client-key", options.client_key);
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
+    credentials = grpc::SslCredentials(ssl);
+  }
+  return grpc::CreateCustomChannel(options.target, credentials, args);
+}
+
+}  // namespace relserve::client

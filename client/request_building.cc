@@ -1,0 +1,63 @@
+#include "client/request_building.h"
+
+namespace relserve::client {
+namespace {
+
+template <typename Request>
+void AddInputs(std::vector<v1::Input> inputs, Request* request) {
+  for (v1::Input& input : inputs) *request->add_inputs() = std::move(input);
+}
+
+}  // namespace
+
+v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
+  v1::EmbedRequest r;
+  r.set_model(options.model);
+  AddInputs(std::move(inputs), &r);
+  r.set_normalize(options.normalize);
+  r.set_truncate(options.truncate);
+  r.set_dimensions(options.dimensions);
+  r.set_request_id(options.request_id);
+  return r;
+}
+
+v1::EmbedTokensRequest BuildEmbedTokensRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
+  v1::EmbedTokensRequest r;
+  r.set_model(options.model);
+  AddInputs(std::move(inputs), &r);
+  r.set_truncate(options.truncate);
+  return r;
+}
+
+v1::ClassifyRequest BuildClassifyRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
+  v1::ClassifyRequest r;
+  r.set_model(options.model);
+  AddInputs(std::move(inputs), &r);
+  r.set_truncate(options.truncate);
+  r.set_raw_scores(options.raw_scores);
+  r.set_top_k(options.top_k);
+  return r;
+}
+
+v1::TokenizeRequest BuildTokenizeRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
+  v1::TokenizeRequest r;
+  r.set_model(options.model);
+  AddInputs(std::move(inputs), &r);
+  r.set_truncate(options.truncate);
+  return r;
+}
+
+v1::RerankRequest BuildRerankRequest(const RequestOptions& options, const std::string& query,
+                                     const std::vector<std::string>& documents) {
+  v1::RerankRequest r;
+  r.set_model(options.model);
+  r.set_query(query);
+  for (const std::string& d : documents) r.add_documents(d);
+  r.set_top_n(options.top_n);
+  r.set_return_documents(options.return_documents);
+  r.set_truncate(options.truncate);
+  r.set_raw_scores(options.raw_scores);
+  return r;
+}
+
+}  // namespace relserve::client
