@@ -1,0 +1,792 @@
+#!/usr/bin/python3
+"""Checks deploy/ against the real relserve binary.
+
+  deploy_test.py --relserve BUILD/bin/relserve [--root SOURCE_DIR] [--dashboard FILE.json]
+      renders every Kustomize overlay with kubectl, lints the YAML, checks the rendered objects
+      (kinds, ports, probes, shutdown timing, GPU vs CPU, flags the binary accepts), checks the
+      alerting rules with promtool (check + unit tests), and checks that every metric and label
+      that the dashboard, the alerts, the HPA and the prometheus-adapter rule query is exported
+      by a running relserve. Exits 77 (skipped) when kubectl is not installed.
+  deploy_test.py --self-test
+      unit tests of the PromQL extraction and of the comparison with a scrape (no kubectl).
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+try:
+    import yaml
+except ImportError:  # Debian package python3-yaml (scripts/install-deps.sh)
+    print("deploy_test: python3-yaml is missing (scripts/install-deps.sh installs it)")
+    sys.exit(1)
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+OVERLAYS = ["overlays/cpu", "overlays/gpu"]
+
+# Labels that Prometheus attaches to every scraped series (the ServiceMonitor's target labels),
+# and series that Prometheus makes itself; neither comes from relserve.
+TARGET_LABELS = {"job", "instance", "namespace", "pod", "service", "endpoint", "container"}
+PROMETHEUS_SERIES = {"up", "scrape_duration_seconds", "scrape_samples_scraped"}
+
+# Grafana's variables, replaced by something PromQL parses.
+GRAFANA_VARS = {"$__rate_interval": "5m", "$__interval": "1m", "$__range": "1h"}
+
+# ----------------------------------------------------------------------------------------------
+# PromQL: metric names and label names an expression uses
+# ----------------------------------------------------------------------------------------------
+
+AGGREGATORS = {"sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values",
+               "bottomk", "topk", "quantile", "limitk", "limit_ratio"}
+KEYWORDS = AGGREGATORS | {"by", "without", "on", "ignoring", "group_left", "group_right", "bool",
+                          "offset", "and", "or", "unless", "atan2", "inf", "nan", "start", "end"}
+GROUPING = {"by", "without", "on", "ignoring", "group_left", "group_right"}
+MATCH_OPS = ("=~", "!~", "!=", "=")
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+|\#[^\n]*)
+  | (?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
+  | (?P<num>(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)(?:[a-zA-Z]+\d*)*)
+  | (?P<ident>[a-zA-Z_:][a-zA-Z0-9_:]*)
+  | (?P<op>=~|!~|!=|==|<=|>=|[-+*/%^<>=(){}\[\],@])
+""", re.VERBOSE)
+
+
+def substitute_grafana_vars(expr):
+    """Replaces Grafana's $__ variables by durations and other $vars by a harmless value."""
+    for var, value in GRAFANA_VARS.items():
+        expr = expr.replace(var, value)
+        expr = expr.replace("${" + var[1:] + "}", value)
+    return re.sub(r"\$\{?[a-zA-Z_][a-zA-Z0-9_]*(?::[a-z]+)?\}?", "x", expr)
+
+
+def tokenize(expr):
+    tokens, pos = [], 0
+    while pos < len(expr):
+        m = _TOKEN.match(expr, pos)
+        if m is None:
+            raise ValueError("cannot read PromQL at %r" % expr[pos:pos + 20])
+        pos = m.end()
+        if m.lastgroup != "ws":
+            tokens.append((m.lastgroup, m.group()))
+    return tokens
+
+
+def promql_uses(expr):
+    """Returns (metrics, matchers, grouping) of a PromQL expression.
+
+    metrics: metric names selected. matchers: (metric or None, label) for each label matcher.
+    grouping: label names in by/without/on/ignoring/group_left/group_right clauses.
+    """
+    toks = tokenize(substitute_grafana_vars(expr))
+    metrics, matchers, grouping = [], [], []
+    i, last_metric = 0, None
+    while i < len(toks):
+        kind, text = toks[i]
+        nxt = toks[i + 1][1] if i + 1 < len(toks) else None
+        if kind == "ident" and text in GROUPING and nxt == "(":
+            j = i + 2
+            while j < len(toks) and toks[j][1] != ")":
+                if toks[j][0] == "ident":
+                    grouping.append(toks[j][1])
+                j += 1
+            i = j + 1
+            continue
+        if kind == "ident" and nxt == "(" :
+            i += 1  # a function or an aggregation
+            last_metric = None
+            continue
+        if kind == "ident" and text not in KEYWORDS:
+            metrics.append(text)
+            last_metric = text
+            i += 1
+            continue
+        if text == "{":
+            j = i + 1
+            while j < len(toks) and toks[j][1] != "}":
+                if toks[j][0] == "ident" and j + 1 < len(toks) and toks[j + 1][1] in MATCH_OPS:
+                    label = toks[j][1]
+                    if label == "__name__" and j + 2 < len(toks) and toks[j + 2][0] == "str":
+                        name = toks[j + 2][1][1:-1]
+                        metrics.append(name)
+                        last_metric = name
+                    else:
+                        matchers.append((last_metric, label))
+                    j += 3
+                    continue
+                j += 1
+            i = j + 1
+            last_metric = None
+            continue
+        if text == "[":
+            j = i + 1
+            while j < len(toks) and toks[j][1] != "]":
+                j += 1
+            i = j + 1
+            continue
+        last_metric = None
+        i += 1
+    return metrics, matchers, grouping
+
+
+def label_values_query(query):
+    """Grafana's label_values(selector, label) or label_values(label): (selector or None, label)."""
+    m = re.fullmatch(r"\s*label_values\((?:(.*),)?\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\)\s*", query, re.S)
+    if m is None:
+        return None
+    return (m.group(1).strip() if m.group(1) else None), m.group(2)
+
+
+# ----------------------------------------------------------------------------------------------
+# The scrape: which series exist and which labels they carry
+# ----------------------------------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+\S+")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"')
+
+
+def parse_exposition(text):
+    """{series name: set of label names} from Prometheus' text format; # TYPE lines add the
+    names a family provides (a histogram x: x_bucket, x_sum, x_count)."""
+    series = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(None, 3)
+            names = [name]
+            if kind in ("histogram", "summary"):
+                names = [name + "_sum", name + "_count"] + ([name + "_bucket"] if kind == "histogram" else [name])
+            for n in names:
+                series.setdefault(n, set())
+            continue
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if m:
+            series.setdefault(m.group(1), set()).update(_LABEL.findall(m.group(2) or ""))
+    return series
+
+
+def check_expression(where, expr, exported):
+    """Problems with the metric and label names of one PromQL expression, as strings."""
+    problems = []
+    try:
+        metrics, matchers, grouping = promql_uses(expr)
+    except ValueError as e:
+        return ["%s: %s" % (where, e)]
+    if not metrics:
+        problems.append("%s: no metric found in %r" % (where, expr))
+    for name in metrics:
+        if name not in exported and name not in PROMETHEUS_SERIES:
+            problems.append("%s: metric %s is not exported by relserve" % (where, name))
+    for metric, label in matchers:
+        if label in TARGET_LABELS or metric in PROMETHEUS_SERIES:
+            continue
+        if metric is None:
+            continue
+        if metric in exported and label not in exported[metric]:
+            problems.append("%s: %s has no label %s (it has %s)"
+                            % (where, metric, label, ", ".join(sorted(exported[metric])) or "none"))
+    available = set(TARGET_LABELS)
+    for name in metrics:
+        available |= exported.get(name, set())
+    for label in grouping:
+        if label not in available:
+            problems.append("%s: grouping label %s is on none of %s" % (where, label, ", ".join(metrics)))
+    return problems
+
+
+# ----------------------------------------------------------------------------------------------
+# Helpers
+# ----------------------------------------------------------------------------------------------
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+        self.passed = 0
+
+    def check(self, ok, message):
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(message)
+            print("FAIL: " + message)
+        return ok
+
+    def extend(self, problems):
+        for p in problems:
+            self.check(False, p)
+        if not problems:
+            self.passed += 1
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+def parse_args_list(args):
+    """Container args as [(flag, value)]; --flag=value and --flag value both work."""
+    out, i = [], 0
+    while i < len(args):
+        a = str(args[i])
+        if a.startswith("--"):
+            if "=" in a:
+                name, value = a[2:].split("=", 1)
+            else:
+                name, value = a[2:], (str(args[i + 1]) if i + 1 < len(args) else None)
+                i += 1
+            out.append((name, value))
+        else:
+            out.append((None, a))
+        i += 1
+    return out
+
+
+def cpu_quantity(q):
+    q = str(q)
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
+def relserve_flags(relserve):
+    r = run([relserve, "--help"])
+    flags = set(re.findall(r"^\s+--([a-z0-9-]+)", r.stdout, re.M))
+    if "model" not in flags:
+        raise RuntimeError("relserve --help printed no flags:\n" + r.stdout)
+    return flags
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Manifest checks
+# ----------------------------------------------------------------------------------------------
+
+def by_kind(objs, kind):
+    return [o for o in objs if o.get("kind") == kind]
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def check_overlay(c, name, objs, flags):
+    kinds = {}
+    for o in objs:
+        kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
+    expected = {"Namespace": 1, "Deployment": 1, "Service": 2, "PersistentVolumeClaim": 1,
+                "PodDisruptionBudget": 1, "HorizontalPodAutoscaler": 1, "ServiceMonitor": 1,
+                "PrometheusRule": 1, "ConfigMap": 1}
+    c.check(kinds == expected, "%s: kinds %s, expected %s" % (name, kinds, expected))
+
+    dep = by_kind(objs, "Deployment")[0]
+    pod = dep["spec"]["template"]["spec"]
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
+    c.check(selects(dep["spec"]["selector"]["matchLabels"], pod_labels), "%s: Deployment selector misses its pods" % name)
+    c.check("replicas" not in dep["spec"], "%s: Deployment sets replicas although the HPA owns them" % name)
+    containers = pod["containers"]
+    c.check(len(containers) == 1, "%s: one container expected" % name)
+    ctr = containers[0]
+    args = parse_args_list(ctr.get("args", []))
+    arg = {}
+    for flag, value in args:
+        c.check(flag is not None, "%s: stray argument %r" % (name, value))
+        if flag is not None:
+            c.check(flag in flags, "%s: relserve has no flag --%s" % (name, flag))
+            if flag != "model":
+                c.check(flag not in arg, "%s: --%s given twice" % (name, flag))
+            arg[flag] = value
+    c.check(any(f == "model" and v and "=/models/" in v for f, v in args),
+            "%s: no --model NAME=/models/DIR" % name)
+
+    ports = {p["name"]: p["containerPort"] for p in ctr.get("ports", [])}
+    c.check(set(ports) == {"grpc", "metrics"}, "%s: container ports %s, expected grpc and metrics" % (name, ports))
+    grpc_port, metrics_port = ports.get("grpc"), ports.get("metrics")
+    addr = arg.get("grpc-address", "0.0.0.0:50051")
+    c.check(addr.rsplit(":", 1)[-1] == str(grpc_port), "%s: --grpc-address %s vs containerPort grpc %s" % (name, addr, grpc_port))
+    c.check(not addr.startswith("127.") and not addr.startswith("localhost"), "%s: --grpc-address %s is loopback" % (name, addr))
+    c.check(str(arg.get("metrics-port", "9090")) == str(metrics_port),
+            "%s: --metrics-port %s vs containerPort metrics %s" % (name, arg.get("metrics-port"), metrics_port))
+    c.check(arg.get("metrics-address", "0.0.0.0") not in ("127.0.0.1", "localhost"),
+            "%s: --metrics-address is loopback: Prometheus cannot scrape it" % name)
+
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        p = ctr.get(probe)
+        if not c.check(p is not None and "grpc" in p, "%s: %s is not a gRPC probe" % (name, probe)):
+            continue
+        c.check(p["grpc"].get("port") == grpc_port, "%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    sp = ctr.get("startupProbe", {})
+    c.check(sp.get("periodSeconds", 10) * sp.get("failureThreshold", 3) >= 300,
+            "%s: startupProbe allows less than 5 minutes for loading and warm-up" % name)
+
+    pre = ctr.get("lifecycle", {}).get("preStop", {})
+    if "sleep" in pre:
+        pre_s = float(pre["sleep"]["seconds"])
+    else:
+        cmd = pre.get("exec", {}).get("command", [])
+        c.check(len(cmd) == 2 and cmd[0].endswith("sleep"), "%s: preStop is not a sleep: %s" % (name, cmd))
+        pre_s = float(cmd[-1]) if cmd else 0.0
+    c.check(pre_s > 0, "%s: no preStop sleep" % name)
+    grace = float(arg.get("shutdown-grace-seconds", 30))
+    tgps = pod.get("terminationGracePeriodSeconds", 30)
+    c.check(tgps > pre_s + grace, "%s: terminationGracePeriodSeconds %s <= preStop %s + --shutdown-grace-seconds %s"
+            % (name, tgps, pre_s, grace))
+
+    psc, csc = pod.get("securityContext", {}), ctr.get("securityContext", {})
+    c.check(psc.get("runAsNonRoot") is True and psc.get("runAsUser") == 10001, "%s: pod not non-root uid 10001" % name)
+    c.check(csc.get("readOnlyRootFilesystem") is True, "%s: root filesystem writable" % name)
+    c.check(csc.get("allowPrivilegeEscalation") is False, "%s: privilege escalation allowed" % name)
+    c.check(csc.get("capabilities", {}).get("drop") == ["ALL"], "%s: capabilities not dropped" % name)
+
+    mounts = {m["mountPath"]: m for m in ctr.get("volumeMounts", [])}
+    vols = {v["name"]: v for v in pod.get("volumes", [])}
+    m = mounts.get("/models")
+    c.check(m is not None and m.get("readOnly") is True, "%s: /models not mounted read-only" % name)
+    if m is not None:
+        claim = vols.get(m["name"], {}).get("persistentVolumeClaim", {}).get("claimName")
+        c.check(claim == "relserve-models", "%s: /models is not the relserve-models claim" % name)
+    pvcs = [p["metadata"]["name"] for p in by_kind(objs, "PersistentVolumeClaim")]
+    c.check(pvcs == ["relserve-models"], "%s: PVCs %s" % (name, pvcs))
+
+    # Services: the headless one for client-side balancing, the ClusterIP one with the metrics port.
+    services = {s["metadata"]["name"]: s for s in by_kind(objs, "Service")}
+    headless = [s for s in services.values() if s["spec"].get("clusterIP") == "None"]
+    c.check(len(headless) == 1, "%s: expected one headless Service" % name)
+    for s in services.values():
+        sname = s["metadata"]["name"]
+        c.check(selects(s["spec"]["selector"], pod_labels), "%s: Service %s selects no relserve pod" % (name, sname))
+        for p in s["spec"]["ports"]:
+            target = p.get("targetPort", p["port"])
+            target = ports.get(target, target)
+            c.check(p["name"] in ports and target == ports[p["name"]] and p["port"] == ports[p["name"]],
+                    "%s: Service %s port %s (%s -> %s) does not match the container" % (name, sname, p["name"], p["port"], target))
+    for h in headless:
+        c.check([p["name"] for p in h["spec"]["ports"]] == ["grpc"], "%s: headless Service must carry the grpc port" % name)
+
+    sm = by_kind(objs, "ServiceMonitor")[0]
+    scraped = [s for s in services.values() if selects(sm["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
+    c.check(len(scraped) == 1, "%s: ServiceMonitor selects %d Services" % (name, len(scraped)))
+    jobs = set()
+    for s in scraped:
+        sport = {p["name"]: p for p in s["spec"]["ports"]}
+        for ep in sm["spec"]["endpoints"]:
+            p = sport.get(ep.get("port"))
+            c.check(p is not None and ports.get(p.get("targetPort"), p.get("targetPort")) == metrics_port,
+                    "%s: ServiceMonitor port %s is not the metrics port of Service %s" % (name, ep.get("port"), s["metadata"]["name"]))
+            c.check(ep.get("path", "/metrics") == "/metrics", "%s: ServiceMonitor path %s" % (name, ep.get("path")))
+        jobs.add(s["metadata"]["labels"].get(sm["spec"].get("jobLabel", ""), s["metadata"]["name"]))
+    rule = by_kind(objs, "PrometheusRule")[0]
+    for g in rule["spec"]["groups"]:
+        for r in g["rules"]:
+            for job in re.findall(r'job="([^"]*)"', r["expr"]):
+                c.check(job in jobs, "%s: rule %s selects job %s, the ServiceMonitor's job is %s"
+                        % (name, r.get("alert", r.get("record")), job, jobs))
+
+    pdb = by_kind(objs, "PodDisruptionBudget")[0]
+    c.check(selects(pdb["spec"]["selector"]["matchLabels"], pod_labels), "%s: PodDisruptionBudget selects no pod" % name)
+    hpa = by_kind(objs, "HorizontalPodAutoscaler")[0]
+    c.check(hpa["apiVersion"] == "autoscaling/v2", "%s: HPA is not autoscaling/v2" % name)
+    ref = hpa["spec"]["scaleTargetRef"]
+    c.check(ref["kind"] == "Deployment" and ref["name"] == dep["metadata"]["name"], "%s: HPA scales %s" % (name, ref))
+    c.check(hpa["spec"].get("minReplicas", 1) >= 2, "%s: HPA minReplicas < 2 leaves the PDB no room" % name)
+    c.check([m["type"] for m in hpa["spec"]["metrics"]] == ["Pods"], "%s: HPA must scale on one Pods metric" % name)
+
+    cms = by_kind(objs, "ConfigMap")
+    c.check(any(cm["metadata"].get("labels", {}).get("grafana_dashboard") == "1" for cm in cms),
+            "%s: no ConfigMap labelled grafana_dashboard" % name)
+
+    res = ctr.get("resources", {})
+    gpu_req = res.get("limits", {}).get("nvidia.com/gpu")
+    image = ctr["image"]
+    if name.endswith("gpu"):
+        c.check(str(gpu_req) == "1", "%s: no nvidia.com/gpu limit" % name)
+        c.check(image.endswith(":cuda"), "%s: image %s is not the cuda one" % (name, image))
+        c.check(arg.get("device") == "cuda", "%s: --device %s" % (name, arg.get("device")))
+        c.check(any(t.get("key") == "nvidia.com/gpu" for t in pod.get("tolerations", [])), "%s: no GPU toleration" % name)
+        c.check(bool(pod.get("nodeSelector") or pod.get("affinity")), "%s: no GPU node selection" % name)
+    else:
+        c.check(gpu_req is None and "nvidia.com/gpu" not in res.get("requests", {}), "%s: requests a GPU" % name)
+        c.check(image.endswith(":latest") or ":" not in image, "%s: image %s" % (name, image))
+        c.check(arg.get("device", "cpu") == "cpu", "%s: --device %s" % (name, arg.get("device")))
+        c.check(not pod.get("tolerations"), "%s: GPU tolerations on the CPU overlay" % name)
+    if name.endswith("cpu"):
+        limit = res.get("limits", {}).get("cpu")
+        if c.check(limit is not None, "%s: no CPU limit" % name):
+            threads = int(arg.get("threads-per-worker", 0))
+            workers = int(arg.get("workers-per-device", 1))
+            c.check(threads > 0 and workers * threads <= cpu_quantity(limit),
+                    "%s: --workers-per-device %d x --threads-per-worker %d vs CPU limit %s" % (name, workers, threads, limit))
+            c.check(cpu_quantity(res.get("requests", {}).get("cpu", 0)) == cpu_quantity(limit),
+                    "%s: CPU request differs from the limit" % name)
+    return rule, hpa
+
+
+# ----------------------------------------------------------------------------------------------
+# Queries: dashboard, alerts, HPA, adapter
+# ----------------------------------------------------------------------------------------------
+
+def dashboard_queries(dash):
+    """[(where, expr)] of every panel target, and [(where, selector, label)] of label_values
+    variables."""
+    exprs, variables = [], []
+
+    def walk(panels):
+        for p in panels:
+            for t in p.get("targets", []):
+                if t.get("expr"):
+                    exprs.append(("dashboard panel %r %s" % (p.get("title"), t.get("refId")), t["expr"]))
+            walk(p.get("panels", []))
+
+    walk(dash.get("panels", []))
+    for v in dash.get("templating", {}).get("list", []):
+        if v.get("type") != "query":
+            continue
+        q = v.get("query")
+        q = q.get("query") if isinstance(q, dict) else q
+        lv = label_values_query(q or "")
+        if lv is None:
+            exprs.append(("dashboard variable %s" % v["name"], q))
+        else:
+            variables.append(("dashboard variable %s" % v["name"], lv[0], lv[1]))
+    return exprs, variables
+
+
+def check_dashboard_shape(c, dash):
+    c.check(35 <= dash.get("schemaVersion", 0) <= 41, "dashboard schemaVersion %s" % dash.get("schemaVersion"))
+    variables = {v["name"]: v for v in dash.get("templating", {}).get("list", [])}
+    c.check(variables.get("datasource", {}).get("type") == "datasource" and variables["datasource"].get("query") == "prometheus",
+            "dashboard: no prometheus datasource variable")
+    c.check("model" in variables and label_values_query(
+        (variables["model"].get("query") or {}).get("query", "") if isinstance(variables["model"].get("query"), dict)
+        else variables["model"].get("query", "")) is not None, "dashboard: no model variable from label_values")
+    ids = []
+
+    def walk(panels):
+        for p in panels:
+            ids.append(p.get("id"))
+            if p.get("type") != "row":
+                c.check(p.get("datasource", {}).get("uid") == "${datasource}",
+                        "dashboard panel %r does not use ${datasource}" % p.get("title"))
+                for t in p.get("targets", []):
+                    c.check("$model" in t.get("expr", "") or "up{" in t.get("expr", ""),
+                            "dashboard panel %r: query not filtered by $model" % p.get("title"))
+            walk(p.get("panels", []))
+
+    walk(dash.get("panels", []))
+    c.check(len(ids) == len(set(ids)), "dashboard: duplicate panel ids")
+    titles = " ".join(p.get("title", "").lower() for p in dash["panels"])
+    for word in ("error", "latency", "queue", "inference", "tokenize", "batch size", "batch tokens", "padding",
+                 "in-flight", "tokens per second", "rejections", "serving"):
+        c.check(word in titles, "dashboard: no panel about %s" % word)
+
+
+def all_queries(dash, rule, adapter):
+    """[(where, expr)] to check against the scrape, and label_values variables."""
+    exprs, variables = dashboard_queries(dash)
+    for g in rule["spec"]["groups"]:
+        for r in g["rules"]:
+            exprs.append(("alert %s" % r.get("alert", r.get("record")), r["expr"]))
+    for a in adapter["rules"]["custom"]:
+        exprs.append(("adapter seriesQuery", a["seriesQuery"]))
+    return exprs, variables
+
+
+def check_hpa_adapter(c, hpas, adapter):
+    """The HPA's metric must be one the adapter rule serves, under the same name."""
+    served = {}
+    for a in adapter["rules"]["custom"]:
+        metrics, _, _ = promql_uses(a["seriesQuery"])
+        pattern = a.get("name", {}).get("matches", "(.*)")
+        as_ = a.get("name", {}).get("as", "")
+        for m in metrics:
+            if re.search(pattern, m):
+                served[re.sub(pattern, as_, m) if as_ else m] = m
+        res = a.get("resources", {}).get("overrides", {})
+        c.check(res.get("pod", {}).get("resource") == "pod" and res.get("namespace", {}).get("resource") == "namespace",
+                "adapter rule does not map the pod and namespace labels")
+        c.check("<<.Series>>" in a.get("metricsQuery", "") and "<<.LabelMatchers>>" in a.get("metricsQuery", ""),
+                "adapter metricsQuery does not use <<.Series>> and <<.LabelMatchers>>")
+    for where, hpa in hpas:
+        for m in hpa["spec"]["metrics"]:
+            name = m["pods"]["metric"]["name"]
+            c.check(name in served, "%s: HPA metric %s is not served by the adapter rule (serves %s)" % (where, name, sorted(served)))
+    return served
+
+
+def send_traffic(root, work, target):
+    """Embed calls through Debian's python3-grpcio: one input each (batches run), then four
+    inputs each, more than the queue holds (refused: queue_full)."""
+    gen = os.path.join(work, "gen")
+    os.makedirs(gen)
+    plugin = shutil.which("grpc_python_plugin")
+    if plugin is None or shutil.which("protoc") is None:
+        raise RuntimeError("protoc and grpc_python_plugin are needed (scripts/install-deps.sh installs them)")
+    proto = os.path.join(root, "proto")
+    r = run(["protoc", "-I", proto, "--python_out=" + gen, "--grpc_out=" + gen, "--plugin=protoc-gen-grpc=" + plugin,
+             os.path.join(proto, "relserve", "v1", "encoder.proto")])
+    if r.returncode != 0:
+        raise RuntimeError("protoc failed:\n" + r.stdout)
+    for d in ("relserve", os.path.join("relserve", "v1")):
+        open(os.path.join(gen, d, "__init__.py"), "a").close()
+    sys.path.insert(0, gen)
+    try:
+        import grpc  # Debian package python3-grpcio
+    except ImportError:
+        raise RuntimeError("python3-grpcio is missing (scripts/install-deps.sh installs it)")
+    from relserve.v1 import encoder_pb2, encoder_pb2_grpc
+    with grpc.insecure_channel(target) as channel:
+        stub = encoder_pb2_grpc.EncoderStub(channel)
+        one = encoder_pb2.EmbedRequest(inputs=[encoder_pb2.Input(text="a short sentence")])
+        for _ in range(5):
+            stub.Embed(one, timeout=30)
+        four = encoder_pb2.EmbedRequest(inputs=[encoder_pb2.Input(text="sentence %d" % i) for i in range(4)])
+        try:
+            stub.Embed(four, timeout=30)
+            raise RuntimeError("a request larger than --max-queue-sequences was accepted")
+        except grpc.RpcError as e:
+            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+                raise
+
+
+def scrape_relserve(relserve, root, work):
+    """Starts relserve on a tiny model, sends calls that create every series, returns /metrics."""
+    bindir = os.path.dirname(relserve)
+    model = os.path.join(work, "default")
+    spm = os.path.join(root, "tests", "data", "reference", "tokenizer", "spm.model")
+    r = run([os.path.join(bindir, "relserve-model"), "create", "--family", "deberta-v3", "--hidden", "32", "--layers", "2",
+             "--heads", "4", "--intermediate", "64", "--vocab-file", spm, "--out", model])
+    if r.returncode != 0:
+        raise RuntimeError("relserve-model create failed:\n" + r.stdout)
+    log_path = os.path.join(work, "server.log")
+    with open(log_path, "w") as log:
+        # A queue of 2 sequences: a 4-input request is refused (queue_full), so that
+        # relserve_rejections_total has a series too.
+        proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0",
+                                 "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--warmup", "false",
+                                 "--max-queue-sequences", "2", "--threads-per-worker", "1"],
+                                stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        grpc_port = metrics_port = None
+        for _ in range(600):
+            with open(log_path) as f:
+                m = re.search(r"serving .* on port (\d+), metrics on port (\d+)", f.read())
+            if m:
+                grpc_port, metrics_port = m.group(1), m.group(2)
+                break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        if grpc_port is None:
+            with open(log_path) as f:
+                raise RuntimeError("relserve did not start:\n" + f.read())
+        send_traffic(root, work, "127.0.0.1:" + grpc_port)
+        with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % metrics_port, timeout=10) as resp:
+            return resp.read().decode()
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def check_promtool(c, rule, dash, work):
+    rules_path = os.path.join(work, "relserve-rules.yaml")
+    with open(rules_path, "w") as f:
+        yaml.safe_dump(rule["spec"], f, sort_keys=False)
+    r = run(["promtool", "check", "rules", rules_path])
+    c.check(r.returncode == 0, "promtool check rules:\n" + r.stdout)
+    shutil.copy(os.path.join(HERE, "alerts_test.yaml"), os.path.join(work, "alerts_test.yaml"))
+    r = run(["promtool", "test", "rules", "alerts_test.yaml"], cwd=work)
+    c.check(r.returncode == 0, "promtool test rules:\n" + r.stdout)
+    tested = set(re.findall(r"alertname:\s*(\w+)", open(os.path.join(HERE, "alerts_test.yaml")).read()))
+    for name in ("RelserveHighErrorRate", "RelserveModelNotServing"):
+        c.check(name in tested, "alerts_test.yaml does not test %s" % name)
+    # The dashboard's PromQL, parsed by Prometheus' own parser as recording rules.
+    exprs, _ = dashboard_queries(dash)
+    group = {"groups": [{"name": "dashboard", "rules": [
+        {"record": "dashboard:expr_%d" % i, "expr": substitute_grafana_vars(e)} for i, (_, e) in enumerate(exprs)]}]}
+    dash_rules = os.path.join(work, "dashboard-exprs.yaml")
+    with open(dash_rules, "w") as f:
+        yaml.safe_dump(group, f)
+    r = run(["promtool", "check", "rules", dash_rules])
+    c.check(r.returncode == 0, "the dashboard's PromQL does not parse:\n" + r.stdout)
+
+
+def check_queries(c, exprs, variables, exported):
+    """Every metric and label the queries use is on a series of the scrape."""
+    c.check(len([n for n in exported if n.startswith("relserve_")]) > 20, "the scrape holds few relserve series")
+    for where, e in exprs:
+        c.extend(check_expression(where, e, exported))
+    for where, selector, label in variables:
+        if selector is None:
+            c.check(any(label in ls for ls in exported.values()) or label in TARGET_LABELS,
+                    "%s: no series has label %s" % (where, label))
+            continue
+        problems = check_expression(where, selector, exported)
+        metrics, _, _ = promql_uses(selector)
+        if label not in TARGET_LABELS and not any(label in exported.get(m, set()) for m in metrics):
+            problems.append("%s: label %s is not on %s" % (where, label, ", ".join(metrics)))
+        c.extend(problems)
+    print("deploy_test: %d queries checked against %d series of a running relserve"
+          % (len(exprs) + len(variables), len(exported)))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--relserve", help="the relserve binary (relserve-model next to it)")
+    ap.add_argument("--root", default=os.path.dirname(os.path.dirname(HERE)))
+    ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--dashboard", help="check this dashboard JSON instead of deploy/grafana/relserve-dashboard.json")
+    opts = ap.parse_args()
+    if opts.self_test:
+        result = unittest.main(argv=[sys.argv[0]], exit=False, module=__name__, verbosity=1).result
+        return 0 if result.wasSuccessful() else 1
+    if not opts.relserve:
+        ap.error("--relserve is required")
+    if shutil.which("kubectl") is None:
+        print("deploy_test: SKIPPED: kubectl is not installed (it renders the Kustomize overlays)")
+        return SKIP
+    for tool in ("yamllint", "promtool"):
+        if shutil.which(tool) is None:
+            print("deploy_test: %s is missing (scripts/install-deps.sh installs it)" % tool)
+            return 1
+    root, deploy = opts.root, os.path.join(opts.root, "deploy")
+    c = Checks()
+
+    r = run(["yamllint", "--strict", "-c", os.path.join(HERE, "yamllint.yaml"), deploy, HERE])
+    c.check(r.returncode == 0, "yamllint:\n" + r.stdout)
+
+    flags = relserve_flags(opts.relserve)
+    rendered = {}
+    for overlay in ["base"] + OVERLAYS:
+        r = subprocess.run(["kubectl", "kustomize", os.path.join(deploy, overlay)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        if c.check(r.returncode == 0, "kubectl kustomize %s:\n%s" % (overlay, r.stderr)):
+            rendered[overlay] = [o for o in yaml.safe_load_all(r.stdout) if o]
+    rules, hpas = {}, []
+    for overlay, objs in rendered.items():
+        try:
+            rule, hpa = check_overlay(c, overlay, objs, flags)
+            rules[overlay] = rule
+            hpas.append((overlay, hpa))
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            c.check(False, "%s: malformed objects: %r" % (overlay, e))
+    if len(rules) > 1:
+        specs = [json.dumps(r["spec"], sort_keys=True) for r in rules.values()]
+        c.check(len(set(specs)) == 1, "the overlays' PrometheusRules differ")
+
+    dash_path = opts.dashboard or os.path.join(deploy, "grafana", "relserve-dashboard.json")
+    with open(dash_path) as f:
+        dash = json.load(f)
+    check_dashboard_shape(c, dash)
+    with open(os.path.join(deploy, "prometheus-adapter", "rules.yaml")) as f:
+        adapter = yaml.safe_load(f)
+    check_hpa_adapter(c, hpas, adapter)
+
+    work = tempfile.mkdtemp(prefix="relserve-deploy-test-")
+    try:
+        if "base" in rules:
+            check_promtool(c, rules["base"], dash, work)
+            exprs, variables = all_queries(dash, rules["base"], adapter)
+            try:
+                text = scrape_relserve(opts.relserve, root, work)
+            except RuntimeError as e:
+                c.check(False, "scraping a running relserve: %s" % e)
+            else:
+                check_queries(c, exprs, variables, parse_exposition(text))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print("deploy_test: %d passed, %d failed" % (c.passed, len(c.failures)))
+    return 1 if c.failures else 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Self-test
+# ----------------------------------------------------------------------------------------------
+
+SAMPLE_SCRAPE = """\
+# HELP relserve_requests_total Finished RPCs.
+# TYPE relserve_requests_total counter
+relserve_requests_total{code="OK",model="m",rpc="Embed"} 3
+# TYPE relserve_request_duration_seconds histogram
+relserve_request_duration_seconds_bucket{model="m",rpc="Embed",le="0.001"} 1
+relserve_request_duration_seconds_sum{model="m",rpc="Embed"} 0.1
+relserve_request_duration_seconds_count{model="m",rpc="Embed"} 3
+# TYPE relserve_batch_size histogram
+# TYPE relserve_queue_depth gauge
+relserve_queue_depth{model="m"} 0
+"""
+
+
+class SelfTest(unittest.TestCase):
+    def test_extracts_metrics_and_labels(self):
+        m, matchers, grouping = promql_uses(
+            'histogram_quantile(0.99, sum by (model, le) (rate(relserve_request_duration_seconds_bucket'
+            '{job="relserve", model=~"$model"}[$__rate_interval]))) > 1')
+        self.assertEqual(m, ["relserve_request_duration_seconds_bucket"])
+        self.assertEqual(matchers, [("relserve_request_duration_seconds_bucket", "job"),
+                                    ("relserve_request_duration_seconds_bucket", "model")])
+        self.assertEqual(grouping, ["model", "le"])
+
+    def test_binary_and_keywords(self):
+        m, _, g = promql_uses('sum(rate(a_total{code!="OK"}[5m])) by (model) / ignoring(code) '
+                              'sum without (rpc) (rate(b_total[5m] offset 1h)) and on(model) absent(up{job="x"} == 1)')
+        self.assertEqual(m, ["a_total", "b_total", "up"])
+        self.assertEqual(g, ["model", "code", "rpc", "model"])
+
+    def test_name_matcher_and_strings(self):
+        m, matchers, _ = promql_uses('{__name__="x_total", reason="queue_full or sum"}')
+        self.assertEqual(m, ["x_total"])
+        self.assertEqual(matchers, [("x_total", "reason")])
+
+    def test_label_values(self):
+        self.assertEqual(label_values_query('label_values(relserve_model_info{job="r"}, model)'),
+                         ('relserve_model_info{job="r"}', "model"))
+        self.assertEqual(label_values_query("label_values(model)"), (None, "model"))
+        self.assertIsNone(label_values_query("query_result(up)"))
+
+    def test_exposition(self):
+        e = parse_exposition(SAMPLE_SCRAPE)
+        self.assertEqual(e["relserve_requests_total"], {"code", "model", "rpc"})
+        self.assertIn("relserve_request_duration_seconds_bucket", e)
+        self.assertEqual(e["relserve_request_duration_seconds_bucket"], {"model", "rpc", "le"})
+        self.assertIn("relserve_batch_size_count", e)  # from # TYPE alone
+        self.assertNotIn("relserve_request_duration_seconds", e)
+
+    def test_good_expression_passes(self):
+        e = parse_exposition(SAMPLE_SCRAPE)
+        self.assertEqual(check_expression("t", 'sum by (namespace, model, code) (rate(relserve_requests_total'
+                                                '{job="relserve", code!="OK"}[5m]))', e), [])
+        self.assertEqual(check_expression("t", 'up{job="relserve"} == 0', e), [])
+
+    def test_bad_names_fail(self):
+        e = parse_exposition(SAMPLE_SCRAPE)
+        self.assertEqual(len(check_expression("t", "rate(relserve_request_total[5m])", e)), 1)
+        self.assertEqual(len(check_expression("t", "relserve_request_duration_seconds > 1", e)), 1)
+        self.assertEqual(len(check_expression("t", 'relserve_queue_depth{reason="x"}', e)), 1)
+        self.assertEqual(len(check_expression("t", "sum by (rpc) (relserve_queue_depth)", e)), 1)
+
+    def test_args(self):
+        self.assertEqual(parse_args_list(["--model", "a=/m", "--metrics-port=9090", "x"]),
+                         [("model", "a=/m"), ("metrics-port", "9090"), (None, "x")])
+        self.assertEqual(cpu_quantity("500m"), 0.5)
+        self.assertEqual(cpu_quantity(4), 4.0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
