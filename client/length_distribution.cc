@@ -36,7 +36,7 @@ absl::StatusOr<LengthDistribution> LengthDistribution::Parse(const std::string& 
     return list;
   }
   std::vector<int> numbers;
-  for (absl::string_view part : absl::StrSplit(rest, ':')) {
+  for (absl::string_view part : absl::StrSplit(rest, ':', absl::SkipEmpty())) {
     int x;
     if (!absl::SimpleAtoi(part, &x)) return Invalid(spec, absl::StrCat("\"", part, "\" is not an integer"));
     if (x < min_length) return Invalid(spec, absl::StrCat("lengths must be at least ", min_length));

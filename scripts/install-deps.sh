@@ -45,6 +45,7 @@ test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus              # promtool: lints the /metrics output in tests/metrics
   python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
+  openssl                 # tests/client: certificates for the TLS and mutual-TLS tests
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
 )
 

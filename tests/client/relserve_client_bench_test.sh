@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# relserve-client bench against a real server: a short timed run (throughput, no errors,
+# latency order, sequence lengths inside --lengths as the server counted them, padding ratio
+# from /metrics, a progress line a second), a fixed number of requests for each RPC, a
+# file:PATH length distribution, and failed requests counted by status code.
+bin="$1"; root="$2"
+source "$(dirname "$0")/client_test_lib.sh"
+
+make_model embedder --sentence-transformers
+make_model reranker --labels 1
+start_server server.log --model "embedder=$work/embedder" --model "reranker=$work/reranker" --metrics-port 0
+b=("$client" bench --target "127.0.0.1:$grpc_port")
+
+# metric NAME: the sum of a series on the server's /metrics.
+metric() {
+  /usr/bin/python3 - "$metrics_port" "$1" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
+print(int(sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+              if l.startswith(sys.argv[2] + "{") or l.startswith(sys.argv[2] + " "))))
+PY
+}
+
+tokens0=$(metric relserve_tokens_total); requests0=$(metric relserve_requests_total)
+expect_exit 0 "${b[@]}" --duration 2 --warmup 0.5 --concurrency 4 --lengths uniform:10:20 --metrics-port "$metrics_port"
+tokens1=$(metric relserve_tokens_total); requests1=$(metric relserve_requests_total)
+check_json 'j["rpc"] == "embed" and j["concurrency"] == 4 and j["lengths"] == "uniform:10:20"' \
+  'j["requests"] > 0 and j["requests_per_second"] > 0' \
+  'j["sequences"] == j["requests"] and j["sequences_per_second"] > 0 and j["tokens_per_second"] > 0' \
+  'j["errors"] == {} and j["failed_requests"] == 0' \
+  '1.9 < j["duration_s"] < 3' \
+  '0 < j["p50_ms"] <= j["p90_ms"] <= j["p99_ms"] <= j["max_ms"]' \
+  'j["sequence_tokens"]["min"] == 10 and j["sequence_tokens"]["max"] == 20' \
+  '10 <= j["tokens"] / j["sequences"] <= 20' \
+  'j["padding_ratio"] >= 1 and j["mean_batch_size"] >= 1' \
+  'abs(j["server_requests"] - j["requests"]) <= 0.1 * j["requests"] + 10' \
+  < "$work/out"
+# The server's own counters over the run, warm-up included: 10 to 20 tokens per request.
+/usr/bin/python3 -c "
+import json
+j = json.load(open('$work/out'))
+tokens, requests = $tokens1 - $tokens0, $requests1 - $requests0
+assert requests >= j['requests'] and tokens >= j['tokens'], (tokens, requests, j)
+assert 10 <= tokens / requests <= 20, (tokens, requests)
+"
+grep -q "^bench: 1 s, [0-9]* requests" "$work/err" || { echo "FAILED: no progress line"; cat "$work/err"; exit 1; }
+
+# --requests: exactly that many, for each RPC; --inputs-per-request.
+expect_exit 0 "${b[@]}" --requests 25 --warmup 0 --concurrency 3 --lengths fixed:16 --inputs-per-request 2 --quiet
+check_json 'j["requests"] == 25 and j["sequences"] == 50 and j["tokens"] == 50 * 16' \
+  'j["sequence_tokens"] == {"min": 16, "max": 16, "mean": 16.0}' < "$work/out"
+[ ! -s "$work/err" ] || { echo "FAILED: --quiet printed progress"; cat "$work/err"; exit 1; }
+expect_exit 0 "${b[@]}" --rpc rerank --model reranker --requests 12 --warmup 0 --concurrency 2 --lengths fixed:8 \
+  --inputs-per-request 3 --quiet
+check_json 'j["rpc"] == "rerank" and j["requests"] == 12 and j["sequences"] == 36 and j["errors"] == {}' < "$work/out"
+expect_exit 0 "${b[@]}" --rpc classify --model reranker --requests 12 --warmup 0 --lengths log-uniform:8:64 --quiet
+check_json 'j["rpc"] == "classify" and j["requests"] == 12' \
+  '8 <= j["sequence_tokens"]["min"] <= j["sequence_tokens"]["max"] <= 64' < "$work/out"
+expect_exit 0 "${b[@]}" --input text --requests 12 --warmup 0 --lengths fixed:12 --quiet
+check_json 'j["requests"] == 12 and j["tokens"] > 12 * 6' < "$work/out"
+
+# file:PATH lengths.
+printf '%s\n' 24 24 40 > "$work/lengths.txt"
+expect_exit 0 "${b[@]}" --requests 40 --warmup 0 --lengths "file:$work/lengths.txt" --quiet
+check_json 'j["sequence_tokens"]["min"] == 24 and j["sequence_tokens"]["max"] == 40' \
+  '(j["tokens"] - 24 * j["requests"]) % 16 == 0' \
+  < "$work/out"
+
+# Failures are counted by code, and the run still reports (exit 0).
+expect_exit 0 "${b[@]}" --model nope --requests 5 --warmup 0 --lengths fixed:16 --quiet
+check_json 'j["requests"] == 0 and j["errors"] == {"NOT_FOUND": 5} and j["failed_requests"] == 5' < "$work/out"
+# A bad distribution is a usage error.
+expect_exit 2 "${b[@]}" --lengths uniform:20:10
+check_json '"--lengths" in j["error"]["message"]' < "$work/err"
+echo "relserve-client bench: passed"

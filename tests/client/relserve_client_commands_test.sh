@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Every relserve-client subcommand against a real relserve serving small models: the JSON
+# each prints, the exit codes of RPC errors (1) and usage errors (2), and health.
+bin="$1"; root="$2"
+source "$(dirname "$0")/client_test_lib.sh"
+
+make_model embedder --sentence-transformers   # mean pooling + Normalize
+make_model plain                              # no Normalize module: --normalize matters
+make_model reranker --labels 1
+make_model classifier --labels 3
+start_server server.log --model "embedder=$work/embedder" --model "plain=$work/plain" \
+  --model "reranker=$work/reranker" --model "classifier=$work/classifier" --metrics-port -1
+c=("$client" --target "127.0.0.1:$grpc_port")
+
+# embed: dimensions, --normalize, --dimensions, tokens.
+expect_exit 0 "${c[@]}" embed --model plain "text one" "text two"
+check_json 'len(j["embeddings"]) == 2' 'all(len(e["values"]) == 32 for e in j["embeddings"])' \
+  'abs(math.hypot(*j["embeddings"][0]["values"]) - 1) > 0.01' 'j["model"] == "plain"' \
+  'j["usage"]["sequences"] == 2 and j["usage"]["tokens"] == sum(e["num_tokens"] for e in j["embeddings"])' \
+  < "$work/out"
+expect_exit 0 "${c[@]}" embed --model plain --normalize --request-id r-7 "text one" "text two"
+check_json 'all(abs(math.hypot(*e["values"]) - 1) < 1e-4 for e in j["embeddings"])' 'j["request_id"] == "r-7"' \
+  < "$work/out"
+expect_exit 0 "${c[@]}" embed --dimensions 8 "text one"
+check_json 'len(j["embeddings"][0]["values"]) == 8' 'abs(math.hypot(*j["embeddings"][0]["values"]) - 1) < 1e-4' \
+  'j["model"] == "embedder"' < "$work/out"
+expect_exit 0 "${c[@]}" embed --ids "1,5,6,2"
+check_json 'j["embeddings"][0]["num_tokens"] == 4' < "$work/out"
+
+# JSON lines on standard input, --batch-size lines per request.
+printf '%s\n' '{"text": "first"}' '{"tokens": [1, 7, 8, 9, 2]}' '' '{"text": "q", "text_pair": "passage"}' \
+  > "$work/lines.jsonl"
+expect_exit 0 "${c[@]}" embed --batch-size 2 < "$work/lines.jsonl"
+check_json 'len(j) == 2' '[len(r["embeddings"]) for r in j] == [2, 1]' 'j[0]["embeddings"][1]["num_tokens"] == 5' \
+  < "$work/out"
+
+# embed-tokens: ids and per-token states.
+expect_exit 0 "${c[@]}" embed-tokens --ids "1 5 6 2"
+check_json 'j["sequences"][0]["token_ids"] == [1, 5, 6, 2]' 'j["sequences"][0]["hidden_size"] == 32' \
+  'len(j["sequences"][0]["values"]) == 4 * 32' < "$work/out"
+
+# tokenize: the same ids as the engine's own tokenizer.
+want=$(echo "hello world" | "$bin/relserve-model" tokenize --model "$work/embedder" | \
+  /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["input_ids"])')
+expect_exit 0 "${c[@]}" tokenize "hello world"
+check_json "j['results'][0]['input_ids'] == $want" 'j["results"][0]["pieces"][0] == "[CLS]"' \
+  'len(j["results"][0]["offset_begin"]) == len(j["results"][0]["input_ids"])' < "$work/out"
+expect_exit 0 "${c[@]}" tokenize --pairs "a question" "an answer"
+check_json '1 in j["results"][0]["token_type_ids"]' < "$work/out"
+
+# rerank: best first, every document once, --return-documents, --top-n, standard input.
+expect_exit 0 "${c[@]}" rerank --model reranker --query "what is relserve" --return-documents \
+  "a server" "a river in spring" "relserve serves encoders"
+check_json 'sorted(r["index"] for r in j["results"]) == [0, 1, 2]' \
+  'all(a["score"] >= b["score"] for a, b in zip(j["results"], j["results"][1:]))' \
+  'all(0 < r["score"] < 1 for r in j["results"])' \
+  'all(r["document"] == ["a server", "a river in spring", "relserve serves encoders"][r["index"]] for r in j["results"])' \
+  < "$work/out"
+expect_exit 0 "${c[@]}" rerank --model reranker --query q --top-n 2 --raw-scores d1 d2 d3
+check_json 'len(j["results"]) == 2' 'j["results"][0]["document"] == ""' < "$work/out"
+echo '{"query": "q", "documents": ["d1", "d2"]}' | expect_exit 0 "${c[@]}" rerank --model reranker
+check_json 'len(j["results"]) == 2' < "$work/out"
+
+# classify: pairs, softmax over three labels, --top-k.
+expect_exit 0 "${c[@]}" classify --model classifier --pairs "premise" "hypothesis" "a" "b"
+check_json 'len(j["results"]) == 2' 'all(len(r["labels"]) == 3 and len(r["logits"]) == 3 for r in j["results"])' \
+  'all(abs(sum(l["score"] for l in r["labels"]) - 1) < 1e-4 for r in j["results"])' \
+  'all(a["score"] >= b["score"] for r in j["results"] for a, b in zip(r["labels"], r["labels"][1:]))' \
+  < "$work/out"
+expect_exit 0 "${c[@]}" classify --model classifier --top-k 1 "one text"
+check_json 'len(j["results"][0]["labels"]) == 1' 'j["results"][0]["labels"][0]["label"].startswith("LABEL_")' \
+  < "$work/out"
+
+# models
+expect_exit 0 "${c[@]}" models
+check_json '[m["name"] for m in j["models"]] == ["embedder", "plain", "reranker", "classifier"]' \
+  'j["default_model"] == "embedder"' 'j["models"][3]["labels"] == ["LABEL_0", "LABEL_1", "LABEL_2"]' < "$work/out"
+
+# RPC errors: exit 1, the status code name and message on stderr as JSON.
+expect_exit 1 "${c[@]}" embed --model nope "x"
+check_json 'j["error"]["code"] == "NOT_FOUND"' '"nope" in j["error"]["message"]' < "$work/err"
+expect_exit 1 "${c[@]}" classify --model embedder "x"
+check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' < "$work/err"
+expect_exit 1 "${c[@]}" embed --ids "$(seq -s, 1 600)"
+check_json 'j["error"]["code"] == "INVALID_ARGUMENT"' < "$work/err"
+expect_exit 0 "${c[@]}" embed --truncate --ids "$(seq -s, 1 600)"
+check_json 'j["embeddings"][0]["truncated"] is True' < "$work/out"
+
+# Usage errors: exit 2.
+expect_exit 2 "${c[@]}" embed --top-n 1 "x"
+check_json 'j["error"]["code"] == "INVALID_ARGUMENT"' '"--top-n" in j["error"]["message"]' < "$work/err"
+echo '{"text": ' | expect_exit 2 "${c[@]}" embed
+check_json '"line 1" in j["error"]["message"]' < "$work/err"
+expect_exit 2 "${c[@]}" frobnicate
+expect_exit 0 "${c[@]}" --help
+grep -q "embed-tokens" "$work/out"
+
+# health: overall, per model, unknown service, quiet.
+expect_exit 0 "${c[@]}" health
+check_json 'j == {"service": "", "status": "SERVING"}' < "$work/out"
+expect_exit 0 "${c[@]}" health --service reranker --quiet
+expect_no_output
+expect_exit 1 "${c[@]}" health --service no-such-model
+check_json 'j["error"]["code"] == "NOT_FOUND"' < "$work/err"
+
+# A stopped server: health 1 (quietly and quickly), RPCs UNAVAILABLE.
+stop_server "$server_pid"
+start=$(date +%s%N)
+expect_exit 1 "${c[@]}" health --quiet
+expect_no_output
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$elapsed_ms" -lt 3000 ] || { echo "FAILED: health on a closed port took ${elapsed_ms} ms"; exit 1; }
+expect_exit 1 "${c[@]}" models
+check_json 'j["error"]["code"] == "UNAVAILABLE"' < "$work/err"
+echo "relserve-client commands: passed"
