@@ -31,10 +31,11 @@ struct BenchResult {
   std::optional<BatchingCounters> server_before, server_after;
 };
 
-// The final JSON object. Field names are relserve-loadgen's (requests, sequences_per_second,
-// tokens_per_second, p50_ms, p90_ms, p99_ms, max_ms, padding_ratio, mean_batch_size,
-// errors, ...) plus requests_per_second, mean_ms and the sequence lengths the server saw;
-// errors are keyed by code name. padding_ratio and mean_batch_size appear only with metrics.
+// The final JSON object, on one line. Field names are those the serving benchmark has always
+// recorded (requests, sequences_per_second, tokens_per_second, p50_ms, p90_ms, p99_ms, max_ms,
+// padding_ratio, mean_batch_size, errors, ...) plus requests_per_second, mean_ms and the
+// sequence lengths the server saw; errors are keyed by status code name. padding_ratio and
+// mean_batch_size appear only when the server's metrics were scraped.
 nlohmann::ordered_json BenchReport(const BenchResult& result);
 
 // The line printed to stderr about once a second while the run goes on.

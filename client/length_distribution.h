@@ -14,7 +14,7 @@ namespace relserve::client {
 //   fixed:N            always N
 //   uniform:A:B        every length in [A, B] equally likely
 //   log-uniform:A:B    log(length) uniform: as many short as long sequences per octave, the
-//                      shape of real mixed-length traffic (relserve-loadgen's distribution)
+//                      shape of real mixed-length traffic (the serving benchmark's)
 //   file:PATH          uniformly one of the lengths listed in PATH, one per line (a sample of
 //                      a production workload, repeated lengths weighing more)
 class LengthDistribution {
