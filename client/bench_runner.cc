@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <ostream>
 #include <random>
 #include <thread>
@@ -122,12 +123,21 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
     }
   };
 
+  std::optional<BatchingCounters> before;
+  Clock::time_point start;
+  auto start_measuring = [&] {
+    before = Scrape(o.metrics_url, progress);
+    start = Clock::now();
+    shared.measuring = true;
+  };
+  // Without a warm-up, measuring starts before the first request, so that none goes uncounted.
+  if (o.warmup_s <= 0) start_measuring();
   std::vector<std::thread> callers;
   for (int i = 0; i < o.concurrency; ++i) callers.emplace_back(caller, i);
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
-  auto before = Scrape(o.metrics_url, progress);
-  const auto start = Clock::now();
-  shared.measuring = true;
+  if (o.warmup_s > 0) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(o.warmup_s));
+    start_measuring();
+  }
   const auto end = o.duration_s > 0 ? start + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(o.duration_s))
                                     : Clock::time_point::max();
@@ -145,6 +155,8 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
       }
     }
   }
+  // With --requests every caller has stopped by now (no tickets are left); with --duration the
+  // load goes on while the server is scraped, as it was during the window.
   shared.measuring = false;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   auto after = Scrape(o.metrics_url, progress);

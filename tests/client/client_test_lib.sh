@@ -1,7 +1,8 @@
 # Shared steps of the relserve-client end-to-end tests (sourced; bin dir and source root in
 # $bin and $root): a scratch folder removed on exit, small models made with relserve-model,
 # servers started on kernel-chosen ports and always reaped, and JSON checks in Python.
-set -euo pipefail
+set -Eeuo pipefail
+trap 'echo "FAILED: line $LINENO of $(basename "$0"): $BASH_COMMAND"' ERR
 work="$(mktemp -d)"
 pids=()
 cleanup() {

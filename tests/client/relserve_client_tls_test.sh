@@ -11,14 +11,14 @@ mkdir -p "$pki"
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 # ca_sign NAME CA EXTENSIONS: a key and a certificate for NAME signed by CA.
 ca_sign() {
-  openssl req "${ec[@]}" -keyout "$pki/$1.key" -out "$pki/$1.csr" -subj "/CN=$1" 2> /dev/null
+  openssl req "${ec[@]}" -keyout "$pki/$1.key" -out "$pki/$1.csr" -subj "/CN=$1" 2>> "$pki/openssl.log"
   printf '%s\n' "$3" > "$pki/$1.ext"
   openssl x509 -req -in "$pki/$1.csr" -CA "$pki/$2.pem" -CAkey "$pki/$2.key" -CAcreateserial -days 2 \
-    -extfile "$pki/$1.ext" -out "$pki/$1.pem" 2> /dev/null
+    -extfile "$pki/$1.ext" -out "$pki/$1.pem" 2>> "$pki/openssl.log"
 }
 for ca in ca other-ca; do
   openssl req -x509 "${ec[@]}" -keyout "$pki/$ca.key" -out "$pki/$ca.pem" -subj "/CN=relserve test $ca" -days 2 \
-    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2> /dev/null
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>> "$pki/openssl.log"
 done
 ca_sign server ca "subjectAltName=DNS:relserve.test
 extendedKeyUsage=serverAuth"
