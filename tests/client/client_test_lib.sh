@@ -25,6 +25,7 @@ make_model() {
 # flags ask for a metrics endpoint).
 start_server() {
   local log="$work/$1"; shift
+  : > "$log"  # exists before the first poll, whenever the shell gets to the redirection
   "$bin/relserve" --grpc-address 127.0.0.1:0 --metrics-address 127.0.0.1 --warmup false "$@" \
     > /dev/null 2> "$log" &
   server_pid=$!

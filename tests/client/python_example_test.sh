@@ -12,6 +12,7 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
   --vocab-file "$spm" --sentence-transformers --out "$work/embedder" > /dev/null
 "$bin/relserve-model" create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 \
   --vocab-file "$spm" --labels 1 --out "$work/reranker" > /dev/null
+: > "$work/server.log"
 "$bin/relserve" --model "embedder=$work/embedder" --model "reranker=$work/reranker" \
   --grpc-address 127.0.0.1:0 --metrics-port -1 --warmup false > /dev/null 2> "$work/server.log" &
 pid=$!
