@@ -155,6 +155,14 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   builder.RegisterService(state->service.get());
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
   builder.SetMaxSendMessageSize(std::max(config.max_message_bytes, 64 << 20));
+  if (config.max_connection_age_seconds > 0) {
+    // gRPC spreads the age by +-10% itself, so that clients do not all reconnect at once. Calls
+    // under way on a closing connection get as long as a shutdown drain to finish.
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS,
+                               static_cast<int>(std::max(1.0, config.max_connection_age_seconds * 1000)));
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
+                               static_cast<int>(std::clamp(config.shutdown_grace_seconds * 1000, 1.0, 2e9)));
+  }
   state->server = builder.BuildAndStart();
   if (state->server == nullptr || state->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.grpc_address));

@@ -122,6 +122,19 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return absl::StrCat(c.shutdown_grace_seconds); }},
+      {"max-connection-age-seconds", "S",
+       "close client connections after about S seconds (GOAWAY; calls under way finish first), so "
+       "clients re-resolve and spread over new replicas (0: never)",
+       [](const std::string& v, ServerConfig* c) {
+         double x;
+         if (!absl::SimpleAtod(v, &x) || !(x >= 0) || x > 1e6) {
+           return absl::InvalidArgumentError(
+               absl::StrCat("--max-connection-age-seconds: \"", v, "\" is not a number in [0, 1000000]"));
+         }
+         c->max_connection_age_seconds = x;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return absl::StrCat(c.max_connection_age_seconds); }},
       {"warmup", "true|false", "run every model over its length buckets before reporting SERVING",
        [](const std::string& v, ServerConfig* c) {
          if (v != "true" && v != "false") return absl::InvalidArgumentError("--warmup: expected true or false");

@@ -29,6 +29,10 @@ struct ServerConfig {
   int max_input_length = 0;  // 0: each model's own maximum
   int max_message_bytes = 16 << 20;
   double shutdown_grace_seconds = 30;
+  // > 0: close each client connection after about this long (gRPC's max connection age, with
+  // GOAWAY), so clients balancing over a headless Service's addresses resolve it again and
+  // find pods added since. 0: connections live as long as the clients keep them.
+  double max_connection_age_seconds = 0;
   bool warmup = true;
   std::string pooling;  // "": the model directory's
   // TLS: with a certificate and its key the gRPC port speaks TLS only; with a client CA it

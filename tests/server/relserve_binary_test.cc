@@ -101,6 +101,60 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   EXPECT_THAT(log, HasSubstr("stopped"));
 }
 
+// Waits for "on port N" in the log; 0 if the server never says it.
+int WaitForPort(const Process& p) {
+  std::smatch m;
+  for (int i = 0; i < 1200; ++i) {
+    const std::string log = ReadLog(p);
+    if (std::regex_search(log, m, std::regex("on port ([0-9]+)"))) return std::stoi(m[1]);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+// Whether the channel leaves READY (the server closed the connection) within `within`.
+bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds within) {
+  const auto deadline = std::chrono::system_clock::now() + within;
+  while (std::chrono::system_clock::now() < deadline) {
+    if (channel->GetState(false) != GRPC_CHANNEL_READY) return true;
+    channel->WaitForStateChange(GRPC_CHANNEL_READY, std::chrono::system_clock::now() + std::chrono::milliseconds(100));
+  }
+  return channel->GetState(false) != GRPC_CHANNEL_READY;
+}
+
+// --max-connection-age-seconds makes the server close idle connections after about that long
+// (so that clients balancing over a headless Service re-resolve it); the client reconnects by
+// itself and its next call succeeds. Without the flag the connection stays open.
+TEST(RelserveBinaryTest, MaxConnectionAgeClosesConnectionsAndClientsReconnect) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  for (const bool aged : {true, false}) {
+    std::vector<std::string> args = {"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0",
+                                     "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "1"};
+    if (aged) args.insert(args.end(), {"--max-connection-age-seconds", "0.5"});
+    Process p = Launch(args);
+    KillOnExit guard{p.pid};
+    const int port = WaitForPort(p);
+    ASSERT_GT(port, 0) << ReadLog(p);
+    auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+    auto stub = v1::Encoder::NewStub(channel);
+    v1::EmbedRequest req;
+    req.add_inputs()->set_text("hello");
+    for (int call = 0; call < 2; ++call) {
+      v1::EmbedResponse resp;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok()) << "aged=" << aged << " call " << call;
+      ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+      if (call == 0) {
+        EXPECT_EQ(ConnectionClosedWithin(channel.get(), std::chrono::milliseconds(aged ? 5000 : 2000)), aged)
+            << "aged=" << aged;
+      }
+    }
+    kill(p.pid, SIGTERM);
+    EXPECT_EQ(WaitExit(p), 0);
+  }
+}
+
 TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   Process bad_flag = Launch({"--model", "x=/nonexistent", "--max-batch-size", "zero"});
   EXPECT_EQ(WaitExit(bad_flag), 2);

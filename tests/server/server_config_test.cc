@@ -25,6 +25,10 @@ TEST(ServerConfigTest, DefaultsAndRepeatedModels) {
   EXPECT_EQ(c->metrics_port, 9090);
   EXPECT_EQ(c->max_queue_delay_us, 2000);
   EXPECT_EQ(c->batching, "bucketed");
+  EXPECT_EQ(c->max_connection_age_seconds, 0);  // connections are not closed unless asked
+  auto aged = ParseServerFlags({"--model", "a=/m/a", "--max-connection-age-seconds", "300"});
+  ASSERT_TRUE(aged.ok()) << aged.status();
+  EXPECT_EQ(aged->max_connection_age_seconds, 300);
 }
 
 TEST(ServerConfigTest, ErrorsNameTheFlag) {
@@ -41,6 +45,8 @@ TEST(ServerConfigTest, ErrorsNameTheFlag) {
       {{"--model", "a=/x", "--dtype", "int8"}, "--dtype"},
       {{"--model", "a=/x", "--length-buckets", "32,16"}, "--length-buckets"},
       {{"--model", "a=/x", "--shutdown-grace-seconds", "-1"}, "--shutdown-grace-seconds"},
+      {{"--model", "a=/x", "--max-connection-age-seconds", "-5"}, "--max-connection-age-seconds"},
+      {{"--model", "a=/x", "--max-connection-age-seconds", "soon"}, "--max-connection-age-seconds"},
       {{"--model", "a=/x", "--frobnicate", "1"}, "unknown flag --frobnicate"},
       {{"--model"}, "needs a value"},
       {{"--model", "a=/x", "--tls-cert", "/c.pem"}, "--tls-cert needs --tls-key"},
@@ -62,7 +68,7 @@ TEST(ServerConfigTest, HelpListsEveryFlagWithItsDefault) {
                            "--max-batch-tokens", "--max-queue-delay-us", "--max-queue-sequences",
                            "--max-inputs-per-request", "--max-input-length", "--max-message-bytes", "--dtype",
                            "--shutdown-grace-seconds", "--length-buckets", "--tls-cert", "--tls-key",
-                           "--tls-client-ca"}) {
+                           "--tls-client-ca", "--max-connection-age-seconds"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
   EXPECT_THAT(usage, HasSubstr("(default: 0.0.0.0:50051)"));

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The Docker image, run for real: a container of relserve:latest (or $RELSERVE_DOCKER_IMAGE)
+# serves a model directory mounted read-only at /models/default. Checks that Docker's own
+# HEALTHCHECK turns healthy, that an Embed through the published port equals what the engine
+# computes offline for the same text, that /metrics answers, that the server runs as the
+# unprivileged user, that every binary finds its libraries, that `docker stop` drains and exits
+# 0, and that a missing model directory stops the container with a message naming it.
+# Skipped (77) where no Docker daemon answers or the image has not been built
+# (scripts/docker-build.sh).
+#   docker_image_test.sh BIN_DIR SOURCE_DIR
+set -Eeuo pipefail
+trap 'echo "FAILED: line $LINENO of $(basename "$0"): $BASH_COMMAND"' ERR
+bin="$1"; root="$2"
+image="${RELSERVE_DOCKER_IMAGE:-relserve:latest}"
+command -v docker > /dev/null || { echo "SKIP: docker is not installed"; exit 77; }
+docker info > /dev/null 2>&1 || { echo "SKIP: no Docker daemon answers"; exit 77; }
+docker image inspect "$image" > /dev/null 2>&1 || {
+  echo "SKIP: image $image not built (scripts/docker-build.sh)"; exit 77; }
+
+py=/usr/bin/python3
+work="$(mktemp -d)"
+name="relserve-test-$$"
+cleanup() {
+  docker rm -f "$name" "$name-bad" > /dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The model, made on the host, readable by the container's user (uid 10001).
+spm="$root/tests/data/reference/tokenizer/spm.model"
+"$bin/relserve-model" create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 \
+  --vocab-file "$spm" --sentence-transformers --out "$work/models/default" > /dev/null
+chmod -R a+rX "$work/models"
+
+# Every binary and the SentencePiece module find all their shared libraries in the slim stage.
+missing=$(docker run --rm --entrypoint sh "$image" -c \
+  'for f in /opt/relserve/bin/* /opt/relserve/lib/relserve/*; do ldd "$f" | sed "s|^|$f: |"; done' \
+  | grep 'not found' || true)
+[ -z "$missing" ] || { echo "FAILED: libraries missing in the image:"; echo "$missing"; exit 1; }
+
+docker run -d --name "$name" -p 127.0.0.1::50051 -p 127.0.0.1::9090 \
+  -v "$work/models:/models:ro" "$image" > /dev/null
+grpc_port=$(docker port "$name" 50051/tcp | head -1 | sed 's/.*://')
+metrics_port=$(docker port "$name" 9090/tcp | head -1 | sed 's/.*://')
+echo "container $name: gRPC on 127.0.0.1:$grpc_port, metrics on 127.0.0.1:$metrics_port"
+
+# Docker's HEALTHCHECK (relserve-client health inside the container) decides.
+health=""
+for _ in $(seq 1 90); do
+  health=$(docker inspect --format '{{.State.Health.Status}}' "$name")
+  [ "$health" = healthy ] && break
+  [ "$(docker inspect --format '{{.State.Running}}' "$name")" = true ] || break
+  sleep 1
+done
+if [ "$health" != healthy ]; then
+  echo "FAILED: container health is '$health'"; docker logs "$name" 2>&1 | tail -30; exit 1
+fi
+echo "docker health: $health"
+
+# The container's answer equals the engine's, computed offline on the host.
+text="a container serves this"
+"$bin/relserve-client" embed --target "127.0.0.1:$grpc_port" --model default "$text" > "$work/served.json"
+echo "$text" | "$bin/relserve-model" embed --model "$work/models/default" > "$work/offline.json"
+$py - "$work/served.json" "$work/offline.json" <<'PY'
+import json, sys
+served = json.load(open(sys.argv[1]))["embeddings"][0]["values"]
+offline = json.loads(open(sys.argv[2]).readline())["embedding"]
+assert len(served) == len(offline) == 32, (len(served), len(offline))
+diff = max(abs(a - b) for a, b in zip(served, offline))
+assert diff < 1e-5, "served and offline embeddings differ by %g" % diff
+print("embedding matches the offline engine (max |diff| %.2g)" % diff)
+PY
+
+# /metrics on the published metrics port counts the call.
+$py - "$metrics_port" <<'PY'
+import sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
+ok = [l for l in text.splitlines()
+      if l.startswith("relserve_requests_total{") and 'rpc="Embed"' in l and 'code="OK"' in l]
+assert ok and float(ok[0].rsplit(" ", 1)[1]) >= 1, "no OK Embed counted:\n" + "\n".join(ok)
+print("metrics:", ok[0])
+PY
+
+# Not root: the server process runs as uid 10001.
+uid=$(docker exec "$name" sh -c 'stat -c %u /proc/1')
+[ "$uid" = 10001 ] || { echo "FAILED: the server runs as uid $uid"; exit 1; }
+
+# `docker stop` sends SIGTERM: the server drains and exits 0 within Docker's stop timeout.
+docker stop --time 20 "$name" > /dev/null
+code=$(docker inspect --format '{{.State.ExitCode}}' "$name")
+[ "$code" = 0 ] || { echo "FAILED: exit code $code after docker stop"; docker logs "$name" 2>&1 | tail -20; exit 1; }
+docker logs "$name" > "$work/container.log" 2>&1
+grep -qi 'shut' "$work/container.log" || { echo "FAILED: no shutdown in the log:"; cat "$work/container.log"; exit 1; }
+
+# Nothing mounted: the container stops at once, and says which directory is missing.
+mkdir -p "$work/empty" && chmod a+rx "$work/empty"
+docker run --name "$name-bad" -v "$work/empty:/models:ro" "$image" > "$work/bad.log" 2>&1 || true
+code=$(docker inspect --format '{{.State.ExitCode}}' "$name-bad")
+[ "$code" != 0 ] || { echo "FAILED: served with no model"; exit 1; }
+grep -q '/models/default' "$work/bad.log" || { echo "FAILED: the error does not name /models/default:"; cat "$work/bad.log"; exit 1; }
+echo "no model: exit $code, $(grep -m1 '/models/default' "$work/bad.log")"
+echo "docker image test: passed"
