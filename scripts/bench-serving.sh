@@ -4,6 +4,7 @@
 # concurrency levels, with three batching configurations side by side in one run:
 # length-bucketed (the default), first-come (--batching fifo) and one sequence per batch
 # (--max-batch-size 1). DTYPE=bfloat16 runs the model in bfloat16. Writes JSON lines to ${OUT:-bench-serving.jsonl}.
+# SERVER_FLAGS adds relserve flags to every configuration.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ for setting in $SETTINGS; do
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
   "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
-    --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" > "$OUT.$setting.log" 2>&1 &
+    --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
   for c in $LEVELS; do
