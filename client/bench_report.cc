@@ -49,6 +49,12 @@ nlohmann::ordered_json BenchReport(const BenchResult& r) {
       {"errors", nlohmann::ordered_json::object()},
   };
   for (const auto& [code, n] : r.errors) out["errors"][code] = n;
+  if (r.rate > 0) {
+    out["rate"] = r.rate;
+    out["arrivals"] = r.arrivals;
+    out["late_starts"] = r.late_starts;
+    out["max_start_lag_ms"] = Round(r.max_start_lag_ms, 3);
+  }
   if (r.server_before && r.server_after) {
     const BatchingCounters& a = *r.server_before;
     const BatchingCounters& b = *r.server_after;

@@ -13,6 +13,9 @@
 
 namespace relserve::client {
 
+// An open-loop request that starts this much after its scheduled time counts as a late start.
+inline constexpr double kLateStartMs = 10;
+
 // What one bench run measured: requests that finished inside the measured window (after the
 // warm-up) and the server's counters over the same window.
 struct BenchResult {
@@ -27,6 +30,12 @@ struct BenchResult {
   int64_t min_sequence_tokens = 0;       // per request: usage.tokens / usage.sequences
   int64_t max_sequence_tokens = 0;
   std::map<std::string, int64_t> errors;  // failed requests by status code name
+  // Open loop (--rate): the offered rate, the arrival kind, and how far behind schedule
+  // requests started because every caller was busy.
+  double rate = 0;
+  std::string arrivals;
+  int64_t late_starts = 0;  // measured requests that started over kLateStartMs late
+  double max_start_lag_ms = 0;
   // Server counters at the start and end of the window (--metrics-url).
   std::optional<BatchingCounters> server_before, server_after;
 };
@@ -35,7 +44,8 @@ struct BenchResult {
 // recorded (requests, sequences_per_second, tokens_per_second, p50_ms, p90_ms, p99_ms, max_ms,
 // padding_ratio, mean_batch_size, errors, ...) plus requests_per_second, mean_ms and the
 // sequence lengths the server saw; errors are keyed by status code name. padding_ratio and
-// mean_batch_size appear only when the server's metrics were scraped.
+// mean_batch_size appear only when the server's metrics were scraped; rate, arrivals,
+// late_starts and max_start_lag_ms only for an open-loop run.
 nlohmann::ordered_json BenchReport(const BenchResult& result);
 
 // The line printed to stderr about once a second while the run goes on.

@@ -1,5 +1,6 @@
 #include "client/bench_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -11,6 +12,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include "client/arrival_schedule.h"
 #include "client/bench_workload.h"
 #include "client/metrics_scrape.h"
 #include "client/response_json.h"
@@ -89,22 +91,50 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
   shared.result.concurrency = o.concurrency;
   shared.result.inputs_per_request = o.inputs_per_request;
 
+  shared.result.rate = o.rate;
+  shared.result.arrivals = o.arrivals;
+  const bool open_loop = o.rate > 0;
+  std::mutex schedule_mu;
+  ArrivalSchedule schedule(open_loop ? o.rate : 1, o.arrivals, o.seed * 104729 + 17);  // guarded by schedule_mu
+  const Clock::time_point origin = Clock::now();
+
   auto caller = [&](int id) {
     auto stub = v1::Encoder::NewStub(channel);
     std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(id));
     while (!shared.stop.load()) {
+      // Open loop: the next free caller takes the next slot of the schedule and starts its
+      // request then; when every caller is busy, the slot waits and the wait counts as latency
+      // (a load generator that skipped it would hide exactly the queueing it should show).
+      Clock::time_point scheduled;
+      if (open_loop) {
+        double at;
+        {
+          std::lock_guard<std::mutex> lock(schedule_mu);
+          at = schedule.Next();
+        }
+        scheduled = origin + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(at));
+        while (!shared.stop.load() && Clock::now() < scheduled) {
+          std::this_thread::sleep_for(std::min<Clock::duration>(scheduled - Clock::now(), std::chrono::milliseconds(50)));
+        }
+        if (shared.stop.load()) break;
+      }
       bool ticketed = false;
       if (o.requests > 0 && shared.measuring.load()) {
         if (shared.tickets.fetch_add(1) >= o.requests) break;
         ticketed = true;
       }
-      const auto t0 = Clock::now();
+      const auto t0 = open_loop ? scheduled : Clock::now();
+      const double lag_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const Outcome out = CallOnce(*stub, *workload, o.rpc, deadline, rng);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       // --requests counts the requests it started; --duration those finished in the window.
       if (o.requests > 0 ? !ticketed : !shared.measuring.load()) continue;
       std::lock_guard<std::mutex> lock(shared.mu);
       BenchResult& r = shared.result;
+      if (open_loop) {
+        r.max_start_lag_ms = std::max(r.max_start_lag_ms, lag_ms);
+        if (lag_ms > kLateStartMs) ++r.late_starts;
+      }
       if (!out.status.ok()) {
         ++r.errors[StatusCodeName(out.status.error_code())];
         ++shared.failed;

@@ -161,7 +161,7 @@ const std::vector<Flag>& Flags() {
       // Bench.
       {"rpc", "RPC", "bench", "the RPC to load: embed (default), rerank or classify",
        String("rpc", &C::bench, &BenchOptions::rpc, {"embed", "rerank", "classify"})},
-      {"concurrency", "N", "bench", "callers, each with one request in flight (default 8)",
+      {"concurrency", "N", "bench", "callers, each with one request in flight (default 8; with --rate: the most in flight)",
        Int("concurrency", &C::bench, &BenchOptions::concurrency, 1)},
       {"duration", "S", "bench", "seconds to measure (default 20 unless --requests)",
        Seconds("duration", &C::bench, &BenchOptions::duration_s)},
@@ -169,6 +169,17 @@ const std::vector<Flag>& Flags() {
        Int("requests", &C::bench, &BenchOptions::requests, 1)},
       {"warmup", "S", "bench", "seconds of load before measuring (default 2)",
        Seconds("warmup", &C::bench, &BenchOptions::warmup_s)},
+      {"rate", "R", "bench",
+       "open loop: start R requests a second whether or not earlier ones have finished (at most --concurrency "
+       "in flight); latency counts from each scheduled start (default 0: closed loop)",
+       [](const std::string& v, ClientCommand* c) {
+         double x;
+         if (!absl::SimpleAtod(v, &x) || !(x >= 0) || x > 1e6) return Invalid("rate", v, "a rate in requests per second within [0, 1000000]");
+         c->bench.rate = x;
+         return absl::OkStatus();
+       }},
+      {"arrivals", "KIND", "bench", "with --rate: poisson (default; random gaps, as independent callers) or constant",
+       String("arrivals", &C::bench, &BenchOptions::arrivals, {"poisson", "constant"})},
       {"inputs-per-request", "N", "bench", "sequences per request (Rerank: documents) (default 1)",
        Int("inputs-per-request", &C::bench, &BenchOptions::inputs_per_request, 1)},
       {"lengths", "DIST", "bench",

@@ -55,6 +55,11 @@ struct BenchOptions {
   int vocab = 1000;              // token ids are drawn from [5, vocab)
   uint64_t seed = 1;
   std::string metrics_url;  // the server's /metrics, scraped before and after the run
+  // > 0: open loop. Requests start at this rate (per second) on the `arrivals` schedule
+  // (poisson or constant), with at most `concurrency` in flight; latency counts from each
+  // request's scheduled start. 0: closed loop.
+  double rate = 0;
+  std::string arrivals = "poisson";
 };
 
 // One command line of relserve-client, parsed: `relserve-client SUBCOMMAND [flags] [args]`

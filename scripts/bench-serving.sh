@@ -4,7 +4,9 @@
 # concurrency levels, with three batching configurations side by side in one run:
 # length-bucketed (the default), first-come (--batching fifo) and one sequence per batch
 # (--max-batch-size 1). DTYPE=bfloat16 runs the model in bfloat16. Writes JSON lines to ${OUT:-bench-serving.jsonl}.
-# SERVER_FLAGS adds relserve flags to every configuration.
+# SERVER_FLAGS adds relserve flags to every configuration. RATES="10 20 ..." runs an open loop
+# instead (relserve-client bench --rate R: Poisson arrivals, up to 1024 in flight) at each
+# offered rate, for latency at a given load.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,8 +32,10 @@ for setting in $SETTINGS; do
     --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
-  for c in $LEVELS; do
-    line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" --concurrency "$c" \
+  if [ -n "${RATES:-}" ]; then points=($RATES); else points=($LEVELS); fi
+  for c in "${points[@]}"; do
+    if [ -n "${RATES:-}" ]; then load=(--rate "$c" --concurrency 1024); else load=(--concurrency "$c"); fi
+    line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" "${load[@]}" \
            --duration "$DURATION" --warmup 3 --lengths log-uniform:8:512 --vocab 128100 --deadline-ms 60000 \
            --quiet)
     echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",${line#\{}" | tee -a "$OUT"

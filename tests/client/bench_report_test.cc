@@ -57,6 +57,20 @@ TEST(BenchReportTest, ServerCountersOverTheWindow) {
   EXPECT_EQ(j["server_requests"], 100);
 }
 
+TEST(BenchReportTest, OpenLoopFieldsOnlyForAnOpenLoopRun) {
+  BenchResult r = TwoSecondRun();
+  EXPECT_FALSE(BenchReport(r).contains("rate"));  // closed loop
+  r.rate = 40;
+  r.arrivals = "poisson";
+  r.late_starts = 2;
+  r.max_start_lag_ms = 12.3456;
+  const nlohmann::ordered_json j = BenchReport(r);
+  EXPECT_DOUBLE_EQ(j["rate"].get<double>(), 40);
+  EXPECT_EQ(j["arrivals"], "poisson");
+  EXPECT_EQ(j["late_starts"], 2);
+  EXPECT_DOUBLE_EQ(j["max_start_lag_ms"].get<double>(), 12.346);
+}
+
 TEST(BenchReportTest, EmptyRunHasZerosNotNaNs) {
   BenchResult r;
   r.rpc = "embed";

@@ -91,6 +91,13 @@ TEST(ClientFlagsTest, BenchDefaultsAndOptions) {
   EXPECT_EQ(c->bench.input, "text");
   EXPECT_EQ(c->bench.metrics_url, "http://127.0.0.1:9090/metrics");
 
+  EXPECT_EQ(c->bench.rate, 0);  // closed loop unless --rate
+  auto open = ParseClientArgs({"bench", "--rate", "12.5", "--arrivals", "constant"});
+  ASSERT_TRUE(open.ok()) << open.status();
+  EXPECT_DOUBLE_EQ(open->bench.rate, 12.5);
+  EXPECT_EQ(open->bench.arrivals, "constant");
+  EXPECT_EQ(ParseClientArgs({"bench", "--rate", "5"})->bench.arrivals, "poisson");
+
   auto rerank = ParseClientArgs({"bench", "--rpc", "rerank"});
   ASSERT_TRUE(rerank.ok());
   EXPECT_EQ(rerank->bench.input, "text");  // Rerank takes text only
@@ -161,6 +168,9 @@ TEST(ClientFlagsTest, UsageErrorsNameTheProblem) {
       {{"bench", "--metrics-port", "70000"}, "--metrics-port"},
       {{"bench", "--metrics-url", "ftp://x/metrics"}, "--metrics-url"},
       {{"bench", "--load-balancing", "random"}, "--load-balancing"},
+      {{"bench", "--rate", "-1"}, "--rate"},
+      {{"bench", "--rate", "fast"}, "--rate"},
+      {{"bench", "--rate", "5", "--arrivals", "bursty"}, "--arrivals"},
   };
   for (const Case& c : cases) {
     auto r = ParseClientArgs(c.args);

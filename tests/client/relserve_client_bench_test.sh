@@ -2,7 +2,8 @@
 # relserve-client bench against a real server: a short timed run (throughput, no errors,
 # latency order, sequence lengths inside --lengths as the server counted them, padding ratio
 # from /metrics, a progress line a second), a fixed number of requests for each RPC, a
-# file:PATH length distribution, and failed requests counted by status code.
+# file:PATH length distribution, open-loop runs at a fixed rate, and failed requests counted by
+# status code.
 bin="$1"; root="$2"
 source "$(dirname "$0")/client_test_lib.sh"
 
@@ -65,6 +66,21 @@ expect_exit 0 "${b[@]}" --requests 40 --warmup 0 --lengths "file:$work/lengths.t
 check_json 'j["sequence_tokens"]["min"] == 24 and j["sequence_tokens"]["max"] == 40' \
   '(j["tokens"] - 24 * j["requests"]) % 16 == 0' \
   < "$work/out"
+
+# Open loop: --rate paces the starts whatever the server's speed. 30 requests at 30 a second
+# on a constant schedule take about 1 s, where the closed loop above finishes such requests in
+# milliseconds; Poisson arrivals at 40 a second for 3 s give about 120 requests.
+expect_exit 0 "${b[@]}" --rate 30 --arrivals constant --requests 30 --warmup 0 --concurrency 4 --lengths fixed:16 --quiet
+check_json 'j["requests"] == 30 and j["errors"] == {}' 'j["rate"] == 30 and j["arrivals"] == "constant"' \
+  '0.9 < j["duration_s"] < 2.5' 'j["late_starts"] == 0' < "$work/out"
+expect_exit 0 "${b[@]}" --rate 40 --duration 3 --warmup 0 --concurrency 8 --lengths fixed:16 --quiet
+check_json '75 < j["requests"] < 170' 'j["rate"] == 40 and j["arrivals"] == "poisson"' 'j["errors"] == {}' \
+  < "$work/out"
+# One caller and a server that needs time per request: the schedule runs ahead, requests start
+# late, and the wait counts in their latency.
+expect_exit 0 "${b[@]}" --rate 2000 --arrivals constant --requests 100 --warmup 0 --concurrency 1 \
+  --lengths fixed:64 --quiet
+check_json 'j["requests"] == 100' 'j["late_starts"] > 50' 'j["max_ms"] >= j["max_start_lag_ms"] > 10' < "$work/out"
 
 # Failures are counted by code, and the run still reports (exit 0).
 expect_exit 0 "${b[@]}" --model nope --requests 5 --warmup 0 --lengths fixed:16 --quiet
