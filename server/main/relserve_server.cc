@@ -18,6 +18,7 @@
 #include "server/rpc/encoder_service.h"
 #include "server/rpc/metrics_batch_observer.h"
 #include "server/rpc/model_registry.h"
+#include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
 
@@ -83,12 +84,13 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, MakeServerCredentials(config));
   auto state = std::make_unique<State>();
   state->config = config;
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  const int threads = config.threads_per_worker > 0 ? config.threads_per_worker
-                                                    : std::max(1, cores / config.workers_per_device);
-  if (threads * config.workers_per_device > cores) {
-    LogWarning(absl::StrCat(config.workers_per_device, " workers x ", threads, " threads oversubscribe ", cores,
-                            " cores"));
+  const CpuCount cpu = DetectCpuCount();
+  const CpuWorkers plan = ResolveCpuWorkers(cpu.cpus, config.workers_per_device, config.threads_per_worker);
+  const int threads = plan.threads;
+  LogInfo(absl::StrCat(cpu.Describe(), ": ", plan.workers, plan.workers == 1 ? " worker" : " workers", " x ",
+                       threads, threads == 1 ? " thread" : " threads", " per model"));
+  if (threads * plan.workers > cpu.cpus) {
+    LogWarning(absl::StrCat(plan.workers, " workers x ", threads, " threads oversubscribe ", cpu.cpus, " CPUs"));
   }
   SetComputeThreads(threads);
 
@@ -122,7 +124,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     bc.policy.length_bucketing = config.batching == "bucketed";
     bc.policy.bucket_bounds =
         config.length_buckets.empty() ? DefaultLengthBuckets(info.max_length) : config.length_buckets;
-    bc.num_workers = config.workers_per_device;
+    bc.num_workers = plan.workers;
     bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
     bc.on_worker_start = [threads] { SetComputeThreads(threads); };
     ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(engine->get(), bc, observer.get()));

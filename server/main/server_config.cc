@@ -80,9 +80,10 @@ const std::vector<Flag>& Flags() {
       StringFlag("device", "cpu", "where models run (this build: cpu)", &ServerConfig::device, {"cpu"}),
       StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
                  {"float32", "bfloat16", "float16"}),
-      IntFlag("workers-per-device", "model workers per device (each runs one batch at a time)",
-              &ServerConfig::workers_per_device, 1),
-      IntFlag("threads-per-worker", "compute threads of each worker (0: cores / workers)",
+      IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: one per CPU, "
+              "at most 4)",
+              &ServerConfig::workers_per_device, 0),
+      IntFlag("threads-per-worker", "compute threads of each worker (0: the CPUs / workers)",
               &ServerConfig::threads_per_worker, 0),
       IntFlag("max-batch-tokens", "padded tokens per batch (batch size x longest sequence)",
               &ServerConfig::max_batch_tokens, 1),
@@ -165,6 +166,25 @@ std::vector<int32_t> DefaultLengthBuckets(int max_length) {
   }
   bounds.push_back(max_length);
   return bounds;
+}
+
+CpuWorkers ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker) {
+  cpus = std::max(1, cpus);
+  CpuWorkers r;
+  if (workers_per_device > 0 && threads_per_worker > 0) {
+    r.workers = workers_per_device;
+    r.threads = threads_per_worker;
+  } else if (workers_per_device > 0) {
+    r.workers = workers_per_device;
+    r.threads = std::max(1, cpus / workers_per_device);
+  } else if (threads_per_worker > 0) {
+    r.threads = threads_per_worker;
+    r.workers = std::max(1, cpus / threads_per_worker);
+  } else {
+    r.workers = std::min(cpus, kAutoMaxWorkers);
+    r.threads = std::max(1, cpus / r.workers);
+  }
+  return r;
 }
 
 std::string ServerUsage() {

@@ -17,8 +17,8 @@ struct ServerConfig {
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
   std::string device = "cpu";
   std::string dtype = "float32";
-  int workers_per_device = 1;
-  int threads_per_worker = 0;  // 0: cores / workers
+  int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)
+  int threads_per_worker = 0;  // 0: auto (ResolveCpuWorkers)
   int64_t max_batch_tokens = 16384;
   int max_batch_size = 64;
   int max_queue_delay_us = 2000;
@@ -47,6 +47,18 @@ struct ServerConfig {
 // Bucket bounds 8, 16, ..., 64, 80, ..., 128, 160, ..., 256, 320, ...: about 12% apart, so
 // that a batch from one bucket pads little.
 std::vector<int32_t> DefaultLengthBuckets(int max_length);
+
+// Workers per model and compute threads per worker on `cpus` CPUs; 0 asks for the automatic
+// choice. Both automatic: one single-threaded worker per CPU, at most kAutoMaxWorkers, with
+// the CPUs shared out among them (several batches side by side use small CPUs better than one
+// batch spread over all of them; docs/PERFORMANCE.md). One automatic: the other divides the
+// CPUs. Both given: taken as they are.
+inline constexpr int kAutoMaxWorkers = 4;
+struct CpuWorkers {
+  int workers = 1;
+  int threads = 1;
+};
+CpuWorkers ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker);
 
 absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args);
 std::string ServerUsage();

@@ -147,6 +147,34 @@ TEST_F(ServerConfigCredentialsTest, BadFilesNameTheirFlag) {
   }
 }
 
+TEST(ServerConfigTest, WorkersAndThreadsShareOutTheCpus) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->workers_per_device, 0);  // automatic
+  EXPECT_EQ(d->threads_per_worker, 0);
+  struct Case {
+    int cpus, workers, threads;
+    int want_workers, want_threads;
+  };
+  for (const Case& c : std::vector<Case>{
+           {1, 0, 0, 1, 1},    // both automatic: a single-threaded worker per CPU...
+           {2, 0, 0, 2, 1},
+           {4, 0, 0, 4, 1},
+           {16, 0, 0, 4, 4},   // ...at most 4, sharing the CPUs
+           {6, 0, 0, 4, 1},
+           {8, 2, 0, 2, 4},    // workers given: the threads divide the CPUs
+           {3, 4, 0, 4, 1},    // never below one thread
+           {8, 0, 2, 4, 2},    // threads given: the workers divide the CPUs
+           {2, 0, 4, 1, 4},
+           {2, 3, 3, 3, 3},    // both given: as they are, even oversubscribed
+           {0, 0, 0, 1, 1},    // an unknown CPU count counts as one
+       }) {
+    const CpuWorkers r = ResolveCpuWorkers(c.cpus, c.workers, c.threads);
+    EXPECT_EQ(r.workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
+    EXPECT_EQ(r.threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
+  }
+}
+
 TEST(ServerConfigTest, DefaultLengthBucketsAreAboutTwelvePercentApart) {
   EXPECT_EQ(DefaultLengthBuckets(512), (std::vector<int32_t>{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
                                                              192, 224, 256, 320, 384, 448, 512}));
