@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,6 +20,7 @@ struct BatchStats {
   std::vector<absl::Duration> queue_times;  // per sequence: from Submit until taken into the batch
   absl::Duration inference;   // this backend call
   absl::StatusCode status = absl::StatusCode::kOk;
+  std::string error;  // the status message when the call failed
 };
 
 enum class DropReason {

@@ -368,6 +368,7 @@ void ModelBatcher::RunRange(RunningBatch* batch, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) stats.queue_times.push_back(batch->members[i].queue);
     stats.inference = finished - start;
     stats.status = result.status().code();
+    if (!result.ok()) stats.error = std::string(result.status().message());
     observer_->OnBatch(stats);
   }
 

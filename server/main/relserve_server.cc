@@ -85,7 +85,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   auto state = std::make_unique<State>();
   state->config = config;
   const CpuCount cpu = DetectCpuCount();
-  const CpuWorkers plan = ResolveCpuWorkers(cpu.cpus, config.workers_per_device, config.threads_per_worker);
+  ASSIGN_OR_RETURN(const CpuWorkers plan,
+                   ResolveCpuWorkers(cpu.cpus, config.workers_per_device, config.threads_per_worker, config.dtype));
   const int threads = plan.threads;
   LogInfo(absl::StrCat(cpu.Describe(), ": ", plan.workers, plan.workers == 1 ? " worker" : " workers", " x ",
                        threads, threads == 1 ? " thread" : " threads", " per model"));

@@ -80,8 +80,8 @@ const std::vector<Flag>& Flags() {
       StringFlag("device", "cpu", "where models run (this build: cpu)", &ServerConfig::device, {"cpu"}),
       StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
                  {"float32", "bfloat16", "float16"}),
-      IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: one per CPU, "
-              "at most 4)",
+      IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: float32, one "
+              "per CPU, at most 4; bfloat16 and float16, 1)",
               &ServerConfig::workers_per_device, 0),
       IntFlag("threads-per-worker", "compute threads of each worker (0: the CPUs / workers)",
               &ServerConfig::threads_per_worker, 0),
@@ -168,9 +168,19 @@ std::vector<int32_t> DefaultLengthBuckets(int max_length) {
   return bounds;
 }
 
-CpuWorkers ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker) {
+absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
+                                             const std::string& dtype) {
   cpus = std::max(1, cpus);
   CpuWorkers r;
+  if (dtype != "float32") {
+    if (workers_per_device > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--workers-per-device ", workers_per_device, " with --dtype ", dtype,
+          ": on the CPU, ", dtype, " runs one worker (LibTorch's oneDNN kernels cannot run two batches at once)"));
+    }
+    r.threads = threads_per_worker > 0 ? threads_per_worker : cpus;
+    return r;
+  }
   if (workers_per_device > 0 && threads_per_worker > 0) {
     r.workers = workers_per_device;
     r.threads = threads_per_worker;

@@ -48,17 +48,21 @@ struct ServerConfig {
 // that a batch from one bucket pads little.
 std::vector<int32_t> DefaultLengthBuckets(int max_length);
 
-// Workers per model and compute threads per worker on `cpus` CPUs; 0 asks for the automatic
-// choice. Both automatic: one single-threaded worker per CPU, at most kAutoMaxWorkers, with
-// the CPUs shared out among them (several batches side by side use small CPUs better than one
-// batch spread over all of them; docs/PERFORMANCE.md). One automatic: the other divides the
-// CPUs. Both given: taken as they are.
+// Workers per model and compute threads per worker on `cpus` CPUs for `dtype`; 0 asks for the
+// automatic choice. Both automatic: in float32, one single-threaded worker per CPU, at most
+// kAutoMaxWorkers, with the CPUs shared out among them (several batches side by side use small
+// CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
+// other divides the CPUs. Both given: taken as they are.
+// bfloat16 and float16 run on one worker: LibTorch 1.13's oneDNN kernels share cached
+// primitives between threads and corrupt memory when two batches run at once, so more than
+// one worker is refused (INVALID_ARGUMENT).
 inline constexpr int kAutoMaxWorkers = 4;
 struct CpuWorkers {
   int workers = 1;
   int threads = 1;
 };
-CpuWorkers ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker);
+absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
+                                             const std::string& dtype);
 
 absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args);
 std::string ServerUsage();

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+#include "server/util/log.h"
+
 namespace relserve {
 
 void MetricsBatchObserver::OnBatch(const BatchStats& stats) {
@@ -13,6 +16,12 @@ void MetricsBatchObserver::OnBatch(const BatchStats& stats) {
   metrics_->RecordBatch(model_, stats.batch_size, stats.real_tokens, stats.padded_tokens,
                         absl::ToDoubleSeconds(max_queue), absl::ToDoubleSeconds(stats.inference),
                         stats.status == absl::StatusCode::kOk);
+  if (stats.status != absl::StatusCode::kOk) {
+    // Out of memory is followed by a retry in halves; anything else fails the batch's requests.
+    LogWarning(absl::StrCat("model ", model_, ": batch of ", stats.batch_size, " sequences (", stats.padded_tokens,
+                            " padded tokens) failed with ", absl::StatusCodeToString(stats.status), ": ",
+                            stats.error));
+  }
 }
 
 void MetricsBatchObserver::OnDropped(DropReason reason) {

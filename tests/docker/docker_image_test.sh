@@ -3,7 +3,8 @@
 # serves a model directory mounted read-only at /models/default. Checks that Docker's own
 # HEALTHCHECK turns healthy, that an Embed through the published port equals what the engine
 # computes offline for the same text, that /metrics answers, that the server runs as the
-# unprivileged user, that every binary finds its libraries, that `docker stop` drains and exits
+# unprivileged user, that it sizes its workers by the container's CPU limit, that every binary
+# finds its libraries, that `docker stop` drains and exits
 # 0, and that a missing model directory stops the container with a message naming it.
 # Skipped (77) where no Docker daemon answers or the image has not been built
 # (scripts/docker-build.sh).
@@ -38,7 +39,8 @@ missing=$(docker run --rm --entrypoint sh "$image" -c \
   | grep 'not found' || true)
 [ -z "$missing" ] || { echo "FAILED: libraries missing in the image:"; echo "$missing"; exit 1; }
 
-docker run -d --name "$name" -p 127.0.0.1::50051 -p 127.0.0.1::9090 \
+# A CPU limit of 1.5: relserve must plan for one CPU, not for the host's cores.
+docker run -d --name "$name" --cpus 1.5 -p 127.0.0.1::50051 -p 127.0.0.1::9090 \
   -v "$work/models:/models:ro" "$image" > /dev/null
 grpc_port=$(docker port "$name" 50051/tcp | head -1 | sed 's/.*://')
 metrics_port=$(docker port "$name" 9090/tcp | head -1 | sed 's/.*://')
@@ -84,6 +86,10 @@ PY
 # Not root: the server process runs as uid 10001.
 uid=$(docker exec "$name" sh -c 'stat -c %u /proc/1')
 [ "$uid" = 10001 ] || { echo "FAILED: the server runs as uid $uid"; exit 1; }
+
+# The CPU limit was seen through the container's cgroup.
+docker logs "$name" 2>&1 | grep -q 'INFO 1 CPU (affinity [0-9]*, cgroup quota 1.5): 1 worker x 1 thread per model' || {
+  echo "FAILED: the CPU limit was not detected:"; docker logs "$name" 2>&1 | head -5; exit 1; }
 
 # `docker stop` sends SIGTERM: the server drains and exits 0 within Docker's stop timeout.
 docker stop --time 20 "$name" > /dev/null

@@ -162,6 +162,11 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_model), 1);
   EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2",
+                                "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+  EXPECT_EQ(WaitExit(bad_workers), 1);
+  EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
 }
 
 }  // namespace

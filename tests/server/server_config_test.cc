@@ -169,9 +169,27 @@ TEST(ServerConfigTest, WorkersAndThreadsShareOutTheCpus) {
            {2, 3, 3, 3, 3},    // both given: as they are, even oversubscribed
            {0, 0, 0, 1, 1},    // an unknown CPU count counts as one
        }) {
-    const CpuWorkers r = ResolveCpuWorkers(c.cpus, c.workers, c.threads);
-    EXPECT_EQ(r.workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
-    EXPECT_EQ(r.threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
+    const auto r = ResolveCpuWorkers(c.cpus, c.workers, c.threads, "float32");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
+    EXPECT_EQ(r->threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
+  }
+}
+
+// Reduced precision runs one worker over every CPU (its oneDNN kernels are not safe to run
+// concurrently); asking for more workers is refused, naming the flags.
+TEST(ServerConfigTest, ReducedPrecisionRunsOneWorker) {
+  for (const char* dtype : {"bfloat16", "float16"}) {
+    auto a = ResolveCpuWorkers(8, 0, 0, dtype);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->workers, 1);
+    EXPECT_EQ(a->threads, 8);
+    auto t = ResolveCpuWorkers(8, 1, 4, dtype);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->threads, 4);
+    auto bad = ResolveCpuWorkers(8, 2, 0, dtype);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--workers-per-device 2 with --dtype"));
   }
 }
 

@@ -57,6 +57,9 @@ ServerConfig TestServerConfig() {
   c.max_queue_delay_us = 1000;
   c.warmup = false;
   c.shutdown_grace_seconds = 5;
+  // Two workers on every machine, so that every service test also runs batches side by side.
+  c.workers_per_device = 2;
+  c.threads_per_worker = 1;
   return c;
 }
 
