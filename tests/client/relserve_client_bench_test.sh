@@ -69,10 +69,11 @@ check_json 'j["sequence_tokens"]["min"] == 24 and j["sequence_tokens"]["max"] ==
 
 # Open loop: --rate paces the starts whatever the server's speed. 30 requests at 30 a second
 # on a constant schedule take about 1 s, where the closed loop above finishes such requests in
-# milliseconds; Poisson arrivals at 40 a second for 3 s give about 120 requests.
+# milliseconds (a few starts may wake up late on a busy machine); Poisson arrivals at 40 a
+# second for 3 s give about 120 requests.
 expect_exit 0 "${b[@]}" --rate 30 --arrivals constant --requests 30 --warmup 0 --concurrency 4 --lengths fixed:16 --quiet
 check_json 'j["requests"] == 30 and j["errors"] == {}' 'j["rate"] == 30 and j["arrivals"] == "constant"' \
-  '0.9 < j["duration_s"] < 2.5' 'j["late_starts"] == 0' < "$work/out"
+  '0.9 < j["duration_s"] < 2.5' 'j["late_starts"] <= 3' < "$work/out"
 expect_exit 0 "${b[@]}" --rate 40 --duration 3 --warmup 0 --concurrency 8 --lengths fixed:16 --quiet
 check_json '75 < j["requests"] < 170' 'j["rate"] == 40 and j["arrivals"] == "poisson"' 'j["errors"] == {}' \
   < "$work/out"
