@@ -42,8 +42,8 @@ missing=$(docker run --rm --entrypoint sh "$image" -c \
 # A CPU limit of 1.5: relserve must plan for one CPU, not for the host's cores.
 docker run -d --name "$name" --cpus 1.5 -p 127.0.0.1::50051 -p 127.0.0.1::9090 \
   -v "$work/models:/models:ro" "$image" > /dev/null
-grpc_port=$(docker port "$name" 50051/tcp | head -1 | sed 's/.*://')
-metrics_port=$(docker port "$name" 9090/tcp | head -1 | sed 's/.*://')
+grpc_port=$(docker port "$name" 50051/tcp | sed -n '1s/.*://p')
+metrics_port=$(docker port "$name" 9090/tcp | sed -n '1s/.*://p')
 echo "container $name: gRPC on 127.0.0.1:$grpc_port, metrics on 127.0.0.1:$metrics_port"
 
 # Docker's HEALTHCHECK (relserve-client health inside the container) decides.
@@ -88,8 +88,10 @@ uid=$(docker exec "$name" sh -c 'stat -c %u /proc/1')
 [ "$uid" = 10001 ] || { echo "FAILED: the server runs as uid $uid"; exit 1; }
 
 # The CPU limit was seen through the container's cgroup.
-docker logs "$name" 2>&1 | grep -q 'INFO 1 CPU (affinity [0-9]*, cgroup quota 1.5): 1 worker x 1 thread per model' || {
-  echo "FAILED: the CPU limit was not detected:"; docker logs "$name" 2>&1 | head -5; exit 1; }
+# (Read into a file first: `grep -q` in a pipe would stop `docker logs` early, and pipefail fails.)
+docker logs "$name" > "$work/start.log" 2>&1
+grep -q 'INFO 1 CPU (affinity [0-9]*, cgroup quota 1.5): 1 worker x 1 thread per model' "$work/start.log" || {
+  echo "FAILED: the CPU limit was not detected:"; head -5 "$work/start.log"; exit 1; }
 
 # `docker stop` sends SIGTERM: the server drains and exits 0 within Docker's stop timeout.
 docker stop --time 20 "$name" > /dev/null
