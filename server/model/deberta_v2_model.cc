@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/model/relative_position.h"
+#include "server/model/relative_softmax.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -145,12 +146,13 @@ std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(in
   auto restrict_rows = [](at::Tensor full, at::Tensor* out, int64_t* lo, int64_t* rows) {
     *lo = full.min().item<int64_t>();
     *rows = full.max().item<int64_t>() - *lo + 1;
-    *out = (full - *lo).contiguous();
+    *out = ToeplitzTable(full - *lo);
   };
   // c2p_pos = clamp(relative_pos + att_span, 0, 2 * att_span - 1), indexed [query, key].
   restrict_rows(at::clamp(rel + span, 0, 2 * span - 1), &index->c2p, &index->c2p_lo, &index->c2p_rows);
-  // p2c_pos = clamp(-r_pos + att_span, ...), gathered along keys' rows then transposed.
-  restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1), &index->p2c, &index->p2c_lo, &index->p2c_rows);
+  // p2c_pos = clamp(-r_pos + att_span, ...) is indexed [key, query] (gathered along the keys'
+  // rows, then transposed): its transpose is the [query, key] matrix.
+  restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1).t(), &index->p2c, &index->p2c_lo, &index->p2c_rows);
   std::lock_guard<std::mutex> lock(index_mu_);
   index_cache_.emplace(length, index);
   return index;
@@ -178,66 +180,57 @@ at::Tensor DebertaV2Model::ConvForward(const at::Tensor& embeddings, const at::T
                        .contiguous();
   at::Tensor keep = mask.unsqueeze(2).to(out.scalar_type());
   out = ApplyActivation(conv_->act, out * keep);
-  out = conv_->norm(residual + out);
+  out = conv_->norm(out, residual);
   return out * keep;
 }
 
-at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& key_bias,
+at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& mask,
                                         const RelativeIndex* index) const {
   const int64_t B = x.size(0), L = x.size(1), Hd = heads_, D = head_dim_;
   // [B, L, 3, heads, D] -> [3, heads, B, L, D]
   at::Tensor qkv = layer.qkv(x).view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
   at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // [heads, B, L, D]
 
-  at::Tensor bias;  // everything added to q.k: relative terms and the padding mask, [heads, B, L, L]
+  RelativeScoreTerms terms;
   if (use_c2p_) {
     at::Tensor table = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
-    at::Tensor c2p = at::bmm(q.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd, B, L, -1});
-    bias = at::gather(c2p, 3, index->c2p.expand({Hd, B, L, L}));
+    terms.c2p = at::bmm(q.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd * B, L, -1});
+    terms.c2p_index = index->c2p;
   }
   if (use_p2c_) {
     at::Tensor table = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
-    at::Tensor p2c = at::bmm(k.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd, B, L, -1});
-    at::Tensor term = at::gather(p2c, 3, index->p2c.expand({Hd, B, L, L})).transpose(2, 3);
-    bias = bias.defined() ? bias.add_(term) : term.contiguous();
+    terms.p2c = at::bmm(k.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd * B, L, -1});
+    terms.p2c_index = index->p2c;
   }
-  if (key_bias.defined()) bias = bias.defined() ? bias.add_(key_bias) : key_bias.expand({Hd, B, L, L}).contiguous();
+  terms.attention_mask = mask;  // undefined without padding
+  terms.zero_padded_queries = true;  // XSoftmax masks padded queries' rows too
 
-  at::Tensor q2 = q.reshape({Hd * B, L, D});
-  at::Tensor kt = k.reshape({Hd * B, L, D}).transpose(1, 2);
-  at::Tensor scores = bias.defined() ? at::baddbmm(bias.view({Hd * B, L, L}), q2, kt) : at::bmm(q2, kt);
-  at::Tensor probs = at::softmax(scores, -1);
+  at::Tensor probs = at::bmm(q.view({Hd * B, L, D}), k.view({Hd * B, L, D}).transpose(1, 2));
+  RelativeSoftmaxInPlace(probs, B, terms);
   at::Tensor context = at::bmm(probs, v.reshape({Hd * B, L, D}))
                            .view({Hd, B, L, D})
                            .permute({1, 2, 0, 3})
                            .reshape({B, L, Hd * D});
 
-  at::Tensor attended = layer.attention_norm(layer.attention_output(context).add_(x));
+  at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
   at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
-  return layer.output_norm(layer.output(inner).add_(attended));
+  return layer.output_norm(layer.output(inner), attended);
 }
 
 EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {
   EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
+  const int64_t L = in.input_ids.size(1);
   at::Tensor embeddings = Embed(in);
   if (all_hidden_states) out.hidden_states.push_back(embeddings);
 
-  // XSoftmax masks keys of padded positions (rows of padded queries are zero in the
-  // reference; they never reach a real position, so they are left as computed here).
-  at::Tensor key_bias;
-  if (in.has_padding) {
-    key_bias = (1 - in.attention_mask)
-                   .to(embeddings.scalar_type())
-                   .mul_(MaskValue(embeddings.scalar_type()))
-                   .view({1, B, 1, L});
-  }
+  // XSoftmax masks padded keys, and the rows of padded queries.
+  at::Tensor mask = in.has_padding ? in.attention_mask : at::Tensor();
   std::shared_ptr<const RelativeIndex> index;
   if (use_c2p_ || use_p2c_) index = IndexFor(L);
 
   at::Tensor x = embeddings;
   for (size_t i = 0; i < layers_.size(); ++i) {
-    x = LayerForward(layers_[i], x, key_bias, index.get());
+    x = LayerForward(layers_[i], x, mask, index.get());
     if (i == 0 && conv_) x = ConvForward(embeddings, x, in.attention_mask);
     if (all_hidden_states) out.hidden_states.push_back(x);
   }

@@ -51,18 +51,19 @@ class DebertaV2Model : public EncoderModel {
     Activation act = Activation::kTanh;
     LayerNorm norm;
   };
-  // Gather indices for one sequence length, restricted to the table rows that length uses.
+  // Relative indices for one sequence length, by j - i + L - 1 (query i, key j), restricted
+  // to the table rows that length uses.
   struct RelativeIndex {
-    at::Tensor c2p;  // [L, L] int64, into rows [c2p_lo, c2p_lo + c2p_rows)
+    at::Tensor c2p;  // int32 [2L - 1]: row of the c2p table, minus c2p_lo
     int64_t c2p_lo = 0, c2p_rows = 0;
-    at::Tensor p2c;  // [L(key), L(query)] int64, into rows [p2c_lo, p2c_lo + p2c_rows)
+    at::Tensor p2c;  // int32 [2L - 1]: row of the p2c table, minus p2c_lo
     int64_t p2c_lo = 0, p2c_rows = 0;
   };
 
   explicit DebertaV2Model(const ModelConfig& config);
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const EncoderInputs& inputs) const;
-  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& key_bias,
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& mask,
                           const RelativeIndex* index) const;
   at::Tensor ConvForward(const at::Tensor& embeddings, const at::Tensor& residual, const at::Tensor& mask) const;
   std::shared_ptr<const RelativeIndex> IndexFor(int64_t length) const;

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "server/model/layer_norm_kernel.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -12,8 +13,14 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
 }
 
-at::Tensor LayerNorm::operator()(const at::Tensor& x) const {
-  return at::layer_norm(x, {weight.size(0)}, weight, bias, eps);
+at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return (*this)(x, at::Tensor()); }
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x, const at::Tensor& residual) const {
+  const at::ScalarType t = x.scalar_type();
+  if (x.device().is_cpu() && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf)) {
+    return AddLayerNorm(x, residual, weight, bias, eps);
+  }
+  return at::layer_norm(residual.defined() ? x + residual : x, {weight.size(0)}, weight, bias, eps);
 }
 
 absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out,

@@ -23,6 +23,9 @@ struct LayerNorm {
   at::Tensor bias;
   double eps = 1e-5;
   at::Tensor operator()(const at::Tensor& x) const;
+  // layer_norm(x + residual), the residual added in float32 without rounding (see
+  // layer_norm_kernel.h).
+  at::Tensor operator()(const at::Tensor& x, const at::Tensor& residual) const;
 };
 
 absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out,

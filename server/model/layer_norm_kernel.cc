@@ -1,0 +1,107 @@
+#include "server/model/layer_norm_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+namespace relserve {
+namespace {
+
+struct NormArgs {
+  const void* x = nullptr;
+  const void* residual = nullptr;  // nullptr: none
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* out = nullptr;
+  int64_t hidden = 0;
+  float eps = 0;
+};
+
+template <typename T>
+__attribute__((always_inline)) inline void NormRows(const NormArgs& a, int64_t begin, int64_t end, float* buf) {
+  const int64_t H = a.hidden;
+  const T* w = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = static_cast<const T*>(a.x) + r * H;
+    T* out = static_cast<T*>(a.out) + r * H;
+    if (a.residual) {
+      const T* res = static_cast<const T*>(a.residual) + r * H;
+      for (int64_t k = 0; k < H; ++k) buf[k] = static_cast<float>(x[k]) + static_cast<float>(res[k]);
+    } else {
+      for (int64_t k = 0; k < H; ++k) buf[k] = static_cast<float>(x[k]);
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t k = 0; k < H; ++k) sum += buf[k];
+    const float mean = sum / static_cast<float>(H);
+    float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t k = 0; k < H; ++k) {
+      const float d = buf[k] - mean;
+      sq += d * d;
+    }
+    const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(H) + a.eps);
+    for (int64_t k = 0; k < H; ++k) {
+      out[k] = static_cast<T>((buf[k] - mean) * rstd * static_cast<float>(w[k]) + static_cast<float>(bias[k]));
+    }
+  }
+}
+
+#define RELSERVE_NORM_FN(NAME, TYPE)                                                                     \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const NormArgs& a, int64_t begin, \
+                                                                          int64_t end, float* buf) {     \
+    NormRows<TYPE>(a, begin, end, buf);                                                                  \
+  }
+RELSERVE_NORM_FN(NormFloat, float)
+RELSERVE_NORM_FN(NormBFloat16, c10::BFloat16)
+RELSERVE_NORM_FN(NormHalf, c10::Half)
+#undef RELSERVE_NORM_FN
+
+}  // namespace
+
+at::Tensor AddLayerNorm(const at::Tensor& x_in, const at::Tensor& residual_in, const at::Tensor& weight_in,
+                        const at::Tensor& bias_in, double eps) {
+  const int64_t H = x_in.size(-1);
+  TORCH_CHECK(weight_in.numel() == H && bias_in.numel() == H, "AddLayerNorm: weight and bias must have ", H,
+              " entries");
+  const at::ScalarType dtype = x_in.scalar_type();
+  at::Tensor x = x_in.contiguous();
+  at::Tensor residual;
+  if (residual_in.defined()) {
+    TORCH_CHECK(residual_in.sizes() == x_in.sizes() && residual_in.scalar_type() == dtype,
+                "AddLayerNorm: residual must match x in shape and dtype");
+    residual = residual_in.contiguous();
+  }
+  at::Tensor weight = weight_in.to(dtype).contiguous(), bias = bias_in.to(dtype).contiguous();
+  at::Tensor out = at::empty_like(x);
+  NormArgs a;
+  a.x = x.data_ptr();
+  a.residual = residual.defined() ? residual.data_ptr() : nullptr;
+  a.weight = weight.data_ptr();
+  a.bias = bias.data_ptr();
+  a.out = out.data_ptr();
+  a.hidden = H;
+  a.eps = static_cast<float>(eps);
+  void (*fn)(const NormArgs&, int64_t, int64_t, float*) = nullptr;
+  switch (dtype) {
+    case at::kFloat: fn = NormFloat; break;
+    case at::kBFloat16: fn = NormBFloat16; break;
+    case at::kHalf: fn = NormHalf; break;
+    default: TORCH_CHECK(false, "AddLayerNorm: unsupported dtype ", dtype);
+  }
+  const int64_t rows = H == 0 ? 0 : x.numel() / H;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(H, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(H);
+    fn(a, begin, end, buf.data());
+  });
+  return out;
+}
+
+}  // namespace relserve

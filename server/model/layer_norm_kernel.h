@@ -1,0 +1,18 @@
+#ifndef RELSERVE_SERVER_MODEL_LAYER_NORM_KERNEL_H_
+#define RELSERVE_SERVER_MODEL_LAYER_NORM_KERNEL_H_
+
+#include <ATen/core/Tensor.h>
+
+namespace relserve {
+
+// layer_norm(x + residual) over the last dimension with elementwise affine weight and bias,
+// in one pass over memory and in float32 arithmetic whatever the dtype (float32, bfloat16,
+// float16): the sum is not rounded to the dtype before it is normalized. residual may be
+// undefined (plain layer_norm). x and residual have the same shape and dtype; weight and
+// bias are [hidden] of that dtype. Returns a new contiguous tensor.
+at::Tensor AddLayerNorm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
+                        const at::Tensor& bias, double eps);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_LAYER_NORM_KERNEL_H_

@@ -1,0 +1,239 @@
+#include "server/model/relative_softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+namespace relserve {
+namespace {
+
+// Everything a worker thread needs to compute a range of score rows.
+struct RowArgs {
+  void* scores = nullptr;
+  int64_t groups = 0, batch = 0, length = 0;
+  const void* c2p = nullptr;
+  const int32_t* c2p_index = nullptr;
+  int64_t c2p_cols = 0;
+  const void* p2c = nullptr;
+  const int32_t* p2c_index = nullptr;
+  int64_t p2c_cols = 0;
+  const float* position_bias = nullptr;  // [heads, 2L - 1]
+  const uint8_t* keep = nullptr;         // [batch, L], 1 = real token; nullptr = all real
+  const int64_t* key_end = nullptr;      // [batch]: one past the last real key
+  bool zero_padded_queries = false;
+};
+
+inline float ToFloat(float v) { return v; }
+inline float ToFloat(c10::BFloat16 v) { return static_cast<float>(v); }
+inline float ToFloat(c10::Half v) { return static_cast<float>(v); }
+
+template <typename T>
+inline T FromFloat(float v) {
+  return static_cast<T>(v);
+}
+
+// exp(x) for x <= 0 (and -inf), Cephes' expf: Cody-Waite reduction and a degree-5
+// polynomial, relative error below 2e-7. Written so that the compiler vectorizes it: the
+// rounding is the 1.5 * 2^23 trick and the power of two is built in the exponent bits.
+// Arguments below -87 (e^-87 < 1.7e-38) give 0, which also makes padded keys (-inf) exactly 0.
+__attribute__((always_inline)) inline float ExpNonPositive(float x) {
+  const float xc = x < -87.0f ? -87.0f : x;
+  const float r = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float g = xc - r * 0.693359375f;
+  g = g + r * 2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * g + 1.3981999507e-3f;
+  y = y * g + 8.3334519073e-3f;
+  y = y * g + 4.1665795894e-2f;
+  y = y * g + 1.6666665459e-1f;
+  y = y * g + 5.0000001201e-1f;
+  y = y * g * g + g + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(r) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return x < -87.0f ? 0.0f : y * scale;
+}
+
+template <typename T>
+__attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin, int64_t end, float* buf) {
+  const int64_t L = a.length, B = a.batch;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  T* scores = static_cast<T*>(a.scores);
+  const T* c2p = static_cast<const T*>(a.c2p);
+  const T* p2c = static_cast<const T*>(a.p2c);
+  for (int64_t row = begin; row < end; ++row) {
+    const int64_t g = row / L, i = row % L, b = g % B, h = g / B;
+    T* out = scores + row * L;
+    const uint8_t* keep = a.keep ? a.keep + b * L : nullptr;
+    if (keep && a.zero_padded_queries && !keep[i]) {
+      for (int64_t j = 0; j < L; ++j) out[j] = FromFloat<T>(0.0f);
+      continue;
+    }
+    // Keys at or past key_end are padding: probability 0, no work.
+    const int64_t n = a.key_end ? a.key_end[b] : L;
+    if (n == 0) {  // every key padded: transformers' finite mask leaves a uniform row
+      const T u = FromFloat<T>(1.0f / static_cast<float>(L));
+      for (int64_t j = 0; j < L; ++j) out[j] = u;
+      continue;
+    }
+    const int64_t d0 = L - 1 - i;  // table offset of key 0 for this query
+    // The relative terms first, then q.k: transformers adds (c2p + p2c) to the scores.
+    for (int64_t j = 0; j < n; ++j) buf[j] = 0.0f;
+    if (c2p) {
+      const T* crow = c2p + row * a.c2p_cols;
+      const int32_t* idx = a.c2p_index + d0;
+      for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(crow[idx[j]]);
+    }
+    if (p2c) {
+      const T* pg = p2c + g * L * a.p2c_cols;
+      const int32_t* idx = a.p2c_index + d0;
+      const int64_t cols = a.p2c_cols;
+      for (int64_t j = 0; j < n; ++j) buf[j] += ToFloat(pg[j * cols + idx[j]]);
+    }
+    if (a.position_bias) {
+      const float* pb = a.position_bias + h * (2 * L - 1) + d0;
+      for (int64_t j = 0; j < n; ++j) buf[j] += pb[j];
+    }
+    for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(out[j]) + buf[j];
+    if (keep) {
+      for (int64_t j = 0; j < n; ++j) buf[j] = keep[j] ? buf[j] : kNegInf;
+    }
+    float max = kNegInf;
+#pragma omp simd reduction(max : max)
+    for (int64_t j = 0; j < n; ++j) max = std::max(max, buf[j]);
+    if (max == kNegInf) {  // keys before key_end all padded too (a mask with holes)
+      const T u = FromFloat<T>(1.0f / static_cast<float>(L));
+      for (int64_t j = 0; j < L; ++j) out[j] = u;
+      continue;
+    }
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int64_t j = 0; j < n; ++j) {
+      const float e = ExpNonPositive(buf[j] - max);
+      buf[j] = e;
+      sum += e;
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t j = 0; j < n; ++j) out[j] = FromFloat<T>(buf[j] * inv);
+    for (int64_t j = n; j < L; ++j) out[j] = FromFloat<T>(0.0f);
+  }
+}
+
+// One copy per instruction set, chosen at load time: the loops above vectorize with AVX-512
+// or AVX2 where the CPU has them, and run as SSE2 elsewhere.
+#define RELSERVE_ROWS_FN(NAME, TYPE)                                                             \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const RowArgs& a,        \
+                                                                          int64_t begin,         \
+                                                                          int64_t end, float* buf) { \
+    Rows<TYPE>(a, begin, end, buf);                                                              \
+  }
+RELSERVE_ROWS_FN(RowsFloat, float)
+RELSERVE_ROWS_FN(RowsBFloat16, c10::BFloat16)
+RELSERVE_ROWS_FN(RowsHalf, c10::Half)
+#undef RELSERVE_ROWS_FN
+
+void CheckTerm(const at::Tensor& t, const at::Tensor& index, const at::Tensor& scores, const char* name) {
+  TORCH_CHECK(t.dim() == 3 && t.size(0) == scores.size(0) && t.size(1) == scores.size(1) && t.is_contiguous() &&
+                  t.scalar_type() == scores.scalar_type(),
+              name, ": expected a contiguous [G, L, R] tensor of the scores' dtype");
+  const int64_t L = scores.size(1);
+  TORCH_CHECK(index.defined() && index.scalar_type() == at::kInt && index.is_contiguous() &&
+                  index.numel() == 2 * L - 1,
+              name, " index: expected int32 [2L - 1]");
+  const int32_t* p = index.data_ptr<int32_t>();
+  for (int64_t d = 0; d < 2 * L - 1; ++d) {
+    TORCH_CHECK(p[d] >= 0 && p[d] < t.size(2), name, " index ", d, " = ", p[d], " is outside [0, ", t.size(2), ")");
+  }
+}
+
+}  // namespace
+
+void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms) {
+  TORCH_CHECK(scores.dim() == 3 && scores.size(1) == scores.size(2) && scores.is_contiguous(),
+              "scores: expected a contiguous [G, L, L] tensor");
+  TORCH_CHECK(batch > 0 && scores.size(0) % batch == 0, "scores: groups are not a multiple of the batch");
+  const int64_t G = scores.size(0), L = scores.size(1);
+  RowArgs a;
+  a.scores = scores.data_ptr();
+  a.groups = G;
+  a.batch = batch;
+  a.length = L;
+  if (terms.c2p.defined()) {
+    CheckTerm(terms.c2p, terms.c2p_index, scores, "c2p");
+    a.c2p = terms.c2p.data_ptr();
+    a.c2p_index = terms.c2p_index.data_ptr<int32_t>();
+    a.c2p_cols = terms.c2p.size(2);
+  }
+  if (terms.p2c.defined()) {
+    CheckTerm(terms.p2c, terms.p2c_index, scores, "p2c");
+    a.p2c = terms.p2c.data_ptr();
+    a.p2c_index = terms.p2c_index.data_ptr<int32_t>();
+    a.p2c_cols = terms.p2c.size(2);
+  }
+  at::Tensor bias;
+  if (terms.position_bias.defined()) {
+    bias = terms.position_bias.to(at::kFloat).contiguous();
+    TORCH_CHECK(bias.dim() == 2 && bias.size(0) == G / batch && bias.size(1) == 2 * L - 1,
+                "position_bias: expected [heads, 2L - 1]");
+    a.position_bias = bias.data_ptr<float>();
+  }
+  at::Tensor keep, key_end;
+  if (terms.attention_mask.defined()) {
+    TORCH_CHECK(terms.attention_mask.dim() == 2 && terms.attention_mask.size(0) == batch &&
+                    terms.attention_mask.size(1) == L,
+                "attention_mask: expected [batch, L]");
+    keep = terms.attention_mask.ne(0).to(at::kByte).contiguous();
+    key_end = at::zeros({batch}, at::kLong);
+    const uint8_t* k = keep.data_ptr<uint8_t>();
+    int64_t* e = key_end.data_ptr<int64_t>();
+    for (int64_t b = 0; b < batch; ++b) {
+      for (int64_t j = L; j > 0; --j) {
+        if (k[b * L + j - 1]) {
+          e[b] = j;
+          break;
+        }
+      }
+    }
+    a.keep = k;
+    a.key_end = e;
+  }
+  a.zero_padded_queries = terms.zero_padded_queries;
+
+  void (*fn)(const RowArgs&, int64_t, int64_t, float*) = nullptr;
+  switch (scores.scalar_type()) {
+    case at::kFloat: fn = RowsFloat; break;
+    case at::kBFloat16: fn = RowsBFloat16; break;
+    case at::kHalf: fn = RowsHalf; break;
+    default: TORCH_CHECK(false, "scores: unsupported dtype ", scores.scalar_type());
+  }
+  // About 16K score elements per task: small lengths still split into few tasks.
+  const int64_t grain = std::max<int64_t>(1, 16384 / L);
+  at::parallel_for(0, G * L, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(L);
+    fn(a, begin, end, buf.data());
+  });
+}
+
+at::Tensor ToeplitzTable(const at::Tensor& m) {
+  TORCH_CHECK(m.dim() == 2 && m.size(0) == m.size(1), "ToeplitzTable: expected a square matrix");
+  const int64_t L = m.size(0);
+  at::Tensor c = m.to(at::kLong).contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  at::Tensor out = at::empty({2 * L - 1}, at::kInt);
+  int32_t* o = out.data_ptr<int32_t>();
+  for (int64_t d = 0; d < 2 * L - 1; ++d) {
+    // j - i + L - 1 = d: i = L - 1 - d, j = 0 below the diagonal; i = 0, j = d - L + 1 above.
+    const int64_t i = d < L ? L - 1 - d : 0, j = d < L ? 0 : d - L + 1;
+    o[d] = static_cast<int32_t>(p[i * L + j]);
+  }
+  return out;
+}
+
+}  // namespace relserve
