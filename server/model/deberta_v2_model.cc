@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/model/relative_position.h"
+#include "server/model/relative_attention.h"
 #include "server/model/relative_softmax.h"
 #include "server/util/status_macros.h"
 
@@ -189,28 +190,20 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   const int64_t B = x.size(0), L = x.size(1), Hd = heads_, D = head_dim_;
   // [B, L, 3, heads, D] -> [3, heads, B, L, D]
   at::Tensor qkv = layer.qkv(x).view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
-  at::Tensor q = qkv[0], k = qkv[1], v = qkv[2];  // [heads, B, L, D]
 
-  RelativeScoreTerms terms;
+  RelativeAttentionInputs att;
+  att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
   if (use_c2p_) {
-    at::Tensor table = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
-    terms.c2p = at::bmm(q.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd * B, L, -1});
-    terms.c2p_index = index->c2p;
+    att.pos_key = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
+    att.c2p_index = index->c2p;
   }
   if (use_p2c_) {
-    at::Tensor table = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
-    terms.p2c = at::bmm(k.view({Hd, B * L, D}), table.transpose(1, 2)).view({Hd * B, L, -1});
-    terms.p2c_index = index->p2c;
+    att.pos_query = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
+    att.p2c_index = index->p2c;
   }
-  terms.attention_mask = mask;  // undefined without padding
-  terms.zero_padded_queries = true;  // XSoftmax masks padded queries' rows too
-
-  at::Tensor probs = at::bmm(q.view({Hd * B, L, D}), k.view({Hd * B, L, D}).transpose(1, 2));
-  RelativeSoftmaxInPlace(probs, B, terms);
-  at::Tensor context = at::bmm(probs, v.reshape({Hd * B, L, D}))
-                           .view({Hd, B, L, D})
-                           .permute({1, 2, 0, 3})
-                           .reshape({B, L, Hd * D});
+  att.attention_mask = mask;        // undefined without padding
+  att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too
+  at::Tensor context = RelativeAttention(att).permute({1, 2, 0, 3}).reshape({B, L, Hd * D});
 
   at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
   at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));

@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/model/relative_position.h"
+#include "server/model/relative_attention.h"
+#include "server/model/relative_softmax.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -76,28 +78,29 @@ std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) c
     auto it = bias_cache_.find(length);
     if (it != bias_cache_.end()) return it->second;
   }
-  // T5Attention.compute_bias: embedding of the bucket of (memory - context), as [heads, L, L].
+  // T5Attention.compute_bias: embedding of the bucket of (memory - context), read by j - i.
   at::Tensor buckets = T5RelativePositionBucket(length, length, c_.relative_attention_num_buckets,
                                                 c_.relative_attention_max_distance);
+  at::Tensor by_offset = ToeplitzTable(buckets).to(at::kLong);  // [2L - 1]
   auto bias = std::make_shared<const at::Tensor>(
-      at::embedding(relative_attention_bias_, buckets).permute({2, 0, 1}).contiguous());
+      at::embedding(relative_attention_bias_, by_offset).t().to(at::kFloat).contiguous());
   std::lock_guard<std::mutex> lock(bias_mu_);
   bias_cache_.emplace(length, bias);
   return bias;
 }
 
-at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& bias) const {
+at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& mask,
+                                        const at::Tensor& position_bias) const {
   const int64_t B = x.size(0), L = x.size(1), Hd = c_.num_heads, Dk = c_.d_kv;
   at::Tensor normed = block.attention_norm(x);
   at::Tensor qkv = block.qkv(normed).view({B, L, 3, Hd, Dk}).permute({2, 3, 0, 1, 4}).contiguous();
-  at::Tensor q = qkv[0].reshape({Hd * B, L, Dk});
-  at::Tensor k = qkv[1].reshape({Hd * B, L, Dk});
-  at::Tensor v = qkv[2].reshape({Hd * B, L, Dk});
-  at::Tensor scores = at::baddbmm(bias.view({Hd * B, L, L}), q, k.transpose(1, 2));
-  // softmax(scores.float()).type_as(scores)
-  at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(scores.scalar_type());
-  at::Tensor context =
-      at::bmm(probs, v).view({Hd, B, L, Dk}).permute({1, 2, 0, 3}).reshape({B, L, Hd * Dk});
+  // softmax((q.k + position_bias + mask).float()).type_as(scores); padded queries' rows are
+  // computed like the others, as T5 does.
+  RelativeAttentionInputs att;
+  att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, Dk]
+  att.position_bias = position_bias;
+  att.attention_mask = mask;
+  at::Tensor context = RelativeAttention(att).permute({1, 2, 0, 3}).reshape({B, L, Hd * Dk});
   at::Tensor h = x + block.o(context);
 
   normed = block.ff_norm(h);
@@ -119,23 +122,15 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
 
 EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
   EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1), Hd = c_.num_heads;
+  const int64_t L = in.input_ids.size(1);
   at::Tensor x = at::embedding(embed_tokens_, in.input_ids);
 
-  // position_bias + extended_attention_mask, shared by every block: [heads, B, L, L].
   std::shared_ptr<const at::Tensor> position_bias = PositionBias(L);
-  at::Tensor bias;
-  if (in.has_padding) {
-    at::Tensor mask =
-        (1 - in.attention_mask).to(at::kFloat).mul_(MaskValue(x.scalar_type())).view({1, B, 1, L});
-    bias = (position_bias->unsqueeze(1).to(at::kFloat) + mask).to(x.scalar_type());
-  } else {
-    bias = position_bias->unsqueeze(1).expand({Hd, B, L, L}).contiguous();
-  }
+  at::Tensor mask = in.has_padding ? in.attention_mask : at::Tensor();
 
   for (size_t i = 0; i < blocks_.size(); ++i) {
     if (all_hidden_states) out.hidden_states.push_back(x);
-    x = BlockForward(blocks_[i], x, bias);
+    x = BlockForward(blocks_[i], x, mask, *position_bias);
   }
   x = final_norm_(x);
   if (all_hidden_states) out.hidden_states.push_back(x);

@@ -20,9 +20,10 @@ namespace relserve {
 // T5 / T5 v1.1 / mT5 encoders: transformers' T5EncoderModel (T5Stack without the decoder),
 // also taken out of T5Model / T5ForConditionalGeneration checkpoints.
 //
-// The relative position bias [heads, L, L] is built once per sequence length (cached) and,
-// with the padding mask added, once per batch; every layer adds that same tensor, as
-// T5Stack passes the first layer's position_bias on to the others.
+// The relative position bias depends on the query i and key j through j - i only: it is kept
+// per sequence length (cached) as a [heads, 2L - 1] table, which every layer's fused softmax
+// (relative_softmax.h) adds with the padding mask, as T5Stack passes the first layer's
+// position_bias on to the others. No [heads, batch, L, L] bias is built.
 class T5EncoderModel : public EncoderModel {
  public:
   static absl::StatusOr<std::unique_ptr<T5EncoderModel>> Load(const ModelConfig& config, WeightLoader& weights);
@@ -46,8 +47,9 @@ class T5EncoderModel : public EncoderModel {
 
   explicit T5EncoderModel(const ModelConfig& config);
   absl::Status LoadWeights(WeightLoader& weights);
-  at::Tensor BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& bias) const;
-  std::shared_ptr<const at::Tensor> PositionBias(int64_t length) const;  // [heads, L, L]
+  at::Tensor BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& mask,
+                         const at::Tensor& position_bias) const;
+  std::shared_ptr<const at::Tensor> PositionBias(int64_t length) const;  // float32 [heads, 2L - 1]
 
   ModelConfig config_;
   T5Config c_;

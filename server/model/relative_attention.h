@@ -1,0 +1,44 @@
+#ifndef RELSERVE_SERVER_MODEL_RELATIVE_ATTENTION_H_
+#define RELSERVE_SERVER_MODEL_RELATIVE_ATTENTION_H_
+
+#include <cstdint>
+
+#include <ATen/core/Tensor.h>
+
+namespace relserve {
+
+// Self-attention with relative-position terms, for both encoder families:
+//   probs = softmax(q.k + c2p + p2c + position_bias, padded keys masked)
+//   context = probs . v
+// where c2p = q . pos_key[index(j - i)] and p2c = k_j . pos_query[index(j - i)] (DeBERTa's
+// disentangled terms) and position_bias[head, j - i] (T5). Any scaling is already folded into
+// q and pos_query. Terms that are undefined are left out.
+// The working-set budget of RelativeAttention, in bytes of scores and relative products per
+// slice of a batch.
+constexpr int64_t kAttentionSliceBytes = 12 << 20;
+
+struct RelativeAttentionInputs {
+  at::Tensor q, k, v;        // [heads, batch, L, head_dim], contiguous, one dtype
+  at::Tensor pos_key;        // [heads, Rc, head_dim] or undefined
+  at::Tensor c2p_index;      // int32 [2L - 1] into pos_key's rows
+  at::Tensor pos_query;      // [heads, Rp, head_dim] or undefined
+  at::Tensor p2c_index;      // int32 [2L - 1] into pos_query's rows
+  at::Tensor position_bias;  // float32 [heads, 2L - 1] or undefined
+  at::Tensor attention_mask; // [batch, L], 1 = real token; undefined = no padding
+  bool zero_padded_queries = false;  // see RelativeScoreTerms
+  int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget below (tests lower it)
+};
+
+// Returns the context, [heads, batch, L, head_dim] contiguous.
+//
+// On the CPU the [L, L] scores and the [L, R] relative products of a large batch do not fit
+// in cache: writing them out and reading them back is most of attention's time at long
+// lengths. Above a working-set budget, the batch is therefore processed head by head in
+// slices of sequences whose scores, relative products and probabilities stay in cache from
+// the products that write them to the one that reads them (one pass of memory instead of
+// four). Smaller batches run every head and sequence in one set of batched products.
+at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_RELATIVE_ATTENTION_H_

@@ -1,0 +1,120 @@
+// Relative attention, batched and sliced, against plain float64 ATen: the scores with every
+// relative term as an [L, L] tensor, the mask, softmax and the product with v.
+#include "server/model/relative_attention.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "gtest/gtest.h"
+
+namespace relserve {
+namespace {
+
+constexpr int64_t kHeads = 3, kBatch = 5, kLen = 19, kDim = 8, kRows = 12;
+
+at::Tensor Expand(const at::Tensor& table, int64_t L) {
+  at::Tensor i = at::arange(L, at::kLong).unsqueeze(1), j = at::arange(L, at::kLong).unsqueeze(0);
+  return table.to(at::kLong).index({j - i + (L - 1)});  // [L, L]: table[j - i + L - 1]
+}
+
+struct Fixture {
+  RelativeAttentionInputs in;
+  at::Tensor mask;
+};
+
+Fixture Make(bool deberta, at::ScalarType dtype) {
+  at::manual_seed(deberta ? 1 : 2);
+  Fixture f;
+  auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, at::kDouble).to(dtype); };
+  f.in.q = randn({kHeads, kBatch, kLen, kDim});
+  f.in.k = randn({kHeads, kBatch, kLen, kDim});
+  f.in.v = randn({kHeads, kBatch, kLen, kDim});
+  if (deberta) {
+    f.in.pos_key = randn({kHeads, kRows, kDim});
+    f.in.pos_query = randn({kHeads, kRows, kDim});
+    f.in.c2p_index = at::randint(0, kRows, {2 * kLen - 1}, at::kInt);
+    f.in.p2c_index = at::randint(0, kRows, {2 * kLen - 1}, at::kInt);
+    f.in.zero_padded_queries = true;
+  } else {
+    f.in.position_bias = at::randn({kHeads, 2 * kLen - 1}, at::kFloat);
+  }
+  f.mask = at::ones({kBatch, kLen}, at::kLong);
+  for (int64_t b = 1; b < kBatch; ++b) f.mask[b].narrow(0, kLen - 3 * b, 3 * b).zero_();
+  f.in.attention_mask = f.mask;
+  return f;
+}
+
+at::Tensor Reference(const Fixture& f) {
+  const RelativeAttentionInputs& in = f.in;
+  at::Tensor q = in.q.to(at::kDouble), k = in.k.to(at::kDouble), v = in.v.to(at::kDouble);
+  at::Tensor s = at::matmul(q, k.transpose(-1, -2));  // [H, B, L, L]
+  if (in.pos_key.defined()) {
+    at::Tensor rows = in.pos_key.to(at::kDouble).index({at::indexing::Slice(), Expand(in.c2p_index, kLen)});  // [H, L, L, D]
+    s = s + at::einsum("hbid,hijd->hbij", {q, rows});
+  }
+  if (in.pos_query.defined()) {
+    // p2c[i][j] = k_j . pos_query[index(j - i)]
+    at::Tensor rows = in.pos_query.to(at::kDouble).index({at::indexing::Slice(), Expand(in.p2c_index, kLen)});
+    s = s + at::einsum("hbjd,hijd->hbij", {k, rows});
+  }
+  if (in.position_bias.defined()) {
+    s = s + in.position_bias.to(at::kDouble).index({at::indexing::Slice(), Expand(at::arange(2 * kLen - 1), kLen)}).unsqueeze(1);
+  }
+  at::Tensor keys = f.mask.to(at::kDouble).view({1, kBatch, 1, kLen});
+  at::Tensor p = at::softmax(s + (1 - keys) * -1e300, -1);
+  if (in.zero_padded_queries) p = p * f.mask.to(at::kDouble).view({1, kBatch, kLen, 1});
+  return at::matmul(p, v);
+}
+
+double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+class RelativeAttentionTest : public ::testing::TestWithParam<bool> {
+ protected:
+  c10::InferenceMode guard_;
+};
+
+TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  at::Tensor expected = Reference(f);
+  at::Tensor batched = RelativeAttention(f.in);
+  EXPECT_EQ(batched.sizes(), f.in.q.sizes());
+  EXPECT_LT(MaxDiff(batched, expected), 1e-5);
+  // Budgets that give one sequence per slice, uneven slices of two, and everything at once.
+  const int64_t per_sequence = kLen * kLen * 4;
+  for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, 3 * per_sequence, int64_t{1} << 40}) {
+    f.in.slice_bytes = budget;
+    at::Tensor sliced = RelativeAttention(f.in);
+    EXPECT_LT(MaxDiff(sliced, expected), 1e-5) << "budget " << budget;
+    EXPECT_LT(MaxDiff(sliced, batched), 1e-6) << "budget " << budget;
+  }
+}
+
+TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
+  Fixture f = Make(GetParam(), at::kBFloat16);
+  at::Tensor expected = Reference(f);
+  for (int64_t budget : {int64_t{1}, kAttentionSliceBytes}) {
+    f.in.slice_bytes = budget;
+    at::Tensor got = RelativeAttention(f.in);
+    ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+    EXPECT_LT(MaxDiff(got, expected), 0.1) << "budget " << budget;  // bfloat16 scores of magnitude ~10
+  }
+}
+
+TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  at::Tensor full = RelativeAttention(f.in);
+  RelativeAttentionInputs plain = f.in;
+  plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
+  EXPECT_GT(MaxDiff(RelativeAttention(plain), full), 0.05);
+  RelativeAttentionInputs unmasked = f.in;
+  unmasked.attention_mask = at::Tensor();
+  EXPECT_GT(MaxDiff(RelativeAttention(unmasked), full), 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RelativeAttentionTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "DeBERTa" : "T5"; });
+
+}  // namespace
+}  // namespace relserve
