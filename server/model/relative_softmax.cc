@@ -61,8 +61,25 @@ __attribute__((always_inline)) inline float ExpNonPositive(float x) {
   return x < -87.0f ? 0.0f : y * scale;
 }
 
+// The largest of buf[0, n): sixteen running maxima that the compiler keeps in one vector
+// register (a plain max reduction is not vectorized without -ffast-math's NaN assumptions).
+__attribute__((always_inline)) inline float RowMax(const float* __restrict buf, int64_t n) {
+  constexpr int kLanes = 16;
+  float lanes[kLanes];
+  for (int t = 0; t < kLanes; ++t) lanes[t] = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) {
+    for (int t = 0; t < kLanes; ++t) lanes[t] = lanes[t] > buf[j + t] ? lanes[t] : buf[j + t];
+  }
+  float max = lanes[0];
+  for (int t = 1; t < kLanes; ++t) max = max > lanes[t] ? max : lanes[t];
+  for (; j < n; ++j) max = max > buf[j] ? max : buf[j];
+  return max;
+}
+
 template <typename T>
-__attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin, int64_t end, float* buf) {
+__attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin, int64_t end,
+                                                float* __restrict buf) {
   const int64_t L = a.length, B = a.batch;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   T* scores = static_cast<T*>(a.scores);
@@ -70,8 +87,8 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
   const T* p2c = static_cast<const T*>(a.p2c);
   for (int64_t row = begin; row < end; ++row) {
     const int64_t g = row / L, i = row % L, b = g % B, h = g / B;
-    T* out = scores + row * L;
-    const uint8_t* keep = a.keep ? a.keep + b * L : nullptr;
+    T* __restrict out = scores + row * L;
+    const uint8_t* __restrict keep = a.keep ? a.keep + b * L : nullptr;
     if (keep && a.zero_padded_queries && !keep[i]) {
       for (int64_t j = 0; j < L; ++j) out[j] = FromFloat<T>(0.0f);
       continue;
@@ -85,29 +102,28 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
     }
     const int64_t d0 = L - 1 - i;  // table offset of key 0 for this query
     // The relative terms first, then q.k: transformers adds (c2p + p2c) to the scores.
-    for (int64_t j = 0; j < n; ++j) buf[j] = 0.0f;
     if (c2p) {
-      const T* crow = c2p + row * a.c2p_cols;
-      const int32_t* idx = a.c2p_index + d0;
+      const T* __restrict crow = c2p + row * a.c2p_cols;
+      const int32_t* __restrict idx = a.c2p_index + d0;
       for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(crow[idx[j]]);
+    } else {
+      for (int64_t j = 0; j < n; ++j) buf[j] = 0.0f;
     }
     if (p2c) {
-      const T* pg = p2c + g * L * a.p2c_cols;
-      const int32_t* idx = a.p2c_index + d0;
-      const int64_t cols = a.p2c_cols;
-      for (int64_t j = 0; j < n; ++j) buf[j] += ToFloat(pg[j * cols + idx[j]]);
+      const T* __restrict pg = p2c + g * L * a.p2c_cols;
+      const int32_t* __restrict idx = a.p2c_index + d0;
+      const int32_t cols = static_cast<int32_t>(a.p2c_cols);
+      for (int32_t j = 0; j < static_cast<int32_t>(n); ++j) buf[j] += ToFloat(pg[j * cols + idx[j]]);
     }
     if (a.position_bias) {
-      const float* pb = a.position_bias + h * (2 * L - 1) + d0;
+      const float* __restrict pb = a.position_bias + h * (2 * L - 1) + d0;
       for (int64_t j = 0; j < n; ++j) buf[j] += pb[j];
     }
     for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(out[j]) + buf[j];
     if (keep) {
       for (int64_t j = 0; j < n; ++j) buf[j] = keep[j] ? buf[j] : kNegInf;
     }
-    float max = kNegInf;
-#pragma omp simd reduction(max : max)
-    for (int64_t j = 0; j < n; ++j) max = std::max(max, buf[j]);
+    const float max = RowMax(buf, n);
     if (max == kNegInf) {  // keys before key_end all padded too (a mask with holes)
       const T u = FromFloat<T>(1.0f / static_cast<float>(L));
       for (int64_t j = 0; j < L; ++j) out[j] = u;
