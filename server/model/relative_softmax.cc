@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <limits>
 #include <vector>
+
+#include <immintrin.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -61,6 +64,79 @@ __attribute__((always_inline)) inline float ExpNonPositive(float x) {
   return x < -87.0f ? 0.0f : y * scale;
 }
 
+// out[j] = v(j) or out[j] += v(j) for j in [first, n), v(j) = base[idx[j] + j * stride] as
+// float: the relative terms' gathers. Scalar everywhere; AVX-512 hardware gathers below.
+template <typename T, bool kAdd>
+__attribute__((always_inline)) inline void GatherScalar(const T* __restrict base, const int32_t* __restrict idx,
+                                                        int32_t stride, int32_t first, int32_t n,
+                                                        float* __restrict out) {
+  for (int32_t j = first; j < n; ++j) {
+    const float v = ToFloat(base[idx[j] + j * stride]);
+    out[j] = kAdd ? out[j] + v : v;
+  }
+}
+
+// AVX-512 versions. A bfloat16 is the high half of the 32-bit word that starts one element
+// before it, so each lane gathers that word and clears its low half: the float itself, no
+// shift. The word starts 2 bytes before the element, so a caller must not ask for element 0 of
+// an allocation (offset idx[j] + j * stride == 0 with base at its start).
+__attribute__((target("avx512f"))) void GatherBFloat16Avx512(const c10::BFloat16* base, const int32_t* idx,
+                                                             int32_t stride, int32_t first, int32_t n,
+                                                             float* out, bool add) {
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i vstride = _mm512_set1_epi32(stride);
+  const __m512i high = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  const void* words = reinterpret_cast<const char*>(base) - 2;
+  for (int32_t j = first; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __m512i vj = _mm512_add_epi32(_mm512_set1_epi32(j), lanes);
+    const __m512i off = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, idx + j), _mm512_mullo_epi32(vj, vstride));
+    const __m512i w = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, off, words, 2);
+    __m512 v = _mm512_castsi512_ps(_mm512_and_si512(w, high));
+    if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out + j));
+    _mm512_mask_storeu_ps(out + j, m, v);
+  }
+}
+
+__attribute__((target("avx512f"))) void GatherFloatAvx512(const float* base, const int32_t* idx, int32_t stride,
+                                                          int32_t first, int32_t n, float* out, bool add) {
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i vstride = _mm512_set1_epi32(stride);
+  for (int32_t j = first; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __m512i vj = _mm512_add_epi32(_mm512_set1_epi32(j), lanes);
+    const __m512i off = _mm512_add_epi32(_mm512_maskz_loadu_epi32(m, idx + j), _mm512_mullo_epi32(vj, vstride));
+    __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, off, base, 4);
+    if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out + j));
+    _mm512_mask_storeu_ps(out + j, m, v);
+  }
+}
+
+// Whether the AVX-512 gathers run: the CPU has them, unless a test turned them off.
+bool g_use_avx512 = __builtin_cpu_supports("avx512f");
+
+// One row's gather: base is the start of the term's allocation plus `offset` elements.
+template <typename T, bool kAdd>
+__attribute__((always_inline)) inline void GatherRow(const T* base, int64_t offset, const int32_t* idx,
+                                                     int32_t stride, int32_t n, float* out) {
+  const T* row = base + offset;
+  if constexpr (std::is_same_v<T, float>) {
+    if (g_use_avx512) return GatherFloatAvx512(row, idx, stride, 0, n, out, kAdd);
+  } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
+    // Element 0 of the allocation is left to the scalar path (see GatherBFloat16Avx512): with
+    // a stride, only j = 0 can reach it; without one (c2p), any j of the first row can.
+    if (g_use_avx512 && !(offset == 0 && stride == 0)) {
+      int32_t first = 0;
+      if (offset == 0 && n > 0) {
+        GatherScalar<T, kAdd>(row, idx, stride, 0, 1, out);
+        first = 1;
+      }
+      return GatherBFloat16Avx512(row, idx, stride, first, n, out, kAdd);
+    }
+  }
+  GatherScalar<T, kAdd>(row, idx, stride, 0, n, out);
+}
+
 // The largest of buf[0, n): sixteen running maxima that the compiler keeps in one vector
 // register (a plain max reduction is not vectorized without -ffast-math's NaN assumptions).
 __attribute__((always_inline)) inline float RowMax(const float* __restrict buf, int64_t n) {
@@ -103,17 +179,13 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
     const int64_t d0 = L - 1 - i;  // table offset of key 0 for this query
     // The relative terms first, then q.k: transformers adds (c2p + p2c) to the scores.
     if (c2p) {
-      const T* __restrict crow = c2p + row * a.c2p_cols;
-      const int32_t* __restrict idx = a.c2p_index + d0;
-      for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(crow[idx[j]]);
+      GatherRow<T, false>(c2p, row * a.c2p_cols, a.c2p_index + d0, 0, static_cast<int32_t>(n), buf);
     } else {
       for (int64_t j = 0; j < n; ++j) buf[j] = 0.0f;
     }
     if (p2c) {
-      const T* __restrict pg = p2c + g * L * a.p2c_cols;
-      const int32_t* __restrict idx = a.p2c_index + d0;
-      const int32_t cols = static_cast<int32_t>(a.p2c_cols);
-      for (int32_t j = 0; j < static_cast<int32_t>(n); ++j) buf[j] += ToFloat(pg[j * cols + idx[j]]);
+      GatherRow<T, true>(p2c, g * L * a.p2c_cols, a.p2c_index + d0, static_cast<int32_t>(a.p2c_cols),
+                         static_cast<int32_t>(n), buf);
     }
     if (a.position_bias) {
       const float* __restrict pb = a.position_bias + h * (2 * L - 1) + d0;
@@ -235,6 +307,10 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
     std::vector<float> buf(L);
     fn(a, begin, end, buf.data());
   });
+}
+
+void SetRelativeSoftmaxAvx512ForTesting(bool enabled) {
+  g_use_avx512 = enabled && __builtin_cpu_supports("avx512f");
 }
 
 at::Tensor ToeplitzTable(const at::Tensor& m) {

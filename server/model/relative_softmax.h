@@ -39,6 +39,9 @@ struct RelativeScoreTerms {
 // transformers' finite mask value makes it.
 void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms);
 
+// Tests: false makes the kernel use its portable gathers even where the CPU has AVX-512.
+void SetRelativeSoftmaxAvx512ForTesting(bool enabled);
+
 // The j - i + L - 1 table of a Toeplitz [L, L] int64 matrix m (m[i][j] depends on j - i only):
 // entry d is m[i][j] for any i, j with j - i + L - 1 = d, as int32.
 at::Tensor ToeplitzTable(const at::Tensor& m);

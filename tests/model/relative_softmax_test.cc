@@ -87,12 +87,16 @@ double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
   return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
 }
 
-class RelativeSoftmaxTest : public ::testing::Test {
+// Every case runs twice: with the AVX-512 gathers where the CPU has them, and with the
+// portable loops.
+class RelativeSoftmaxTest : public ::testing::TestWithParam<bool> {
  protected:
+  void SetUp() override { SetRelativeSoftmaxAvx512ForTesting(GetParam()); }
+  void TearDown() override { SetRelativeSoftmaxAvx512ForTesting(true); }
   c10::InferenceMode guard_;
 };
 
-TEST_F(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
+TEST_P(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
   for (bool c2p : {false, true}) {
     for (bool p2c : {false, true}) {
       for (bool bias : {false, true}) {
@@ -110,7 +114,7 @@ TEST_F(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
   }
 }
 
-TEST_F(RelativeSoftmaxTest, EachTermMovesTheResult) {
+TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
   // The comparison above could not fail if a term were ignored and tiny: here each term alone
   // changes the probabilities by far more than the tolerance.
   Case c;
@@ -131,7 +135,7 @@ TEST_F(RelativeSoftmaxTest, EachTermMovesTheResult) {
   }
 }
 
-TEST_F(RelativeSoftmaxTest, LongRowsAndLargeScores) {
+TEST_P(RelativeSoftmaxTest, LongRowsAndLargeScores) {
   // Lengths past every vector width and a tail, scores spanning e^-80..e^80.
   for (int64_t L : {1, 2, 17, 64, 131}) {
     Case c;
@@ -150,7 +154,7 @@ TEST_F(RelativeSoftmaxTest, LongRowsAndLargeScores) {
   }
 }
 
-TEST_F(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
+TEST_P(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
   Case c;
   c.mask = true;
   c.zero_padded_queries = false;  // T5
@@ -168,7 +172,7 @@ TEST_F(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
   EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6);
 }
 
-TEST_F(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
+TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
   Case c;
   c.batch = 1;
   c.zero_padded_queries = false;
@@ -179,7 +183,7 @@ TEST_F(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
   EXPECT_LT(MaxDiff(got, at::full_like(got, 1.0 / c.length)), 1e-7);
 }
 
-TEST_F(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
+TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
   for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     Case c;
     c.dtype = dtype;
@@ -199,7 +203,21 @@ TEST_F(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
   }
 }
 
-TEST_F(RelativeSoftmaxTest, RejectsBadShapesAndIndices) {
+TEST_P(RelativeSoftmaxTest, ReducedPrecisionReadsTheFirstElementOfEachTerm) {
+  // Index tables that point at column 0 everywhere: the first row reads element 0 of the c2p
+  // and p2c allocations for every key.
+  Case c;
+  c.dtype = at::kBFloat16;
+  c.length = 33;
+  Inputs in = MakeInputs(c, 21);
+  in.terms.c2p_index = at::zeros({2 * c.length - 1}, at::kInt);
+  in.terms.p2c_index = at::zeros({2 * c.length - 1}, at::kInt);
+  at::Tensor got = in.scores.clone();
+  RelativeSoftmaxInPlace(got, c.batch, in.terms);
+  EXPECT_LE(MaxDiff(got, Reference(c, in)), 1.0 / 256 + 1e-6);
+}
+
+TEST_P(RelativeSoftmaxTest, RejectsBadShapesAndIndices) {
   Case c;
   Inputs in = MakeInputs(c, 1);
   at::Tensor s = in.scores.clone();
@@ -214,6 +232,9 @@ TEST_F(RelativeSoftmaxTest, RejectsBadShapesAndIndices) {
   at::Tensor half = in.scores.to(at::kHalf);
   EXPECT_THROW(RelativeSoftmaxInPlace(half, c.batch, in.terms), c10::Error);  // terms in float32
 }
+
+INSTANTIATE_TEST_SUITE_P(Gathers, RelativeSoftmaxTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "Native" : "Portable"; });
 
 TEST(ToeplitzTableTest, ReadsEveryDiagonal) {
   c10::InferenceMode guard;
