@@ -53,6 +53,28 @@ __attribute__((always_inline)) inline void NormRows(const NormArgs& a, int64_t b
   }
 }
 
+template <typename T>
+__attribute__((always_inline)) inline void RmsRows(const NormArgs& a, int64_t begin, int64_t end, float* buf) {
+  const int64_t H = a.hidden;
+  const T* w = static_cast<const T*>(a.weight);
+  for (int64_t r = begin; r < end; ++r) {
+    const T* x = static_cast<const T*>(a.x) + r * H;
+    T* out = static_cast<T*>(a.out) + r * H;
+    float sq = 0.0f;
+#pragma omp simd reduction(+ : sq)
+    for (int64_t k = 0; k < H; ++k) {
+      const float v = static_cast<float>(x[k]);
+      sq += v * v;
+    }
+    const float scale = 1.0f / std::sqrt(sq / static_cast<float>(H) + a.eps);
+    for (int64_t k = 0; k < H; ++k) {
+      // (x * rsqrt).to(weight dtype), then weight * it: two roundings in reduced precision.
+      const float normed = static_cast<float>(static_cast<T>(static_cast<float>(x[k]) * scale));
+      out[k] = static_cast<T>(static_cast<float>(w[k]) * normed);
+    }
+  }
+}
+
 #define RELSERVE_NORM_FN(NAME, TYPE)                                                                     \
   __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const NormArgs& a, int64_t begin, \
                                                                           int64_t end, float* buf) {     \
@@ -62,6 +84,31 @@ RELSERVE_NORM_FN(NormFloat, float)
 RELSERVE_NORM_FN(NormBFloat16, c10::BFloat16)
 RELSERVE_NORM_FN(NormHalf, c10::Half)
 #undef RELSERVE_NORM_FN
+
+#define RELSERVE_RMS_FN(NAME, TYPE)                                                                      \
+  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const NormArgs& a, int64_t begin, \
+                                                                          int64_t end, float* buf) {     \
+    RmsRows<TYPE>(a, begin, end, buf);                                                                   \
+  }
+RELSERVE_RMS_FN(RmsFloat, float)
+RELSERVE_RMS_FN(RmsBFloat16, c10::BFloat16)
+RELSERVE_RMS_FN(RmsHalf, c10::Half)
+#undef RELSERVE_RMS_FN
+
+using RowsFn = void (*)(const NormArgs&, int64_t, int64_t, float*);
+
+at::Tensor RunRows(const at::Tensor& x, NormArgs a, RowsFn fn) {
+  const int64_t H = a.hidden;
+  at::Tensor out = at::empty_like(x);
+  a.out = out.data_ptr();
+  const int64_t rows = H == 0 ? 0 : x.numel() / H;
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(H, 1));
+  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> buf(H);
+    fn(a, begin, end, buf.data());
+  });
+  return out;
+}
 
 }  // namespace
 
@@ -79,29 +126,38 @@ at::Tensor AddLayerNorm(const at::Tensor& x_in, const at::Tensor& residual_in, c
     residual = residual_in.contiguous();
   }
   at::Tensor weight = weight_in.to(dtype).contiguous(), bias = bias_in.to(dtype).contiguous();
-  at::Tensor out = at::empty_like(x);
   NormArgs a;
   a.x = x.data_ptr();
   a.residual = residual.defined() ? residual.data_ptr() : nullptr;
   a.weight = weight.data_ptr();
   a.bias = bias.data_ptr();
-  a.out = out.data_ptr();
   a.hidden = H;
   a.eps = static_cast<float>(eps);
-  void (*fn)(const NormArgs&, int64_t, int64_t, float*) = nullptr;
   switch (dtype) {
-    case at::kFloat: fn = NormFloat; break;
-    case at::kBFloat16: fn = NormBFloat16; break;
-    case at::kHalf: fn = NormHalf; break;
+    case at::kFloat: return RunRows(x, a, NormFloat);
+    case at::kBFloat16: return RunRows(x, a, NormBFloat16);
+    case at::kHalf: return RunRows(x, a, NormHalf);
     default: TORCH_CHECK(false, "AddLayerNorm: unsupported dtype ", dtype);
   }
-  const int64_t rows = H == 0 ? 0 : x.numel() / H;
-  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(H, 1));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> buf(H);
-    fn(a, begin, end, buf.data());
-  });
-  return out;
+}
+
+at::Tensor RmsNorm(const at::Tensor& x_in, const at::Tensor& weight_in, double eps) {
+  const int64_t H = x_in.size(-1);
+  TORCH_CHECK(weight_in.numel() == H, "RmsNorm: weight must have ", H, " entries");
+  const at::ScalarType dtype = x_in.scalar_type();
+  TORCH_CHECK(weight_in.scalar_type() == dtype, "RmsNorm: weight must have x's dtype");
+  at::Tensor x = x_in.contiguous(), weight = weight_in.contiguous();
+  NormArgs a;
+  a.x = x.data_ptr();
+  a.weight = weight.data_ptr();
+  a.hidden = H;
+  a.eps = static_cast<float>(eps);
+  switch (dtype) {
+    case at::kFloat: return RunRows(x, a, RmsFloat);
+    case at::kBFloat16: return RunRows(x, a, RmsBFloat16);
+    case at::kHalf: return RunRows(x, a, RmsHalf);
+    default: TORCH_CHECK(false, "RmsNorm: unsupported dtype ", dtype);
+  }
 }
 
 }  // namespace relserve

@@ -13,6 +13,12 @@ namespace relserve {
 at::Tensor AddLayerNorm(const at::Tensor& x, const at::Tensor& residual, const at::Tensor& weight,
                         const at::Tensor& bias, double eps);
 
+// T5LayerNorm: weight * (x * rsqrt(mean(x^2) + eps)), the mean in float32. In bfloat16 and
+// float16 the normalized value is rounded to the dtype before the weight multiplies it, as
+// transformers does; in float32 nothing is rounded. x: [..., hidden]; weight: [hidden], of
+// x's dtype. Returns a new contiguous tensor.
+at::Tensor RmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps);
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_LAYER_NORM_KERNEL_H_

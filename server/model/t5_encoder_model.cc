@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/model/relative_position.h"
+#include "server/model/layer_norm_kernel.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_softmax.h"
 #include "server/util/status_macros.h"
@@ -11,6 +12,10 @@
 namespace relserve {
 
 at::Tensor T5EncoderModel::RmsNorm::operator()(const at::Tensor& x) const {
+  const at::ScalarType t = x.scalar_type();
+  if (x.device().is_cpu() && t == weight.scalar_type() && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf)) {
+    return relserve::RmsNorm(x, weight, eps);  // one pass, the same roundings
+  }
   at::Tensor variance = x.to(at::kFloat).pow(2).mean(-1, /*keepdim=*/true);
   at::Tensor normed = x * at::rsqrt(variance + eps);
   if (weight.scalar_type() == at::kHalf || weight.scalar_type() == at::kBFloat16) {

@@ -69,5 +69,36 @@ TEST(AddLayerNormTest, RejectsMismatchedResidual) {
   EXPECT_THROW(AddLayerNorm(x, x, at::ones({7}), b, 1e-5), c10::Error);
 }
 
+// transformers' T5LayerNorm, op for op.
+at::Tensor T5Reference(const at::Tensor& x, const at::Tensor& w, double eps) {
+  at::Tensor variance = x.to(at::kFloat).pow(2).mean(-1, true);
+  at::Tensor normed = x * at::rsqrt(variance + eps);
+  if (w.scalar_type() != at::kFloat) normed = normed.to(w.scalar_type());
+  return w * normed;
+}
+
+TEST(RmsNormTest, MatchesT5LayerNormInEveryDtype) {
+  c10::InferenceMode guard;
+  at::manual_seed(5);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    for (int64_t H : {1, 9, 512, 1030}) {
+      at::Tensor x = (at::randn({6, H}) * 3).to(dtype), w = (at::rand({H}) + 0.5).to(dtype);
+      at::Tensor got = RmsNorm(x, w, 1e-6), expected = T5Reference(x, w, 1e-6);
+      ASSERT_EQ(got.scalar_type(), dtype);
+      // float32: rounding only; reduced precision: at most one ulp where the float32 mean differs
+      const double tol = dtype == at::kFloat ? 1e-5 : dtype == at::kBFloat16 ? 2.0 / 128 : 2.0 / 1024;
+      at::Tensor err = (got.to(at::kDouble) - expected.to(at::kDouble)).abs() / (expected.to(at::kDouble).abs() + 1e-3);
+      EXPECT_LT(err.max().item<double>(), tol) << dtype << " H " << H;
+    }
+  }
+}
+
+TEST(RmsNormTest, NoMeanIsSubtracted) {
+  // A LayerNorm would map a constant row to 0; T5's norm maps it to the weight.
+  c10::InferenceMode guard;
+  at::Tensor x = at::full({2, 16}, 4.0), w = at::arange(16, at::kFloat);
+  EXPECT_LT((RmsNorm(x, w, 0.0) - w).abs().max().item<double>(), 1e-6);
+}
+
 }  // namespace
 }  // namespace relserve
