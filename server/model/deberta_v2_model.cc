@@ -8,6 +8,7 @@
 #include "server/model/relative_position.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_softmax.h"
+#include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -185,11 +186,14 @@ at::Tensor DebertaV2Model::ConvForward(const at::Tensor& embeddings, const at::T
   return out * keep;
 }
 
-at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& mask,
+at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
+                                        const TokenPacking* packing, const at::Tensor& mask,
                                         const RelativeIndex* index) const {
-  const int64_t B = x.size(0), L = x.size(1), Hd = heads_, D = head_dim_;
-  // [B, L, 3, heads, D] -> [3, heads, B, L, D]
-  at::Tensor qkv = layer.qkv(x).view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
+  const int64_t Hd = heads_, D = head_dim_;
+  // x: [tokens, hidden] rows (the real tokens when packed) -> q, k, v as [3, heads, B, L, D]
+  at::Tensor qkv_rows = layer.qkv(x);
+  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
+                           : qkv_rows.view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
 
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
@@ -203,7 +207,9 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   }
   att.attention_mask = mask;        // undefined without padding
   att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too
-  at::Tensor context = RelativeAttention(att).permute({1, 2, 0, 3}).reshape({B, L, Hd * D});
+  at::Tensor per_head = RelativeAttention(att);
+  at::Tensor context = packing ? packing->PackHeads(per_head)
+                               : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * D});
 
   at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
   at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
@@ -212,8 +218,9 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
 
 EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {
   EncoderOutputs out;
-  const int64_t L = in.input_ids.size(1);
+  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
   at::Tensor embeddings = Embed(in);
+  const int64_t H = embeddings.size(2);
   if (all_hidden_states) out.hidden_states.push_back(embeddings);
 
   // XSoftmax masks padded keys, and the rows of padded queries.
@@ -221,15 +228,22 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   std::shared_ptr<const RelativeIndex> index;
   if (use_c2p_ || use_p2c_) index = IndexFor(L);
 
-  at::Tensor x = embeddings;
+  // Between attentions the hidden states are rows of real tokens only (padded positions of the
+  // outputs are 0); without padding, all B * L rows.
+  std::unique_ptr<TokenPacking> packing;
+  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask);
+  auto to_rows = [&](const at::Tensor& t) { return packing ? packing->Pack(t) : t.reshape({B * L, H}); };
+  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
+
+  at::Tensor x = to_rows(embeddings);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    x = LayerForward(layers_[i], x, mask, index.get());
-    if (i == 0 && conv_) x = ConvForward(embeddings, x, in.attention_mask);
-    if (all_hidden_states) out.hidden_states.push_back(x);
+    x = LayerForward(layers_[i], x, B, L, packing.get(), mask, index.get());
+    if (i == 0 && conv_) x = to_rows(ConvForward(embeddings, to_batch(x), in.attention_mask));
+    if (all_hidden_states) out.hidden_states.push_back(to_batch(x));
   }
-  out.last_hidden_state = x;
+  out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
   if (classifier_.weight.defined()) {
-    at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(x.select(1, 0)));
+    at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(out.last_hidden_state.select(1, 0)));
     out.logits = classifier_(pooled);
   }
   return out;

@@ -17,6 +17,8 @@
 
 namespace relserve {
 
+class TokenPacking;
+
 // DeBERTa-v2/v3 and mDeBERTa: transformers' DebertaV2Model, and the context pooler and
 // classifier of DebertaV2ForSequenceClassification.
 //
@@ -63,8 +65,9 @@ class DebertaV2Model : public EncoderModel {
   explicit DebertaV2Model(const ModelConfig& config);
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const EncoderInputs& inputs) const;
-  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, const at::Tensor& mask,
-                          const RelativeIndex* index) const;
+  // x: [tokens, hidden], the real tokens' rows when `packing` is given, else all B * L.
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
+                          const TokenPacking* packing, const at::Tensor& mask, const RelativeIndex* index) const;
   at::Tensor ConvForward(const at::Tensor& embeddings, const at::Tensor& residual, const at::Tensor& mask) const;
   std::shared_ptr<const RelativeIndex> IndexFor(int64_t length) const;
 

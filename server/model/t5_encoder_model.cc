@@ -7,6 +7,7 @@
 #include "server/model/layer_norm_kernel.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_softmax.h"
+#include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -94,18 +95,23 @@ std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) c
   return bias;
 }
 
-at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& mask,
+at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
+                                        const TokenPacking* packing, const at::Tensor& mask,
                                         const at::Tensor& position_bias) const {
-  const int64_t B = x.size(0), L = x.size(1), Hd = c_.num_heads, Dk = c_.d_kv;
+  const int64_t Hd = c_.num_heads, Dk = c_.d_kv;
   at::Tensor normed = block.attention_norm(x);
-  at::Tensor qkv = block.qkv(normed).view({B, L, 3, Hd, Dk}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor qkv_rows = block.qkv(normed);
+  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
+                           : qkv_rows.view({B, L, 3, Hd, Dk}).permute({2, 3, 0, 1, 4}).contiguous();
   // softmax((q.k + position_bias + mask).float()).type_as(scores); padded queries' rows are
   // computed like the others, as T5 does.
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, Dk]
   att.position_bias = position_bias;
   att.attention_mask = mask;
-  at::Tensor context = RelativeAttention(att).permute({1, 2, 0, 3}).reshape({B, L, Hd * Dk});
+  at::Tensor per_head = RelativeAttention(att);
+  at::Tensor context = packing ? packing->PackHeads(per_head)
+                               : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * Dk});
   at::Tensor h = x + block.o(context);
 
   normed = block.ff_norm(h);
@@ -127,19 +133,26 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
 
 EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
   EncoderOutputs out;
-  const int64_t L = in.input_ids.size(1);
-  at::Tensor x = at::embedding(embed_tokens_, in.input_ids);
+  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
+  at::Tensor embedded = at::embedding(embed_tokens_, in.input_ids);
+  const int64_t D = embedded.size(2);
 
   std::shared_ptr<const at::Tensor> position_bias = PositionBias(L);
   at::Tensor mask = in.has_padding ? in.attention_mask : at::Tensor();
 
+  // Between attentions the hidden states are rows of real tokens only (padded positions of the
+  // outputs are 0); without padding, all B * L rows.
+  std::unique_ptr<TokenPacking> packing;
+  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask);
+  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, D}); };
+
+  at::Tensor x = packing ? packing->Pack(embedded) : embedded.reshape({B * L, D});
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    if (all_hidden_states) out.hidden_states.push_back(x);
-    x = BlockForward(blocks_[i], x, mask, *position_bias);
+    if (all_hidden_states) out.hidden_states.push_back(i == 0 ? embedded : to_batch(x));
+    x = BlockForward(blocks_[i], x, B, L, packing.get(), mask, *position_bias);
   }
-  x = final_norm_(x);
-  if (all_hidden_states) out.hidden_states.push_back(x);
-  out.last_hidden_state = x;
+  out.last_hidden_state = to_batch(final_norm_(x));
+  if (all_hidden_states) out.hidden_states.push_back(out.last_hidden_state);
   return out;
 }
 

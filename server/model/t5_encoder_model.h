@@ -17,6 +17,8 @@
 
 namespace relserve {
 
+class TokenPacking;
+
 // T5 / T5 v1.1 / mT5 encoders: transformers' T5EncoderModel (T5Stack without the decoder),
 // also taken out of T5Model / T5ForConditionalGeneration checkpoints.
 //
@@ -47,8 +49,10 @@ class T5EncoderModel : public EncoderModel {
 
   explicit T5EncoderModel(const ModelConfig& config);
   absl::Status LoadWeights(WeightLoader& weights);
-  at::Tensor BlockForward(const Block& block, const at::Tensor& x, const at::Tensor& mask,
-                         const at::Tensor& position_bias) const;
+  // x: [tokens, d_model], the real tokens' rows when `packing` is given, else all B * L.
+  at::Tensor BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
+                          const TokenPacking* packing, const at::Tensor& mask,
+                          const at::Tensor& position_bias) const;
   std::shared_ptr<const at::Tensor> PositionBias(int64_t length) const;  // float32 [heads, 2L - 1]
 
   ModelConfig config_;
