@@ -9,6 +9,8 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
 
+#include "server/model/cpu_kernel_support.h"
+
 namespace relserve {
 namespace {
 
@@ -75,25 +77,25 @@ __attribute__((always_inline)) inline void RmsRows(const NormArgs& a, int64_t be
   }
 }
 
-#define RELSERVE_NORM_FN(NAME, TYPE)                                                                     \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const NormArgs& a, int64_t begin, \
-                                                                          int64_t end, float* buf) {     \
-    NormRows<TYPE>(a, begin, end, buf);                                                                  \
-  }
-RELSERVE_NORM_FN(NormFloat, float)
-RELSERVE_NORM_FN(NormBFloat16, c10::BFloat16)
-RELSERVE_NORM_FN(NormHalf, c10::Half)
-#undef RELSERVE_NORM_FN
-
-#define RELSERVE_RMS_FN(NAME, TYPE)                                                                      \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const NormArgs& a, int64_t begin, \
-                                                                          int64_t end, float* buf) {     \
-    RmsRows<TYPE>(a, begin, end, buf);                                                                   \
-  }
-RELSERVE_RMS_FN(RmsFloat, float)
-RELSERVE_RMS_FN(RmsBFloat16, c10::BFloat16)
-RELSERVE_RMS_FN(RmsHalf, c10::Half)
-#undef RELSERVE_RMS_FN
+// Entry points, one per dtype (see cpu_kernel_support.h).
+RELSERVE_CPU_MULTIVERSION void NormFloat(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  NormRows<float>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void NormBFloat16(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  NormRows<c10::BFloat16>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void NormHalf(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  NormRows<c10::Half>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void RmsFloat(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  RmsRows<float>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void RmsBFloat16(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  RmsRows<c10::BFloat16>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void RmsHalf(const NormArgs& a, int64_t b, int64_t e, float* buf) {
+  RmsRows<c10::Half>(a, b, e, buf);
+}
 
 using RowsFn = void (*)(const NormArgs&, int64_t, int64_t, float*);
 

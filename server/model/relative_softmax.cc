@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <immintrin.h>
@@ -13,6 +13,8 @@
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+
+#include "server/model/cpu_kernel_support.h"
 
 namespace relserve {
 namespace {
@@ -214,18 +216,16 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
   }
 }
 
-// One copy per instruction set, chosen at load time: the loops above vectorize with AVX-512
-// or AVX2 where the CPU has them, and run as SSE2 elsewhere.
-#define RELSERVE_ROWS_FN(NAME, TYPE)                                                             \
-  __attribute__((target_clones("avx512f", "avx2", "default"))) void NAME(const RowArgs& a,        \
-                                                                          int64_t begin,         \
-                                                                          int64_t end, float* buf) { \
-    Rows<TYPE>(a, begin, end, buf);                                                              \
-  }
-RELSERVE_ROWS_FN(RowsFloat, float)
-RELSERVE_ROWS_FN(RowsBFloat16, c10::BFloat16)
-RELSERVE_ROWS_FN(RowsHalf, c10::Half)
-#undef RELSERVE_ROWS_FN
+// Entry points, one per dtype (see cpu_kernel_support.h).
+RELSERVE_CPU_MULTIVERSION void RowsFloat(const RowArgs& a, int64_t b, int64_t e, float* buf) {
+  Rows<float>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void RowsBFloat16(const RowArgs& a, int64_t b, int64_t e, float* buf) {
+  Rows<c10::BFloat16>(a, b, e, buf);
+}
+RELSERVE_CPU_MULTIVERSION void RowsHalf(const RowArgs& a, int64_t b, int64_t e, float* buf) {
+  Rows<c10::Half>(a, b, e, buf);
+}
 
 void CheckTerm(const at::Tensor& t, const at::Tensor& index, const at::Tensor& scores, const char* name) {
   TORCH_CHECK(t.dim() == 3 && t.size(0) == scores.size(0) && t.size(1) == scores.size(1) && t.is_contiguous() &&
@@ -243,7 +243,43 @@ void CheckTerm(const at::Tensor& t, const at::Tensor& index, const at::Tensor& s
 
 }  // namespace
 
+void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms) {
+  TORCH_CHECK(scores.dim() == 3 && scores.size(1) == scores.size(2), "scores: expected a [G, L, L] tensor");
+  TORCH_CHECK(batch > 0 && scores.size(0) % batch == 0, "scores: groups are not a multiple of the batch");
+  const int64_t G = scores.size(0), L = scores.size(1), heads = G / batch;
+  const auto device = scores.device();
+  at::Tensor i = at::arange(L, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(1);
+  at::Tensor offset = at::arange(L, i.options()).unsqueeze(0) - i + (L - 1);  // [L, L]: j - i + L - 1
+  at::Tensor rel;  // float32 [G, L, L]: (c2p + p2c) + position bias
+  if (terms.c2p.defined()) {
+    at::Tensor idx = terms.c2p_index.to(device).to(at::kLong).index({offset});
+    rel = at::gather(terms.c2p.to(at::kFloat), 2, idx.expand({G, L, L}));
+  }
+  if (terms.p2c.defined()) {
+    // p2c[g, j, index(j - i)]: gathered along the keys' rows, then transposed to [query, key].
+    at::Tensor idx = terms.p2c_index.to(device).to(at::kLong).index({offset}).t();
+    at::Tensor term = at::gather(terms.p2c.to(at::kFloat), 2, idx.expand({G, L, L})).transpose(1, 2);
+    rel = rel.defined() ? rel + term : term;
+  }
+  if (terms.position_bias.defined()) {
+    at::Tensor pb = terms.position_bias.to(device).to(at::kFloat).index({at::indexing::Slice(), offset});
+    pb = pb.unsqueeze(1).expand({heads, batch, L, L}).reshape({G, L, L});
+    rel = rel.defined() ? rel + pb : pb;
+  }
+  at::Tensor s = scores.to(at::kFloat);
+  if (rel.defined()) s = s + rel;
+  at::Tensor keep;
+  if (terms.attention_mask.defined()) {
+    keep = terms.attention_mask.to(device).ne(0).unsqueeze(0).expand({heads, batch, L}).reshape({G, 1, L});
+    s = s.masked_fill(keep.logical_not(), std::numeric_limits<float>::lowest());
+  }
+  at::Tensor p = at::softmax(s, -1);
+  if (keep.defined() && terms.zero_padded_queries) p = p * keep.transpose(1, 2).to(at::kFloat);
+  scores.copy_(p);
+}
+
 void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms) {
+  if (!scores.device().is_cpu()) return RelativeSoftmaxWithAtenOps(scores, batch, terms);
   TORCH_CHECK(scores.dim() == 3 && scores.size(1) == scores.size(2) && scores.is_contiguous(),
               "scores: expected a contiguous [G, L, L] tensor");
   TORCH_CHECK(batch > 0 && scores.size(0) % batch == 0, "scores: groups are not a multiple of the batch");

@@ -37,7 +37,14 @@ struct RelativeScoreTerms {
 // softmax(q.k + terms) over the last dimension on return, computed in float32 whatever the
 // dtype. c2p and p2c have the scores' dtype. A row whose keys are all padded is uniform, as
 // transformers' finite mask value makes it.
+// On the CPU this is one hand-written pass per row; on other devices it is
+// RelativeSoftmaxWithAtenOps.
 void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms);
+
+// The same result from ATen operations on any device: every term expanded to [G, L, L],
+// added, masked and soft-maxed in float32. Slower (several passes over memory); the path for
+// devices without the CPU kernel.
+void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms);
 
 // Tests: false makes the kernel use its portable gathers even where the CPU has AVX-512.
 void SetRelativeSoftmaxAvx512ForTesting(bool enabled);

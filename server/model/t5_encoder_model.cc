@@ -25,6 +25,19 @@ at::Tensor T5EncoderModel::RmsNorm::operator()(const at::Tensor& x) const {
   return weight * normed;
 }
 
+namespace {
+
+// T5Block after its attention and after its feed-forward, in float16 only: where any value is
+// infinite, every value is clamped to +-(finfo.max - 1000); otherwise to +-finfo.max, which
+// leaves finite values as they are.
+at::Tensor ClampInfinities(const at::Tensor& h) {
+  if (h.scalar_type() != at::kHalf || !at::isinf(h).any().item<bool>()) return h;
+  const double limit = 65504.0 - 1000.0;
+  return at::clamp(h, -limit, limit);
+}
+
+}  // namespace
+
 T5EncoderModel::T5EncoderModel(const ModelConfig& config) : config_(config), c_(config.t5) {}
 
 absl::StatusOr<std::unique_ptr<T5EncoderModel>> T5EncoderModel::Load(const ModelConfig& config,
@@ -112,7 +125,7 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = packing ? packing->PackHeads(per_head)
                                : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * Dk});
-  at::Tensor h = x + block.o(context);
+  at::Tensor h = ClampInfinities(x + block.o(context));
 
   normed = block.ff_norm(h);
   at::Tensor inner = block.wi(normed);
@@ -122,13 +135,7 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   } else {
     inner = ApplyActivation(act_, inner);
   }
-  h = h + block.wo(inner);
-  if (h.scalar_type() == at::kHalf) {
-    // T5LayerFF / T5Block clamp inf values in float16.
-    const double clamp = 65504.0 - 1000.0;
-    h = at::clamp(h, -clamp, clamp);
-  }
-  return h;
+  return ClampInfinities(h + block.wo(inner));
 }
 
 EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

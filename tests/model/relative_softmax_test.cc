@@ -114,6 +114,20 @@ TEST_P(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
   }
 }
 
+TEST_P(RelativeSoftmaxTest, AtenOpsPathAgrees) {
+  // The path for devices without the CPU kernel, run here on the CPU.
+  for (bool mask : {false, true}) {
+    for (bool zero_rows : {false, true}) {
+      Case c;
+      c.mask = mask, c.position_bias = true, c.zero_padded_queries = zero_rows;
+      Inputs in = MakeInputs(c, 13);
+      at::Tensor got = in.scores.clone();
+      RelativeSoftmaxWithAtenOps(got, c.batch, in.terms);
+      EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6) << "mask " << mask << " zero rows " << zero_rows;
+    }
+  }
+}
+
 TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
   // The comparison above could not fail if a term were ignored and tiny: here each term alone
   // changes the probabilities by far more than the tolerance.

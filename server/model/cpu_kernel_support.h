@@ -1,0 +1,10 @@
+#ifndef RELSERVE_SERVER_MODEL_CPU_KERNEL_SUPPORT_H_
+#define RELSERVE_SERVER_MODEL_CPU_KERNEL_SUPPORT_H_
+
+// Marks a hand-written CPU kernel's entry point for one compiled copy per instruction set,
+// chosen when the library loads: its loops vectorize with AVX-512 or AVX2 where the CPU has
+// them and run as SSE2 elsewhere. Helpers it calls should be always_inline, so that each copy
+// gets them compiled for its instruction set.
+#define RELSERVE_CPU_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+
+#endif  // RELSERVE_SERVER_MODEL_CPU_KERNEL_SUPPORT_H_
