@@ -5,6 +5,13 @@
 // chosen when the library loads: its loops vectorize with AVX-512 or AVX2 where the CPU has
 // them and run as SSE2 elsewhere. Helpers it calls should be always_inline, so that each copy
 // gets them compiled for its instruction set.
+// Elsewhere than x86-64 there is one copy, for the target the build chose.
+#if defined(__x86_64__)
 #define RELSERVE_CPU_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
+#define RELSERVE_HAVE_AVX512_KERNELS 1
+#else
+#define RELSERVE_CPU_MULTIVERSION
+#define RELSERVE_HAVE_AVX512_KERNELS 0
+#endif
 
 #endif  // RELSERVE_SERVER_MODEL_CPU_KERNEL_SUPPORT_H_

@@ -7,7 +7,9 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -78,6 +80,7 @@ __attribute__((always_inline)) inline void GatherScalar(const T* __restrict base
   }
 }
 
+#if RELSERVE_HAVE_AVX512_KERNELS
 // AVX-512 versions. A bfloat16 is the high half of the 32-bit word that starts one element
 // before it, so each lane gathers that word and clears its low half: the float itself, no
 // shift. The word starts 2 bytes before the element, so a caller must not ask for element 0 of
@@ -116,12 +119,16 @@ __attribute__((target("avx512f"))) void GatherFloatAvx512(const float* base, con
 
 // Whether the AVX-512 gathers run: the CPU has them, unless a test turned them off.
 bool g_use_avx512 = __builtin_cpu_supports("avx512f");
+#else
+bool g_use_avx512 = false;
+#endif
 
 // One row's gather: base is the start of the term's allocation plus `offset` elements.
 template <typename T, bool kAdd>
 __attribute__((always_inline)) inline void GatherRow(const T* base, int64_t offset, const int32_t* idx,
                                                      int32_t stride, int32_t n, float* out) {
   const T* row = base + offset;
+#if RELSERVE_HAVE_AVX512_KERNELS
   if constexpr (std::is_same_v<T, float>) {
     if (g_use_avx512) return GatherFloatAvx512(row, idx, stride, 0, n, out, kAdd);
   } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
@@ -136,6 +143,7 @@ __attribute__((always_inline)) inline void GatherRow(const T* base, int64_t offs
       return GatherBFloat16Avx512(row, idx, stride, first, n, out, kAdd);
     }
   }
+#endif
   GatherScalar<T, kAdd>(row, idx, stride, 0, n, out);
 }
 
@@ -346,7 +354,11 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
 }
 
 void SetRelativeSoftmaxAvx512ForTesting(bool enabled) {
+#if RELSERVE_HAVE_AVX512_KERNELS
   g_use_avx512 = enabled && __builtin_cpu_supports("avx512f");
+#else
+  (void)enabled;  // no AVX-512 kernels in this build
+#endif
 }
 
 at::Tensor ToeplitzTable(const at::Tensor& m) {
