@@ -5,8 +5,8 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/model/relative_position.h"
 #include "server/model/relative_attention.h"
+#include "server/model/relative_position.h"
 #include "server/model/relative_softmax.h"
 #include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
@@ -223,8 +223,8 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   const int64_t H = embeddings.size(2);
   if (all_hidden_states) out.hidden_states.push_back(embeddings);
 
-  // XSoftmax masks padded keys, and the rows of padded queries.
-  at::Tensor mask = in.has_padding ? in.attention_mask : at::Tensor();
+  // XSoftmax masks padded keys, and the rows of padded queries. As uint8 once, for every layer.
+  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();
   std::shared_ptr<const RelativeIndex> index;
   if (use_c2p_ || use_p2c_) index = IndexFor(L);
 

@@ -1,7 +1,5 @@
 #include "server/model/layers.h"
 
-#include <limits>
-
 #include <ATen/ATen.h>
 
 #include "server/model/layer_norm_kernel.h"
@@ -39,15 +37,6 @@ absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& pref
   ASSIGN_OR_RETURN(n.bias, w.Get(prefix + ".bias", {dim}));
   n.eps = eps;
   return n;
-}
-
-double MaskValue(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kHalf: return -65504.0;
-    case at::kBFloat16: return -3.38953139e38;
-    case at::kDouble: return std::numeric_limits<double>::lowest();
-    default: return std::numeric_limits<float>::lowest();
-  }
 }
 
 Linear FuseLinear(const std::vector<const Linear*>& parts) {

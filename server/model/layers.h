@@ -32,10 +32,6 @@ absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, in
                                   bool bias);
 absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& prefix, int64_t dim, double eps);
 
-// The most negative finite value of `dtype` (torch.finfo(dtype).min): the additive mask for
-// padded keys, finite so that a row with every key masked stays a number.
-double MaskValue(at::ScalarType dtype);
-
 // Concatenates Linear layers along the output dimension, so that one GEMM computes them all.
 Linear FuseLinear(const std::vector<const Linear*>& parts);
 

@@ -36,13 +36,9 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   at::Tensor k3 = k.reshape({nh * n, L, D});
   at::Tensor probs = at::bmm(q3, k3.transpose(1, 2));
   RelativeSoftmaxInPlace(probs, n, terms);
-  at::Tensor out = context.narrow(0, h0, nh).narrow(1, b0, n);
-  if (out.is_contiguous()) {
-    at::Tensor out3 = out.view({nh * n, L, D});
-    at::bmm_out(out3, probs, v.reshape({nh * n, L, D}));
-  } else {
-    out.copy_(at::bmm(probs, v.reshape({nh * n, L, D})).view({nh, n, L, D}));
-  }
+  // One head's run of sequences, or every head and sequence: a contiguous block of context.
+  at::Tensor out = context.narrow(0, h0, nh).narrow(1, b0, n).view({nh * n, L, D});
+  at::bmm_out(out, probs, v.reshape({nh * n, L, D}));
 }
 
 }  // namespace

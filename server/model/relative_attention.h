@@ -7,12 +7,6 @@
 
 namespace relserve {
 
-// Self-attention with relative-position terms, for both encoder families:
-//   probs = softmax(q.k + c2p + p2c + position_bias, padded keys masked)
-//   context = probs . v
-// where c2p = q . pos_key[index(j - i)] and p2c = k_j . pos_query[index(j - i)] (DeBERTa's
-// disentangled terms) and position_bias[head, j - i] (T5). Any scaling is already folded into
-// q and pos_query. Terms that are undefined are left out.
 // The working-set budget of RelativeAttention, in bytes of scores and relative products per
 // slice of a batch.
 constexpr int64_t kAttentionSliceBytes = 12 << 20;
@@ -24,11 +18,18 @@ struct RelativeAttentionInputs {
   at::Tensor pos_query;      // [heads, Rp, head_dim] or undefined
   at::Tensor p2c_index;      // int32 [2L - 1] into pos_query's rows
   at::Tensor position_bias;  // float32 [heads, 2L - 1] or undefined
-  at::Tensor attention_mask; // [batch, L], 1 = real token; undefined = no padding
+  at::Tensor attention_mask; // [batch, L], nonzero = real token (uint8 is used as is); undefined = no padding
   bool zero_padded_queries = false;  // see RelativeScoreTerms
-  int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget below (tests lower it)
+  int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
 };
 
+// Self-attention with relative-position terms, for both encoder families:
+//   probs = softmax(q.k + c2p + p2c + position_bias, padded keys masked)
+//   context = probs . v
+// where c2p = q . pos_key[index(j - i)] and p2c = k_j . pos_query[index(j - i)] (DeBERTa's
+// disentangled terms) and position_bias[head, j - i] (T5). Any scaling is already folded into
+// q and pos_query. Terms that are undefined are left out.
+//
 // Returns the context, [heads, batch, L, head_dim] contiguous.
 //
 // On the CPU the [L, L] scores and the [L, R] relative products of a large batch do not fit

@@ -24,7 +24,7 @@ namespace {
 // Everything a worker thread needs to compute a range of score rows.
 struct RowArgs {
   void* scores = nullptr;
-  int64_t groups = 0, batch = 0, length = 0;
+  int64_t batch = 0, length = 0;
   const void* c2p = nullptr;
   const int32_t* c2p_index = nullptr;
   int64_t c2p_cols = 0;
@@ -294,7 +294,6 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
   const int64_t G = scores.size(0), L = scores.size(1);
   RowArgs a;
   a.scores = scores.data_ptr();
-  a.groups = G;
   a.batch = batch;
   a.length = L;
   if (terms.c2p.defined()) {
@@ -321,7 +320,9 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
     TORCH_CHECK(terms.attention_mask.dim() == 2 && terms.attention_mask.size(0) == batch &&
                     terms.attention_mask.size(1) == L,
                 "attention_mask: expected [batch, L]");
-    keep = terms.attention_mask.ne(0).to(at::kByte).contiguous();
+    // The models convert their mask once per forward; other callers' masks are converted here.
+    keep = terms.attention_mask.scalar_type() == at::kByte ? terms.attention_mask.contiguous()
+                                                             : terms.attention_mask.ne(0).to(at::kByte).contiguous();
     key_end = at::zeros({batch}, at::kLong);
     const uint8_t* k = keep.data_ptr<uint8_t>();
     int64_t* e = key_end.data_ptr<int64_t>();

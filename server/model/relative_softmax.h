@@ -25,8 +25,8 @@ struct RelativeScoreTerms {
   at::Tensor p2c_index;
   // T5 position bias: float32 [heads, 2L - 1]. Adds position_bias[head, j - i + L - 1].
   at::Tensor position_bias;
-  // int64 or uint8 [batch, L], 1 = real token, 0 = padding; undefined = no padding. Padded
-  // keys get probability 0.
+  // [batch, L], nonzero = real token, 0 = padding (uint8 is used as is; other dtypes are
+  // converted on every call); undefined = no padding. Padded keys get probability 0.
   at::Tensor attention_mask;
   // DeBERTa's XSoftmax masks query rows too: a padded query's probabilities are all 0.
   // T5 leaves them as computed (its rows still attend to the real keys).

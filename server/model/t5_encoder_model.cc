@@ -3,9 +3,9 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/model/relative_position.h"
 #include "server/model/layer_norm_kernel.h"
 #include "server/model/relative_attention.h"
+#include "server/model/relative_position.h"
 #include "server/model/relative_softmax.h"
 #include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
@@ -145,7 +145,7 @@ EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_
   const int64_t D = embedded.size(2);
 
   std::shared_ptr<const at::Tensor> position_bias = PositionBias(L);
-  at::Tensor mask = in.has_padding ? in.attention_mask : at::Tensor();
+  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();  // once, for every block
 
   // Between attentions the hidden states are rows of real tokens only (padded positions of the
   // outputs are 0); without padding, all B * L rows.
