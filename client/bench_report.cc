@@ -22,7 +22,7 @@ nlohmann::ordered_json BenchReport(const BenchResult& r) {
   const LatencySummary latency = Summarize(r.latencies_ms);
   const double seconds = std::max(r.duration_s, 1e-9);
   const int64_t requests = static_cast<int64_t>(r.latencies_ms.size());
-  int64_t failed = 0;
+  int64_t failed = r.connection_failures;
   for (const auto& [code, n] : r.errors) failed += n;
   nlohmann::ordered_json out = {
       {"rpc", r.rpc},
@@ -32,6 +32,7 @@ nlohmann::ordered_json BenchReport(const BenchResult& r) {
       {"duration_s", Round(r.duration_s, 3)},
       {"requests", requests},
       {"failed_requests", failed},
+      {"connection_failures", r.connection_failures},
       {"sequences", r.sequences},
       {"tokens", r.tokens},
       {"requests_per_second", Round(static_cast<double>(requests) / seconds, 1)},
@@ -49,6 +50,7 @@ nlohmann::ordered_json BenchReport(const BenchResult& r) {
       {"errors", nlohmann::ordered_json::object()},
   };
   for (const auto& [code, n] : r.errors) out["errors"][code] = n;
+  if (r.connection_failures > 0) out["connection_error"] = r.last_connection_error;
   if (r.rate > 0) {
     out["rate"] = r.rate;
     out["arrivals"] = r.arrivals;
@@ -68,10 +70,12 @@ nlohmann::ordered_json BenchReport(const BenchResult& r) {
   return out;
 }
 
-std::string ProgressLine(double elapsed_s, int64_t requests, int64_t tokens, int64_t errors) {
+std::string ProgressLine(double elapsed_s, int64_t requests, int64_t tokens, int64_t errors,
+                         int64_t connection_failures) {
   const double s = std::max(elapsed_s, 1e-9);
-  return absl::StrFormat("bench: %.0f s, %d requests, %.1f req/s, %.0f tokens/s, %d errors", elapsed_s, requests,
-                         static_cast<double>(requests) / s, static_cast<double>(tokens) / s, errors);
+  return absl::StrFormat("bench: %.0f s, %d requests, %.1f req/s, %.0f tokens/s, %d errors, %d connection failures",
+                         elapsed_s, requests, static_cast<double>(requests) / s, static_cast<double>(tokens) / s,
+                         errors, connection_failures);
 }
 
 }  // namespace relserve::client

@@ -29,7 +29,11 @@ struct BenchResult {
   int64_t tokens = 0;                    // the server's usage.tokens of successful requests
   int64_t min_sequence_tokens = 0;       // per request: usage.tokens / usage.sequences
   int64_t max_sequence_tokens = 0;
-  std::map<std::string, int64_t> errors;  // failed requests by status code name
+  std::map<std::string, int64_t> errors;  // requests a server failed, by status code name
+  // Requests that reached no server (client/connect_backoff.h: IsConnectionFailure), and the
+  // message of the last one.
+  int64_t connection_failures = 0;
+  std::string last_connection_error;
   // Open loop (--rate): the offered rate, the arrival kind, and how far behind schedule
   // requests started because every caller was busy.
   double rate = 0;
@@ -43,13 +47,18 @@ struct BenchResult {
 // The final JSON object, on one line. Field names are those the serving benchmark has always
 // recorded (requests, sequences_per_second, tokens_per_second, p50_ms, p90_ms, p99_ms, max_ms,
 // padding_ratio, mean_batch_size, errors, ...) plus requests_per_second, mean_ms and the
-// sequence lengths the server saw; errors are keyed by status code name. padding_ratio and
+// sequence lengths the server saw; errors are keyed by status code name and hold the requests a
+// server answered with an error, connection_failures counts those that reached no server
+// (failed_requests is the sum of both; connection_error, the last failure's message, appears
+// only when there was one). padding_ratio and
 // mean_batch_size appear only when the server's metrics were scraped; rate, arrivals,
 // late_starts and max_start_lag_ms only for an open-loop run.
 nlohmann::ordered_json BenchReport(const BenchResult& result);
 
-// The line printed to stderr about once a second while the run goes on.
-std::string ProgressLine(double elapsed_s, int64_t requests, int64_t tokens, int64_t errors);
+// The line printed to stderr about once a second while the run goes on: successful requests,
+// server errors, connection failures.
+std::string ProgressLine(double elapsed_s, int64_t requests, int64_t tokens, int64_t errors,
+                         int64_t connection_failures);
 
 }  // namespace relserve::client
 

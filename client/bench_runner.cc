@@ -14,6 +14,7 @@
 
 #include "client/arrival_schedule.h"
 #include "client/bench_workload.h"
+#include "client/connect_backoff.h"
 #include "client/metrics_scrape.h"
 #include "client/response_json.h"
 #include "relserve/v1/encoder.grpc.pb.h"
@@ -60,10 +61,55 @@ struct Shared {
   std::atomic<bool> measuring{false};
   std::atomic<bool> stop{false};
   std::atomic<int64_t> tickets{0};  // --requests: measured requests started
-  std::atomic<int64_t> finished{0}, tokens{0}, failed{0};  // for the progress line
+  std::atomic<int64_t> finished{0}, tokens{0}, failed{0}, unreachable{0};  // for the progress line
   std::mutex mu;
   BenchResult result;  // guarded by mu
 };
+
+// Counts one measured request.
+void Record(Shared& shared, const Outcome& out, bool unreachable, double ms, bool open_loop, double lag_ms) {
+  std::lock_guard<std::mutex> lock(shared.mu);
+  BenchResult& r = shared.result;
+  if (open_loop) {
+    r.max_start_lag_ms = std::max(r.max_start_lag_ms, lag_ms);
+    if (lag_ms > kLateStartMs) ++r.late_starts;
+  }
+  if (unreachable) {
+    ++r.connection_failures;
+    r.last_connection_error = out.status.error_message();
+    ++shared.unreachable;
+    return;
+  }
+  if (!out.status.ok()) {
+    ++r.errors[StatusCodeName(out.status.error_code())];
+    ++shared.failed;
+    return;
+  }
+  r.latencies_ms.push_back(ms);
+  r.sequences += out.sequences;
+  r.tokens += out.tokens;
+  if (out.sequences > 0) {
+    const int64_t per_sequence = out.tokens / out.sequences;
+    if (r.latencies_ms.size() == 1 || per_sequence < r.min_sequence_tokens) r.min_sequence_tokens = per_sequence;
+    if (per_sequence > r.max_sequence_tokens) r.max_sequence_tokens = per_sequence;
+  }
+  ++shared.finished;
+  shared.tokens += out.tokens;
+}
+
+// Waits out a caller's back-off on the channel rather than asleep: gRPC's synchronous client
+// makes progress on a connection attempt only while some thread waits on the channel (a caller
+// that slept would find it still not connected, long after the server came up), and the wait
+// ends early once the channel connects or the run stops.
+void BackOff(grpc::Channel& channel, std::chrono::milliseconds delay, const std::atomic<bool>& stop) {
+  using std::chrono::system_clock;
+  const system_clock::time_point until = system_clock::now() + delay;
+  while (!stop.load()) {
+    const system_clock::time_point now = system_clock::now();
+    if (now >= until) return;
+    if (channel.WaitForConnected(std::min(until, now + std::chrono::milliseconds(50)))) return;
+  }
+}
 
 std::optional<BatchingCounters> Scrape(const std::string& url, std::ostream& progress) {
   if (url.empty()) return std::nullopt;
@@ -101,6 +147,7 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
   auto caller = [&](int id) {
     auto stub = v1::Encoder::NewStub(channel);
     std::mt19937_64 rng(o.seed * 7919 + static_cast<uint64_t>(id));
+    ConnectBackoff backoff(o.seed * 6271 + static_cast<uint64_t>(id));
     while (!shared.stop.load()) {
       // Open loop: the next free caller takes the next slot of the schedule and starts its
       // request then; when every caller is busy, the slot waits and the wait counts as latency
@@ -127,29 +174,15 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
       const double lag_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       const Outcome out = CallOnce(*stub, *workload, o.rpc, deadline, rng);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      const bool unreachable =
+          !out.status.ok() && IsConnectionFailure(out.status.error_code(), channel->GetState(false));
       // --requests counts the requests it started; --duration those finished in the window.
-      if (o.requests > 0 ? !ticketed : !shared.measuring.load()) continue;
-      std::lock_guard<std::mutex> lock(shared.mu);
-      BenchResult& r = shared.result;
-      if (open_loop) {
-        r.max_start_lag_ms = std::max(r.max_start_lag_ms, lag_ms);
-        if (lag_ms > kLateStartMs) ++r.late_starts;
+      if (o.requests > 0 ? ticketed : shared.measuring.load()) Record(shared, out, unreachable, ms, open_loop, lag_ms);
+      if (unreachable) {
+        BackOff(*channel, backoff.NextDelay(), shared.stop);
+      } else {
+        backoff.Reset();
       }
-      if (!out.status.ok()) {
-        ++r.errors[StatusCodeName(out.status.error_code())];
-        ++shared.failed;
-        continue;
-      }
-      r.latencies_ms.push_back(ms);
-      r.sequences += out.sequences;
-      r.tokens += out.tokens;
-      if (out.sequences > 0) {
-        const int64_t per_sequence = out.tokens / out.sequences;
-        if (r.latencies_ms.size() == 1 || per_sequence < r.min_sequence_tokens) r.min_sequence_tokens = per_sequence;
-        if (per_sequence > r.max_sequence_tokens) r.max_sequence_tokens = per_sequence;
-      }
-      ++shared.finished;
-      shared.tokens += out.tokens;
     }
   };
 
@@ -173,7 +206,8 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
                                     : Clock::time_point::max();
   auto next_progress = start + std::chrono::seconds(1);
   auto requests_done = [&] {
-    return o.requests > 0 && shared.finished.load() + shared.failed.load() >= o.requests;
+    return o.requests > 0 &&
+           shared.finished.load() + shared.failed.load() + shared.unreachable.load() >= o.requests;
   };
   while (Clock::now() < end && !requests_done()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -181,7 +215,9 @@ absl::StatusOr<BenchResult> RunBench(const ClientCommand& c, const std::shared_p
       next_progress += std::chrono::seconds(1);
       if (!c.quiet) {
         const double t = std::chrono::duration<double>(Clock::now() - start).count();
-        progress << ProgressLine(t, shared.finished.load(), shared.tokens.load(), shared.failed.load()) << std::endl;
+        progress << ProgressLine(t, shared.finished.load(), shared.tokens.load(), shared.failed.load(),
+                                 shared.unreachable.load())
+                 << std::endl;
       }
     }
   }

@@ -16,7 +16,9 @@ namespace relserve::client {
 // soon as the last one is answered, for --warmup seconds unmeasured and then for --duration
 // seconds or --requests requests. Requests that finish inside the measured window count;
 // with --requests, the first N started after the warm-up. Prints ProgressLine to `progress`
-// about once a second unless --quiet. INVALID_ARGUMENT for a bad workload (--lengths).
+// about once a second unless --quiet. A caller whose request reached no server backs off
+// (client/connect_backoff.h) before its next attempt. INVALID_ARGUMENT for a bad workload
+// (--lengths).
 absl::StatusOr<BenchResult> RunBench(const ClientCommand& command, const std::shared_ptr<grpc::Channel>& channel,
                                      std::ostream& progress);
 

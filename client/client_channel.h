@@ -18,7 +18,8 @@ namespace relserve::client {
 std::string LoadBalancingPolicyFor(const ConnectionOptions& options);
 
 // A channel with the options' credentials (plaintext, TLS, or mutual TLS; the PEM files are
-// read here, a missing one is INVALID_ARGUMENT naming its flag) and load-balancing policy.
+// read here, a missing one is INVALID_ARGUMENT naming its flag) and load-balancing policy. The
+// channel reconnects at least once a second while its server cannot be reached.
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(const ConnectionOptions& options);
 
 }  // namespace relserve::client

@@ -80,8 +80,23 @@ TEST(BenchReportTest, EmptyRunHasZerosNotNaNs) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("null")));
 }
 
+TEST(BenchReportTest, ConnectionFailuresApartFromServerErrors) {
+  BenchResult r = TwoSecondRun();
+  nlohmann::ordered_json j = BenchReport(r);
+  EXPECT_EQ(j["connection_failures"], 0);
+  EXPECT_FALSE(j.contains("connection_error"));
+  r.connection_failures = 40;
+  r.last_connection_error = "failed to connect to all addresses";
+  j = BenchReport(r);
+  EXPECT_EQ(j["connection_failures"], 40);
+  EXPECT_EQ(j["connection_error"], "failed to connect to all addresses");
+  EXPECT_EQ(j["errors"], (nlohmann::ordered_json{{"UNAVAILABLE", 3}}));  // the server's own answers only
+  EXPECT_EQ(j["failed_requests"], 43);
+}
+
 TEST(BenchReportTest, ProgressLine) {
-  EXPECT_EQ(ProgressLine(2.0, 100, 3000, 1), "bench: 2 s, 100 requests, 50.0 req/s, 1500 tokens/s, 1 errors");
+  EXPECT_EQ(ProgressLine(2.0, 100, 3000, 1, 7),
+            "bench: 2 s, 100 requests, 50.0 req/s, 1500 tokens/s, 1 errors, 7 connection failures");
 }
 
 }  // namespace

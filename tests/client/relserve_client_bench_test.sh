@@ -2,8 +2,9 @@
 # relserve-client bench against a real server: a short timed run (throughput, no errors,
 # latency order, sequence lengths inside --lengths as the server counted them, padding ratio
 # from /metrics, a progress line a second), a fixed number of requests for each RPC, a
-# file:PATH length distribution, open-loop runs at a fixed rate, and failed requests counted by
-# status code.
+# file:PATH length distribution, open-loop runs at a fixed rate, failed requests counted by
+# status code, and connection failures apart from them, with the callers' back-off against a
+# port where no server listens and recovery when a server comes up during the run.
 bin="$1"; root="$2"
 source "$(dirname "$0")/client_test_lib.sh"
 
@@ -85,8 +86,38 @@ check_json 'j["requests"] == 100' 'j["late_starts"] > 50' 'j["max_ms"] >= j["max
 
 # Failures are counted by code, and the run still reports (exit 0).
 expect_exit 0 "${b[@]}" --model nope --requests 5 --warmup 0 --lengths fixed:16 --quiet
-check_json 'j["requests"] == 0 and j["errors"] == {"NOT_FOUND": 5} and j["failed_requests"] == 5' < "$work/out"
+check_json 'j["requests"] == 0 and j["errors"] == {"NOT_FOUND": 5} and j["failed_requests"] == 5' \
+  'j["connection_failures"] == 0 and "connection_error" not in j' < "$work/out"
 # A bad distribution is a usage error.
 expect_exit 2 "${b[@]}" --lengths uniform:20:10
 check_json '"--lengths" in j["error"]["message"]' < "$work/err"
+
+# No server on the port: each caller backs off after a connection failure (50 ms doubling to
+# 1 s, with jitter), so 8 callers make a few dozen attempts in 2 s instead of spinning through
+# hundreds of thousands, and the report counts them as connection failures, not server errors.
+free_port() {
+  /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+dead_port=$(free_port)
+expect_exit 0 "$client" bench --target "127.0.0.1:$dead_port" --duration 2 --warmup 0 --concurrency 8 --lengths fixed:16
+check_json 'j["requests"] == 0 and j["errors"] == {}' '8 <= j["connection_failures"] <= 100' \
+  'j["failed_requests"] == j["connection_failures"] and j["connection_error"] != ""' '1.9 < j["duration_s"] < 3.5' \
+  < "$work/out"
+grep -q "^bench: 1 s, 0 requests, .*, 0 errors, [0-9]* connection failures" "$work/err" \
+  || { echo "FAILED: no connection failures in the progress line"; cat "$work/err"; exit 1; }
+
+# The server comes up while the run goes on: the load resumes (the channel reconnects at least
+# once a second, the callers' back-off is capped at 1 s), and only the attempts before it
+# count as connection failures.
+late_port=$(free_port)
+"$client" bench --target "127.0.0.1:$late_port" --duration 8 --warmup 0 --concurrency 4 --lengths fixed:16 --quiet \
+  > "$work/late.json" 2> "$work/late.err" &
+bench_pid=$!
+pids+=("$bench_pid")
+sleep 1.5
+"$bin/relserve" --grpc-address "127.0.0.1:$late_port" --metrics-port -1 --warmup false \
+  --model "embedder=$work/embedder" > /dev/null 2> "$work/late-server.log" &
+pids+=("$!")
+wait "$bench_pid" || { echo "FAILED: bench exited $?"; cat "$work/late.err"; exit 1; }
+check_json 'j["requests"] > 0 and j["errors"] == {}' '1 <= j["connection_failures"] <= 60' < "$work/late.json"
 echo "relserve-client bench: passed"
