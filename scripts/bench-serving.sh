@@ -6,7 +6,10 @@
 # (--max-batch-size 1). DTYPE=bfloat16 runs the model in bfloat16. Writes JSON lines to ${OUT:-bench-serving.jsonl}.
 # SERVER_FLAGS adds relserve flags to every configuration. RATES="10 20 ..." runs an open loop
 # instead (relserve-client bench --rate R: Poisson arrivals, up to 1024 in flight) at each
-# offered rate, for latency at a given load.
+# offered rate, for latency at a given load. ALLOCATORS="cache heap" runs every configuration once
+# per RELSERVE_ALLOCATOR value (server/util/process_tuning.h), in that order, for a side-by-side
+# comparison (repeat values, "cache heap cache heap", to alternate them on a noisy machine).
+# server_rss_mib is the server's resident size after each point.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,11 +27,14 @@ MODEL="$MODELS/deberta-v3-xsmall"
   --intermediate 1536 --vocab 128100 --out "$MODEL"
 : > "$OUT"
 port=50151; mport=9251
-for setting in $SETTINGS; do
+for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s/$a"; done; done); do
+  setting=${run%/*}; allocator=${run#*/}
+  envs=()
+  [ "$allocator" != default ] && envs=(RELSERVE_ALLOCATOR="$allocator")
   flags=(--batching bucketed)
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
-  "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
+  env "${envs[@]}" "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
     --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
@@ -38,7 +44,8 @@ for setting in $SETTINGS; do
     line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" "${load[@]}" \
            --duration "$DURATION" --warmup 3 --lengths log-uniform:8:512 --vocab 128100 --deadline-ms 60000 \
            --quiet)
-    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",${line#\{}" | tee -a "$OUT"
+    rss=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
+    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,${line#\{}" | tee -a "$OUT"
   done
   kill -TERM "$pid"; wait "$pid" || true
 done

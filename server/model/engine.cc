@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/model/cpu_tensor_allocator.h"
 #include "server/model/deberta_v2_model.h"
 #include "server/model/encoder_model.h"
 #include "server/model/pooler.h"
@@ -18,6 +19,7 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/file_util.h"
+#include "server/util/process_tuning.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -77,6 +79,9 @@ Engine::~Engine() = default;
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& options) {
   if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("model directory ", dir, " does not exist"));
+  // Before the weights, so that they and every activation come from the same allocator.
+  ASSIGN_OR_RETURN(const AllocatorMode allocator, AllocatorModeFromEnvironment());
+  if (allocator == AllocatorMode::kCache) UseBufferCacheForCpuTensors();
   std::unique_ptr<Engine> engine(new Engine());
   ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
   const ModelConfig& config = engine->config_;

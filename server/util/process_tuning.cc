@@ -5,17 +5,40 @@
 
 #include <climits>
 #include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
 
 namespace relserve {
 
+absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment() {
+  const char* value = std::getenv("RELSERVE_ALLOCATOR");
+  if (value == nullptr || *value == '\0') {
+    const char* defaults = std::getenv("RELSERVE_MALLOC_DEFAULTS");
+    return defaults != nullptr && std::string(defaults) == "1" ? AllocatorMode::kSystem : AllocatorMode::kCache;
+  }
+  const std::string mode = value;
+  if (mode == "cache") return AllocatorMode::kCache;
+  if (mode == "heap") return AllocatorMode::kHeap;
+  if (mode == "system") return AllocatorMode::kSystem;
+  return absl::InvalidArgumentError(
+      absl::StrCat("RELSERVE_ALLOCATOR=\"", mode, "\": expected cache, heap or system"));
+}
+
 void TuneProcessForInference(char** argv) {
+  const absl::StatusOr<AllocatorMode> mode = AllocatorModeFromEnvironment();
+  if (!mode.ok()) {
+    std::cerr << (argv[0] != nullptr ? argv[0] : "relserve") << ": " << mode.status().message() << "\n";
+    std::exit(2);
+  }
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
     setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     setenv("RELSERVE_NO_REEXEC", "1", 1);  // never loop, whatever happens to the variable
     execv("/proc/self/exe", argv);
     // execv failed: carry on with the spinning policy.
   }
-  if (std::getenv("RELSERVE_MALLOC_DEFAULTS") == nullptr) {
+  if (*mode == AllocatorMode::kHeap) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
   }

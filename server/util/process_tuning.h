@@ -1,7 +1,25 @@
 #ifndef RELSERVE_SERVER_UTIL_PROCESS_TUNING_H_
 #define RELSERVE_SERVER_UTIL_PROCESS_TUNING_H_
 
+#include "absl/status/statusor.h"
+
 namespace relserve {
+
+// Where tensors' memory comes from, set by RELSERVE_ALLOCATOR:
+// - cache (default): LibTorch's CPU tensors of 256 KB and more come from relserve's buffer
+//   cache (server/model/buffer_cache.h): each block its own mapping, released blocks reused,
+//   the cache bounded by the peak in use at once. glibc keeps its defaults for the rest.
+// - heap: the setting before the cache: glibc serves every tensor from its heap, never maps
+//   large blocks and never trims (mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD INT_MAX). As fast,
+//   but under a mix of batch shapes the worker threads' arenas fragment and the resident size
+//   climbs (docs/PERFORMANCE.md, "Memory under mixed lengths").
+// - system: LibTorch's and glibc's defaults (large blocks mapped and unmapped every time).
+enum class AllocatorMode { kCache, kHeap, kSystem };
+
+// Reads RELSERVE_ALLOCATOR (unset or empty: cache). RELSERVE_MALLOC_DEFAULTS=1, the older
+// switch, still means system when RELSERVE_ALLOCATOR is unset. INVALID_ARGUMENT names the
+// variable, its value and the accepted values.
+absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment();
 
 // Process-wide settings that make CPU inference fast; call first thing in main().
 //
@@ -10,11 +28,8 @@ namespace relserve {
 //    128-token sequence ran 3x slower. libgomp reads OMP_WAIT_POLICY only when it loads, so
 //    when the variable is unset this sets it and re-executes the program once (a policy the
 //    user set is kept).
-// 2. Large tensors are reused instead of mapped anew. glibc serves blocks over 32 MB with
-//    mmap and unmaps them on free, so every layer's activations were fresh pages the kernel
-//    had to zero (about 400 MB per layer at batch 32 x 128 for a base model, a quarter of the
-//    time). Disabling mmap and trimming keeps freed memory for reuse; the process then holds
-//    on to its peak memory. RELSERVE_MALLOC_DEFAULTS=1 keeps glibc's defaults.
+// 2. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
+//    the variable and exits with status 2, as a bad flag does.
 void TuneProcessForInference(char** argv);
 
 }  // namespace relserve
