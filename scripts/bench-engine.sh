@@ -28,13 +28,16 @@ for model in deberta-v3-base t5-base; do
   "$BIN" accuracy --model "$MODELS/$model" --dtype bfloat16 --batch 16 --seq 128 --threads "$THREADS" \
     | sed "s/^{/{\"model\":\"$model\",\"accuracy\":true,/" | tee -a "$OUT"
 done
-# The process settings (server/util/process_tuning.h) side by side: as shipped, and with
-# libgomp's default (spin-then-sleep) waits and glibc's malloc defaults.
+# The process settings (server/util/process_tuning.h) side by side: as shipped (the buffer
+# cache), glibc's heap keeping every freed block (RELSERVE_ALLOCATOR=heap, the setting before
+# the cache), and libgomp's default (spin-then-sleep) waits with glibc's and LibTorch's
+# allocators (baseline).
 for shape in 1x128 32x128; do
   b=${shape%x*}; l=${shape#*x}
-  for setting in tuned baseline; do
+  for setting in tuned heap baseline; do
     envs=(RELSERVE_SETTING=tuned)
-    [ "$setting" = baseline ] && envs=(RELSERVE_NO_REEXEC=1 RELSERVE_MALLOC_DEFAULTS=1)
+    [ "$setting" = heap ] && envs=(RELSERVE_ALLOCATOR=heap)
+    [ "$setting" = baseline ] && envs=(RELSERVE_NO_REEXEC=1 RELSERVE_ALLOCATOR=system)
     line=$(env "${envs[@]}" "$BIN" bench --model "$MODELS/deberta-v3-base" --batch "$b" --seq "$l" \
            --iters "$ITERS" --warmup 1 --threads "$THREADS")
     echo "{\"model\":\"deberta-v3-base\",\"process\":\"$setting\",${line#\{}" | tee -a "$OUT"

@@ -12,6 +12,7 @@
 #include "prometheus/labels.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
+#include "server/metrics/process_metrics.h"
 
 namespace relserve {
 namespace {
@@ -274,7 +275,10 @@ ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
 ServerMetrics::~ServerMetrics() = default;
 
 std::string ServerMetrics::Render() const {
-  return prometheus::TextSerializer().Serialize(impl_->registry->Collect());
+  std::string text = prometheus::TextSerializer().Serialize(impl_->registry->Collect());
+  // The process series are read at scrape time; without /proc there are none.
+  if (auto process = ReadProcessStats(); process.ok()) text += RenderProcessMetrics(*process);
+  return text;
 }
 
 void ServerMetrics::RecordRequest(const std::string& model, const std::string& rpc,

@@ -31,6 +31,7 @@ namespace relserve {
 // |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
+// | process_resident_memory_bytes, process_*      |           |                   | the process's memory, descriptors, start and CPU time (process_metrics.h)
 //
 // Bucket upper bounds (seconds unless noted; +Inf is implicit):
 //   kLatencyBuckets  0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30
@@ -50,7 +51,7 @@ class ServerMetrics {
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
-  // Prometheus text exposition (version 0.0.4) of every series.
+  // Prometheus text exposition (version 0.0.4) of every series, the process series included.
   std::string Render() const;
 
   // RPC level.

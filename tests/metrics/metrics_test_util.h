@@ -238,6 +238,19 @@ inline HttpResponse HttpGet(int port, const std::string& path, const std::string
                               " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n");
 }
 
+// The exposition without the process_* families (memory, descriptors, CPU time), which change
+// from one scrape to the next.
+inline std::string WithoutProcessSeries(const std::string& text) {
+  std::istringstream in(text);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    const bool process = line.rfind("process_", 0) == 0 || line.rfind("# HELP process_", 0) == 0 ||
+                         line.rfind("# TYPE process_", 0) == 0;
+    if (!process) out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace relserve::metrics_test
 
 #endif  // RELSERVE_TESTS_METRICS_METRICS_TEST_UTIL_H_
