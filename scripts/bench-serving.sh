@@ -9,7 +9,8 @@
 # offered rate, for latency at a given load. ALLOCATORS="cache heap" runs every configuration once
 # per RELSERVE_ALLOCATOR value (server/util/process_tuning.h), in that order, for a side-by-side
 # comparison (repeat values, "cache heap cache heap", to alternate them on a noisy machine).
-# server_rss_mib is the server's resident size after each point.
+# server_rss_mib is the server's resident size after each point, server_cpu_s the CPU time
+# (user + system) it spent during the point, warm-up included.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,11 +42,13 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
   if [ -n "${RATES:-}" ]; then points=($RATES); else points=($LEVELS); fi
   for c in "${points[@]}"; do
     if [ -n "${RATES:-}" ]; then load=(--rate "$c" --concurrency 1024); else load=(--concurrency "$c"); fi
+    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
     line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" "${load[@]}" \
            --duration "$DURATION" --warmup 3 --lengths log-uniform:8:512 --vocab 128100 --deadline-ms 60000 \
            --quiet)
     rss=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
-    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,${line#\{}" | tee -a "$OUT"
+    cpu=$(awk -v c0="$cpu0" -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 - c0) / hz }' "/proc/$pid/stat")
+    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,\"server_cpu_s\":$cpu,${line#\{}" | tee -a "$OUT"
   done
   kill -TERM "$pid"; wait "$pid" || true
 done
