@@ -103,14 +103,14 @@ expect_exit 0 "$client" bench --target "127.0.0.1:$dead_port" --duration 2 --war
 check_json 'j["requests"] == 0 and j["errors"] == {}' '8 <= j["connection_failures"] <= 100' \
   'j["failed_requests"] == j["connection_failures"] and j["connection_error"] != ""' '1.9 < j["duration_s"] < 3.5' \
   < "$work/out"
-grep -q "^bench: 1 s, 0 requests, .*, 0 errors, [0-9]* connection failures" "$work/err" \
+grep -q "^bench: [0-9]* s, 0 requests, .*, 0 errors, [0-9]* connection failures" "$work/err" \
   || { echo "FAILED: no connection failures in the progress line"; cat "$work/err"; exit 1; }
 
 # The server comes up while the run goes on: the load resumes (the channel reconnects at least
 # once a second, the callers' back-off is capped at 1 s), and only the attempts before it
 # count as connection failures.
 late_port=$(free_port)
-"$client" bench --target "127.0.0.1:$late_port" --duration 8 --warmup 0 --concurrency 4 --lengths fixed:16 --quiet \
+"$client" bench --target "127.0.0.1:$late_port" --duration 12 --warmup 0 --concurrency 4 --lengths fixed:16 --quiet \
   > "$work/late.json" 2> "$work/late.err" &
 bench_pid=$!
 pids+=("$bench_pid")
@@ -119,5 +119,5 @@ sleep 1.5
   --model "embedder=$work/embedder" > /dev/null 2> "$work/late-server.log" &
 pids+=("$!")
 wait "$bench_pid" || { echo "FAILED: bench exited $?"; cat "$work/late.err"; exit 1; }
-check_json 'j["requests"] > 0 and j["errors"] == {}' '1 <= j["connection_failures"] <= 60' < "$work/late.json"
+check_json 'j["requests"] > 0 and j["errors"] == {}' '1 <= j["connection_failures"] <= 100' < "$work/late.json"
 echo "relserve-client bench: passed"
