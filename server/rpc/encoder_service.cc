@@ -7,9 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/rpc/embed_stream.h"
 #include "server/rpc/input_encoder.h"
 #include "server/rpc/sequence_submitter.h"
 #include "server/rpc/status_mapping.h"
+#include "server/rpc/unary_call.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
@@ -20,44 +22,6 @@ absl::Time DeadlineOf(const grpc::CallbackServerContext* ctx) {
   if (d == std::chrono::system_clock::time_point::max()) return absl::InfiniteFuture();
   return absl::FromChrono(d);
 }
-
-// A unary call: records its outcome and answers once.
-class UnaryCall : public grpc::ServerUnaryReactor {
- public:
-  UnaryCall(EncoderService* service, ServerMetrics* metrics, const char* rpc)
-      : service_(service), metrics_(metrics), rpc_(rpc), start_(absl::Now()) {
-    service_->CallStarted();
-  }
-  // True (and the call answered UNAVAILABLE) when the server is shutting down.
-  bool RefuseIfDraining() {
-    if (!service_->draining()) return false;
-    Reply(absl::UnavailableError("the server is shutting down"), "");
-    return true;
-  }
-
-  void Reply(const absl::Status& status, const std::string& model) {
-    if (metrics_ != nullptr) {
-      metrics_->RecordRequest(service_->MetricsModelLabel(model), rpc_, CodeName(status.code()),
-                              absl::ToDoubleSeconds(absl::Now() - start_));
-    }
-    Finish(ToGrpcStatus(status));
-  }
-  void OnCancel() override { cancelled_->store(true); }
-  void OnDone() override {
-    service_->CallDone();
-    delete this;
-  }
-
-  std::shared_ptr<std::atomic<bool>> cancelled() const { return cancelled_; }
-  absl::Time start() const { return start_; }
-
- private:
-  EncoderService* service_;
-  ServerMetrics* metrics_;
-  const char* rpc_;
-  absl::Time start_;
-  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-};
 
 void FillTiming(absl::Time start, absl::Duration tokenize, const RequestResults& r, v1::Timing* t) {
   t->set_tokenize_us(absl::ToInt64Microseconds(tokenize));
@@ -132,6 +96,22 @@ absl::StatusOr<PreparedRequest> Prepare(const Request& request, const ModelRegis
   return p;
 }
 
+// EmbedTokens answers tokens x hidden floats: refused before any computation when that cannot
+// fit in one response message. Per token: hidden float32 values (packed), plus the token id
+// and two offsets (varints of up to 5 bytes each).
+absl::Status CheckTokenStatesFit(const std::vector<EncodedInput>& inputs, int hidden, size_t max_bytes) {
+  const size_t per_token = static_cast<size_t>(hidden) * sizeof(float) + 15;
+  size_t tokens = 0;
+  for (const EncodedInput& e : inputs) tokens += e.sequence.input_ids.size();
+  const size_t overhead = 64 * inputs.size() + 256;  // per-sequence fields, usage, timing
+  if (tokens * per_token + overhead <= max_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the token states of these inputs (", tokens, " tokens x ", hidden, " values) need about ",
+      tokens * per_token + overhead, " bytes, more than the largest response of ", max_bytes,
+      " bytes: send at most about ", max_bytes > overhead ? (max_bytes - overhead) / per_token : 0,
+      " tokens per EmbedTokens request (split the inputs over several requests)"));
+}
+
 std::vector<SequenceInput> Sequences(const std::vector<EncodedInput>& inputs) {
   std::vector<SequenceInput> out;
   out.reserve(inputs.size());
@@ -158,23 +138,7 @@ std::vector<float> Scores(const std::vector<float>& logits, const std::string& p
 }  // namespace
 
 EncoderService::EncoderService(const ModelRegistry* registry, ServerMetrics* metrics, ServiceLimits limits)
-    : registry_(registry), metrics_(metrics), limits_(limits) {}
-
-std::string EncoderService::MetricsModelLabel(const std::string& requested) const {
-  auto model = registry_->Find(requested);
-  return model.ok() ? (*model)->name : "unknown";
-}
-
-void EncoderService::StartDraining() { draining_.store(true); }
-
-bool EncoderService::WaitForIdle(absl::Time deadline) {
-  // Polled: calls end on gRPC and worker threads, and shutdown happens once.
-  while (in_flight_.load() > 0) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return true;
-}
+    : registry_(registry), metrics_(metrics), limits_(limits), tracker_(registry, limits.max_response_bytes) {}
 
 void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
                                  const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) {
@@ -195,7 +159,7 @@ void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std:
   const int dimensions = request.dimensions();
   response->set_model(m.name);
   response->set_request_id(request.request_id());
-  SubmitSequences(m, Sequences(*shared_inputs), kOutputPooled, deadline, std::move(cancelled),
+  SubmitSequences(m, Sequences(*shared_inputs), kOutputPooled, deadline, std::move(cancelled), metrics_,
                   [=, name = m.name](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return reply(r.status(), name);
                     for (size_t i = 0; i < r->outputs.size(); ++i) {
@@ -213,20 +177,23 @@ void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std:
                   });
 }
 
-grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx, const v1::EmbedRequest* request,
-                                                v1::EmbedResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "Embed");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::EmbedRequest, v1::EmbedResponse>(&tracker_, metrics_, "Embed", out);
+  if (!call->Begin(*bytes)) return call;
+  const v1::EmbedRequest* request = &call->request;
+  v1::EmbedResponse* response = &call->response;
   HandleEmbed(DeadlineOf(ctx), call->cancelled(), *request, response,
               [call](const absl::Status& s, const std::string& model) { call->Reply(s, model); });
   return call;
 }
 
-grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContext* ctx,
-                                                      const v1::EmbedTokensRequest* request,
-                                                      v1::EmbedTokensResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "EmbedTokens");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::EmbedTokensRequest, v1::EmbedTokensResponse>(&tracker_, metrics_, "EmbedTokens", out);
+  if (!call->Begin(*bytes)) return call;
+  const v1::EmbedTokensRequest* request = &call->request;
+  v1::EmbedTokensResponse* response = &call->response;
   std::string label;
   auto prepared = Prepare(*request, *registry_, limits_, metrics_, &label);
   if (!prepared.ok()) return call->Reply(prepared.status(), label), call;
@@ -234,8 +201,11 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
   const absl::Duration tokenize = prepared->tokenize;
   auto shared_inputs = prepared->inputs;
   const int hidden = m.backend->info().hidden_size;
+  if (absl::Status s = CheckTokenStatesFit(*shared_inputs, hidden, limits_.max_response_bytes); !s.ok()) {
+    return call->Reply(s, m.name), call;
+  }
   response->set_model(m.name);
-  SubmitSequences(m, Sequences(*shared_inputs), kOutputTokenStates, DeadlineOf(ctx), call->cancelled(),
+  SubmitSequences(m, Sequences(*shared_inputs), kOutputTokenStates, DeadlineOf(ctx), call->cancelled(), metrics_,
                   [=, name = m.name](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return call->Reply(r.status(), name);
                     for (size_t i = 0; i < r->outputs.size(); ++i) {
@@ -258,10 +228,12 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
   return call;
 }
 
-grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ctx, const v1::RerankRequest* request,
-                                                 v1::RerankResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "Rerank");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::RerankRequest, v1::RerankResponse>(&tracker_, metrics_, "Rerank", out);
+  if (!call->Begin(*bytes)) return call;
+  const v1::RerankRequest* request = &call->request;
+  v1::RerankResponse* response = &call->response;
   auto model = registry_->Find(request->model());
   if (!model.ok()) return call->Reply(model.status(), request->model()), call;
   const ServedModel& m = **model;
@@ -292,7 +264,7 @@ grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ct
   response->set_model(m.name);
   const std::string problem_type = info.problem_type;
   SubmitSequences(
-      m, Sequences(*inputs), kOutputLogits, DeadlineOf(ctx), call->cancelled(),
+      m, Sequences(*inputs), kOutputLogits, DeadlineOf(ctx), call->cancelled(), metrics_,
       [=, name = m.name](absl::StatusOr<RequestResults> r) {
         if (!r.ok()) return call->Reply(r.status(), name);
         // One logit: sigmoid of it (cross-encoders). Several: the probability of label 1,
@@ -323,11 +295,12 @@ grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ct
   return call;
 }
 
-grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* ctx,
-                                                   const v1::ClassifyRequest* request,
-                                                   v1::ClassifyResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "Classify");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::ClassifyRequest, v1::ClassifyResponse>(&tracker_, metrics_, "Classify", out);
+  if (!call->Begin(*bytes)) return call;
+  const v1::ClassifyRequest* request = &call->request;
+  v1::ClassifyResponse* response = &call->response;
   if (request->top_k() < 0) {
     return call->Reply(absl::InvalidArgumentError("top_k must not be negative"), request->model()), call;
   }
@@ -347,7 +320,7 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
   response->set_model(m.name);
   const std::vector<std::string> labels = info.labels;
   const std::string problem_type = info.problem_type;
-  SubmitSequences(m, Sequences(*shared_inputs), kOutputLogits, DeadlineOf(ctx), call->cancelled(),
+  SubmitSequences(m, Sequences(*shared_inputs), kOutputLogits, DeadlineOf(ctx), call->cancelled(), metrics_,
                   [=, name = m.name](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return call->Reply(r.status(), name);
                     for (const SequenceOutput& out : r->outputs) {
@@ -374,11 +347,12 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
   return call;
 }
 
-grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx,
-                                                   const v1::TokenizeRequest* request,
-                                                   v1::TokenizeResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "Tokenize");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::TokenizeRequest, v1::TokenizeResponse>(&tracker_, metrics_, "Tokenize", out);
+  if (!call->Begin(*bytes)) return call;
+  const v1::TokenizeRequest* request = &call->request;
+  v1::TokenizeResponse* response = &call->response;
   std::string label;
   auto prepared = Prepare(*request, *registry_, limits_, metrics_, &label);
   if (!prepared.ok()) return call->Reply(prepared.status(), label), call;
@@ -406,11 +380,11 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
   return call;
 }
 
-grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext* ctx,
-                                                     const v1::ListModelsRequest* request,
-                                                     v1::ListModelsResponse* response) {
-  auto* call = new UnaryCall(this, metrics_, "ListModels");
-  if (call->RefuseIfDraining()) return call;
+grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
+                                    grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::ListModelsRequest, v1::ListModelsResponse>(&tracker_, metrics_, "ListModels", out);
+  if (!call->Begin(*bytes)) return call;
+  v1::ListModelsResponse* response = &call->response;
   for (const ServedModel* m : registry_->All()) {
     const ModelInfo& i = m->backend->info();
     v1::ModelInfo* out = response->add_models();
@@ -434,72 +408,9 @@ grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext
   return call;
 }
 
-namespace {
-
-// EmbedStream: each request is answered by one response, in order, one at a time.
-class EmbedStreamReactor : public grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse> {
- public:
-  EmbedStreamReactor(EncoderService* service, ServerMetrics* metrics, absl::Time deadline)
-      : service_(service), metrics_(metrics), deadline_(deadline) {
-    service_->CallStarted();
-    if (service_->draining()) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
-      return;
-    }
-    StartRead(&request_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client half-closed (or went away): done once the last write is out
-      Finish(grpc::Status::OK);
-      return;
-    }
-    if (service_->draining()) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the server is shutting down"));
-      return;
-    }
-    response_.Clear();
-    const absl::Time start = absl::Now();
-    service_->HandleEmbed(deadline_, cancelled_, request_, &response_,
-                          [this, start](const absl::Status& s, const std::string& model) {
-                            if (metrics_ != nullptr) {
-                              metrics_->RecordRequest(service_->MetricsModelLabel(model), "EmbedStream",
-                                                      CodeName(s.code()), absl::ToDoubleSeconds(absl::Now() - start));
-                            }
-                            if (!s.ok()) {
-                              Finish(ToGrpcStatus(s));
-                              return;
-                            }
-                            StartWrite(&response_);
-                          });
-  }
-  void OnWriteDone(bool ok) override {
-    if (!ok) {
-      Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the client stopped reading"));
-      return;
-    }
-    StartRead(&request_);
-  }
-  void OnCancel() override { cancelled_->store(true); }
-  void OnDone() override {
-    service_->CallDone();
-    delete this;
-  }
-
- private:
-  EncoderService* service_;
-  ServerMetrics* metrics_;
-  absl::Time deadline_;
-  std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  v1::EmbedRequest request_;
-  v1::EmbedResponse response_;
-};
-
-}  // namespace
-
-grpc::ServerBidiReactor<v1::EmbedRequest, v1::EmbedResponse>* EncoderService::EmbedStream(
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EncoderService::EmbedStream(
     grpc::CallbackServerContext* ctx) {
-  return new EmbedStreamReactor(this, metrics_, DeadlineOf(ctx));
+  return NewEmbedStream(this, &tracker_, metrics_, DeadlineOf(ctx));
 }
 
 }  // namespace relserve
