@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/batching/model_batcher.h"
+#include "server/main/connection_closer.h"
 #include "server/main/server_credentials.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
@@ -222,6 +223,10 @@ void RelserveServer::Shutdown(absl::Duration grace, std::function<bool()> end_gr
     }
   }
   for (auto& b : state_->batchers) b->Stop(absl::ZeroDuration());  // fails what is left
+  // Every call has its answer: close the doors before gRPC's own shutdown, which would
+  // cancel (CANCELLED) calls still arriving on open connections (connection_closer.h).
+  const int ended = EndConnectionsOnPort(state_->grpc_port, absl::Milliseconds(500));
+  if (ended > 0) LogInfo(absl::StrCat("closed ", ended, " client connection(s)"));
   state_->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   state_->server->Wait();
   if (state_->endpoint) state_->endpoint->Stop();
