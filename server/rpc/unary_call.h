@@ -18,6 +18,20 @@
 
 namespace relserve {
 
+// The model a request names ("" for requests that name none: the default model).
+template <typename Request>
+auto ModelOfRequest(const Request& r, int) -> decltype(std::string(r.model())) {
+  return r.model();
+}
+template <typename Request>
+std::string ModelOfRequest(const Request&, long) {
+  return "";
+}
+template <typename Request>
+std::string ModelOf(const Request& r) {
+  return ModelOfRequest(r, 0);
+}
+
 // One unary call of the Encoder service: owns its parsed request and its response, answers
 // once, and counts its outcome with the code the client really gets (a response too large to
 // send included). Created by the handler, deleted by gRPC's OnDone.
@@ -32,12 +46,12 @@ class UnaryCall : public grpc::ServerUnaryReactor {
   // Parses the request, or answers: INVALID_ARGUMENT for bytes that are not a valid Request,
   // UNAVAILABLE while the server drains. True when the handler should go on.
   bool Begin(const grpc::ByteBuffer& in) {
-    if (tracker_->draining()) {
-      Answer(absl::UnavailableError("the server is shutting down"), kUnknownModelLabel);
-      return false;
-    }
     if (absl::Status s = ParseMessage(in, &request); !s.ok()) {
       Answer(s, kUnknownModelLabel);
+      return false;
+    }
+    if (tracker_->draining()) {
+      Reply(absl::UnavailableError("the server is shutting down"), ModelOf(request));
       return false;
     }
     return true;
