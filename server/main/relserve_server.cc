@@ -19,7 +19,7 @@
 #include "server/model/engine.h"
 #include "server/rpc/encoder_service.h"
 #include "server/rpc/metrics_batch_observer.h"
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
@@ -33,6 +33,7 @@ struct RelserveServer::State {
   std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
   std::vector<std::unique_ptr<ModelBatcher>> batchers;
   ModelRegistry registry;
+  std::unique_ptr<EncoderServing> encoder_serving;
   std::unique_ptr<EncoderService> service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<MetricsHttpEndpoint> endpoint;
@@ -158,10 +159,11 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     state->batchers.push_back(std::move(batcher));
   }
 
-  ServiceLimits limits;
+  ServingLimits limits;
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
-  state->service = std::make_unique<EncoderService>(&state->registry, &state->metrics, limits);
+  state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
+  state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/time/time.h"
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 
 namespace relserve {
 

@@ -12,14 +12,10 @@
 #include "relserve/v1/encoder.grpc.pb.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/call_tracker.h"
-#include "server/rpc/model_registry.h"
+#include "server/serving/encoder_serving.h"
+#include "server/serving/model_registry.h"
 
 namespace relserve {
-
-struct ServiceLimits {
-  int max_inputs_per_request = 256;  // inputs of Embed/EmbedTokens/Classify/Tokenize, documents of Rerank
-  size_t max_response_bytes = 64 << 20;  // the largest message the server sends
-};
 
 // The generated service with every method raw: requests arrive and responses leave as bytes,
 // so that the service parses and sizes them itself (message_codec.h says why).
@@ -29,12 +25,15 @@ using RawEncoderService = v1::Encoder::WithRawCallbackMethod_Embed<
             v1::Encoder::WithRawCallbackMethod_ListModels<v1::Encoder::WithRawCallbackMethod_EmbedStream<
                 v1::Encoder::Service>>>>>>>;
 
-// relserve.v1.Encoder over gRPC's callback API. Handlers tokenize on the gRPC thread, hand
-// each sequence to the model's batcher, and answer when the last one is back; nothing blocks
-// a gRPC thread on the model.
+// relserve.v1.Encoder over gRPC's callback API: an adapter between the wire and the serving
+// layer (EncoderServing), which tokenizes on the gRPC thread, hands each sequence to the
+// model's batcher and answers when the last one is back; nothing blocks a gRPC thread on the
+// model. The service owns what is gRPC's: parsing and sizing messages, the status codes, the
+// per-call metrics, cancellation and the drain.
 class EncoderService final : public RawEncoderService {
  public:
-  EncoderService(const ModelRegistry* registry, ServerMetrics* metrics, ServiceLimits limits);
+  // `serving`, `registry` and `metrics` (may be null) outlive the service.
+  EncoderService(const EncoderServing* serving, const ModelRegistry* registry, ServerMetrics* metrics);
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response) override;
@@ -58,15 +57,15 @@ class EncoderService final : public RawEncoderService {
   // Calls (and open streams) currently running.
   int64_t in_flight() const { return tracker_.in_flight(); }
 
-  // Shared by Embed and EmbedStream: answers `request` into `response`, then calls `reply`.
+  // Shared by Embed and EmbedStream: answers `request` into `response`, then calls `reply`
+  // with the status and the model the request named.
   using Reply = std::function<void(const absl::Status&, const std::string& model)>;
   void HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
-                   const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply);
+                   const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) const;
 
  private:
-  const ModelRegistry* registry_;
+  const EncoderServing* serving_;
   ServerMetrics* metrics_;
-  ServiceLimits limits_;
   CallTracker tracker_;
 };
 

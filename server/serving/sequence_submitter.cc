@@ -1,4 +1,4 @@
-#include "server/rpc/sequence_submitter.h"
+#include "server/serving/sequence_submitter.h"
 
 #include <cmath>
 #include <mutex>

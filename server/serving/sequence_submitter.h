@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_RPC_SEQUENCE_SUBMITTER_H_
-#define RELSERVE_SERVER_RPC_SEQUENCE_SUBMITTER_H_
+#ifndef RELSERVE_SERVER_SERVING_SEQUENCE_SUBMITTER_H_
+#define RELSERVE_SERVER_SERVING_SEQUENCE_SUBMITTER_H_
 
 #include <atomic>
 #include <functional>
@@ -10,7 +10,7 @@
 #include "absl/time/time.h"
 #include "server/backend/inference_backend.h"
 #include "server/metrics/server_metrics.h"
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 
 namespace relserve {
 
@@ -39,4 +39,4 @@ bool AllFinite(const SequenceOutput& out);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_RPC_SEQUENCE_SUBMITTER_H_
+#endif  // RELSERVE_SERVER_SERVING_SEQUENCE_SUBMITTER_H_

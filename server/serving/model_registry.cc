@@ -1,4 +1,4 @@
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
