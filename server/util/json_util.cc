@@ -17,9 +17,15 @@ namespace {
 
 using nlohmann::json;
 
+absl::Status TypeError(const JsonFieldReader& r, const char* key, const char* want, const json& v) {
+  return r.Error(key, absl::StrCat("must be ", want, ", got ", JsonValueForMessage(v)));
+}
+
+}  // namespace
+
 // nlohmann's messages start with "[json.exception.parse_error.101] ", which says nothing to a
 // reader of ours.
-std::string WithoutExceptionId(const json::exception& e) {
+std::string JsonErrorReason(const json::exception& e) {
   std::string message = e.what();
   if (message.rfind("[json.exception.", 0) == 0) {
     const auto close = message.find("] ");
@@ -29,12 +35,6 @@ std::string WithoutExceptionId(const json::exception& e) {
   if (e.id == 406) absl::StrAppend(&message, " (beyond the range of a 64-bit float)");
   return message;
 }
-
-absl::Status TypeError(const JsonFieldReader& r, const char* key, const char* want, const json& v) {
-  return r.Error(key, absl::StrCat("must be ", want, ", got ", JsonValueForMessage(v)));
-}
-
-}  // namespace
 
 absl::StatusOr<json> ParseJson(const std::string& text, const std::string& what) {
   // The keys above the value being parsed. A number beyond double range is reported without a
@@ -57,7 +57,7 @@ absl::StatusOr<json> ParseJson(const std::string& text, const std::string& what)
       if (!k.empty()) keys.push_back(k);
     }
     const std::string where = keys.empty() ? "" : absl::StrCat(" at \"", absl::StrJoin(keys, "."), "\"");
-    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON", where, ": ", WithoutExceptionId(e)));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON", where, ": ", JsonErrorReason(e)));
   }
 }
 

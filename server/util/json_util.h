@@ -23,6 +23,10 @@ absl::StatusOr<nlohmann::json> ParseJson(const std::string& text, const std::str
 // Reads and parses a JSON file; INVALID_ARGUMENT for a file larger than kMaxJsonFileBytes.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
+// The reason of a JSON library exception without its "[json.exception.parse_error.101] " tag,
+// saying so when a number is beyond double range.
+std::string JsonErrorReason(const nlohmann::json::exception& e);
+
 // A JSON value for an error message: compact, cut short after about 60 characters.
 std::string JsonValueForMessage(const nlohmann::json& value);
 
