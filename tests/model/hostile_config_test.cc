@@ -278,7 +278,9 @@ TEST(HostileConfigTest, EveryFieldOfEveryFileRefusesHostileValuesNamingTheField)
       EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
       const std::string message(s.message());
       EXPECT_THAT(message, AllOf(HasSubstr(fs::path(f.file).filename().string()), HasSubstr(NameOf(f))));
-      if (value == "18446744073709551615") EXPECT_THAT(message, HasSubstr(value));
+      if (value == "18446744073709551615") {
+        EXPECT_THAT(message, HasSubstr(value));
+      }
     }
   }
   EXPECT_GT(checked, 500);
@@ -348,7 +350,7 @@ TEST(HostileConfigTest, SizesAboveTheLimitsSayTheLimit) {
   // max_position_embeddings backs no tensor in DeBERTa-v3 (relative positions only): it is the
   // model's maximum length, which the server's warm-up used to allocate toward.
   ExpectInvalid(LoadWith("embedder", "config.json", {{"/max_position_embeddings", "1000000000"}}),
-                {"\"max_position_embeddings\" must be at most 8192, got 1000000000"});
+                {"\"max_position_embeddings\" must be at most 32768, got 1000000000"});
   ExpectInvalid(LoadWith("embedder", "config.json", {{"/hidden_size", "1000000000"}}),
                 {"\"hidden_size\" must be at most 65536, got 1000000000"});
   ExpectInvalid(LoadWith("embedder", "config.json", {{"/hidden_size", "18446744073709551615"}}),
@@ -361,7 +363,7 @@ TEST(HostileConfigTest, SizesAboveTheLimitsSayTheLimit) {
   // The maximum length asked for is bounded too (the T5 encoder has no position table).
   EngineOptions options;
   options.max_length = 100000;
-  ExpectInvalid(LoadStatus(HostileModels::Get().dir("t5"), options), {"max_length 100000", "8192"});
+  ExpectInvalid(LoadStatus(HostileModels::Get().dir("t5"), options), {"max_length 100000", "32768"});
   options.max_length = kMaxSequenceLength;
   EXPECT_TRUE(LoadStatus(HostileModels::Get().dir("t5"), options).ok());
 }
@@ -469,7 +471,7 @@ TEST(HostileConfigTest, DirectoriesWhereFilesBelongAreErrors) {
   EXPECT_TRUE(LoadStatus(models.dir("embedder"), no_tokenizer).ok());
 }
 
-// Loads the model and runs one 8192-token batch of two with the address space capped a little
+// Loads the model and runs one 32768-token batch of two with the address space capped a little
 // above what the process holds; exits 0 when that is RESOURCE_EXHAUSTED without a backtrace.
 [[noreturn]] void RunOutOfMemoryAndExit(const std::string& dir) {
   SetComputeThreads(1);
@@ -477,7 +479,7 @@ TEST(HostileConfigTest, DirectoriesWhereFilesBelongAreErrors) {
   options.max_length = kMaxSequenceLength;
   auto engine = Engine::Load(dir, options);
   if (!engine.ok()) std::_Exit(10);
-  // The relative-position index alone of one 8192-token batch takes over 1 GB.
+  // The relative-position index alone of one 32768-token batch takes over 1 GB.
   std::ifstream statm("/proc/self/statm");
   long pages = 0;
   statm >> pages;

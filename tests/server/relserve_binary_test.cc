@@ -207,7 +207,7 @@ TEST(RelserveBinaryTest, HostileModelsExitOneNamingModelAndField) {
     const char* mention;
   };
   for (const Case& c : {Case{"layer_norm_eps", "1e400", "config.json: invalid JSON at \"layer_norm_eps\""},
-                        Case{"max_position_embeddings", "1000000000", "\"max_position_embeddings\" must be at most 8192"},
+                        Case{"max_position_embeddings", "1000000000", "\"max_position_embeddings\" must be at most 32768"},
                         Case{"layer_norm_eps", "-1", "\"layer_norm_eps\" must be a number above 0"},
                         Case{"hidden_size", "18446744073709551615", "\"hidden_size\" must be at most 65536, got 18446744073709551615"}}) {
     SCOPED_TRACE(std::string(c.key) + " = " + c.raw);
