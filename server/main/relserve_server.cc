@@ -177,7 +177,10 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     ec.port = config.metrics_port;
     ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
                                           ec, [raw] { return raw->metrics.Render(); },
-                                          [raw] { return raw->serving.load(); }));
+                                          [raw] {
+                                            return raw->serving.load() ? absl::OkStatus()
+                                                                       : absl::UnavailableError("not ready");
+                                          }));
   }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {
