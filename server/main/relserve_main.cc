@@ -6,6 +6,7 @@
 #include "absl/time/time.h"
 #include "server/main/relserve_server.h"
 #include "server/main/server_config.h"
+#include "server/util/fd_limit.h"
 #include "server/util/log.h"
 #include "server/util/process_tuning.h"
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
     (help ? std::cout : std::cerr) << (help ? "" : "relserve: ") << config.status().message() << "\n";
     return help ? 0 : 2;
   }
+  relserve::RaiseOpenFilesLimitAndLog();
   // Signals go to sigwait below, not to whichever thread happens to run.
   sigset_t signals;
   sigemptyset(&signals);
