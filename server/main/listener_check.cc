@@ -358,8 +358,12 @@ void GrpcListenerCheck::Stop() {
 }
 
 void GrpcListenerCheck::Run() {
+  // While disabled, `enabled` is looked at again after this (not after a whole interval), so
+  // that the first probe follows soon after the server starts serving.
+  constexpr auto kDisabledPoll = std::chrono::milliseconds(100);
   while (true) {
-    if (!enabled_ || enabled_()) {
+    const bool enabled = !enabled_ || enabled_();
+    if (enabled) {
       const absl::Status probe = ProbeListener(targets_, options_.timeout, cancel_fd_);
       if (absl::IsCancelled(probe)) return;
       // A server that began shutting down during the probe closes its listener on purpose.
@@ -381,9 +385,10 @@ void GrpcListenerCheck::Run() {
         LogInfo("gRPC listener self-check passes again: new connections are accepted");
       }
     }
+    const auto wait = enabled ? absl::ToChronoNanoseconds(options_.interval)
+                              : std::chrono::nanoseconds(kDisabledPoll);
     std::unique_lock<std::mutex> lock(mu_);
-    if (wake_.wait_for(lock, absl::ToChronoNanoseconds(options_.interval),
-                       [this] { return stop_; })) {
+    if (wake_.wait_for(lock, wait, [this] { return stop_; })) {
       return;
     }
   }

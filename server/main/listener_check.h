@@ -71,8 +71,9 @@ struct ListenerCheckOptions {
 // of load balancers, need new connections; existing ones keep working when the listener is
 // gone).
 //
-// The first probe runs at once, then one every options.interval while `enabled` returns true
-// (relserve passes "serving", so that no failure is reported while it shuts down on purpose).
+// Probes run every options.interval while `enabled` returns true, the first one as soon as it
+// does (relserve passes "serving": the first probe follows start-up, and no failure is reported
+// while the server shuts down on purpose).
 // The state changes with every probe, without hysteresis: whoever acts on /healthz counts
 // failures itself (a kubelet's failureThreshold). The first failure after success is logged
 // as an error with its reason, the recovery as info; repeated failures are not logged again.
