@@ -159,9 +159,10 @@ class MetricsHttpEndpoint::Loop {
   void Release(Connection& c);
   // Releases connections_[i] and removes it (the last connection takes its place).
   void CloseAt(size_t i);
-  // The connection to evict among `peer`'s (all connections when null): the oldest one still
-  // reading its request head; if `any_state`, then the oldest draining, then the oldest
-  // writing one. kNone when there is none.
+  // The connection to evict among `peer`'s (all connections when null). With `any_state`: the
+  // oldest draining one (served already; only the client's close is awaited), else the oldest
+  // one still reading its request head, else the oldest one writing. Without: only the oldest
+  // one reading. kNone when there is none.
   size_t PickVictim(const std::string* peer, bool any_state) const;
   // Closes one connection (PickVictim(peer, true)) to make room for a new one.
   void MakeRoom(const std::string* peer, Clock::time_point now);
@@ -255,14 +256,15 @@ void MetricsHttpEndpoint::Loop::CloseAt(size_t i) {
 }
 
 size_t MetricsHttpEndpoint::Loop::PickVictim(const std::string* peer, bool any_state) const {
-  for (const State wanted : {State::kReading, State::kDraining, State::kWriting}) {
+  for (const State wanted : {State::kDraining, State::kReading, State::kWriting}) {
+    if (!any_state && wanted != State::kReading) continue;
     size_t victim = kNone;
     for (size_t i = 0; i < connections_.size(); ++i) {
       const Connection& c = connections_[i];
       if (c.state != wanted || (peer != nullptr && c.peer != *peer)) continue;
       if (victim == kNone || c.serial < connections_[victim].serial) victim = i;
     }
-    if (victim != kNone || !any_state) return victim;
+    if (victim != kNone) return victim;
   }
   return kNone;
 }

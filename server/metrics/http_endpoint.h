@@ -63,17 +63,20 @@ struct HttpEndpointConfig {
 //   connection was accepted. The deadline is set once at accept; trickled bytes do not move
 //   it, so a connection holds its slot for at most read_timeout_ms before its request is read.
 // - A new connection is always taken: the listening socket is polled even when the table is
-//   full, and a connection that does not fit evicts (closes) the oldest connection that has
-//   not yet delivered a complete request head. Only when every slot holds a request already
-//   read does it evict the oldest connection whose response is done (draining), then the
-//   oldest one the client is not reading its response from. A probe's request arrives with its
+//   full, and a connection that does not fit evicts (closes) one that is done or idle: the
+//   oldest one already answered that only awaits the client's close (at most 500 ms), else the
+//   oldest connection that has not yet delivered a complete request head (its bytes are read
+//   first, so a request that has just arrived is served rather than dropped), else the oldest
+//   one whose client is not reading its response. A probe's request arrives with its
 //   connection and is read at once, so by the time later connections arrive it is no longer
 //   evictable: the oldest idle connections go first, and those are the attacker's.
 // - Per-peer cap: one peer address holds at most max_connections_per_peer connections; its
 //   next connection evicts its own oldest one (same order as above), never someone else's.
 //   A single misbehaving client therefore only churns its own slots and cannot push out the
 //   connection of a kubelet probe (the node's address) or of Prometheus (its pod's address).
-//   Peers are whole addresses; an IPv4-mapped IPv6 address counts as its IPv4 address.
+//   Peers are whole addresses; an IPv4-mapped IPv6 address counts as its IPv4 address. (A
+//   client sharing the probe's address could still push the probe out if it opened that many
+//   connections between the probe's connect and the arrival of its request.)
 // - Descriptor budget: the table is bounded by a quarter of the soft RLIMIT_NOFILE at Start(),
 //   leaving the rest to gRPC and the models.
 // - When accept() fails for want of descriptors (EMFILE, ENFILE), the oldest connection that
