@@ -113,6 +113,10 @@ const std::vector<Flag>& Flags() {
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               &ServerConfig::max_input_length, 0),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
+      IntFlag("max-response-bytes",
+              "largest response message: EmbedTokens requests whose answer would be larger are refused "
+              "(INVALID_ARGUMENT) before computing; clients must accept messages this large",
+              &ServerConfig::max_response_bytes, 1024),
       {"shutdown-grace-seconds", "S", "on SIGTERM/SIGINT, how long in-flight calls may take to finish",
        [](const std::string& v, ServerConfig* c) {
          double x;

@@ -28,6 +28,7 @@ struct ServerConfig {
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
   int max_message_bytes = 16 << 20;
+  int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;
   // > 0: close each client connection after about this long (gRPC's max connection age, with
   // GOAWAY), so clients balancing over a headless Service's addresses resolve it again and

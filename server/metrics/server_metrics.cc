@@ -189,6 +189,10 @@ struct ServerMetrics::Impl {
                               .Name("relserve_rejections_total")
                               .Help("Requests or sequences refused, by reason.")
                               .Register(*registry)),
+        nonfinite_family(prometheus::BuildCounter()
+                             .Name("relserve_nonfinite_outputs_total")
+                             .Help("Sequences whose outputs held NaN or infinity (answered INTERNAL).")
+                             .Register(*registry)),
         model_info_family(
             prometheus::BuildGauge()
                 .Name("relserve_model_info")
@@ -213,6 +217,7 @@ struct ServerMetrics::Impl {
         queue_depth(queue_depth_family),
         in_flight(in_flight_family),
         rejections(rejections_family),
+        nonfinite(nonfinite_family),
         serving(serving_family) {}
 
   static Labels ModelLabel(const std::string& model) { return {{"model", model}}; }
@@ -245,6 +250,7 @@ struct ServerMetrics::Impl {
   Family<Gauge>& queue_depth_family;
   Family<Gauge>& in_flight_family;
   Family<Counter>& rejections_family;
+  Family<Counter>& nonfinite_family;
   Family<Gauge>& model_info_family;
   Family<Gauge>& serving_family;
 
@@ -263,6 +269,7 @@ struct ServerMetrics::Impl {
   SeriesCache<Gauge> queue_depth;
   SeriesCache<Gauge> in_flight;
   SeriesCache<Counter> rejections;
+  SeriesCache<Counter> nonfinite;
   SeriesCache<Gauge> serving;
 
   // relserve_model_info: the current series of each model (replaced when its labels change).
@@ -299,6 +306,10 @@ void ServerMetrics::RecordRequest(const std::string& model, const std::string& r
 
 void ServerMetrics::RecordTokenize(const std::string& model, double seconds) {
   impl_->ModelHistogram(impl_->tokenize_duration, model, TokenizeBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::RecordNonFiniteOutput(const std::string& model) {
+  impl_->ModelCounter(impl_->nonfinite, model).Increment();
 }
 
 void ServerMetrics::RecordRejection(const std::string& model, const std::string& reason) {

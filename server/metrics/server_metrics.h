@@ -29,6 +29,7 @@ namespace relserve {
 // | relserve_in_flight_sequences                  | gauge     | model             | sequences accepted and not yet answered
 // | relserve_rejections_total                     | counter   | model, reason     | sequences/requests refused; reason = "queue_full", "deadline_exceeded",
 // |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
+// | relserve_nonfinite_outputs_total              | counter   | model             | sequences whose outputs held NaN or infinity (the request got INTERNAL)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
 // | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
@@ -59,6 +60,7 @@ class ServerMetrics {
                      double latency_seconds);
   void RecordTokenize(const std::string& model, double seconds);
   void RecordRejection(const std::string& model, const std::string& reason);
+  void RecordNonFiniteOutput(const std::string& model);  // per sequence
   void AddInFlightSequences(const std::string& model, int64_t delta);
   void SetQueueDepth(const std::string& model, int64_t sequences);
 

@@ -551,8 +551,9 @@ def check_hpa_adapter(c, hpas, adapter):
 
 
 def send_traffic(root, work, target):
-    """Embed calls through Debian's python3-grpcio: one input each (batches run), then four
-    inputs each, more than the queue holds (refused: queue_full)."""
+    """Embed calls through Debian's python3-grpcio: one input each (batches run), four inputs
+    (more than the queue can ever hold: INVALID_ARGUMENT), then many two-input calls at once
+    until the queue is full (RESOURCE_EXHAUSTED, counted as a queue_full rejection)."""
     gen = os.path.join(work, "gen")
     os.makedirs(gen)
     plugin = shutil.which("grpc_python_plugin")
@@ -581,8 +582,19 @@ def send_traffic(root, work, target):
             stub.Embed(four, timeout=30)
             raise RuntimeError("a request larger than --max-queue-sequences was accepted")
         except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+            if e.code() != grpc.StatusCode.INVALID_ARGUMENT:
                 raise
+        long_text = " ".join("word%d" % (i % 50) for i in range(40))
+        two = encoder_pb2.EmbedRequest(inputs=[encoder_pb2.Input(text=long_text)] * 2)
+        for _ in range(20):
+            calls = [stub.Embed.future(two, timeout=60) for _ in range(32)]
+            codes = [c.code() for c in calls]
+            if grpc.StatusCode.RESOURCE_EXHAUSTED in codes:
+                return
+            unexpected = [c for c in codes if c not in (grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED)]
+            if unexpected:
+                raise RuntimeError("unexpected status under load: %r" % ([(c.code(), c.details()) for c in calls if c.code() in unexpected][0],))
+        raise RuntimeError("the queue of 2 sequences never filled up under 32 concurrent calls")
 
 
 def scrape_relserve(relserve, root, work):
@@ -596,7 +608,7 @@ def scrape_relserve(relserve, root, work):
         raise RuntimeError("relserve-model create failed:\n" + r.stdout)
     log_path = os.path.join(work, "server.log")
     with open(log_path, "w") as log:
-        # A queue of 2 sequences: a 4-input request is refused (queue_full), so that
+        # A queue of 2 sequences, soon full under concurrent calls (queue_full), so that
         # relserve_rejections_total has a series too.
         proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0",
                                  "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--warmup", "false",
