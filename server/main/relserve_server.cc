@@ -58,21 +58,26 @@ struct RelserveServer::State {
 
 namespace {
 
-// Runs every model once per length bucket, so that the first real requests do not pay for
-// allocator growth and kernel selection.
 int MaxSendMessageBytes(const ServerConfig& config) { return config.max_response_bytes; }
 
 absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interrupted by a shutdown signal"); }
 
+// Runs every model once per length bucket, so that the first real requests do not pay for
+// allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
+// to max_length; the failure of one is an error naming the model and the length.
 absl::Status WarmUp(Engine& engine, const std::string& name, int max_length, const std::function<bool()>& stop) {
   const absl::Time t0 = absl::Now();
   const int vocab = engine.info().vocab_size;
-  for (int length = 16;; length = std::min(length * 2, max_length)) {
+  const uint32_t outputs = kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits});
+  for (int length = std::min(16, max_length); length >= 1; length = std::min(length * 2, max_length)) {
     if (stop()) return StartUpInterrupted();
     SequenceInput s;
     s.input_ids.assign(length, std::min(5, vocab - 1));
-    auto r = engine.Run({s, s}, kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits}));
-    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("warm-up of ", name, " failed: ", r.status().message()));
+    auto r = engine.Run({s, s}, outputs);
+    if (!r.ok()) {
+      return absl::Status(r.status().code(), absl::StrCat("model ", name, ": warm-up at ", length,
+                                                          " tokens failed: ", r.status().message()));
+    }
     if (length == max_length) break;
   }
   LogInfo(absl::StrCat("model ", name, ": warmed up to ", max_length, " tokens in ",

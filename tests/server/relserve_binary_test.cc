@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -12,12 +13,15 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "tests/server/server_test_env.h"
 
 namespace relserve {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Process {
   pid_t pid = -1;
@@ -167,6 +171,66 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
                                 "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
+}
+
+// A copy of a test model whose config.json has `raw` (JSON text, as is: 1e400 is no JSON value)
+// at `key`; removed on destruction.
+class HostileCopy {
+ public:
+  HostileCopy(const std::string& source, const std::string& key, const std::string& raw) {
+    dir_ = ::testing::TempDir() + "relserve-hostile-" + std::to_string(getpid()) + "-" + std::to_string(++copies_);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::copy(source, dir_, std::filesystem::copy_options::recursive);
+    std::ifstream in(dir_ + "/config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    config[key] = "@HOSTILE@";
+    std::string text = config.dump(2);
+    text.replace(text.find("\"@HOSTILE@\""), 11, raw);
+    std::ofstream(dir_ + "/config.json", std::ios::trunc) << text;
+  }
+  ~HostileCopy() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  static inline int copies_ = 0;
+  std::string dir_;
+};
+
+// Hostile numbers in a model directory stop the server before it listens: exit 1, the model and
+// the field named, no abort (a number beyond double range used to escape as an exception) and
+// no torch backtrace (a max length of 1e9 used to reach the warm-up's allocations).
+TEST(RelserveBinaryTest, HostileModelsExitOneNamingModelAndField) {
+  const std::string source = testing::TestModels::Get().dir("embedder");
+  struct Case {
+    const char* key;
+    const char* raw;
+    const char* mention;
+  };
+  for (const Case& c : {Case{"layer_norm_eps", "1e400", "config.json: invalid JSON at \"layer_norm_eps\""},
+                        Case{"max_position_embeddings", "1000000000", "\"max_position_embeddings\" must be at most 8192"},
+                        Case{"layer_norm_eps", "-1", "\"layer_norm_eps\" must be a number above 0"},
+                        Case{"hidden_size", "18446744073709551615", "\"hidden_size\" must be at most 65536, got 18446744073709551615"}}) {
+    SCOPED_TRACE(std::string(c.key) + " = " + c.raw);
+    HostileCopy model(source, c.key, c.raw);
+    Process p = Launch({"--model", "bad=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+    KillOnExit guard{p.pid};
+    EXPECT_EQ(WaitExit(p), 1);
+    EXPECT_THAT(ReadLog(p), AllOf(HasSubstr("model bad: "), HasSubstr(c.mention), Not(HasSubstr("terminate called")),
+                                  Not(HasSubstr("frame #"))));
+  }
+}
+
+// The warm-up starts at 16 tokens, or at the maximum length when that is shorter: a model served
+// with --max-input-length 8 used to fail its own warm-up.
+TEST(RelserveBinaryTest, WarmsUpModelsShorterThanSixteenTokens) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "e=" + model, "--max-input-length", "8", "--grpc-address", "127.0.0.1:0",
+                      "--metrics-port", "-1", "--shutdown-grace-seconds", "1"});
+  KillOnExit guard{p.pid};
+  ASSERT_GT(WaitForPort(p), 0) << ReadLog(p);
+  EXPECT_THAT(ReadLog(p), HasSubstr("model e: warmed up to 8 tokens"));
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
 }
 
 }  // namespace
