@@ -7,6 +7,7 @@
 #include "server/main/relserve_server.h"
 #include "server/main/server_config.h"
 #include "server/main/shutdown_signals.h"
+#include "server/util/fd_limit.h"
 #include "server/util/log.h"
 #include "server/util/process_tuning.h"
 
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     (help ? std::cout : std::cerr) << (help ? "" : "relserve: ") << config.status().message() << "\n";
     return help ? 0 : 2;
   }
+  relserve::RaiseOpenFilesLimitAndLog();
   // The first signal stops start-up or starts the drain; a second one during the drain ends
   // the grace period at once (calls still running are answered UNAVAILABLE).
   absl::Notification stop;

@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "server/batching/model_batcher.h"
 #include "server/main/connection_closer.h"
+#include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
@@ -41,6 +42,7 @@ struct RelserveServer::State {
   std::atomic<bool> serving{false};
   std::mutex shutdown_mu;
   bool shut_down = false;
+  std::unique_ptr<GrpcListenerCheck> listener_check;  // last: its thread stops first
 
   void SetHealth(bool serving_now) {
     serving = serving_now;
@@ -190,13 +192,19 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.grpc_address));
   }
   State* raw = state.get();
+  ASSIGN_OR_RETURN(state->listener_check,
+                   GrpcListenerCheck::Start(config.grpc_address, state->grpc_port, {}, &state->metrics,
+                                            [raw] { return raw->serving.load(); }));
   if (config.metrics_port >= 0) {
     HttpEndpointConfig ec;
     ec.address = config.metrics_address;
     ec.port = config.metrics_port;
     ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
                                           ec, [raw] { return raw->metrics.Render(); },
-                                          [raw] { return raw->serving.load(); }));
+                                          [raw] {
+                                            return raw->serving.load() ? raw->listener_check->status()
+                                                                       : absl::UnavailableError("not ready");
+                                          }));
   }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {

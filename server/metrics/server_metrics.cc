@@ -275,6 +275,14 @@ struct ServerMetrics::Impl {
   // relserve_model_info: the current series of each model (replaced when its labels change).
   std::mutex model_info_mu;
   std::unordered_map<std::string, std::pair<Labels, Gauge*>> model_info;
+
+  // relserve_grpc_listener_ok: appears with the first SetGrpcListenerOk().
+  Family<Gauge>& grpc_listener_family =
+      prometheus::BuildGauge()
+          .Name("relserve_grpc_listener_ok")
+          .Help("1 while the gRPC port accepts and answers new connections (self-check), 0 "
+                "otherwise.")
+          .Register(*registry);
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -371,6 +379,10 @@ void ServerMetrics::SetModelInfo(const std::string& model,
 
 void ServerMetrics::SetServing(const std::string& model, bool serving) {
   impl_->ModelGauge(impl_->serving, model).Set(serving ? 1 : 0);
+}
+
+void ServerMetrics::SetGrpcListenerOk(bool ok) {
+  impl_->grpc_listener_family.Add({}).Set(ok ? 1 : 0);  // Add returns the existing series
 }
 
 }  // namespace relserve

@@ -32,6 +32,7 @@ namespace relserve {
 // | relserve_nonfinite_outputs_total              | counter   | model             | sequences whose outputs held NaN or infinity (the request got INTERNAL)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
+// | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
 //
 // Bucket upper bounds (seconds unless noted; +Inf is implicit):
 //   kLatencyBuckets  0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30
@@ -76,6 +77,8 @@ class ServerMetrics {
   // it again for the same model replaces the previous label set.
   void SetModelInfo(const std::string& model, const std::map<std::string, std::string>& labels);
   void SetServing(const std::string& model, bool serving);
+  // relserve_grpc_listener_ok (no labels); the series exists from the first call on.
+  void SetGrpcListenerOk(bool ok);
 
  private:
   struct Impl;

@@ -282,6 +282,35 @@ def selects(selector, labels):
     return all(labels.get(k) == v for k, v in (selector or {}).items())
 
 
+def check_probes(name, ctr, arg, grpc_port, metrics_port):
+    """Problems with the container's startup, readiness and liveness probes.
+
+    Plaintext gRPC: native gRPC probes on the gRPC port. The kubelet opens a new connection for
+    every probe, so they also fail when the listener stops accepting (gRPC 1.51 after EMFILE),
+    and they exercise the gRPC server itself. The kubelet's gRPC probe cannot speak TLS, so a
+    server with --tls-cert is probed with httpGet /healthz on the metrics port instead: relserve's
+    listener self-check makes /healthz fail in the same case (and it works for TLS)."""
+    problems = []
+    tls = arg.get("tls-cert") not in (None, "")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        p = ctr.get(probe)
+        if p is None:
+            problems.append("%s: no %s" % (name, probe))
+        elif tls:
+            get = p.get("httpGet", {})
+            if "grpc" in p:
+                problems.append("%s: %s is a gRPC probe, but the kubelet's gRPC probe cannot speak TLS "
+                                "(--tls-cert): use httpGet /healthz on the metrics port" % (name, probe))
+            elif get.get("path") != "/healthz" or get.get("port") not in (metrics_port, "metrics"):
+                problems.append("%s: %s is not httpGet /healthz on the metrics port %s: %s"
+                                % (name, probe, metrics_port, p))
+        elif "grpc" not in p:
+            problems.append("%s: %s is not a gRPC probe" % (name, probe))
+        elif p["grpc"].get("port") != grpc_port:
+            problems.append("%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    return problems
+
+
 def check_overlay(c, name, objs, flags):
     kinds = {}
     for o in objs:
@@ -322,11 +351,7 @@ def check_overlay(c, name, objs, flags):
     c.check(arg.get("metrics-address", "0.0.0.0") not in ("127.0.0.1", "localhost"),
             "%s: --metrics-address is loopback: Prometheus cannot scrape it" % name)
 
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        p = ctr.get(probe)
-        if not c.check(p is not None and "grpc" in p, "%s: %s is not a gRPC probe" % (name, probe)):
-            continue
-        c.check(p["grpc"].get("port") == grpc_port, "%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    c.extend(check_probes(name, ctr, arg, grpc_port, metrics_port))
     sp = ctr.get("startupProbe", {})
     c.check(sp.get("periodSeconds", 10) * sp.get("failureThreshold", 3) >= 300,
             "%s: startupProbe allows less than 5 minutes for loading and warm-up" % name)
@@ -792,6 +817,20 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(len(check_expression("t", "relserve_request_duration_seconds > 1", e)), 1)
         self.assertEqual(len(check_expression("t", 'relserve_queue_depth{reason="x"}', e)), 1)
         self.assertEqual(len(check_expression("t", "sum by (rpc) (relserve_queue_depth)", e)), 1)
+
+    def test_probes(self):
+        grpc = {p: {"grpc": {"port": 50051}} for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        healthz = {p: {"httpGet": {"path": "/healthz", "port": 9090}}
+                   for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertEqual(check_probes("t", grpc, {}, 50051, 9090), [])
+        self.assertEqual(len(check_probes("t", grpc, {}, 50052, 9090)), 3)
+        self.assertEqual(len(check_probes("t", healthz, {}, 50051, 9090)), 3)
+        tls = {"tls-cert": "/certs/tls.crt"}
+        self.assertEqual(len(check_probes("t", grpc, tls, 50051, 9090)), 3)
+        self.assertIn("cannot speak TLS", check_probes("t", grpc, tls, 50051, 9090)[0])
+        self.assertEqual(check_probes("t", healthz, tls, 50051, 9090), [])
+        self.assertEqual(len(check_probes("t", healthz, tls, 50051, 9091)), 3)
+        self.assertEqual(len(check_probes("t", {}, {}, 50051, 9090)), 3)
 
     def test_args(self):
         self.assertEqual(parse_args_list(["--model", "a=/m", "--metrics-port=9090", "x"]),
