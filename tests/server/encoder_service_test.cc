@@ -488,8 +488,17 @@ TEST(EncoderServiceShutdownTest, InFlightCallsFinishNewOnesAreRefused) {
     });
   }
   while (started.load() < kCalls) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const int metrics_port = (*server)->metrics_port();
+  // The drain starts once the server has taken every call (each was tokenized and queued):
+  // a caller thread slow to send on a loaded machine would otherwise arrive after it.
+  const std::string tokenized = "relserve_tokenize_duration_seconds_count{model=\"embedder\"} ";
+  for (int i = 0; i < 3000; ++i) {
+    int code = 0;
+    const std::string body = testing::HttpGet(metrics_port, "/metrics", &code);
+    const size_t at = body.find(tokenized);
+    if (at != std::string::npos && std::stoi(body.substr(at + tokenized.size())) >= kCalls) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   std::thread shutdown([&] { (*server)->Shutdown(absl::Seconds(20)); });
   // While it drains, readiness reports 503 (then the endpoint closes).
   int code = 200;
