@@ -1,5 +1,7 @@
 #include "client/input_parsing.h"
 
+#include "server/util/utf8.h"
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -79,6 +81,12 @@ absl::StatusOr<std::vector<v1::Input>> InputsFromArgs(const std::vector<std::str
   std::vector<v1::Input> inputs;
   if (pairs && args.size() % 2 != 0) {
     return absl::InvalidArgumentError("--pairs: expected an even number of arguments (TEXT TEXT_PAIR ...)");
+  }
+  // Text goes out in protobuf strings, which must be UTF-8: the server would refuse it.
+  if (!ids) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (absl::Status s = ValidateUtf8(args[i], absl::StrCat("argument ", i + 1)); !s.ok()) return s;
+    }
   }
   for (size_t i = 0; i < args.size(); ++i) {
     v1::Input input;

@@ -11,7 +11,7 @@
 #include <grpcpp/support/slice.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/utf8.h"
+#include "server/util/utf8.h"
 
 namespace relserve {
 namespace {

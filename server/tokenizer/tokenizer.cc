@@ -10,7 +10,7 @@
 #include "server/tokenizer/sentencepiece_model.h"
 #include "server/tokenizer/tokenizer_config.h"
 #include "server/tokenizer/truncation.h"
-#include "server/tokenizer/utf8.h"
+#include "server/util/utf8.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 

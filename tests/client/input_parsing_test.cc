@@ -109,6 +109,12 @@ TEST(InputParsingTest, ArgumentsAsTextsPairsOrIds) {
   ASSERT_TRUE(ids.ok());
   EXPECT_THAT(Ids((*ids)[1]), ElementsAre(1, 6, 7, 2));
   EXPECT_THAT(std::string(InputsFromArgs({"1,a"}, false, true).status().message()), HasSubstr("--ids"));
+
+  // Text must be UTF-8 (protobuf strings are): refused before anything is sent.
+  auto bad = InputsFromArgs({"fine", "\xff\xfe"}, false, false);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("argument 2: invalid UTF-8 at byte offset 0"));
+  EXPECT_FALSE(InputsFromArgs({"q", "p\xc3"}, true, false).ok());
 }
 
 TEST(InputParsingTest, BlankLines) {
