@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/metrics/metrics_test_util.h"
+#include "tests/server/server_process.h"
 #include "tests/server/server_test_env.h"
 
 namespace relserve {
@@ -32,34 +33,15 @@ namespace {
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
 
-struct Process {
-  pid_t pid = -1;
-  std::string log_path;
-};
+using testing::KillOnExit;
+using Process = testing::ServerProcess;
 
 // Starts relserve with RLIMIT_NOFILE = {soft, hard}, set in the child before exec.
 Process LaunchWithFdLimit(const std::vector<std::string>& args, rlim_t soft, rlim_t hard) {
-  Process p;
-  p.log_path = ::testing::TempDir() + "relserve-fd-" + std::to_string(getpid()) + ".log";
-  std::remove(p.log_path.c_str());
-  p.pid = fork();
-  if (p.pid == 0) {
-    FILE* log = std::freopen(p.log_path.c_str(), "w", stderr);
-    FILE* out = std::freopen("/dev/null", "w", stdout);
-    (void)log;
-    (void)out;
+  return Process::Launch(RELSERVE_BINARY, args, [soft, hard] {
     const rlimit limit{soft, hard};
     if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(126);
-    std::vector<char*> argv;
-    std::string bin = RELSERVE_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return p;
+  });
 }
 
 std::string ReadFile(const std::string& path) {
@@ -68,16 +50,6 @@ std::string ReadFile(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
-struct KillOnExit {
-  pid_t pid;
-  ~KillOnExit() {
-    if (kill(pid, 0) == 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
 
 int CountFds(pid_t pid) {
   int n = 0;

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/server/server_process.h"
 #include "tests/server/server_test_env.h"
 
 namespace relserve {
@@ -23,59 +24,13 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Process {
-  pid_t pid = -1;
-  std::string log_path;
-};
+using testing::KillOnExit;
+using Process = testing::ServerProcess;
 
-Process Launch(const std::vector<std::string>& args) {
-  Process p;
-  // A fresh file per launch: the port is read from it, and an old one would name an old port.
-  static int launches = 0;
-  p.log_path = ::testing::TempDir() + "relserve-binary-" + std::to_string(getpid()) + "-" +
-               std::to_string(++launches) + ".log";
-  std::remove(p.log_path.c_str());
-  p.pid = fork();
-  if (p.pid == 0) {
-    FILE* log = std::freopen(p.log_path.c_str(), "w", stderr);
-    FILE* out = std::freopen("/dev/null", "w", stdout);
-    (void)log;
-    (void)out;
-    std::vector<char*> argv;
-    std::string bin = RELSERVE_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return p;
-}
-
-std::string ReadLog(const Process& p) {
-  std::ifstream in(p.log_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Whatever happens in a test, its server does not outlive it.
-struct KillOnExit {
-  pid_t pid;
-  ~KillOnExit() {
-    if (kill(pid, 0) == 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
-int WaitExit(const Process& p) {
-  int status = 0;
-  waitpid(p.pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+Process Launch(const std::vector<std::string>& args) { return Process::Launch(RELSERVE_BINARY, args); }
+std::string ReadLog(const Process& p) { return p.Log(); }
+int WaitExit(const Process& p) { return p.WaitExit(); }
+int WaitForPort(const Process& p) { return p.WaitForPort(); }
 
 TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   const std::string model = testing::TestModels::Get().dir("embedder");
@@ -103,17 +58,6 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   EXPECT_THAT(log, HasSubstr("loaded DebertaV2Model"));
   EXPECT_THAT(log, HasSubstr("received SIGTERM"));
   EXPECT_THAT(log, HasSubstr("stopped"));
-}
-
-// Waits for "on port N" in the log; 0 if the server never says it.
-int WaitForPort(const Process& p) {
-  std::smatch m;
-  for (int i = 0; i < 1200; ++i) {
-    const std::string log = ReadLog(p);
-    if (std::regex_search(log, m, std::regex("on port ([0-9]+)"))) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
 }
 
 // Whether the channel leaves READY (the server closed the connection) within `within`.

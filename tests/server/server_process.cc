@@ -25,7 +25,8 @@ int Decode(int status) {
 
 }  // namespace
 
-ServerProcess ServerProcess::Launch(const std::string& binary, const std::vector<std::string>& args) {
+ServerProcess ServerProcess::Launch(const std::string& binary, const std::vector<std::string>& args,
+                                    const std::function<void()>& in_child) {
   ServerProcess p;
   // A fresh file per launch: the port is read from it, and an old one would name an old port.
   static int launches = 0;
@@ -45,6 +46,7 @@ ServerProcess ServerProcess::Launch(const std::string& binary, const std::vector
     std::vector<std::string> copy = args;
     for (std::string& a : copy) argv.push_back(a.data());
     argv.push_back(nullptr);
+    if (in_child) in_child();
     execv(bin.c_str(), argv.data());
     _exit(127);
   }

@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,7 +16,10 @@ struct ServerProcess {
 
   // Forks and execs `binary` with `args`; returns once the child has exec'ed (not merely
   // forked), so a signal sent afterwards reaches the program, not the test's copy of itself.
-  static ServerProcess Launch(const std::string& binary, const std::vector<std::string>& args);
+  // `in_child` (may be empty) runs in the child just before exec, e.g. to set a limit; it must
+  // only make system calls.
+  static ServerProcess Launch(const std::string& binary, const std::vector<std::string>& args,
+                              const std::function<void()>& in_child = nullptr);
   std::string Log() const;
   // Waits for "on port N" in the log; 0 if the server never says it (or exits first).
   int WaitForPort() const;
