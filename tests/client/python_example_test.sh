@@ -14,7 +14,7 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
   --vocab-file "$spm" --labels 1 --out "$work/reranker" > /dev/null
 : > "$work/server.log"
 "$bin/relserve" --model "embedder=$work/embedder" --model "reranker=$work/reranker" \
-  --grpc-address 127.0.0.1:0 --metrics-port -1 --warmup false > /dev/null 2> "$work/server.log" &
+  --grpc-address 127.0.0.1:0 --http-address 127.0.0.1:0 --metrics-port -1 --warmup false > /dev/null 2> "$work/server.log" &
 pid=$!
 port=""
 for _ in $(seq 1 600); do
