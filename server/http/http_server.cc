@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -36,6 +37,7 @@ void SetError(const absl::Status& status, ErrorStyle style, httplib::Response& r
 struct HttpServer::Impl {
   httplib::Server server;
   std::thread listener;
+  std::atomic<bool> listener_done{false};
   std::mutex stop_mu;
   bool stopped = false;
 };
@@ -44,7 +46,8 @@ absl::Status ParseHttpAddress(const std::string& address, HttpServerConfig* conf
   const size_t colon = address.rfind(':');
   int port = -1;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--http-address: \"", address, "\" is not HOST:PORT with a port in [0, 65535]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-address: \"", address, "\" is not HOST:PORT with a port in [0, 65535]"));
   }
   std::string host = address.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
@@ -77,6 +80,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
       const absl::Time start = absl::Now();
       self->tracker_.CallStarted();
       std::string model;
+      bool readable = true;  // false: the body could not be read, so no model is known
       absl::StatusOr<json> answer = json(nullptr);
       if (self->tracker_.draining()) {
         answer = absl::UnavailableError("the server is shutting down");
@@ -84,6 +88,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         absl::StatusOr<json> body = json::object();
         if (route.method == "POST") body = ParseJsonObject(req.body);
         if (!body.ok()) {
+          readable = false;
           answer = body.status();
         } else {
           try {
@@ -102,8 +107,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         SetError(answer.status(), route.errors, res);
       }
       if (self->metrics_ != nullptr) {
-        self->metrics_->RecordRequest(self->tracker_.MetricsModelLabel(model), route.name(),
-                                      CodeName(answer.status().code()), absl::ToDoubleSeconds(absl::Now() - start));
+        const std::string label = readable ? self->tracker_.MetricsModelLabel(model) : kUnknownModelLabel;
+        self->metrics_->RecordRequest(label, route.name(), CodeName(answer.status().code()),
+                                      absl::ToDoubleSeconds(absl::Now() - start));
       }
       self->tracker_.CallDone();
     };
@@ -140,7 +146,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   if (http->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen for HTTP on ", config.host, ":", config.port));
   }
-  http->impl_->listener = std::thread([self] { self->impl_->server.listen_after_bind(); });
+  http->impl_->listener = std::thread([self] {
+    self->impl_->server.listen_after_bind();
+    self->impl_->listener_done = true;
+  });
+  // Until the listener runs: httplib's stop() does nothing to a server not yet listening, and
+  // the listener would then never end (a Stop right after Start would hang).
+  while (!s.is_running() && !http->impl_->listener_done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return http;
 }
 

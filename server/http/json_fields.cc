@@ -102,9 +102,9 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const json& value, const std::
   ids.reserve(value.size());
   for (size_t i = 0; i < value.size(); ++i) {
     const json& v = value[i];
-    const bool in_range = (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{std::numeric_limits<int32_t>::max()}) ||
-                          (v.is_number_integer() && v.get<int64_t>() >= 0 &&
-                           v.get<int64_t>() <= std::numeric_limits<int32_t>::max());
+    constexpr int64_t kMaxId = std::numeric_limits<int32_t>::max();
+    const bool in_range = (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{kMaxId}) ||
+                          (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxId);
     if (!in_range) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, "[", i, "] must be a token id (an integer in [0, 2147483647]), not ", v.dump()));
@@ -157,7 +157,8 @@ absl::Status CheckTruncationDirection(const json& object) {
   const std::string& d = v.get_ref<const std::string&>();
   if (d == "right" || d == "Right") return absl::OkStatus();
   if (d == "left" || d == "Left") {
-    return absl::InvalidArgumentError("truncation_direction \"left\" is not supported: relserve truncates on the right");
+    return absl::InvalidArgumentError(
+        "truncation_direction \"left\" is not supported: relserve truncates on the right");
   }
   return absl::InvalidArgumentError(absl::StrCat("truncation_direction must be \"right\" or \"left\", not ", v.dump()));
 }

@@ -23,7 +23,8 @@ absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) 
   std::string format = "float";
   if (absl::Status s = ReadString(body, "encoding_format", &format); !s.ok()) return s;
   if (format != "float" && format != "base64") {
-    return absl::InvalidArgumentError(absl::StrCat("encoding_format must be \"float\" or \"base64\", not \"", format, "\""));
+    return absl::InvalidArgumentError(
+        absl::StrCat("encoding_format must be \"float\" or \"base64\", not \"", format, "\""));
   }
   r.base64 = format == "base64";
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.embed.dimensions); !s.ok()) return s;

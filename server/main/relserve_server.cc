@@ -235,7 +235,9 @@ void RelserveServer::Shutdown(absl::Duration grace, std::function<bool()> end_gr
   // (which clients hold open) from stretching every drain to the full grace period.
   state_->service->StartDraining();
   if (state_->http) state_->http->StartDraining();
-  const auto in_flight = [this] { return state_->service->in_flight() + (state_->http ? state_->http->in_flight() : 0); };
+  const auto in_flight = [this] {
+    return state_->service->in_flight() + (state_->http ? state_->http->in_flight() : 0);
+  };
   for (;;) {
     const absl::Time now = absl::Now();
     const bool ended = now >= deadline || (end_grace && end_grace());

@@ -151,6 +151,38 @@ TEST_F(HttpApiTest, OpenAIBase64TokenIdsAndDimensions) {
   }
 }
 
+// Many HTTP clients at once (more than the models' workers, fewer than the HTTP threads): each
+// gets the answer to its own input, as gRPC computes it.
+TEST_F(HttpApiTest, ConcurrentClientsGetTheirOwnAnswers) {
+  constexpr int kClients = 12, kCalls = 4;
+  std::vector<std::vector<float>> got(kClients * kCalls);
+  std::vector<int> statuses(kClients * kCalls);
+  auto text = [](int i) {
+    std::string s = "request " + std::to_string(i) + ":";
+    for (int k = 0; k < (i * 7) % 40; ++k) s += " word" + std::to_string(k * i % 13);
+    return s;
+  };
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int k = 0; k < kCalls; ++k) {
+        const int i = c * kCalls + k;
+        const Reply r = Post(http(), "/embed", {{"inputs", text(i)}});
+        statuses[i] = r.status;
+        if (r.status == 200) got[i] = r.body[0].get<std::vector<float>>();
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kClients * kCalls; ++i) {
+    ASSERT_EQ(statuses[i], 200) << i;
+    v1::EmbedRequest req;
+    req.set_normalize(true);
+    req.add_inputs()->set_text(text(i));
+    EXPECT_LE(MaxDiff(got[i], Values(GrpcEmbed(req).embeddings(0))), 1e-6) << i;
+  }
+}
+
 TEST_F(HttpApiTest, OpenAIModels) {
   const Reply r = Call(http(), "GET", "/v1/models");
   ASSERT_EQ(r.status, 200) << r.raw;
@@ -294,12 +326,16 @@ TEST_F(HttpApiTest, BadInputsGetPreciseErrors) {
 TEST_F(HttpApiTest, CallsAreCountedWithTheRouteAndTheGrpcCodeName) {
   ASSERT_EQ(Post(http(), "/v1/embeddings", {{"input", "x"}, {"model", "embedder"}}).status, 200);
   ASSERT_EQ(Post(http(), "/v1/embeddings", {{"input", "x"}, {"model", "nope"}}).status, 404);
+  ASSERT_EQ(Call(http(), "POST", "/embed", "{not json").status, 400);
   int code = 0;
   const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics", &code);
   ASSERT_EQ(code, 200);
   EXPECT_THAT(metrics, HasSubstr("relserve_requests_total{code=\"OK\",model=\"embedder\",rpc=\"POST /v1/embeddings\"}"));
   EXPECT_THAT(metrics,
               HasSubstr("relserve_requests_total{code=\"NOT_FOUND\",model=\"unknown\",rpc=\"POST /v1/embeddings\"}"));
+  // A body that cannot be read names no model: not counted under the default one.
+  EXPECT_THAT(metrics,
+              HasSubstr("relserve_requests_total{code=\"INVALID_ARGUMENT\",model=\"unknown\",rpc=\"POST /embed\"}"));
 }
 
 // TEI's /rerank and /predict name no model: they use the default one.
