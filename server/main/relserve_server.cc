@@ -212,14 +212,14 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));
-    LogInfo(absl::StrCat("HTTP on port ", state->http->port()));
   }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {
     LogInfo(config.tls_client_ca.empty() ? "gRPC over TLS" : "gRPC over mutual TLS (client certificates required)");
   }
   LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
-                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : ""));
+                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : "",
+                       state->http ? absl::StrCat(", HTTP on port ", state->http->port()) : ""));
   return std::unique_ptr<RelserveServer>(new RelserveServer(std::move(state)));
 }
 
