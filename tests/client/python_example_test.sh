@@ -18,7 +18,7 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
 pid=$!
 port=""
 for _ in $(seq 1 600); do
-  port=$(sed -n 's/.*serving .* on port \([0-9]*\).*/\1/p' "$work/server.log")
+  port=$(sed -n 's/.*serving [0-9]* model(s) on port \([0-9]*\).*/\1/p' "$work/server.log")
   [ -n "$port" ] && break
   kill -0 "$pid" || { cat "$work/server.log"; exit 1; }
   sleep 0.1
