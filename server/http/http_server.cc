@@ -1,6 +1,7 @@
 #include "server/http/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
@@ -69,6 +70,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   httplib::Server& s = http->impl_->server;
   const int threads = std::max(1, config.threads);
   s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second server
+  // (another relserve on the same machine) bind the same port and silently share its calls.
+  s.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   s.set_payload_max_length(config.max_body_bytes);
   s.set_read_timeout(std::chrono::microseconds(absl::ToInt64Microseconds(config.read_timeout)));
   s.set_write_timeout(std::chrono::microseconds(absl::ToInt64Microseconds(config.write_timeout)));

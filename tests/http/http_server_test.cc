@@ -94,6 +94,19 @@ TEST_F(HttpServerTest, ItsOwnErrorsAreJsonInThePathsShape) {
   EXPECT_EQ(no_model->status, 404);
 }
 
+TEST_F(HttpServerTest, APortInUseIsUnavailableNamingTheAddress) {
+  HttpServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = server_->port();
+  RouteContext routes;
+  routes.serving = &serving_;
+  auto second = HttpServer::Start(config, routes, &registry_, &metrics_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("cannot listen for HTTP on 127.0.0.1:" + std::to_string(server_->port())));
+}
+
 TEST_F(HttpServerTest, StopIsIdempotentAndClosesThePort) {
   const int port = server_->port();
   server_->Stop();
