@@ -1,5 +1,6 @@
 #include "server/http/http_routes.h"
 
+#include <chrono>
 #include <future>
 #include <memory>
 #include <set>
@@ -15,13 +16,22 @@ namespace {
 
 using nlohmann::json;
 
-// Waits for the serving layer's answer to an asynchronous call. The promise is shared with
-// the callback, which may still be inside set_value when the waiter wakes up.
+// Waits for the serving layer's answer to an asynchronous call, cancelling it if the client
+// goes away meanwhile (checked from 100 ms on, every 50 ms: most calls are answered sooner).
+// The promise is shared with the callback, which may still be inside set_value when the
+// waiter wakes up.
 template <typename T, typename Call>
-absl::StatusOr<T> Await(Call&& call) {
+absl::StatusOr<T> Await(const HttpCall& http, Call&& call) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
   std::future<absl::StatusOr<T>> answer = promise->get_future();
   call([promise](absl::StatusOr<T> r) { promise->set_value(std::move(r)); });
+  auto wait = std::chrono::milliseconds(100);
+  while (answer.wait_for(wait) != std::future_status::ready) {
+    wait = std::chrono::milliseconds(50);
+    if (http.cancel != nullptr && !http.cancel->load() && http.client_gone && http.client_gone()) {
+      http.cancel->store(true);  // the serving layer answers CANCELLED once its sequences are dropped
+    }
+  }
   return answer.get();
 }
 
@@ -55,63 +65,64 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
 
   // OpenAI
   routes.push_back({"POST", "/v1/embeddings", ErrorStyle::kOpenAI,
-                    [serving](const json& body, const CallContext& call, std::string* model) -> absl::StatusOr<json> {
+                    [serving](const json& body, const HttpCall& call, std::string* model) -> absl::StatusOr<json> {
                       auto request = ParseOpenAIEmbeddings(body);
                       if (!request.ok()) return request.status();
                       *model = request->embed.model;
                       auto result = Await<EmbedResult>(
-                          [&](auto done) { serving->Embed(request->embed, call, std::move(done)); });
+                          call, [&](auto done) { serving->Embed(request->embed, call.context, std::move(done)); });
                       if (!result.ok()) return result.status();
                       return OpenAIEmbeddingsJson(*result, request->base64);
                     }});
   routes.push_back({"GET", "/v1/models", ErrorStyle::kOpenAI,
-                    [serving, created = c.started_unix_seconds](const json&, const CallContext&,
+                    [serving, created = c.started_unix_seconds](const json&, const HttpCall&,
                                                                 std::string*) -> absl::StatusOr<json> {
                       return OpenAIModelsJson(serving->ListModels(), created);
                     }});
 
   // Cohere / Jina
   routes.push_back({"POST", "/v1/rerank", ErrorStyle::kOpenAI,
-                    [serving](const json& body, const CallContext& call, std::string* model) -> absl::StatusOr<json> {
+                    [serving](const json& body, const HttpCall& call, std::string* model) -> absl::StatusOr<json> {
                       auto request = ParseCohereRerank(body);
                       if (!request.ok()) return request.status();
                       *model = request->model;
                       auto result = Await<RerankResult>(
-                          [&](auto done) { serving->Rerank(*request, call, std::move(done)); });
+                          call, [&](auto done) { serving->Rerank(*request, call.context, std::move(done)); });
                       if (!result.ok()) return result.status();
                       return CohereRerankJson(*result);
                     }});
 
   // text-embeddings-inference
   routes.push_back({"POST", "/embed", ErrorStyle::kTei,
-                    [serving](const json& body, const CallContext& call, std::string*) -> absl::StatusOr<json> {
+                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
                       auto request = ParseTeiEmbed(body);
                       if (!request.ok()) return request.status();
-                      auto result =
-                          Await<EmbedResult>([&](auto done) { serving->Embed(*request, call, std::move(done)); });
+                      auto result = Await<EmbedResult>(
+                          call, [&](auto done) { serving->Embed(*request, call.context, std::move(done)); });
                       if (!result.ok()) return result.status();
                       return TeiEmbedJson(*result);
                     }});
   routes.push_back({"POST", "/rerank", ErrorStyle::kTei,
-                    [serving](const json& body, const CallContext& call, std::string*) -> absl::StatusOr<json> {
+                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
                       auto request = ParseTeiRerank(body);
                       if (!request.ok()) return request.status();
-                      auto result =
-                          Await<RerankResult>([&](auto done) { serving->Rerank(*request, call, std::move(done)); });
+                      auto result = Await<RerankResult>(
+                          call, [&](auto done) { serving->Rerank(*request, call.context, std::move(done)); });
                       if (!result.ok()) return AsTeiRerankStatus(result.status());
                       return TeiRerankJson(*result);
                     }});
   routes.push_back({"POST", "/predict", ErrorStyle::kTei,
-                    [serving](const json& body, const CallContext& call, std::string*) -> absl::StatusOr<json> {
+                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
                       auto request = ParseTeiPredict(body);
                       if (!request.ok()) return request.status();
-                      auto result = Await<ClassifyResult>(
-                          [&](auto done) { serving->Classify(request->classify, call, std::move(done)); });
+                      auto result = Await<ClassifyResult>(call, [&](auto done) {
+                        serving->Classify(request->classify, call.context, std::move(done));
+                      });
                       if (!result.ok()) return result.status();
                       return TeiPredictJson(*result, request->batch);
                     }});
   routes.push_back({"POST", "/tokenize", ErrorStyle::kTei,
-                    [serving, registry = c.registry](const json& body, const CallContext&,
+                    [serving, registry = c.registry](const json& body, const HttpCall&,
                                                      std::string*) -> absl::StatusOr<json> {
                       auto request = ParseTeiTokenize(body);
                       if (!request.ok()) return request.status();
@@ -121,7 +132,7 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
                                              TemplateTokenIds(registry, result->model));
                     }});
   routes.push_back({"GET", "/info", ErrorStyle::kTei,
-                    [serving, limits = c.limits](const json&, const CallContext&,
+                    [serving, limits = c.limits](const json&, const HttpCall&,
                                                  std::string*) -> absl::StatusOr<json> {
                       for (const ModelDescription& m : serving->ListModels()) {
                         if (m.name != serving->default_model()) continue;
@@ -132,7 +143,7 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
                       return absl::InternalError("the default model is not in the model list");
                     }});
   routes.push_back({"GET", "/health", ErrorStyle::kTei,
-                    [healthy = c.healthy](const json&, const CallContext&, std::string*) -> absl::StatusOr<json> {
+                    [healthy = c.healthy](const json&, const HttpCall&, std::string*) -> absl::StatusOr<json> {
                       if (healthy && !healthy()) return absl::UnavailableError("unhealthy");
                       return json(nullptr);
                     }});

@@ -1,7 +1,9 @@
 #ifndef RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
 #define RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <functional>
 #include <string>
 #include <vector>
@@ -17,6 +19,15 @@ namespace relserve {
 // {"error", "error_type"}.
 enum class ErrorStyle { kOpenAI, kTei };
 
+// What a route's handler knows of its call: the serving layer's context, and whether the
+// client is still there (checked while the call waits; a client gone sets `cancel`, which
+// drops its queued sequences).
+struct HttpCall {
+  CallContext context;
+  std::shared_ptr<std::atomic<bool>> cancel;  // the flag context.cancelled reads
+  std::function<bool()> client_gone;          // may be empty
+};
+
 // One route of the JSON API: a thin adapter from JSON to the serving layer and back. `handle`
 // gets the parsed body (an empty object for GET), answers the response (null: an empty body)
 // and sets *model to the model the request named ("" for the default).
@@ -24,7 +35,7 @@ struct HttpRoute {
   std::string method;  // "GET", "POST"
   std::string path;
   ErrorStyle errors;
-  std::function<absl::StatusOr<nlohmann::json>(const nlohmann::json& body, const CallContext& call,
+  std::function<absl::StatusOr<nlohmann::json>(const nlohmann::json& body, const HttpCall& call,
                                                std::string* model)>
       handle;
   std::string name() const { return method + " " + path; }  // the `rpc` label of its metrics

@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/http/client_watch.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
@@ -98,8 +99,13 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
           readable = false;
           answer = body.status();
         } else {
+          HttpCall call;
+          call.cancel = std::make_shared<std::atomic<bool>>(false);
+          call.context.cancelled = call.cancel;
+          auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
+          call.client_gone = [watch] { return watch->Gone(); };
           try {
-            answer = route.handle(*body, CallContext{}, &model);
+            answer = route.handle(*body, call, &model);
           } catch (const json::exception& e) {  // a conversion the parsers did not foresee
             answer = absl::InvalidArgumentError(absl::StrCat("the request could not be read: ", e.what()));
           } catch (const std::exception& e) {

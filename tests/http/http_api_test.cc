@@ -1,12 +1,19 @@
 // The HTTP/JSON API end to end over loopback: real HTTP calls against a RelserveServer with
 // small models, each route's answer compared with the gRPC API's for the same inputs.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -16,6 +23,7 @@ namespace relserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using nlohmann::json;
 using testing::Connect;
 using testing::TestServerConfig;
@@ -390,6 +398,50 @@ TEST(HttpApiDefaultModelTest, TeiRerankAndPredictUseTheDefaultModelAndEqualGrpc)
       }
     }
   }
+}
+
+// A client that disconnects while its call waits cancels the call: its sequences still queued
+// are dropped, and the call is counted as CANCELLED.
+TEST(HttpApiDisconnectTest, AClientThatGoesAwayCancelsItsQueuedSequences) {
+  auto server = StartServer({}, 16 << 20);
+  ASSERT_NE(server, nullptr);
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += " word" + std::to_string(i);  // about 300 tokens
+  json inputs = json::array();
+  for (int i = 0; i < 250; ++i) inputs.push_back(long_text + std::to_string(i));
+  const std::string body = json{{"inputs", inputs}}.dump();
+  // A raw connection, closed as soon as the request has been read (tokenized and queued).
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server->http_port()));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string request = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  auto metrics = [&] {
+    int code = 0;
+    return testing::HttpGet(server->metrics_port(), "/metrics", &code);
+  };
+  for (int spin = 0; spin < 2000; ++spin) {
+    if (metrics().find("relserve_tokenize_duration_seconds_count{model=\"embedder\"} 1") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  close(fd);
+  const std::string cancelled = "relserve_requests_total{code=\"CANCELLED\",model=\"embedder\",rpc=\"POST /embed\"} 1";
+  std::string m;
+  for (int spin = 0; spin < 600; ++spin) {
+    m = metrics();
+    if (m.find("rpc=\"POST /embed\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string requests;  // the relserve_requests_total lines, for a short failure message
+  for (absl::string_view line : absl::StrSplit(m, '\n')) {
+    if (absl::StartsWith(line, "relserve_requests_total")) absl::StrAppend(&requests, line, "\n");
+  }
+  EXPECT_THAT(requests, HasSubstr(cancelled));
+  EXPECT_THAT(requests, Not(HasSubstr("relserve_requests_total{code=\"OK\",model=\"embedder\",rpc=\"POST /embed\"}")));
 }
 
 // Shutdown waits for HTTP calls as for gRPC ones: those running finish with their answer.
