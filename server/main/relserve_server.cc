@@ -15,6 +15,7 @@
 #include "server/main/connection_closer.h"
 #include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
+#include "server/http/http_server.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
@@ -38,6 +39,7 @@ struct RelserveServer::State {
   std::unique_ptr<EncoderService> service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<MetricsHttpEndpoint> endpoint;
+  std::unique_ptr<HttpServer> http;
   int grpc_port = 0;
   std::atomic<bool> serving{false};
   std::mutex shutdown_mu;
@@ -93,6 +95,7 @@ RelserveServer::~RelserveServer() { Shutdown(absl::ZeroDuration()); }
 
 int RelserveServer::grpc_port() const { return state_->grpc_port; }
 int RelserveServer::metrics_port() const { return state_->endpoint ? state_->endpoint->port() : -1; }
+int RelserveServer::http_port() const { return state_->http ? state_->http->port() : -1; }
 
 absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config,
                                                                        std::function<bool()> stop_requested) {
@@ -206,12 +209,30 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                                                                        : absl::UnavailableError("not ready");
                                           }));
   }
+  if (!config.http_address.empty()) {
+    HttpServerConfig hc;
+    RETURN_IF_ERROR(ParseHttpAddress(config.http_address, &hc));
+    hc.threads = config.http_threads;
+    hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
+    RouteContext routes;
+    routes.serving = state->encoder_serving.get();
+    routes.registry = &state->registry;
+    routes.healthy = [raw] { return raw->serving.load(); };
+    routes.limits.max_batch_tokens = config.max_batch_tokens;
+    routes.limits.max_batch_requests = config.max_batch_size;
+    routes.limits.max_client_batch_size = config.max_inputs_per_request;
+    routes.limits.max_concurrent_requests = config.http_threads;
+    routes.limits.version = RELSERVE_VERSION;
+    routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
+    ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));
+  }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {
     LogInfo(config.tls_client_ca.empty() ? "gRPC over TLS" : "gRPC over mutual TLS (client certificates required)");
   }
   LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
-                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : ""));
+                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : "",
+                       state->http ? absl::StrCat(", HTTP on port ", state->http->port()) : ""));
   return std::unique_ptr<RelserveServer>(new RelserveServer(std::move(state)));
 }
 
@@ -226,12 +247,17 @@ void RelserveServer::Shutdown(absl::Duration grace, std::function<bool()> end_gr
   // Waiting on our own count of calls, not on gRPC's shutdown, keeps idle client connections
   // (which clients hold open) from stretching every drain to the full grace period.
   state_->service->StartDraining();
+  if (state_->http) state_->http->StartDraining();
+  const auto in_flight = [this] {
+    return state_->service->in_flight() + (state_->http ? state_->http->in_flight() : 0);
+  };
   for (;;) {
     const absl::Time now = absl::Now();
     const bool ended = now >= deadline || (end_grace && end_grace());
-    if (ended || state_->service->WaitForIdle(std::min(deadline, now + absl::Milliseconds(50)))) {
-      if (state_->service->in_flight() > 0) {
-        LogWarning(absl::StrCat(state_->service->in_flight(), " call(s) still running at the end of the grace period",
+    const absl::Time step = std::min(deadline, now + absl::Milliseconds(50));
+    if (ended || (state_->service->WaitForIdle(step) && (!state_->http || state_->http->WaitForIdle(step)))) {
+      if (in_flight() > 0) {
+        LogWarning(absl::StrCat(in_flight(), " call(s) still running at the end of the grace period",
                                 "; answering them UNAVAILABLE"));
       }
       break;
@@ -244,6 +270,7 @@ void RelserveServer::Shutdown(absl::Duration grace, std::function<bool()> end_gr
   if (ended > 0) LogInfo(absl::StrCat("closed ", ended, " client connection(s)"));
   state_->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   state_->server->Wait();
+  if (state_->http) state_->http->Stop();
   if (state_->endpoint) state_->endpoint->Stop();
   LogInfo("stopped");
 }

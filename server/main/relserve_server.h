@@ -23,6 +23,7 @@ class RelserveServer {
 
   int grpc_port() const;
   int metrics_port() const;  // -1 without an endpoint
+  int http_port() const;     // -1 without the HTTP API
 
   // Health NOT_SERVING, new calls refused (UNAVAILABLE), idle streams ended, in-flight calls
   // given `grace` to finish, then batchers and endpoints stopped. Once `end_grace` (may be

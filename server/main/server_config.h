@@ -15,6 +15,8 @@ struct ServerConfig {
   std::string grpc_address = "0.0.0.0:50051";
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
+  std::string http_address = "0.0.0.0:8080";  // the HTTP/JSON API; "" or "-1": none; port 0: a free port
+  int http_threads = 64;                       // HTTP requests served at once
   std::string device = "cpu";
   std::string dtype = "float32";
   int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)

@@ -610,7 +610,7 @@ def scrape_relserve(relserve, root, work):
     with open(log_path, "w") as log:
         # A queue of 2 sequences, soon full under concurrent calls (queue_full), so that
         # relserve_rejections_total has a series too.
-        proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0",
+        proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
                                  "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--warmup", "false",
                                  "--max-queue-sequences", "2", "--threads-per-worker", "1"],
                                 stdout=subprocess.DEVNULL, stderr=log)

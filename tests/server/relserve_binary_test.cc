@@ -34,7 +34,7 @@ int WaitForPort(const Process& p) { return p.WaitForPort(); }
 
 TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   const std::string model = testing::TestModels::Get().dir("embedder");
-  Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--metrics-address",
+  Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-address",
                       "127.0.0.1", "--metrics-port", "0", "--warmup", "false", "--shutdown-grace-seconds", "5"});
   KillOnExit guard{p.pid};
   std::smatch m;
@@ -76,7 +76,7 @@ bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds wi
 TEST(RelserveBinaryTest, MaxConnectionAgeClosesConnectionsAndClientsReconnect) {
   const std::string model = testing::TestModels::Get().dir("embedder");
   for (const bool aged : {true, false}) {
-    std::vector<std::string> args = {"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0",
+    std::vector<std::string> args = {"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
                                      "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "1"};
     if (aged) args.insert(args.end(), {"--max-connection-age-seconds", "0.5"});
     Process p = Launch(args);
@@ -107,12 +107,12 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   Process bad_flag = Launch({"--model", "x=/nonexistent", "--max-batch-size", "zero"});
   EXPECT_EQ(WaitExit(bad_flag), 2);
   EXPECT_THAT(ReadLog(bad_flag), HasSubstr("--max-batch-size"));
-  Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+  Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_model), 1);
   EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2",
-                                "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+                                "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
 }

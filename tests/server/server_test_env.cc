@@ -59,6 +59,7 @@ ServerConfig TestServerConfig() {
   c.grpc_address = "127.0.0.1:0";
   c.metrics_address = "127.0.0.1";
   c.metrics_port = 0;
+  c.http_address = "127.0.0.1:0";
   c.max_queue_delay_us = 1000;
   c.warmup = false;
   c.shutdown_grace_seconds = 5;

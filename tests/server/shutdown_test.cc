@@ -24,7 +24,7 @@ using testing::KillOnExit;
 using testing::ServerProcess;
 
 std::vector<std::string> BaseArgs(double grace_seconds) {
-  return {"--model", "embedder=" + testing::TestModels::Get().dir("embedder"), "--grpc-address", "127.0.0.1:0",
+  return {"--model", "embedder=" + testing::TestModels::Get().dir("embedder"), "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
           "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--shutdown-grace-seconds",
           std::to_string(grace_seconds)};
 }
