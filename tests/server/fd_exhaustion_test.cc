@@ -93,7 +93,7 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process p = LaunchWithFdLimit({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0",
                                  "--metrics-address", "127.0.0.1", "--metrics-port", "0",
-                                 "--warmup", "false", "--shutdown-grace-seconds", "1"},
+                                 "--warmup", "false", "--shutdown-grace-seconds", "1", "--http-address", "-1"},
                                 kSoft, kHard);
   KillOnExit guard{p.pid};
   int grpc_port = 0, metrics_port = 0;
