@@ -35,7 +35,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
   flags=(--batching bucketed)
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
-  env "${envs[@]}" "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
+  env "${envs[@]}" "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --http-address -1 --metrics-port "$mport" \
     --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done

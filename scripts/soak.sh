@@ -31,7 +31,7 @@ if [ ! -f "$MODEL/config.json" ]; then
     --intermediate 1536 --vocab 128100 --out "$MODEL" > /dev/null
 fi
 
-env ${SERVER_ENV:-} "$BIN/relserve" --model "soak=$MODEL" --grpc-address "127.0.0.1:$GRPC_PORT" \
+env ${SERVER_ENV:-} "$BIN/relserve" --model "soak=$MODEL" --grpc-address "127.0.0.1:$GRPC_PORT" --http-address -1 \
   --metrics-port "$METRICS_PORT" --metrics-address 127.0.0.1 --dtype "$DTYPE" ${SERVER_FLAGS:-} \
   > "$OUT.log" 2>&1 &
 pid=$!

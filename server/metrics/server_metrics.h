@@ -29,8 +29,10 @@ namespace relserve {
 // | relserve_in_flight_sequences                  | gauge     | model             | sequences accepted and not yet answered
 // | relserve_rejections_total                     | counter   | model, reason     | sequences/requests refused; reason = "queue_full", "deadline_exceeded",
 // |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
+// | relserve_nonfinite_outputs_total              | counter   | model             | sequences whose outputs held NaN or infinity (the request got INTERNAL)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
+// | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
 // | process_resident_memory_bytes, process_*      |           |                   | the process's memory, descriptors, start and CPU time (process_metrics.h)
 //
 // Bucket upper bounds (seconds unless noted; +Inf is implicit):
@@ -59,6 +61,7 @@ class ServerMetrics {
                      double latency_seconds);
   void RecordTokenize(const std::string& model, double seconds);
   void RecordRejection(const std::string& model, const std::string& reason);
+  void RecordNonFiniteOutput(const std::string& model);  // per sequence
   void AddInFlightSequences(const std::string& model, int64_t delta);
   void SetQueueDepth(const std::string& model, int64_t sequences);
 
@@ -75,6 +78,8 @@ class ServerMetrics {
   // it again for the same model replaces the previous label set.
   void SetModelInfo(const std::string& model, const std::map<std::string, std::string>& labels);
   void SetServing(const std::string& model, bool serving);
+  // relserve_grpc_listener_ok (no labels); the series exists from the first call on.
+  void SetGrpcListenerOk(bool ok);
 
  private:
   struct Impl;

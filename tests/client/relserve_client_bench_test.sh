@@ -115,7 +115,7 @@ late_port=$(free_port)
 bench_pid=$!
 pids+=("$bench_pid")
 sleep 1.5
-"$bin/relserve" --grpc-address "127.0.0.1:$late_port" --metrics-port -1 --warmup false \
+"$bin/relserve" --grpc-address "127.0.0.1:$late_port" --http-address -1 --metrics-port -1 --warmup false \
   --model "embedder=$work/embedder" > /dev/null 2> "$work/late-server.log" &
 pids+=("$!")
 wait "$bench_pid" || { echo "FAILED: bench exited $?"; cat "$work/late.err"; exit 1; }
