@@ -9,7 +9,8 @@ namespace relserve {
 absl::StatusOr<nlohmann::json> ParseJson(const std::string& text, const std::string& what) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond double's range (1e400).
     return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON: ", e.what()));
   }
 }
