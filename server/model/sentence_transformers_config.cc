@@ -1,5 +1,9 @@
 #include "server/model/sentence_transformers_config.h"
 
+#include <cstdint>
+#include <limits>
+#include <utility>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -32,13 +36,36 @@ absl::StatusOr<std::string> DenseActivation(const std::string& cls, const std::s
   return absl::InvalidArgumentError(absl::StrCat(source, ": activation_function \"", cls, "\" is not supported"));
 }
 
+// A positive integer no larger than max_value. json's get<int>() would truncate 2^32 + 1 to 1
+// and is undefined for a float beyond int's range, so the JSON type and range are checked first.
+absl::StatusOr<int> PositiveInt(const json& value, const char* key, int max_value,
+                                const std::string& path) {
+  bool in_range = false;
+  if (value.is_number_unsigned()) {
+    in_range = value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= static_cast<uint64_t>(max_value);
+  } else if (value.is_number_integer()) {
+    in_range = value.get<int64_t>() >= 1 && value.get<int64_t>() <= max_value;
+  }
+  if (!in_range) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" must be an integer from 1 to ",
+                                                   max_value, ", got ", value.dump()));
+  }
+  return static_cast<int>(value.get<int64_t>());
+}
+
+// Six modes of at most this many values each still fit output_dimension() in an int.
+constexpr int kMaxWordEmbeddingDimension = std::numeric_limits<int>::max() / 6;
+
 absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
   PoolingConfig p;
-  if (j.contains("word_embedding_dimension") && j.at("word_embedding_dimension").is_number_integer()) {
-    p.word_embedding_dimension = j.at("word_embedding_dimension").get<int>();
+  // Absent (0), the model's hidden size is used (Pooler::Create).
+  if (j.contains("word_embedding_dimension") && !j.at("word_embedding_dimension").is_null()) {
+    ASSIGN_OR_RETURN(p.word_embedding_dimension,
+                     PositiveInt(j.at("word_embedding_dimension"), "word_embedding_dimension",
+                                 kMaxWordEmbeddingDimension, path));
   }
   p.cls = JsonBool(j, "pooling_mode_cls_token");
   p.max = JsonBool(j, "pooling_mode_max_tokens");
@@ -46,7 +73,7 @@ absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
   p.mean_sqrt_len = JsonBool(j, "pooling_mode_mean_sqrt_len_tokens");
   p.weighted_mean = JsonBool(j, "pooling_mode_weightedmean_tokens");
   p.last_token = JsonBool(j, "pooling_mode_lasttoken");
-  if (p.output_dimension() == 0) {
+  if (p.Describe().empty()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no pooling mode is enabled"));
   }
   return p;
@@ -55,17 +82,19 @@ absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
 absl::StatusOr<DenseConfig> ParseDense(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
   DenseConfig d;
   d.directory = dir;
-  try {
-    d.in_features = j.at("in_features").get<int>();
-    d.out_features = j.at("out_features").get<int>();
-    if (j.contains("bias")) d.bias = j.at("bias").get<bool>();
-  } catch (const json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": ", e.what()));
+  for (auto [key, out] : {std::pair{"in_features", &d.in_features}, {"out_features", &d.out_features}}) {
+    if (!j.contains(key)) return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" is missing"));
+    ASSIGN_OR_RETURN(*out, PositiveInt(j.at(key), key, std::numeric_limits<int>::max(), path));
   }
-  if (d.in_features <= 0 || d.out_features <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": in_features and out_features must be positive"));
+  if (j.contains("bias")) {
+    if (!j.at("bias").is_boolean()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": \"bias\" must be true or false, got ", j.at("bias").dump()));
+    }
+    d.bias = j.at("bias").get<bool>();
   }
   std::string act = "torch.nn.modules.activation.Tanh";  // Dense's default
   if (j.contains("activation_function") && j.at("activation_function").is_string()) {
