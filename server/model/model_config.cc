@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,12 @@ absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::strin
   }
   c->attention_head_size = c->hidden_size / c->num_attention_heads;
   RETURN_IF_ERROR(r.Int("attention_head_size", &c->attention_head_size, 1));
+  // all_head_size() is a weight dimension: the product must fit in an int.
+  if (int64_t{c->num_attention_heads} * c->attention_head_size > INT32_MAX) {
+    return r.Error("attention_head_size",
+                   absl::StrCat(c->attention_head_size, " times num_attention_heads ",
+                                c->num_attention_heads, " exceeds ", INT32_MAX));
+  }
   c->embedding_size = c->hidden_size;
   RETURN_IF_ERROR(r.Int("embedding_size", &c->embedding_size, 1));
   c->pooler_hidden_size = c->hidden_size;
@@ -158,6 +165,14 @@ absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::strin
   if (c->conv_kernel_size > 0 && c->hidden_size % c->conv_groups != 0) {
     return r.Error("conv_groups", "must divide hidden_size");
   }
+  // rel_embeddings_rows() doubles the span; it must fit in an int.
+  if (c->relative_attention && c->attention_span() > INT32_MAX / 2) {
+    const char* key = c->position_buckets > 0       ? "position_buckets"
+                      : c->max_relative_positions > 0 ? "max_relative_positions"
+                                                      : "max_position_embeddings";
+    return r.Error(key, absl::StrCat("gives ", c->attention_span(),
+                                     " relative positions; at most ", INT32_MAX / 2, " fit"));
+  }
   if (c->relative_attention && c->rel_embeddings_rows() <= 0) {
     return r.Error("position_buckets", "and max_relative_positions leave no relative positions");
   }
@@ -177,6 +192,11 @@ absl::Status ParseT5(const ConfigReader& r, T5Config* c) {
   RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id));
   RETURN_IF_ERROR(r.Int("eos_token_id", &c->eos_token_id));
   RETURN_IF_ERROR(r.String("feed_forward_proj", &c->feed_forward_proj));
+  // inner_dim() is a weight dimension: the product must fit in an int.
+  if (int64_t{c->num_heads} * c->d_kv > INT32_MAX) {
+    return r.Error("d_kv", absl::StrCat(c->d_kv, " times num_heads ", c->num_heads, " exceeds ",
+                                        INT32_MAX));
+  }
 
   // T5Config.__init__: "gated-ACT" or "ACT"; "gated-gelu" means the tanh approximation.
   std::vector<std::string> act_info = absl::StrSplit(c->feed_forward_proj, '-');

@@ -88,14 +88,16 @@ void CheckModelConfig(const nlohmann::json& json) {
   if (config->family == ModelFamily::kDebertaV2) {
     const DebertaV2Config& d = config->deberta;
     FUZZ_CHECK(d.attention_head_size > 0, "head size %d", d.attention_head_size);
+    // Sizes the engine derives when it loads the weights.
+    FUZZ_CHECK(d.all_head_size() > 0, "all heads %d", d.all_head_size());
     if (d.relative_attention) {
       FUZZ_CHECK(d.rel_embeddings_rows() > 0, "%d relative embedding rows",
                  d.rel_embeddings_rows());
       FUZZ_CHECK(d.attention_span() > 0, "attention span %d", d.attention_span());
     }
   } else {
-    FUZZ_CHECK(config->t5.num_heads > 0 && config->t5.d_kv > 0, "T5 heads %d x %d",
-               config->t5.num_heads, config->t5.d_kv);
+    FUZZ_CHECK(config->t5.inner_dim() > 0, "T5 heads %d x %d", config->t5.num_heads,
+               config->t5.d_kv);
   }
   if (config->head == HeadKind::kSequenceClassification) {
     FUZZ_CHECK(config->num_labels > 0 &&
