@@ -1,12 +1,16 @@
 // relserve end to end over loopback: real gRPC calls against a RelserveServer with small
 // models, compared with what the engine computes offline for the same inputs.
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
@@ -498,6 +502,19 @@ TEST(EncoderServiceLimitsTest, QueueFullIsResourceExhausted) {
   EXPECT_THAT(s.error_message(), HasSubstr("4"));
 }
 
+// Requests tokenized so far, over every model (relserve_tokenize_duration_seconds_count).
+double TokenizedRequests(int metrics_port) {
+  int code = 0;
+  const std::string body = testing::HttpGet(metrics_port, "/metrics", &code);
+  double total = 0;
+  std::istringstream lines(body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("relserve_tokenize_duration_seconds_count", 0) != 0) continue;
+    total += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return total;
+}
+
 // Shutdown drains: calls already accepted finish, later ones are refused.
 TEST(EncoderServiceShutdownTest, InFlightCallsFinishNewOnesAreRefused) {
   ServerConfig config = TestServerConfig();
@@ -521,8 +538,15 @@ TEST(EncoderServiceShutdownTest, InFlightCallsFinishNewOnesAreRefused) {
     });
   }
   while (started.load() < kCalls) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // Shutdown must begin only once the server has accepted every call. It checks for shutdown
+  // before tokenizing a request, so wait for six tokenized requests, however slow the build: a
+  // fixed 50 ms was not enough under ThreadSanitizer, and calls still on the way were refused.
   const int metrics_port = (*server)->metrics_port();
+  const absl::Time give_up = absl::Now() + absl::Seconds(120);
+  while (TokenizedRequests(metrics_port) < kCalls && absl::Now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(TokenizedRequests(metrics_port), kCalls);
   std::thread shutdown([&] { (*server)->Shutdown(absl::Seconds(20)); });
   // While it drains, readiness reports 503 (then the endpoint closes).
   int code = 200;
