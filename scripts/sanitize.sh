@@ -17,8 +17,8 @@
 # Sanitizers refuse the RTLD_DEEPBIND load of the SentencePiece module that Debian's
 # libsentencepiece needs, so each build tokenizes with a SentencePiece rebuilt here from
 # Debian's source package against the system libprotobuf (once per sanitizer), configured in
-# with RELSERVE_SENTENCEPIECE_PREFIX. The tsan part also runs with Abseil's synchronization
-# rebuilt with ThreadSanitizer (see build_abseil_tsan). Sources and builds of these live in
+# with RELSERVE_SENTENCEPIECE_PREFIX. The tsan part also runs with Abseil rebuilt with
+# ThreadSanitizer (see build_abseil_tsan). Sources and builds of these live in
 # build-sanitizer-deps/ (apt-get source needs dpkg-dev and Debian's archive).
 #
 # Every sanitizer report is fatal and also written under <build>/sanitizer-logs/, which
@@ -111,11 +111,12 @@ build_sentencepiece() {
   echo "$stamp" > "$prefix/.stamp"
 }
 
-# build_abseil_tsan CC CXX: Abseil's synchronization libraries (and what they link) built with
-# -fsanitize=thread from Debian's source, with Debian's options, into $DEPS_DIR/abseil-tsan/lib.
-# ThreadSanitizer cannot see the atomics and futexes inside Debian's uninstrumented absl::Mutex,
-# so without these every access guarded by one (the batcher's queue, gRPC's internals) reads as
-# a race; instrumented, absl::Mutex tells ThreadSanitizer what it locks. The tsan part puts the
+# build_abseil_tsan CC CXX: Abseil's shared libraries built with -fsanitize=thread from Debian's
+# source, with Debian's options, into $DEPS_DIR/abseil-tsan/lib. ThreadSanitizer cannot see the
+# atomics and futexes inside Debian's uninstrumented absl::Mutex and absl::call_once, so without
+# these every access they order (the batcher's queue, gRPC's internals) reads as a race;
+# instrumented, they tell ThreadSanitizer what they synchronize. All of Abseil, because a symbol
+# such as CallOnceImpl is served by whichever Abseil library loads first. The tsan part puts the
 # folder first on LD_LIBRARY_PATH: same sonames, same ABI.
 build_abseil_tsan() {
   local cc=$1 cxx=$2
@@ -125,13 +126,13 @@ build_abseil_tsan() {
   if [ -f "$lib/.stamp" ] && [ "$(cat "$lib/.stamp")" = "$stamp" ]; then return; fi
   fetch_source abseil
   rm -rf "$build" "$lib"
-  log "building Abseil's synchronization with ThreadSanitizer"
+  log "building Abseil with ThreadSanitizer"
   # debian/rules: -DCMAKE_CXX_STANDARD=17 -DBUILD_SHARED_LIBS=ON.
   cmake --log-level=WARNING -S "$DEPS_DIR/src/abseil/tree" -B "$build" -G Ninja \
     -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
     -DCMAKE_CXX_STANDARD=17 -DBUILD_SHARED_LIBS=ON \
     -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_SHARED_LINKER_FLAGS="$flags"
-  cmake --build "$build" --parallel "$JOBS" --target synchronization > "$build/build.log" ||
+  cmake --build "$build" --parallel "$JOBS" > "$build/build.log" ||
     { tail -n 40 "$build/build.log"; return 1; }
   mkdir -p "$lib"
   find "$build" -name 'libabsl_*.so*' -exec cp -P {} "$lib/" \;
