@@ -6,11 +6,9 @@
 // or a crash, and what is accepted must be usable.
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,6 +19,7 @@
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/fuzz_temp_dir.h"
 
 namespace relserve {
 namespace {
@@ -46,10 +45,7 @@ struct Dirs {
 
 const Dirs& FuzzDirs() {
   static const Dirs* dirs = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = JoinPath(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp",
-                                 "relserve_config_fuzz.XXXXXX");
-    FUZZ_CHECK(mkdtemp(templ.data()) != nullptr, "setup: mkdtemp %s", templ.c_str());
+    const std::string templ = fuzz::MakeTempDir("relserve_config_fuzz");
     auto* d = new Dirs{MustMakeDir(JoinPath(templ, "modules")),
                        MustMakeDir(JoinPath(templ, "pooling")),
                        MustMakeDir(JoinPath(templ, "dense")),

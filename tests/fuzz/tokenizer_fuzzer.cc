@@ -9,13 +9,9 @@
 // What comes back must be what the template promises: lengths within max_length, ids inside
 // the vocabulary, offsets inside the text, and the same pieces EncodeRaw gives.
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -25,6 +21,7 @@
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/file_util.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/fuzz_temp_dir.h"
 
 namespace relserve {
 namespace {
@@ -42,10 +39,7 @@ std::unique_ptr<Tokenizer> MustLoadModelFile(TokenizerFamily family) {
 // The same model in a directory whose tokenizer_config.json turns on do_lower_case.
 std::unique_ptr<Tokenizer> MustLoadLowerCasing(TokenizerFamily family) {
   static const std::string* dir = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    std::string templ = JoinPath(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp",
-                                 "relserve_tokenizer_fuzz.XXXXXX");
-    FUZZ_CHECK(mkdtemp(templ.data()) != nullptr, "setup: mkdtemp %s", templ.c_str());
+    const std::string templ = fuzz::MakeTempDir("relserve_tokenizer_fuzz");
     auto model = ReadFileToString(ModelPath());
     FUZZ_CHECK(model.ok(), "setup: %s", model.status().ToString().c_str());
     for (const char* name : {"spm.model", "spiece.model"}) {
