@@ -35,7 +35,7 @@ ENV PATH=/opt/relserve/bin:${PATH}
 # Models are mounted here (read-only is enough): one Hugging Face model directory per model.
 VOLUME ["/models"]
 # gRPC API, then Prometheus /metrics and /healthz.
-EXPOSE 50051 9090
+EXPOSE 50051 8080 9090
 USER 10001:10001
 # gRPC health (grpc.health.v1): healthy once every model has loaded and warmed up. The start
 # period covers loading and warm-up of a base-size model on a few cores.

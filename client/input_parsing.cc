@@ -1,5 +1,7 @@
 #include "client/input_parsing.h"
 
+#include "server/util/utf8.h"
+
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
@@ -13,8 +15,19 @@ namespace {
 using nlohmann::json;
 
 absl::StatusOr<json> ParseObjectOrString(const std::string& line) {
-  json j = json::parse(line, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return absl::InvalidArgumentError("not valid JSON");
+  json j;
+  try {
+    j = json::parse(line);
+  } catch (const json::exception& e) {
+    // e.what() starts "[json.exception.parse_error.101] "; the rest says what and where.
+    std::string reason = e.what();
+    if (const auto close = reason.find("] "); reason.rfind("[json.exception.", 0) == 0 && close != std::string::npos) {
+      reason.erase(0, close + 2);
+    }
+    // out_of_range.406: a number literal beyond what a double holds, such as 1e400.
+    if (e.id == 406) reason += " (beyond the range of a 64-bit float)";
+    return absl::InvalidArgumentError(absl::StrCat("not valid JSON: ", reason));
+  }
   if (!j.is_object() && !j.is_string()) return absl::InvalidArgumentError("expected a JSON object");
   return j;
 }
@@ -25,12 +38,22 @@ absl::StatusOr<std::string> StringField(const json& j, const char* key) {
 }
 
 absl::Status IntList(const json& j, const char* key, google::protobuf::RepeatedField<int32_t>* out) {
-  if (!j[key].is_array()) return absl::InvalidArgumentError(absl::StrCat("\"", key, "\" must be a list of integers"));
-  for (const json& v : j[key]) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-      return absl::InvalidArgumentError(absl::StrCat("\"", key, "\" must be a list of integers >= 0"));
+  const json& list = j[key];
+  if (!list.is_array()) return absl::InvalidArgumentError(absl::StrCat("\"", key, "\" must be a list of integers"));
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& v = list[i];
+    if (!v.is_number_integer()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", key, "\" must be a list of integers, got ", v.dump(-1, ' ', false, json::error_handler_t::replace),
+                       " at index ", i));
     }
-    out->Add(v.get<int32_t>());
+    // Non-negative literals are unsigned in the parser; compared as such, 18446744073709551615
+    // does not pass for -1.
+    if (!v.is_number_unsigned() || v.get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", key, "\"[", i, "] is ", v.dump(),
+                                                     ": ids must be integers >= 0 and <= ", INT32_MAX));
+    }
+    out->Add(static_cast<int32_t>(v.get<uint64_t>()));
   }
   return absl::OkStatus();
 }
@@ -58,6 +81,12 @@ absl::StatusOr<std::vector<v1::Input>> InputsFromArgs(const std::vector<std::str
   std::vector<v1::Input> inputs;
   if (pairs && args.size() % 2 != 0) {
     return absl::InvalidArgumentError("--pairs: expected an even number of arguments (TEXT TEXT_PAIR ...)");
+  }
+  // Text goes out in protobuf strings, which must be UTF-8: the server would refuse it.
+  if (!ids) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (absl::Status s = ValidateUtf8(args[i], absl::StrCat("argument ", i + 1)); !s.ok()) return s;
+    }
   }
   for (size_t i = 0; i < args.size(); ++i) {
     v1::Input input;

@@ -1,5 +1,7 @@
 #include "client/rpc_commands.h"
 
+#include "server/util/utf8.h"
+
 #include <chrono>
 #include <functional>
 #include <istream>
@@ -79,6 +81,13 @@ int ForEachInputBatch(const ClientCommand& c, std::istream& in, std::ostream& er
 
 int RunRerank(Stub& stub, const ClientCommand& c, std::istream& in, std::ostream& out, std::ostream& err) {
   if (!c.args.empty()) {
+    // Text goes out in protobuf strings, which must be UTF-8: the server would refuse it.
+    if (absl::Status s = ValidateUtf8(c.request.query, "--query"); !s.ok()) return InputError(err, std::string(s.message()));
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      if (absl::Status s = ValidateUtf8(c.args[i], absl::StrCat("argument ", i + 1)); !s.ok()) {
+        return InputError(err, std::string(s.message()));
+      }
+    }
     return Call(stub, &Stub::Rerank, BuildRerankRequest(c.request, c.request.query, c.args), c, out, err);
   }
   std::string line;

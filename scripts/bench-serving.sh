@@ -28,7 +28,7 @@ for setting in $SETTINGS; do
   flags=(--batching bucketed)
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
-  "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --metrics-port "$mport" \
+  "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --http-address -1 --metrics-port "$mport" \
     --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done

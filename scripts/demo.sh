@@ -17,8 +17,9 @@ if [ ! -f "$model/config.json" ]; then
 fi
 GRPC_PORT=${GRPC_PORT:-50051}
 METRICS_PORT=${METRICS_PORT:-9090}
+HTTP_PORT=${HTTP_PORT:-8080}
 log="$BUILD_DIR/relserve-demo.log"
-"$BIN/relserve" --model "default=$model" --grpc-address "127.0.0.1:$GRPC_PORT" \
+"$BIN/relserve" --model "default=$model" --grpc-address "127.0.0.1:$GRPC_PORT" --http-address "127.0.0.1:$HTTP_PORT" \
   --metrics-address 127.0.0.1 --metrics-port "$METRICS_PORT" 2> "$log" &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null || true' EXIT

@@ -31,6 +31,7 @@ runtime_pkgs=(
   libgrpc++1.51 libgrpc29 libprotobuf32
   libabsl20220623
   libprometheus-cpp-core1.0
+  libcpp-httplib0.11      # the HTTP/JSON API (server/http)
   ca-certificates
 )
 compile_pkgs=(
@@ -42,6 +43,7 @@ compile_pkgs=(
   prometheus-cpp-dev
   libsentencepiece-dev sentencepiece
   nlohmann-json3-dev
+  libcpp-httplib-dev      # the HTTP/JSON API (server/http)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -49,6 +51,7 @@ test_pkgs=(
   python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
   openssl                 # tests/client: certificates for the TLS and mutual-TLS tests
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
+  python3-requests curl   # tests/http: the HTTP API called by real clients
 )
 sanitize_pkgs=(
   clang libclang-rt-14-dev  # the sanitizer builds; libclang-rt has the sanitizer and libFuzzer runtimes

@@ -94,6 +94,14 @@ absl::Status ModelBatcher::Submit(std::vector<SequenceTask> tasks) {
       return absl::InvalidArgumentError(absl::StrCat("task ", i, " has no input ids"));
     }
   }
+  // More than the whole queue holds can never be accepted, however long the caller waits:
+  // not the retryable RESOURCE_EXHAUSTED of a queue that is full now.
+  if (tasks.size() > config_.max_queue_sequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the request has ", tasks.size(), " sequences, more than the queue holds (max_queue_sequences=",
+        config_.max_queue_sequences, "); split it into requests of at most ", config_.max_queue_sequences,
+        " sequences"));
+  }
   const size_t count = tasks.size();
   absl::Status status;
   DropReason reason = DropReason::kShutdown;

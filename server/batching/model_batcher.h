@@ -51,7 +51,8 @@ class ModelBatcher {
 
   ~ModelBatcher();  // Stop(absl::ZeroDuration()) if not stopped
 
-  // Queues `tasks`, all or nothing. INVALID_ARGUMENT if a task has no `done` or no input ids;
+  // Queues `tasks`, all or nothing. INVALID_ARGUMENT if a task has no `done` or no input ids,
+  // or if there are more tasks than max_queue_sequences (they could never be queued);
   // RESOURCE_EXHAUSTED (naming max_queue_sequences) when the tasks would push the queue past
   // max_queue_sequences; UNAVAILABLE after Stop began. Then no task is accepted and no callback
   // runs. On OK every task's `done` runs exactly once, later, on a worker thread (or on Stop's

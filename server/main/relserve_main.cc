@@ -1,13 +1,25 @@
 // relserve: the gRPC server. Parses flags, starts, waits for SIGTERM/SIGINT, drains.
-#include <csignal>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/main/relserve_server.h"
 #include "server/main/server_config.h"
+#include "server/main/shutdown_signals.h"
+#include "server/util/fd_limit.h"
 #include "server/util/log.h"
 #include "server/util/process_tuning.h"
+
+namespace {
+
+// Runs before the constructors of every shared library (see shutdown_signals.h): the threads
+// that libraries start while loading inherit a mask that blocks SIGTERM and SIGINT.
+void BlockSignalsBeforeLibraries(int, char**, char**) { relserve::BlockShutdownSignals(); }
+__attribute__((section(".preinit_array"), used)) void (*const block_signals_early)(int, char**, char**) =
+    &BlockSignalsBeforeLibraries;
+
+}  // namespace
 
 int main(int argc, char** argv) {
   relserve::TuneProcessForInference(argv);
@@ -17,21 +29,29 @@ int main(int argc, char** argv) {
     (help ? std::cout : std::cerr) << (help ? "" : "relserve: ") << config.status().message() << "\n";
     return help ? 0 : 2;
   }
-  // Signals go to sigwait below, not to whichever thread happens to run.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
-  auto server = relserve::RelserveServer::Start(*config);
+  relserve::RaiseOpenFilesLimitAndLog();
+  // The first signal stops start-up or starts the drain; a second one during the drain ends
+  // the grace period at once (calls still running are answered UNAVAILABLE).
+  absl::Notification stop;
+  relserve::ShutdownSignals signals([&stop](int signal, int count) {
+    const std::string name = relserve::ShutdownSignalName(signal);
+    if (count == 1) {
+      relserve::LogInfo(absl::StrCat("received ", name));
+      stop.Notify();
+    } else {
+      relserve::LogInfo(absl::StrCat("received ", name, " again: ending the grace period now"));
+    }
+  });
+  auto server = relserve::RelserveServer::Start(*config, [&stop] { return stop.HasBeenNotified(); });
   if (!server.ok()) {
+    if (stop.HasBeenNotified() && server.status().code() == absl::StatusCode::kCancelled) {
+      relserve::LogInfo(absl::StrCat(server.status().message(), "; stopped"));
+      return 0;
+    }
     relserve::LogError(std::string(server.status().message()));
     return 1;
   }
-  int signal_number = 0;
-  sigwait(&signals, &signal_number);
-  relserve::LogInfo(absl::StrCat("received ", signal_number == SIGTERM ? "SIGTERM" : "SIGINT"));
-  (*server)->Shutdown(absl::Seconds(config->shutdown_grace_seconds));
+  stop.WaitForNotification();
+  (*server)->Shutdown(absl::Seconds(config->shutdown_grace_seconds), [&signals] { return signals.count() >= 2; });
   return 0;
 }

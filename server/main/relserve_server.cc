@@ -1,6 +1,7 @@
 #include "server/main/relserve_server.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -11,13 +12,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/batching/model_batcher.h"
+#include "server/main/connection_closer.h"
+#include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
+#include "server/http/http_server.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
 #include "server/rpc/encoder_service.h"
 #include "server/rpc/metrics_batch_observer.h"
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
@@ -31,13 +35,16 @@ struct RelserveServer::State {
   std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
   std::vector<std::unique_ptr<ModelBatcher>> batchers;
   ModelRegistry registry;
+  std::unique_ptr<EncoderServing> encoder_serving;
   std::unique_ptr<EncoderService> service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<MetricsHttpEndpoint> endpoint;
+  std::unique_ptr<HttpServer> http;
   int grpc_port = 0;
   std::atomic<bool> serving{false};
   std::mutex shutdown_mu;
   bool shut_down = false;
+  std::unique_ptr<GrpcListenerCheck> listener_check;  // last: its thread stops first
 
   void SetHealth(bool serving_now) {
     serving = serving_now;
@@ -53,16 +60,26 @@ struct RelserveServer::State {
 
 namespace {
 
+int MaxSendMessageBytes(const ServerConfig& config) { return config.max_response_bytes; }
+
+absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interrupted by a shutdown signal"); }
+
 // Runs every model once per length bucket, so that the first real requests do not pay for
-// allocator growth and kernel selection.
-absl::Status WarmUp(Engine& engine, const std::string& name, int max_length) {
+// allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
+// to max_length; the failure of one is an error naming the model and the length.
+absl::Status WarmUp(Engine& engine, const std::string& name, int max_length, const std::function<bool()>& stop) {
   const absl::Time t0 = absl::Now();
   const int vocab = engine.info().vocab_size;
-  for (int length = 16;; length = std::min(length * 2, max_length)) {
+  const uint32_t outputs = kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits});
+  for (int length = std::min(16, max_length); length >= 1; length = std::min(length * 2, max_length)) {
+    if (stop()) return StartUpInterrupted();
     SequenceInput s;
     s.input_ids.assign(length, std::min(5, vocab - 1));
-    auto r = engine.Run({s, s}, kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits}));
-    if (!r.ok()) return absl::Status(r.status().code(), absl::StrCat("warm-up of ", name, " failed: ", r.status().message()));
+    auto r = engine.Run({s, s}, outputs);
+    if (!r.ok()) {
+      return absl::Status(r.status().code(), absl::StrCat("model ", name, ": warm-up at ", length,
+                                                          " tokens failed: ", r.status().message()));
+    }
     if (length == max_length) break;
   }
   LogInfo(absl::StrCat("model ", name, ": warmed up to ", max_length, " tokens in ",
@@ -78,8 +95,11 @@ RelserveServer::~RelserveServer() { Shutdown(absl::ZeroDuration()); }
 
 int RelserveServer::grpc_port() const { return state_->grpc_port; }
 int RelserveServer::metrics_port() const { return state_->endpoint ? state_->endpoint->port() : -1; }
+int RelserveServer::http_port() const { return state_->http ? state_->http->port() : -1; }
 
-absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config) {
+absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config,
+                                                                       std::function<bool()> stop_requested) {
+  if (!stop_requested) stop_requested = [] { return false; };
   // Certificates are checked before the (slow) model loading, so that a bad file fails fast.
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, MakeServerCredentials(config));
   auto state = std::make_unique<State>();
@@ -96,6 +116,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   SetComputeThreads(threads);
 
   for (const auto& [name, dir] : config.models) {
+    if (stop_requested()) return StartUpInterrupted();
     const absl::Time t0 = absl::Now();
     EngineOptions options;
     options.dtype = config.dtype;
@@ -111,7 +132,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
                          info.has_tokenizer ? ", tokenizer" : ", no tokenizer", ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
-    if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length));
+    if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length, stop_requested));
     if (config.max_batch_tokens < info.max_length) {
       LogWarning(absl::StrCat("model ", name, ": --max-batch-tokens ", config.max_batch_tokens,
                               " is below its max length ", info.max_length, "; such sequences run alone"));
@@ -148,16 +169,18 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     state->batchers.push_back(std::move(batcher));
   }
 
-  ServiceLimits limits;
+  ServingLimits limits;
   limits.max_inputs_per_request = config.max_inputs_per_request;
-  state->service = std::make_unique<EncoderService>(&state->registry, &state->metrics, limits);
+  limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
+  state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
+  state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(config.grpc_address, credentials, &state->grpc_port);
   builder.RegisterService(state->service.get());
   builder.SetMaxReceiveMessageSize(config.max_message_bytes);
-  builder.SetMaxSendMessageSize(std::max(config.max_message_bytes, 64 << 20));
+  builder.SetMaxSendMessageSize(MaxSendMessageBytes(config));
   if (config.max_connection_age_seconds > 0) {
     // gRPC spreads the age by +-10% itself, so that clients do not all reconnect at once. Calls
     // under way on a closing connection get as long as a shutdown drain to finish.
@@ -166,29 +189,54 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS,
                                static_cast<int>(std::clamp(config.shutdown_grace_seconds * 1000, 1.0, 2e9)));
   }
+  if (stop_requested()) return StartUpInterrupted();
   state->server = builder.BuildAndStart();
   if (state->server == nullptr || state->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", config.grpc_address));
   }
   State* raw = state.get();
+  ASSIGN_OR_RETURN(state->listener_check,
+                   GrpcListenerCheck::Start(config.grpc_address, state->grpc_port, {}, &state->metrics,
+                                            [raw] { return raw->serving.load(); }));
   if (config.metrics_port >= 0) {
     HttpEndpointConfig ec;
     ec.address = config.metrics_address;
     ec.port = config.metrics_port;
     ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
                                           ec, [raw] { return raw->metrics.Render(); },
-                                          [raw] { return raw->serving.load(); }));
+                                          [raw] {
+                                            return raw->serving.load() ? raw->listener_check->status()
+                                                                       : absl::UnavailableError("not ready");
+                                          }));
+  }
+  if (!config.http_address.empty()) {
+    HttpServerConfig hc;
+    RETURN_IF_ERROR(ParseHttpAddress(config.http_address, &hc));
+    hc.threads = config.http_threads;
+    hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
+    RouteContext routes;
+    routes.serving = state->encoder_serving.get();
+    routes.registry = &state->registry;
+    routes.healthy = [raw] { return raw->serving.load(); };
+    routes.limits.max_batch_tokens = config.max_batch_tokens;
+    routes.limits.max_batch_requests = config.max_batch_size;
+    routes.limits.max_client_batch_size = config.max_inputs_per_request;
+    routes.limits.max_concurrent_requests = config.http_threads;
+    routes.limits.version = RELSERVE_VERSION;
+    routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
+    ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));
   }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {
     LogInfo(config.tls_client_ca.empty() ? "gRPC over TLS" : "gRPC over mutual TLS (client certificates required)");
   }
   LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
-                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : ""));
+                       state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : "",
+                       state->http ? absl::StrCat(", HTTP on port ", state->http->port()) : ""));
   return std::unique_ptr<RelserveServer>(new RelserveServer(std::move(state)));
 }
 
-void RelserveServer::Shutdown(absl::Duration grace) {
+void RelserveServer::Shutdown(absl::Duration grace, std::function<bool()> end_grace) {
   std::lock_guard<std::mutex> lock(state_->shutdown_mu);
   if (state_->shut_down) return;
   state_->shut_down = true;
@@ -199,12 +247,30 @@ void RelserveServer::Shutdown(absl::Duration grace) {
   // Waiting on our own count of calls, not on gRPC's shutdown, keeps idle client connections
   // (which clients hold open) from stretching every drain to the full grace period.
   state_->service->StartDraining();
-  if (!state_->service->WaitForIdle(deadline)) {
-    LogWarning(absl::StrCat(state_->service->in_flight(), " call(s) still running at the end of the grace period"));
+  if (state_->http) state_->http->StartDraining();
+  const auto in_flight = [this] {
+    return state_->service->in_flight() + (state_->http ? state_->http->in_flight() : 0);
+  };
+  for (;;) {
+    const absl::Time now = absl::Now();
+    const bool ended = now >= deadline || (end_grace && end_grace());
+    const absl::Time step = std::min(deadline, now + absl::Milliseconds(50));
+    if (ended || (state_->service->WaitForIdle(step) && (!state_->http || state_->http->WaitForIdle(step)))) {
+      if (in_flight() > 0) {
+        LogWarning(absl::StrCat(in_flight(), " call(s) still running at the end of the grace period",
+                                "; answering them UNAVAILABLE"));
+      }
+      break;
+    }
   }
   for (auto& b : state_->batchers) b->Stop(absl::ZeroDuration());  // fails what is left
+  // Every call has its answer: close the doors before gRPC's own shutdown, which would
+  // cancel (CANCELLED) calls still arriving on open connections (connection_closer.h).
+  const int ended = EndConnectionsOnPort(state_->grpc_port, absl::Milliseconds(500));
+  if (ended > 0) LogInfo(absl::StrCat("closed ", ended, " client connection(s)"));
   state_->server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   state_->server->Wait();
+  if (state_->http) state_->http->Stop();
   if (state_->endpoint) state_->endpoint->Stop();
   LogInfo("stopped");
 }

@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_MAIN_RELSERVE_SERVER_H_
 #define RELSERVE_SERVER_MAIN_RELSERVE_SERVER_H_
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -14,15 +15,21 @@ namespace relserve {
 // reports SERVING.
 class RelserveServer {
  public:
-  static absl::StatusOr<std::unique_ptr<RelserveServer>> Start(const ServerConfig& config);
+  // `stop_requested` (may be empty) is polled between loading steps (each model, each warm-up
+  // length): once it returns true, Start stops what it started and returns CANCELLED.
+  static absl::StatusOr<std::unique_ptr<RelserveServer>> Start(const ServerConfig& config,
+                                                               std::function<bool()> stop_requested = nullptr);
   ~RelserveServer();
 
   int grpc_port() const;
   int metrics_port() const;  // -1 without an endpoint
+  int http_port() const;     // -1 without the HTTP API
 
-  // Health NOT_SERVING, new calls refused, in-flight calls given `grace` to finish, then
-  // batchers and endpoints stopped. Safe to call twice.
-  void Shutdown(absl::Duration grace);
+  // Health NOT_SERVING, new calls refused (UNAVAILABLE), idle streams ended, in-flight calls
+  // given `grace` to finish, then batchers and endpoints stopped. Once `end_grace` (may be
+  // empty; polled) returns true the grace ends at once: what is still running is answered
+  // UNAVAILABLE. Every call gets an answer either way. Safe to call twice.
+  void Shutdown(absl::Duration grace, std::function<bool()> end_grace = nullptr);
 
  private:
   struct State;

@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/http/http_server.h"
 
 namespace relserve {
 namespace {
@@ -77,6 +78,20 @@ const std::vector<Flag>& Flags() {
       StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", &ServerConfig::metrics_address),
       IntFlag("metrics-port", "port of the Prometheus endpoint (0: any free port, -1: none)",
               &ServerConfig::metrics_port, -1),
+      {"http-address", "HOST:PORT", "where the HTTP/JSON API listens (OpenAI, TEI and Cohere routes; -1 or empty: none)",
+       [](const std::string& v, ServerConfig* c) {
+         if (v.empty() || v == "-1") {
+           c->http_address.clear();
+           return absl::OkStatus();
+         }
+         HttpServerConfig parsed;
+         if (absl::Status s = ParseHttpAddress(v, &parsed); !s.ok()) return s;
+         c->http_address = v;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return c.http_address; }},
+      IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
+              &ServerConfig::http_threads, 1),
       StringFlag("device", "cpu", "where models run (this build: cpu)", &ServerConfig::device, {"cpu"}),
       StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
                  {"float32", "bfloat16", "float16"}),
@@ -113,6 +128,10 @@ const std::vector<Flag>& Flags() {
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               &ServerConfig::max_input_length, 0),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
+      IntFlag("max-response-bytes",
+              "largest response message: EmbedTokens requests whose answer would be larger are refused "
+              "(INVALID_ARGUMENT) before computing; clients must accept messages this large",
+              &ServerConfig::max_response_bytes, 1024),
       {"shutdown-grace-seconds", "S", "on SIGTERM/SIGINT, how long in-flight calls may take to finish",
        [](const std::string& v, ServerConfig* c) {
          double x;

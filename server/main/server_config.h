@@ -15,6 +15,8 @@ struct ServerConfig {
   std::string grpc_address = "0.0.0.0:50051";
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
+  std::string http_address = "0.0.0.0:8080";  // the HTTP/JSON API; "" or "-1": none; port 0: a free port
+  int http_threads = 64;                       // HTTP requests served at once
   std::string device = "cpu";
   std::string dtype = "float32";
   int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)
@@ -28,6 +30,7 @@ struct ServerConfig {
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
   int max_message_bytes = 16 << 20;
+  int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;
   // > 0: close each client connection after about this long (gRPC's max connection age, with
   // GOAWAY), so clients balancing over a headless Service's addresses resolve it again and

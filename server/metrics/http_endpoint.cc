@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -16,11 +17,13 @@
 #include <exception>
 #include <string>
 #include <system_error>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/metrics/http_request.h"
 
 namespace relserve {
 namespace {
@@ -36,6 +39,10 @@ constexpr auto kDrainTime = std::chrono::milliseconds(500);
 constexpr size_t kMaxDrainBytes = 1 << 20;
 // Back-off when accept() runs out of file descriptors.
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+// The connection table never shrinks below this, however low the descriptor limit.
+constexpr rlim_t kMinConnections = 8;
+// Connections the kernel may complete before they are accepted (capped by somaxconn).
+constexpr int kListenBacklog = 512;
 
 std::string ErrnoText(int err) { return std::error_code(err, std::generic_category()).message(); }
 
@@ -44,21 +51,6 @@ void CloseFd(int& fd) {
     ::close(fd);
     fd = -1;
   }
-}
-
-bool IsTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  switch (c) {
-    case '!': case '#': case '$': case '%': case '&': case '\'': case '*': case '+': case '-':
-    case '.': case '^': case '_': case '`': case '|': case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool IsToken(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), IsTchar);
 }
 
 const char* ReasonPhrase(int status) {
@@ -87,116 +79,40 @@ std::string BuildResponse(int status, const char* content_type, const std::strin
   return out;
 }
 
-std::string ErrorResponse(int status, const char* extra_headers = "") {
-  return BuildResponse(status, kPlainContentType, absl::StrCat(ReasonPhrase(status), "\n"),
-                       /*include_body=*/true, extra_headers);
+// A plain-text error whose body names the problem, e.g. "Bad Request: the method is not a token".
+std::string ErrorResponse(int status, const std::string& detail = "",
+                          const char* extra_headers = "") {
+  std::string body = ReasonPhrase(status);
+  if (!detail.empty()) absl::StrAppend(&body, ": ", detail);
+  body += "\n";
+  return BuildResponse(status, kPlainContentType, body, /*include_body=*/true, extra_headers);
 }
 
-struct Request {
-  std::string method;
-  std::string path;  // without the query string
-};
-
-enum class ParseResult { kNeedMore, kDone, kError };
-
-// Parses "METHOD SP request-target SP HTTP/x.y". Sets *error_status on failure.
-bool ParseRequestLine(const std::string& line, Request* req, int* error_status) {
-  *error_status = 400;
-  const size_t sp1 = line.find(' ');
-  if (sp1 == std::string::npos) return false;
-  const size_t sp2 = line.find(' ', sp1 + 1);
-  if (sp2 == std::string::npos || line.find(' ', sp2 + 1) != std::string::npos) return false;
-  std::string method = line.substr(0, sp1);
-  std::string target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-  const std::string version = line.substr(sp2 + 1);
-  if (!IsToken(method) || target.empty()) return false;
-  for (char c : target) {
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return false;
-  }
-  if (version.size() != 8 || version.compare(0, 5, "HTTP/") != 0 || version[6] != '.' ||
-      version[5] < '0' || version[5] > '9' || version[7] < '0' || version[7] > '9') {
-    return false;
-  }
-  if (version[5] != '1') {
-    *error_status = 505;
-    return false;
-  }
-  // absolute-form ("http://host/metrics"): keep the path.
-  if (target[0] != '/') {
-    const size_t scheme = target.find("://");
-    if (scheme == std::string::npos) {
-      if (target != "*") return false;
+// The peer's address as text; an IPv4-mapped IPv6 address as its IPv4 address, so that a
+// client counts once whether the endpoint listens on "0.0.0.0" or "::".
+std::string PeerKey(const sockaddr_storage& addr) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (addr.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&addr)->sin_addr, text,
+                sizeof(text));
+  } else if (addr.ss_family == AF_INET6) {
+    const in6_addr& a6 = reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+      ::inet_ntop(AF_INET, &a6.s6_addr[12], text, sizeof(text));
     } else {
-      const size_t slash = target.find('/', scheme + 3);
-      target = slash == std::string::npos ? "/" : target.substr(slash);
+      ::inet_ntop(AF_INET6, &a6, text, sizeof(text));
     }
   }
-  const size_t query = target.find_first_of("?#");
-  if (query != std::string::npos) target.resize(query);
-  req->method = std::move(method);
-  req->path = std::move(target);
-  return true;
-}
-
-// Looks for a complete request head in `in`. Rejects a bad request line as soon as it is
-// complete, so garbage is answered without waiting for the rest.
-ParseResult ParseRequestHead(const std::string& in, size_t max_bytes, Request* req,
-                             int* error_status) {
-  size_t pos = 0;
-  // RFC 9112 2.2: ignore empty lines before the request line.
-  while (pos < in.size() && (in[pos] == '\r' || in[pos] == '\n')) ++pos;
-  bool have_request_line = false;
-  while (true) {
-    const size_t nl = in.find('\n', pos);
-    if (nl == std::string::npos) break;
-    size_t end = nl;
-    if (end > pos && in[end - 1] == '\r') --end;
-    const std::string line = in.substr(pos, end - pos);
-    pos = nl + 1;
-    if (!have_request_line) {
-      if (line.size() > max_bytes) {
-        *error_status = 414;
-        return ParseResult::kError;
-      }
-      if (!ParseRequestLine(line, req, error_status)) return ParseResult::kError;
-      have_request_line = true;
-      continue;
-    }
-    if (line.empty()) {
-      if (pos <= max_bytes) return ParseResult::kDone;
-      *error_status = 431;
-      return ParseResult::kError;
-    }
-    // header-field = field-name ":" OWS field-value; obsolete line folding is rejected.
-    const size_t colon = line.find(':');
-    if (colon == std::string::npos || !IsToken(line.substr(0, colon))) {
-      *error_status = 400;
-      return ParseResult::kError;
-    }
-  }
-  if (!have_request_line) {
-    // The method so far must be a token: a TLS handshake or binary junk is refused at once
-    // instead of after the read timeout.
-    for (size_t i = pos; i < in.size() && in[i] != ' '; ++i) {
-      if (!IsTchar(in[i])) {
-        *error_status = 400;
-        return ParseResult::kError;
-      }
-    }
-  }
-  if (in.size() > max_bytes) {
-    *error_status = have_request_line ? 431 : 414;
-    return ParseResult::kError;
-  }
-  return ParseResult::kNeedMore;
+  return text;
 }
 
 }  // namespace
 
 class MetricsHttpEndpoint::Loop {
  public:
+  // config.max_connections is the effective table size (the descriptor budget applied).
   Loop(const HttpEndpointConfig& config, int listen_fd, int wake_fd,
-       std::function<std::string()> render_metrics, std::function<bool()> ready)
+       std::function<std::string()> render_metrics, std::function<absl::Status()> ready)
       : config_(config),
         listen_fd_(listen_fd),
         wake_fd_(wake_fd),
@@ -219,9 +135,13 @@ class MetricsHttpEndpoint::Loop {
   void Run();
 
  private:
+  // kReading until the request head is complete; then kWriting the response; then kDraining
+  // (response sent, write side shut down) until the client closes or kDrainTime passes.
   enum class State { kReading, kWriting, kDraining };
   struct Connection {
     int fd = -1;
+    std::string peer;     // PeerKey of the client
+    uint64_t serial = 0;  // accept order: smaller is older
     State state = State::kReading;
     std::string in;
     std::string out;
@@ -229,22 +149,39 @@ class MetricsHttpEndpoint::Loop {
     size_t drained = 0;
     Clock::time_point deadline;
   };
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+  // Connections taken per poll round at most, so that a connection flood cannot keep the
+  // loop from serving the connections it already has.
+  static constexpr int kMaxAcceptsPerRound = 64;
 
-  void AcceptAll(Clock::time_point now);
+  void AcceptSome(Clock::time_point now);
+  // Closes the connection and forgets it in the per-peer count (it stays in connections_).
+  void Release(Connection& c);
+  // Releases connections_[i] and removes it (the last connection takes its place).
+  void CloseAt(size_t i);
+  // The connection to evict among `peer`'s (all connections when null). With `any_state`: the
+  // oldest draining one (served already; only the client's close is awaited), else the oldest
+  // one still reading its request head, else the oldest one writing. Without: only the oldest
+  // one reading. kNone when there is none.
+  size_t PickVictim(const std::string* peer, bool any_state) const;
+  // Closes one connection (PickVictim(peer, true)) to make room for a new one.
+  void MakeRoom(const std::string* peer, Clock::time_point now);
   // Each returns false when the connection is finished and must be closed.
   bool OnReadable(Connection& c, Clock::time_point now);
   bool OnWritable(Connection& c, Clock::time_point now);
   bool Drain(Connection& c);
   void Respond(Connection& c, std::string response, Clock::time_point now);
-  std::string Handle(const Request& req);
+  std::string Handle(const HttpRequestHead& req);
 
   const HttpEndpointConfig config_;
   int listen_fd_;
   int wake_fd_;
   const std::function<std::string()> render_metrics_;
-  const std::function<bool()> ready_;
+  const std::function<absl::Status()> ready_;
   std::atomic<bool> stop_{false};
   std::vector<Connection> connections_;
+  std::unordered_map<std::string, int> per_peer_;  // open connections per PeerKey
+  uint64_t next_serial_ = 0;
   Clock::time_point accept_resume_{};
 };
 
@@ -254,13 +191,11 @@ void MetricsHttpEndpoint::Loop::Run() {
     Clock::time_point now = Clock::now();
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
-    const bool accepting = static_cast<int>(connections_.size()) < config_.max_connections &&
-                           now >= accept_resume_;
+    // The listening socket is watched even when the table is full: a new connection evicts
+    // an old one (AcceptSome). Only a lack of descriptors pauses accepting.
+    const bool accepting = now >= accept_resume_;
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
-    Clock::time_point wake_at = Clock::time_point::max();
-    if (static_cast<int>(connections_.size()) < config_.max_connections && !accepting) {
-      wake_at = accept_resume_;
-    }
+    Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_resume_;
     for (const Connection& c : connections_) {
       fds.push_back({c.fd, static_cast<short>(c.state == State::kWriting ? POLLOUT : POLLIN), 0});
       wake_at = std::min(wake_at, c.deadline);
@@ -288,9 +223,11 @@ void MetricsHttpEndpoint::Loop::Run() {
           case State::kDraining: alive = Drain(c); break;
         }
       }
-      if (alive && now >= c.deadline) alive = false;  // slow client (or drain time over)
+      // Past the deadline: no complete head in time (however many bytes trickled in), a
+      // client not reading its response, or the drain time is over.
+      if (alive && now >= c.deadline) alive = false;
       if (!alive) {
-        CloseFd(c.fd);
+        Release(c);
         continue;
       }
       if (keep != i) connections_[keep] = std::move(c);
@@ -298,32 +235,104 @@ void MetricsHttpEndpoint::Loop::Run() {
     }
     connections_.resize(keep);
 
-    if (n > 0 && (fds[1].revents & POLLIN)) AcceptAll(now);
+    if (n > 0 && (fds[1].revents & POLLIN)) AcceptSome(now);
   }
-  for (Connection& c : connections_) CloseFd(c.fd);
+  for (Connection& c : connections_) Release(c);
   connections_.clear();
   CloseFd(listen_fd_);
 }
 
-void MetricsHttpEndpoint::Loop::AcceptAll(Clock::time_point now) {
-  while (static_cast<int>(connections_.size()) < config_.max_connections) {
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        accept_resume_ = now + kAcceptBackoff;
-      }
-      return;  // EAGAIN, or an aborted connection: nothing more to accept now
+void MetricsHttpEndpoint::Loop::Release(Connection& c) {
+  if (c.fd < 0) return;
+  CloseFd(c.fd);
+  auto it = per_peer_.find(c.peer);
+  if (it != per_peer_.end() && --it->second <= 0) per_peer_.erase(it);
+}
+
+void MetricsHttpEndpoint::Loop::CloseAt(size_t i) {
+  Release(connections_[i]);
+  if (i + 1 != connections_.size()) connections_[i] = std::move(connections_.back());
+  connections_.pop_back();
+}
+
+size_t MetricsHttpEndpoint::Loop::PickVictim(const std::string* peer, bool any_state) const {
+  for (const State wanted : {State::kDraining, State::kReading, State::kWriting}) {
+    if (!any_state && wanted != State::kReading) continue;
+    size_t victim = kNone;
+    for (size_t i = 0; i < connections_.size(); ++i) {
+      const Connection& c = connections_[i];
+      if (c.state != wanted || (peer != nullptr && c.peer != *peer)) continue;
+      if (victim == kNone || c.serial < connections_[victim].serial) victim = i;
     }
+    if (victim != kNone) return victim;
+  }
+  return kNone;
+}
+
+void MetricsHttpEndpoint::Loop::MakeRoom(const std::string* peer, Clock::time_point now) {
+  while (true) {
+    const size_t victim = PickVictim(peer, true);
+    if (victim == kNone) return;
+    Connection& c = connections_[victim];
+    // The victim's request may have arrived since the last poll (a probe's comes right after
+    // its connect): read it first, and spare the connection if it is now complete.
+    if (c.state == State::kReading) {
+      const bool alive = OnReadable(c, now);
+      if (alive && c.state != State::kReading) continue;  // answered: pick another
+    }
+    CloseAt(victim);
+    return;
+  }
+}
+
+void MetricsHttpEndpoint::Loop::AcceptSome(Clock::time_point now) {
+  bool freed_descriptor = false;
+  for (int accepted = 0; accepted < kMaxAcceptsPerRound;) {
+    sockaddr_storage addr{};
+    socklen_t addr_len = sizeof(addr);
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &addr_len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        // Out of descriptors: give up the oldest connection that has not sent its request
+        // (once per round; another thread may take the freed descriptor first).
+        const size_t victim = freed_descriptor ? kNone : PickVictim(nullptr, false);
+        if (victim != kNone) {
+          CloseAt(victim);
+          freed_descriptor = true;
+          continue;
+        }
+        accept_resume_ = now + kAcceptBackoff;
+        return;
+      }
+      if (errno == ENOBUFS || errno == ENOMEM) {
+        accept_resume_ = now + kAcceptBackoff;
+        return;
+      }
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      ++accepted;  // ECONNABORTED and the like: that connection is gone; take the next one
+      continue;
+    }
+    ++accepted;
+    std::string peer = PeerKey(addr);
+    // Make room: a peer at its cap gives up one of its own connections; a full table the
+    // oldest connection of anyone.
+    const auto count = per_peer_.find(peer);
+    if (count != per_peer_.end() && count->second >= config_.max_connections_per_peer) {
+      MakeRoom(&peer, now);
+    }
+    if (static_cast<int>(connections_.size()) >= config_.max_connections) MakeRoom(nullptr, now);
     Connection c;
     c.fd = fd;
+    c.peer = std::move(peer);
+    c.serial = next_serial_++;
+    // The whole head must arrive by this deadline; it is never extended.
     c.deadline = now + std::chrono::milliseconds(config_.read_timeout_ms);
+    ++per_peer_[c.peer];
     connections_.push_back(std::move(c));
     // Most requests are already there; serve them without another poll round.
-    Connection& added = connections_.back();
-    if (!OnReadable(added, now)) {
-      CloseFd(added.fd);
-      connections_.pop_back();
-    }
+    if (!OnReadable(connections_.back(), now)) CloseAt(connections_.size() - 1);
   }
 }
 
@@ -345,19 +354,18 @@ bool MetricsHttpEndpoint::Loop::OnReadable(Connection& c, Clock::time_point now)
     return false;  // connection reset or similar
   }
   if (c.in.empty()) return !eof;
-  Request req;
-  int error_status = 400;
-  switch (ParseRequestHead(c.in, config_.max_request_bytes, &req, &error_status)) {
-    case ParseResult::kNeedMore:
-      // The client stopped sending (half-close) before the request was complete.
+  const HttpRequestParse parse = ParseHttpRequestHead(c.in, config_.max_request_bytes);
+  switch (parse.outcome) {
+    case HttpRequestParse::Outcome::kIncomplete:
       if (!eof) return true;
-      Respond(c, ErrorResponse(400), now);
+      Respond(c, ErrorResponse(400, "the client closed before the request head was complete"),
+              now);
       return OnWritable(c, now);
-    case ParseResult::kError:
-      Respond(c, ErrorResponse(error_status), now);
+    case HttpRequestParse::Outcome::kError:
+      Respond(c, ErrorResponse(parse.status, parse.error), now);
       return OnWritable(c, now);
-    case ParseResult::kDone:
-      Respond(c, Handle(req), now);
+    case HttpRequestParse::Outcome::kComplete:
+      Respond(c, Handle(parse.head), now);
       return OnWritable(c, now);
   }
   return false;
@@ -408,19 +416,24 @@ bool MetricsHttpEndpoint::Loop::Drain(Connection& c) {
   }
 }
 
-std::string MetricsHttpEndpoint::Loop::Handle(const Request& req) {
+std::string MetricsHttpEndpoint::Loop::Handle(const HttpRequestHead& req) {
   const bool head = req.method == "HEAD";
   const bool known_path = req.path == "/metrics" || req.path == "/healthz";
   if (!known_path) return ErrorResponse(404);
-  if (req.method != "GET" && !head) return ErrorResponse(405, "Allow: GET, HEAD\r\n");
+  if (req.method != "GET" && !head) return ErrorResponse(405, "", "Allow: GET, HEAD\r\n");
   if (req.path == "/healthz") {
-    bool ok = true;
+    absl::Status health;
     try {
-      ok = !ready_ || ready_();
+      if (ready_) health = ready_();
+    } catch (const std::exception& e) {
+      health = absl::InternalError(absl::StrCat("the health callback failed: ", e.what()));
     } catch (...) {
-      ok = false;
+      health = absl::InternalError("the health callback failed");
     }
-    return BuildResponse(ok ? 200 : 503, kPlainContentType, ok ? "ok\n" : "not ready\n", !head);
+    if (health.ok()) return BuildResponse(200, kPlainContentType, "ok\n", !head);
+    const std::string why = health.message().empty() ? std::string("not ready")
+                                                     : std::string(health.message());
+    return BuildResponse(503, kPlainContentType, why + "\n", !head);
   }
   std::string body;
   try {
@@ -436,15 +449,25 @@ std::string MetricsHttpEndpoint::Loop::Handle(const Request& req) {
 
 absl::StatusOr<std::unique_ptr<MetricsHttpEndpoint>> MetricsHttpEndpoint::Start(
     const HttpEndpointConfig& config, std::function<std::string()> render_metrics,
-    std::function<bool()> ready) {
+    std::function<absl::Status()> ready) {
   if (!render_metrics) return absl::InvalidArgumentError("metrics endpoint: no render callback");
   if (config.port < 0 || config.port > 65535) {
     return absl::InvalidArgumentError(
         absl::StrCat("metrics endpoint: port ", config.port, " out of range"));
   }
   if (config.read_timeout_ms <= 0 || config.write_timeout_ms <= 0 ||
-      config.max_connections <= 0 || config.max_request_bytes == 0) {
+      config.max_connections <= 0 || config.max_connections_per_peer <= 0 ||
+      config.max_request_bytes == 0) {
     return absl::InvalidArgumentError("metrics endpoint: timeouts and limits must be positive");
+  }
+  HttpEndpointConfig effective = config;
+  // Descriptor budget: a quarter of the soft limit, the rest being gRPC's and the models'.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+    const rlim_t budget = std::max<rlim_t>(kMinConnections, nofile.rlim_cur / 4);
+    if (budget < static_cast<rlim_t>(effective.max_connections)) {
+      effective.max_connections = static_cast<int>(budget);
+    }
   }
   const std::string where = config.address.find(':') != std::string::npos
                                 ? absl::StrCat("[", config.address, "]:", config.port)
@@ -478,7 +501,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpEndpoint>> MetricsHttpEndpoint::Start(
     if (ai->ai_family == AF_INET6) {
       ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));  // "::" = dual stack
     }
-    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, 128) != 0) {
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(fd, kListenBacklog) != 0) {
       last_errno = errno;
       CloseFd(fd);
       continue;
@@ -511,7 +534,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpEndpoint>> MetricsHttpEndpoint::Start(
 
   std::unique_ptr<MetricsHttpEndpoint> endpoint(new MetricsHttpEndpoint());
   endpoint->port_ = port;
-  endpoint->loop_ = std::make_unique<Loop>(config, listen_fd, wake_fd, std::move(render_metrics),
+  endpoint->max_connections_ = effective.max_connections;
+  endpoint->loop_ = std::make_unique<Loop>(effective, listen_fd, wake_fd, std::move(render_metrics),
                                            std::move(ready));
   try {
     endpoint->thread_ = std::thread([loop = endpoint->loop_.get()] { loop->Run(); });

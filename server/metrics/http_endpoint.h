@@ -8,6 +8,7 @@
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace relserve {
@@ -19,15 +20,18 @@ struct HttpEndpointConfig {
   std::string address = "0.0.0.0";
   int port = 9090;                   // 0 = pick a free port (see MetricsHttpEndpoint::port())
 
-  // A client must deliver its whole request head within this time after connecting.
+  // A client must deliver its whole request head within this time after connecting; bytes
+  // that trickle in do not extend it.
   int read_timeout_ms = 2000;
   // A client must take the whole response within this time after the request was read.
   int write_timeout_ms = 10000;
   // Request line + headers larger than this are answered with 431.
   size_t max_request_bytes = 8192;
-  // At most this many connections are served at once; further ones wait in the listen backlog
-  // until a slot frees up (each slot frees within the timeouts above).
-  int max_connections = 64;
+  // Size of the connection table. Start() lowers it to a quarter of the soft RLIMIT_NOFILE
+  // (at least 8), so that a full table cannot exhaust the process's descriptors.
+  int max_connections = 1024;
+  // Connections one peer address may hold at once.
+  int max_connections_per_peer = 16;
 };
 
 // A minimal HTTP/1.1 server for Prometheus scrapes and health checks.
@@ -41,15 +45,43 @@ struct HttpEndpointConfig {
 // Routes (anything after '?' is ignored):
 //   GET|HEAD /metrics  200, Content-Type: text/plain; version=0.0.4; charset=utf-8, body =
 //                      render_metrics() (500 if it throws)
-//   GET|HEAD /healthz  200 "ok" when ready() is true (or no ready callback was given),
-//                      503 "not ready" otherwise
+//   GET|HEAD /healthz  200 "ok" when ready() returns OK (or no ready callback was given),
+//                      503 with ready()'s message otherwise (or if it throws)
 //   other paths        404
 //   other methods      405 with "Allow: GET, HEAD"
-//   malformed request  400; request head over max_request_bytes: 431
+//   malformed request  400; request line / head over max_request_bytes: 414 / 431;
+//                      an HTTP version other than 1.x: 505
 // Every response carries Content-Length and "Connection: close"; the connection is closed after
-// the response. The serving thread multiplexes all connections with poll() and non-blocking
-// sockets, so a client that connects and sends nothing (or reads slowly) only occupies its own
-// slot until read_timeout_ms / write_timeout_ms expire; it never delays other clients.
+// the response. A 400 names what was malformed (see http_request.h for the parser).
+//
+// Slow and idle clients. The endpoint answers the orchestrator's probes and Prometheus, so no
+// client that connects and then says nothing, or sends its request a byte at a time, may keep
+// them from being served. The serving thread multiplexes every connection with poll() and
+// non-blocking sockets (a slow client never delays another one's bytes), and the connection
+// table is defended thus:
+// - Total header deadline: the request head must be complete read_timeout_ms after the
+//   connection was accepted. The deadline is set once at accept; trickled bytes do not move
+//   it, so a connection holds its slot for at most read_timeout_ms before its request is read.
+// - A new connection is always taken: the listening socket is polled even when the table is
+//   full, and a connection that does not fit evicts (closes) one that is done or idle: the
+//   oldest one already answered that only awaits the client's close (at most 500 ms), else the
+//   oldest connection that has not yet delivered a complete request head (its bytes are read
+//   first, so a request that has just arrived is served rather than dropped), else the oldest
+//   one whose client is not reading its response. A probe's request arrives with its
+//   connection and is read at once, so by the time later connections arrive it is no longer
+//   evictable: the oldest idle connections go first, and those are the attacker's.
+// - Per-peer cap: one peer address holds at most max_connections_per_peer connections; its
+//   next connection evicts its own oldest one (same order as above), never someone else's.
+//   A single misbehaving client therefore only churns its own slots and cannot push out the
+//   connection of a kubelet probe (the node's address) or of Prometheus (its pod's address).
+//   Peers are whole addresses; an IPv4-mapped IPv6 address counts as its IPv4 address. (A
+//   client sharing the probe's address could still push the probe out if it opened that many
+//   connections between the probe's connect and the arrival of its request.)
+// - Descriptor budget: the table is bounded by a quarter of the soft RLIMIT_NOFILE at Start(),
+//   leaving the rest to gRPC and the models.
+// - When accept() fails for want of descriptors (EMFILE, ENFILE), the oldest connection that
+//   has not delivered its head is closed to free one and accept is retried; with none to
+//   close, accepting pauses for 100 ms (the pending connection waits in the listen backlog).
 // render_metrics and ready are called on the serving thread.
 class MetricsHttpEndpoint {
  public:
@@ -57,7 +89,7 @@ class MetricsHttpEndpoint {
   // cannot be bound; INVALID_ARGUMENT for a bad port, address or a null render_metrics.
   static absl::StatusOr<std::unique_ptr<MetricsHttpEndpoint>> Start(
       const HttpEndpointConfig& config, std::function<std::string()> render_metrics,
-      std::function<bool()> ready);
+      std::function<absl::Status()> ready);
 
   ~MetricsHttpEndpoint();
   MetricsHttpEndpoint(const MetricsHttpEndpoint&) = delete;
@@ -65,6 +97,8 @@ class MetricsHttpEndpoint {
 
   // The bound port (the actual one when config.port was 0).
   int port() const { return port_; }
+  // The size of the connection table after the descriptor budget was applied.
+  int max_connections() const { return max_connections_; }
 
   // Closes the listening socket and every open connection and joins the serving thread.
   // Safe to call more than once and from several threads; must not be called from inside
@@ -76,6 +110,7 @@ class MetricsHttpEndpoint {
   MetricsHttpEndpoint() = default;
 
   int port_ = 0;
+  int max_connections_ = 0;
   std::mutex stop_mu_;  // serializes Stop()
   std::unique_ptr<Loop> loop_;
   std::thread thread_;

@@ -189,6 +189,10 @@ struct ServerMetrics::Impl {
                               .Name("relserve_rejections_total")
                               .Help("Requests or sequences refused, by reason.")
                               .Register(*registry)),
+        nonfinite_family(prometheus::BuildCounter()
+                             .Name("relserve_nonfinite_outputs_total")
+                             .Help("Sequences whose outputs held NaN or infinity (answered INTERNAL).")
+                             .Register(*registry)),
         model_info_family(
             prometheus::BuildGauge()
                 .Name("relserve_model_info")
@@ -213,6 +217,7 @@ struct ServerMetrics::Impl {
         queue_depth(queue_depth_family),
         in_flight(in_flight_family),
         rejections(rejections_family),
+        nonfinite(nonfinite_family),
         serving(serving_family) {}
 
   static Labels ModelLabel(const std::string& model) { return {{"model", model}}; }
@@ -245,6 +250,7 @@ struct ServerMetrics::Impl {
   Family<Gauge>& queue_depth_family;
   Family<Gauge>& in_flight_family;
   Family<Counter>& rejections_family;
+  Family<Counter>& nonfinite_family;
   Family<Gauge>& model_info_family;
   Family<Gauge>& serving_family;
 
@@ -263,11 +269,20 @@ struct ServerMetrics::Impl {
   SeriesCache<Gauge> queue_depth;
   SeriesCache<Gauge> in_flight;
   SeriesCache<Counter> rejections;
+  SeriesCache<Counter> nonfinite;
   SeriesCache<Gauge> serving;
 
   // relserve_model_info: the current series of each model (replaced when its labels change).
   std::mutex model_info_mu;
   std::unordered_map<std::string, std::pair<Labels, Gauge*>> model_info;
+
+  // relserve_grpc_listener_ok: appears with the first SetGrpcListenerOk().
+  Family<Gauge>& grpc_listener_family =
+      prometheus::BuildGauge()
+          .Name("relserve_grpc_listener_ok")
+          .Help("1 while the gRPC port accepts and answers new connections (self-check), 0 "
+                "otherwise.")
+          .Register(*registry);
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -291,6 +306,10 @@ void ServerMetrics::RecordRequest(const std::string& model, const std::string& r
 
 void ServerMetrics::RecordTokenize(const std::string& model, double seconds) {
   impl_->ModelHistogram(impl_->tokenize_duration, model, TokenizeBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::RecordNonFiniteOutput(const std::string& model) {
+  impl_->ModelCounter(impl_->nonfinite, model).Increment();
 }
 
 void ServerMetrics::RecordRejection(const std::string& model, const std::string& reason) {
@@ -360,6 +379,10 @@ void ServerMetrics::SetModelInfo(const std::string& model,
 
 void ServerMetrics::SetServing(const std::string& model, bool serving) {
   impl_->ModelGauge(impl_->serving, model).Set(serving ? 1 : 0);
+}
+
+void ServerMetrics::SetGrpcListenerOk(bool ok) {
+  impl_->grpc_listener_family.Add({}).Set(ok ? 1 : 0);  // Add returns the existing series
 }
 
 }  // namespace relserve

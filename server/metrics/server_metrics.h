@@ -29,8 +29,10 @@ namespace relserve {
 // | relserve_in_flight_sequences                  | gauge     | model             | sequences accepted and not yet answered
 // | relserve_rejections_total                     | counter   | model, reason     | sequences/requests refused; reason = "queue_full", "deadline_exceeded",
 // |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
+// | relserve_nonfinite_outputs_total              | counter   | model             | sequences whose outputs held NaN or infinity (the request got INTERNAL)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
+// | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
 //
 // Bucket upper bounds (seconds unless noted; +Inf is implicit):
 //   kLatencyBuckets  0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1 2.5 5 10 30
@@ -58,6 +60,7 @@ class ServerMetrics {
                      double latency_seconds);
   void RecordTokenize(const std::string& model, double seconds);
   void RecordRejection(const std::string& model, const std::string& reason);
+  void RecordNonFiniteOutput(const std::string& model);  // per sequence
   void AddInFlightSequences(const std::string& model, int64_t delta);
   void SetQueueDepth(const std::string& model, int64_t sequences);
 
@@ -74,6 +77,8 @@ class ServerMetrics {
   // it again for the same model replaces the previous label set.
   void SetModelInfo(const std::string& model, const std::map<std::string, std::string>& labels);
   void SetServing(const std::string& model, bool serving);
+  // relserve_grpc_listener_ok (no labels); the series exists from the first call on.
+  void SetGrpcListenerOk(bool ok);
 
  private:
   struct Impl;

@@ -30,6 +30,58 @@ absl::StatusOr<std::unique_ptr<DebertaV2Model>> DebertaV2Model::Load(const Model
   return model;
 }
 
+absl::Status DebertaV2Model::CheckSizes(const WeightLoader& w, const std::string& p) const {
+  const std::string emb = p + "embeddings.", enc = p + "encoder.", layer0 = enc + "layer.0.";
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("hidden_size", c_.hidden_size), c_.hidden_size, emb + "LayerNorm.weight", 0));
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("vocab_size", c_.vocab_size), c_.vocab_size, emb + "word_embeddings.weight", 0));
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("embedding_size", c_.embedding_size) + " (hidden_size unless given)",
+                                    c_.embedding_size, emb + "word_embeddings.weight", 1));
+  if (c_.position_biased_input) {
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("max_position_embeddings", c_.max_position_embeddings),
+                                      c_.max_position_embeddings, emb + "position_embeddings.weight", 0));
+  }
+  if (c_.type_vocab_size > 0) {
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("type_vocab_size", c_.type_vocab_size), c_.type_vocab_size,
+                                      emb + "token_type_embeddings.weight", 0));
+  } else {
+    RETURN_IF_ERROR(w.CheckAbsent(ConfigSize("type_vocab_size", 0), emb + "token_type_embeddings.weight"));
+  }
+  RETURN_IF_ERROR(w.CheckBlockCount(ConfigSize("num_hidden_layers", c_.num_hidden_layers), c_.num_hidden_layers,
+                                    enc + "layer."));
+  RETURN_IF_ERROR(w.CheckConfigSize(
+      absl::StrCat(ConfigSize("num_attention_heads", c_.num_attention_heads), " x ",
+                   ConfigSize("attention_head_size", c_.attention_head_size), " (hidden_size / heads unless given)"),
+      c_.all_head_size(), layer0 + "attention.self.query_proj.weight", 0));
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("intermediate_size", c_.intermediate_size), c_.intermediate_size,
+                                    layer0 + "intermediate.dense.weight", 0));
+  if (!c_.relative_attention) {
+    RETURN_IF_ERROR(w.CheckAbsent("\"relative_attention\" false", enc + "rel_embeddings.weight"));
+  } else {
+    const std::string what =
+        c_.position_buckets > 0
+            ? absl::StrCat(ConfigSize("position_buckets", c_.position_buckets), " (2 x buckets relative positions)")
+            : absl::StrCat(ConfigSize("max_relative_positions", c_.max_relative_positions),
+                           c_.max_relative_positions < 1
+                               ? absl::StrCat(" (so max_position_embeddings ", c_.max_position_embeddings, ")")
+                               : "",
+                           " with no position_buckets (2 x that many relative positions)");
+    RETURN_IF_ERROR(w.CheckConfigSize(what, c_.rel_embeddings_rows(), enc + "rel_embeddings.weight", 0));
+  }
+  if (c_.conv_kernel_size > 0) {
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("conv_kernel_size", c_.conv_kernel_size), c_.conv_kernel_size,
+                                      enc + "conv.conv.weight", 2));
+  } else {
+    RETURN_IF_ERROR(w.CheckAbsent(ConfigSize("conv_kernel_size", 0), enc + "conv.conv.weight"));
+  }
+  if (config_.head == HeadKind::kSequenceClassification) {
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("pooler_hidden_size", c_.pooler_hidden_size), c_.pooler_hidden_size,
+                                      "pooler.dense.weight", 0));
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("num_labels", config_.num_labels) + " (the entries of id2label when given)",
+                                      config_.num_labels, "classifier.weight", 0));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
   const int64_t H = c_.hidden_size;
   const int64_t E = c_.embedding_size;
@@ -44,6 +96,8 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
   // DebertaV2Model checkpoint has no prefix. transformers loads either into either.
   const std::string p = w.Has("deberta.embeddings.word_embeddings.weight") ? "deberta." : "";
   const std::string emb = p + "embeddings.";
+  const std::string enc = p + "encoder.";
+  RETURN_IF_ERROR(CheckSizes(w, p));
   ASSIGN_OR_RETURN(word_embeddings_, w.Get(emb + "word_embeddings.weight", {c_.vocab_size, E}));
   if (c_.position_biased_input) {
     ASSIGN_OR_RETURN(position_embeddings_,
@@ -60,7 +114,6 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
   }
   ASSIGN_OR_RETURN(embedding_norm_, LoadLayerNorm(w, emb + "LayerNorm", H, c_.layer_norm_eps));
 
-  const std::string enc = p + "encoder.";
   at::Tensor rel_embeddings;
   if (c_.relative_attention) {
     ASSIGN_OR_RETURN(rel_embeddings, w.Get(enc + "rel_embeddings.weight", {c_.rel_embeddings_rows(), H}));

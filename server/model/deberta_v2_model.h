@@ -63,6 +63,8 @@ class DebertaV2Model : public EncoderModel {
   };
 
   explicit DebertaV2Model(const ModelConfig& config);
+  // Sizes of config.json against the checkpoint's tensors, naming the key that disagrees.
+  absl::Status CheckSizes(const WeightLoader& weights, const std::string& prefix) const;
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const EncoderInputs& inputs) const;
   // x: [tokens, hidden], the real tokens' rows when `packing` is given, else all B * L.

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <new>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/deberta_v2_model.h"
 #include "server/model/encoder_model.h"
+#include "server/model/model_limits.h"
 #include "server/model/pooler.h"
 #include "server/model/t5_encoder_model.h"
 #include "server/model/weight_loader.h"
@@ -47,10 +49,18 @@ const char* DTypeName(at::ScalarType t) {
 }
 
 // Torch reports failures as exceptions; the engine's callers get statuses.
+// c10::Error's text carries the C++ backtrace after the message, as "\nException raised from
+// ..." or, for failed enforcements such as an allocation, "\nframe #0: ...": only the message
+// is for users.
 absl::Status TorchError(const std::exception& e, const char* what) {
+  if (dynamic_cast<const std::bad_alloc*>(&e) != nullptr) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory (", e.what(), ")"));
+  }
   std::string msg = e.what();
-  const auto newline = msg.find("\nException raised from");
-  if (newline != std::string::npos) msg.resize(newline);
+  for (const char* trace : {"\nException raised from", "\nframe #"}) {
+    const auto start = msg.find(trace);
+    if (start != std::string::npos) msg.resize(start);
+  }
   if (absl::StrContains(msg, "out of memory") || absl::StrContains(msg, "DefaultCPUAllocator: can't allocate")) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory: ", msg));
   }
@@ -76,6 +86,16 @@ Engine::Engine() : impl_(std::make_unique<Impl>()) {}
 Engine::~Engine() = default;
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, const EngineOptions& options) {
+  // The steps below turn the failures they expect into statuses; whatever still escapes as an
+  // exception (an allocation, a library) fails the load with its message, never the process.
+  try {
+    return LoadOrThrow(dir, options);
+  } catch (const std::exception& e) {
+    return TorchError(e, "loading the model");
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& dir, const EngineOptions& options) {
   if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("model directory ", dir, " does not exist"));
   std::unique_ptr<Engine> engine(new Engine());
   ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
@@ -86,6 +106,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, con
   }
 
   int max_length = config.max_length;
+  if (options.max_length > kMaxSequenceLength) {
+    return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the limit of ",
+                                                   kMaxSequenceLength, " tokens"));
+  }
   if (options.max_length > 0) {
     const bool absolute_positions =
         config.family == ModelFamily::kDebertaV2 && config.deberta.position_biased_input;
@@ -149,9 +173,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, con
 
   const TokenizerFamily family =
       config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
-  const bool has_tokenizer_file =
-      FileExists(JoinPath(dir, "spm.model")) || FileExists(JoinPath(dir, "spiece.model"));
-  if (options.load_tokenizer && has_tokenizer_file) {
+  // A tokenizer file that is there but unreadable as a file (a directory) is an error, not a
+  // model served without text input.
+  bool has_tokenizer_file = false;
+  for (const char* name : {"spm.model", "spiece.model"}) {
+    if (!options.load_tokenizer) break;
+    ASSIGN_OR_RETURN(const bool present, OptionalFileExists(JoinPath(dir, name)));
+    has_tokenizer_file = has_tokenizer_file || present;
+  }
+  if (has_tokenizer_file) {
     ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, family, max_length));
   }
 

@@ -42,7 +42,9 @@ class Engine : public InferenceBackend {
  public:
   // Reads config.json, the weights (model.safetensors or a sharded index), the tokenizer and
   // sentence-transformers modules. Any problem is an error that names it; nothing is
-  // half-loaded.
+  // half-loaded. Sizes in config.json must agree with the checkpoint's tensors and stay within
+  // model_limits.h; options.max_length within kMaxSequenceLength. An allocation that fails is
+  // RESOURCE_EXHAUSTED, never an exception.
   static absl::StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir, const EngineOptions& options);
   ~Engine() override;
 
@@ -62,6 +64,9 @@ class Engine : public InferenceBackend {
  private:
   struct Impl;  // torch state
   Engine();
+  // Load, with exceptions left to the caller.
+  static absl::StatusOr<std::unique_ptr<Engine>> LoadOrThrow(const std::string& model_dir,
+                                                             const EngineOptions& options);
 
   ModelConfig config_;
   ModelInfo info_;

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "server/model/model_limits.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -17,63 +18,20 @@ namespace {
 
 using nlohmann::json;
 
-// Typed readers: absent or null keys keep the default, like getattr(config, key, default).
-class ConfigReader {
- public:
-  ConfigReader(const json& j, const std::string& source) : j_(j), source_(source) {}
+using ConfigReader = JsonFieldReader;
 
-  bool Has(const char* key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+// transformers reads layer_norm_eps into nn.LayerNorm: at 0 a constant row divides 0 by 0, and
+// no trained model uses a value near 1.
+constexpr double kMaxLayerNormEps = 1.0;
 
-  absl::Status Int(const char* key, int* out, int min_value = INT32_MIN) const {
-    if (!Has(key)) return absl::OkStatus();
-    const json& v = j_.at(key);
-    double d;
-    if (v.is_number_integer() || v.is_number_unsigned()) {
-      d = static_cast<double>(v.get<int64_t>());
-    } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
-      d = v.get<double>();
-    } else {
-      return Error(key, absl::StrCat("must be an integer, got ", v.dump()));
-    }
-    if (d < min_value || d > INT32_MAX) {
-      return Error(key, absl::StrCat("value ", v.dump(), " is out of range (minimum ", min_value, ")"));
-    }
-    *out = static_cast<int>(d);
-    return absl::OkStatus();
+// A token id the model's embedding table holds.
+absl::Status TokenId(const ConfigReader& r, const char* key, int vocab_size, int* out) {
+  RETURN_IF_ERROR(r.Int(key, out, 0, kMaxVocabSize));
+  if (*out >= vocab_size) {
+    return r.Error(key, absl::StrCat("is ", *out, ", outside the vocabulary [0, ", vocab_size, ") of vocab_size"));
   }
-
-  absl::Status Double(const char* key, double* out) const {
-    if (!Has(key)) return absl::OkStatus();
-    const json& v = j_.at(key);
-    if (!v.is_number()) return Error(key, absl::StrCat("must be a number, got ", v.dump()));
-    *out = v.get<double>();
-    return absl::OkStatus();
-  }
-
-  absl::Status Bool(const char* key, bool* out) const {
-    if (!Has(key)) return absl::OkStatus();
-    const json& v = j_.at(key);
-    if (!v.is_boolean()) return Error(key, absl::StrCat("must be true or false, got ", v.dump()));
-    *out = v.get<bool>();
-    return absl::OkStatus();
-  }
-
-  absl::Status String(const char* key, std::string* out) const {
-    if (!Has(key)) return absl::OkStatus();
-    const json& v = j_.at(key);
-    if (!v.is_string()) return Error(key, absl::StrCat("must be a string, got ", v.dump()));
-    *out = v.get<std::string>();
-    return absl::OkStatus();
-  }
-
-  absl::Status Error(const char* key, const std::string& what) const {
-    return absl::InvalidArgumentError(absl::StrCat(source_, ": \"", key, "\" ", what));
-  }
-
- private:
-  const json& j_;
-  const std::string& source_;
-};
+  return absl::OkStatus();
+}
 
 std::vector<std::string> SplitLowerBar(const std::string& s) {
   std::vector<std::string> out;
@@ -85,23 +43,24 @@ std::vector<std::string> SplitLowerBar(const std::string& s) {
 
 absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::string& source,
                           DebertaV2Config* c) {
-  RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab_size, 1));
-  RETURN_IF_ERROR(r.Int("hidden_size", &c->hidden_size, 1));
-  RETURN_IF_ERROR(r.Int("num_hidden_layers", &c->num_hidden_layers, 0));
-  RETURN_IF_ERROR(r.Int("num_attention_heads", &c->num_attention_heads, 1));
-  RETURN_IF_ERROR(r.Int("intermediate_size", &c->intermediate_size, 1));
+  RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab_size, 1, kMaxVocabSize));
+  RETURN_IF_ERROR(r.Int("hidden_size", &c->hidden_size, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("num_hidden_layers", &c->num_hidden_layers, 0, kMaxLayers));
+  RETURN_IF_ERROR(r.Int("num_attention_heads", &c->num_attention_heads, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("intermediate_size", &c->intermediate_size, 1, kMaxFeedForwardSize));
   RETURN_IF_ERROR(r.String("hidden_act", &c->hidden_act));
-  RETURN_IF_ERROR(r.Int("max_position_embeddings", &c->max_position_embeddings, 1));
-  RETURN_IF_ERROR(r.Int("type_vocab_size", &c->type_vocab_size, 0));
-  RETURN_IF_ERROR(r.Double("layer_norm_eps", &c->layer_norm_eps));
+  RETURN_IF_ERROR(r.Int("max_position_embeddings", &c->max_position_embeddings, 1, kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Int("type_vocab_size", &c->type_vocab_size, 0, kMaxVocabSize));
+  RETURN_IF_ERROR(r.Double("layer_norm_eps", &c->layer_norm_eps, 0, kMaxLayerNormEps, /*min_exclusive=*/true));
   RETURN_IF_ERROR(r.Bool("relative_attention", &c->relative_attention));
-  RETURN_IF_ERROR(r.Int("max_relative_positions", &c->max_relative_positions));
-  RETURN_IF_ERROR(r.Int("position_buckets", &c->position_buckets));
-  RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id));
+  // Below 1 both mean "none" (max_relative_positions then follows max_position_embeddings).
+  RETURN_IF_ERROR(r.Int("max_relative_positions", &c->max_relative_positions, INT32_MIN, kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Int("position_buckets", &c->position_buckets, INT32_MIN, kMaxSequenceLength));
+  RETURN_IF_ERROR(TokenId(r, "pad_token_id", c->vocab_size, &c->pad_token_id));
   RETURN_IF_ERROR(r.Bool("position_biased_input", &c->position_biased_input));
   RETURN_IF_ERROR(r.Bool("share_att_key", &c->share_att_key));
-  RETURN_IF_ERROR(r.Int("conv_kernel_size", &c->conv_kernel_size, 0));
-  RETURN_IF_ERROR(r.Int("conv_groups", &c->conv_groups, 1));
+  RETURN_IF_ERROR(r.Int("conv_kernel_size", &c->conv_kernel_size, 0, kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Int("conv_groups", &c->conv_groups, 1, kMaxModelWidth));
   RETURN_IF_ERROR(r.String("conv_act", &c->conv_act));
   RETURN_IF_ERROR(r.String("pooler_hidden_act", &c->pooler_hidden_act));
 
@@ -111,17 +70,16 @@ absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::strin
         c->num_attention_heads));
   }
   c->attention_head_size = c->hidden_size / c->num_attention_heads;
-  RETURN_IF_ERROR(r.Int("attention_head_size", &c->attention_head_size, 1));
-  // all_head_size() is a weight dimension: the product must fit in an int.
-  if (int64_t{c->num_attention_heads} * c->attention_head_size > INT32_MAX) {
+  RETURN_IF_ERROR(r.Int("attention_head_size", &c->attention_head_size, 1, kMaxModelWidth));
+  if (static_cast<int64_t>(c->num_attention_heads) * c->attention_head_size > kMaxModelWidth) {
     return r.Error("attention_head_size",
-                   absl::StrCat(c->attention_head_size, " times num_attention_heads ",
-                                c->num_attention_heads, " exceeds ", INT32_MAX));
+                   absl::StrCat(c->attention_head_size, " x num_attention_heads ", c->num_attention_heads,
+                                " must be at most ", kMaxModelWidth));
   }
   c->embedding_size = c->hidden_size;
-  RETURN_IF_ERROR(r.Int("embedding_size", &c->embedding_size, 1));
+  RETURN_IF_ERROR(r.Int("embedding_size", &c->embedding_size, 1, kMaxModelWidth));
   c->pooler_hidden_size = c->hidden_size;
-  RETURN_IF_ERROR(r.Int("pooler_hidden_size", &c->pooler_hidden_size, 1));
+  RETURN_IF_ERROR(r.Int("pooler_hidden_size", &c->pooler_hidden_size, 1, kMaxModelWidth));
 
   // pos_att_type: a list, or the older "p2c|c2p" string (DebertaV2Config's backwards compatibility).
   c->pos_att_type.clear();
@@ -131,11 +89,14 @@ absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::strin
       c->pos_att_type = SplitLowerBar(v.get<std::string>());
     } else if (v.is_array()) {
       for (const json& e : v) {
-        if (!e.is_string()) return r.Error("pos_att_type", "must hold strings");
+        if (!e.is_string()) {
+          return r.Error("pos_att_type", absl::StrCat("must hold strings, got ", JsonValueForMessage(v)));
+        }
         c->pos_att_type.push_back(e.get<std::string>());
       }
     } else {
-      return r.Error("pos_att_type", "must be a list or a \"c2p|p2c\" string");
+      return r.Error("pos_att_type", absl::StrCat("must be a list or a \"c2p|p2c\" string, got ",
+                                                  JsonValueForMessage(v)));
     }
     for (const std::string& t : c->pos_att_type) {
       // "p2p" belongs to DeBERTa v1; DebertaV2's attention ignores it, and so do we.
@@ -163,40 +124,52 @@ absl::Status ParseDeberta(const ConfigReader& r, const json& j, const std::strin
     }
   }
   if (c->conv_kernel_size > 0 && c->hidden_size % c->conv_groups != 0) {
-    return r.Error("conv_groups", "must divide hidden_size");
-  }
-  // rel_embeddings_rows() doubles the span; it must fit in an int.
-  if (c->relative_attention && c->attention_span() > INT32_MAX / 2) {
-    const char* key = c->position_buckets > 0       ? "position_buckets"
-                      : c->max_relative_positions > 0 ? "max_relative_positions"
-                                                      : "max_position_embeddings";
-    return r.Error(key, absl::StrCat("gives ", c->attention_span(),
-                                     " relative positions; at most ", INT32_MAX / 2, " fit"));
+    return r.Error("conv_groups", absl::StrCat(c->conv_groups, " must divide hidden_size ", c->hidden_size));
   }
   if (c->relative_attention && c->rel_embeddings_rows() <= 0) {
     return r.Error("position_buckets", "and max_relative_positions leave no relative positions");
+  }
+  if (c->relative_attention && c->position_buckets > 0) {
+    // make_log_bucket_position divides by mid = position_buckets // 2 and by
+    // log((max_relative_positions - 1) / mid): with either at or below 0 the reference computes
+    // infinities (or fails) for every distance beyond mid.
+    const int mid = c->position_buckets / 2;
+    if (mid < 1) return r.Error("position_buckets", absl::StrCat("must be at least 2 (or 0 for none), got ", c->position_buckets));
+    if (c->effective_max_relative_positions() - 1 <= mid) {
+      return r.Error("max_relative_positions",
+                     absl::StrCat("(", c->effective_max_relative_positions(),
+                                  c->max_relative_positions < 1 ? ", from max_position_embeddings" : "",
+                                  ") must be above position_buckets / 2 + 1 = ", mid + 1,
+                                  " for log-bucketed relative positions"));
+    }
   }
   return absl::OkStatus();
 }
 
 absl::Status ParseT5(const ConfigReader& r, T5Config* c) {
-  RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab_size, 1));
-  RETURN_IF_ERROR(r.Int("d_model", &c->d_model, 1));
-  RETURN_IF_ERROR(r.Int("d_kv", &c->d_kv, 1));
-  RETURN_IF_ERROR(r.Int("d_ff", &c->d_ff, 1));
-  RETURN_IF_ERROR(r.Int("num_layers", &c->num_layers, 0));
-  RETURN_IF_ERROR(r.Int("num_heads", &c->num_heads, 1));
-  RETURN_IF_ERROR(r.Int("relative_attention_num_buckets", &c->relative_attention_num_buckets, 2));
-  RETURN_IF_ERROR(r.Int("relative_attention_max_distance", &c->relative_attention_max_distance, 1));
-  RETURN_IF_ERROR(r.Double("layer_norm_epsilon", &c->layer_norm_epsilon));
-  RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id));
-  RETURN_IF_ERROR(r.Int("eos_token_id", &c->eos_token_id));
-  RETURN_IF_ERROR(r.String("feed_forward_proj", &c->feed_forward_proj));
-  // inner_dim() is a weight dimension: the product must fit in an int.
-  if (int64_t{c->num_heads} * c->d_kv > INT32_MAX) {
-    return r.Error("d_kv", absl::StrCat(c->d_kv, " times num_heads ", c->num_heads, " exceeds ",
-                                        INT32_MAX));
+  RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab_size, 1, kMaxVocabSize));
+  RETURN_IF_ERROR(r.Int("d_model", &c->d_model, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("d_kv", &c->d_kv, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("d_ff", &c->d_ff, 1, kMaxFeedForwardSize));
+  RETURN_IF_ERROR(r.Int("num_layers", &c->num_layers, 0, kMaxLayers));
+  RETURN_IF_ERROR(r.Int("num_heads", &c->num_heads, 1, kMaxModelWidth));
+  if (static_cast<int64_t>(c->num_heads) * c->d_kv > kMaxModelWidth) {
+    return r.Error("d_kv", absl::StrCat(c->d_kv, " x num_heads ", c->num_heads, " must be at most ", kMaxModelWidth));
   }
+  // T5Attention halves the buckets (bidirectional) and halves them again for the exact ones.
+  RETURN_IF_ERROR(r.Int("relative_attention_num_buckets", &c->relative_attention_num_buckets, 4, kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Int("relative_attention_max_distance", &c->relative_attention_max_distance, 1, INT32_MAX));
+  const int max_exact = c->relative_attention_num_buckets / 2 / 2;
+  if (c->relative_attention_max_distance <= max_exact) {
+    // _relative_position_bucket divides by log(max_distance / max_exact).
+    return r.Error("relative_attention_max_distance",
+                   absl::StrCat("must be above relative_attention_num_buckets / 4 = ", max_exact, ", got ",
+                                c->relative_attention_max_distance));
+  }
+  RETURN_IF_ERROR(r.Double("layer_norm_epsilon", &c->layer_norm_epsilon, 0, kMaxLayerNormEps, /*min_exclusive=*/true));
+  RETURN_IF_ERROR(TokenId(r, "pad_token_id", c->vocab_size, &c->pad_token_id));
+  RETURN_IF_ERROR(TokenId(r, "eos_token_id", c->vocab_size, &c->eos_token_id));
+  RETURN_IF_ERROR(r.String("feed_forward_proj", &c->feed_forward_proj));
 
   // T5Config.__init__: "gated-ACT" or "ACT"; "gated-gelu" means the tanh approximation.
   std::vector<std::string> act_info = absl::StrSplit(c->feed_forward_proj, '-');
@@ -215,9 +188,6 @@ absl::Status ParseT5(const ConfigReader& r, T5Config* c) {
     return r.Error("feed_forward_proj",
                    absl::StrCat("gives activation \"", c->dense_act_fn, "\", which is not supported (supported: ",
                                 absl::StrJoin(SupportedActivations(), ", "), ")"));
-  }
-  if (c->relative_attention_num_buckets / 2 / 2 < 1) {
-    return r.Error("relative_attention_num_buckets", "must be at least 4");
   }
   return absl::OkStatus();
 }
@@ -283,9 +253,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   } else if (config.model_type == "t5" || config.model_type == "mt5") {
     config.family = ModelFamily::kT5;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source, ": model_type \"", config.model_type,
-        "\" is not supported (supported: deberta-v2, t5, mt5)"));
+    return r.Error("model_type", absl::StrCat("\"", config.model_type,
+                                              "\" is not supported (supported: deberta-v2, t5, mt5)"));
   }
 
   static const std::vector<std::string> kDebertaArchs = {
@@ -297,12 +266,13 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   if (r.Has("architectures")) {
     const json& a = j.at("architectures");
     if (!a.is_array() || a.empty() || !a[0].is_string()) {
-      return r.Error("architectures", "must be a non-empty list of class names");
+      return r.Error("architectures", absl::StrCat("must be a non-empty list of class names, got ",
+                                                   JsonValueForMessage(a)));
     }
     config.architecture = a[0].get<std::string>();
     if (std::find(supported.begin(), supported.end(), config.architecture) == supported.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source, ": architecture \"", config.architecture, "\" is not supported for model_type \"",
+      return r.Error("architectures", absl::StrCat(
+          "names architecture \"", config.architecture, "\", which is not supported for model_type \"",
           config.model_type, "\" (supported: ", absl::StrJoin(supported, ", "), ")"));
     }
   } else {
@@ -332,25 +302,27 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   // Labels, as PretrainedConfig derives them: id2label wins, else num_labels (default 2).
   if (config.head == HeadKind::kSequenceClassification) {
     int num_labels = 2;
-    RETURN_IF_ERROR(r.Int("num_labels", &num_labels, 1));
+    RETURN_IF_ERROR(r.Int("num_labels", &num_labels, 1, kMaxLabels));
     if (r.Has("id2label")) {
       const json& m = j.at("id2label");
-      if (!m.is_object()) return r.Error("id2label", "must be an object of index -> name");
+      if (!m.is_object() || m.empty()) {
+        return r.Error("id2label", absl::StrCat("must be a non-empty object of index -> name, got ",
+                                                JsonValueForMessage(m)));
+      }
+      if (m.size() > static_cast<size_t>(kMaxLabels)) {
+        return r.Error("id2label", absl::StrCat("has ", m.size(), " labels, more than the limit of ", kMaxLabels));
+      }
       num_labels = static_cast<int>(m.size());
       config.id2label.assign(num_labels, "");
+      std::vector<bool> seen(num_labels, false);
       for (auto it = m.begin(); it != m.end(); ++it) {
         int index = -1;
-        try {
-          size_t used = 0;
-          index = std::stoi(it.key(), &used);
-          if (used != it.key().size()) index = -1;
-        } catch (...) {
-          index = -1;
+        if (!absl::SimpleAtoi(it.key(), &index) || std::to_string(index) != it.key()) index = -1;
+        if (index < 0 || index >= num_labels || seen[index] || !it.value().is_string()) {
+          return r.Error("id2label", absl::StrCat("has a bad entry \"", it.key(), "\": ", JsonValueForMessage(it.value()),
+                                                  " (keys must be 0..", num_labels - 1, ", each once; values strings)"));
         }
-        if (index < 0 || index >= num_labels || !it.value().is_string()) {
-          return r.Error("id2label", absl::StrCat("has a bad entry \"", it.key(), "\": ", it.value().dump(),
-                                                  " (keys must be 0..", num_labels - 1, ", values strings)"));
-        }
+        seen[index] = true;
         config.id2label[index] = it.value().get<std::string>();
       }
     } else {

@@ -25,7 +25,8 @@ absl::StatusOr<Pooler> Pooler::Create(const PoolingConfig& pooling, const std::v
       return absl::InvalidArgumentError(absl::StrCat(d.directory, ": in_features ", d.in_features,
                                                      " does not match the ", dim, " features before it"));
     }
-    if (!FileExists(JoinPath(d.directory, "model.safetensors"))) {
+    ASSIGN_OR_RETURN(const bool has_weights, OptionalFileExists(JoinPath(d.directory, "model.safetensors")));
+    if (!has_weights) {
       return absl::NotFoundError(absl::StrCat(d.directory, ": no model.safetensors (pickled pytorch_model.bin "
                                                            "weights are not read; convert them to safetensors)"));
     }

@@ -1,12 +1,10 @@
 #include "server/model/sentence_transformers_config.h"
 
-#include <cstdint>
-#include <limits>
-#include <utility>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "server/model/model_limits.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -16,8 +14,13 @@ namespace {
 
 using nlohmann::json;
 
-bool JsonBool(const json& j, const char* key) {
-  return j.contains(key) && j.at(key).is_boolean() && j.at(key).get<bool>();
+// A module folder of modules.json: like shard names, kept inside the model directory.
+bool IsSafeRelativePath(const std::string& path) {
+  if (!path.empty() && path.front() == '/') return false;
+  for (absl::string_view part : absl::StrSplit(path, '/')) {
+    if (part == "..") return false;
+  }
+  return true;
 }
 
 // torch.nn activation class names that sentence-transformers' Dense stores.
@@ -36,44 +39,20 @@ absl::StatusOr<std::string> DenseActivation(const std::string& cls, const std::s
   return absl::InvalidArgumentError(absl::StrCat(source, ": activation_function \"", cls, "\" is not supported"));
 }
 
-// A positive integer no larger than max_value. json's get<int>() would truncate 2^32 + 1 to 1
-// and is undefined for a float beyond int's range, so the JSON type and range are checked first.
-absl::StatusOr<int> PositiveInt(const json& value, const char* key, int max_value,
-                                const std::string& path) {
-  bool in_range = false;
-  if (value.is_number_unsigned()) {
-    in_range = value.get<uint64_t>() >= 1 && value.get<uint64_t>() <= static_cast<uint64_t>(max_value);
-  } else if (value.is_number_integer()) {
-    in_range = value.get<int64_t>() >= 1 && value.get<int64_t>() <= max_value;
-  }
-  if (!in_range) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" must be an integer from 1 to ",
-                                                   max_value, ", got ", value.dump()));
-  }
-  return static_cast<int>(value.get<int64_t>());
-}
-
-// Six modes of at most this many values each still fit output_dimension() in an int.
-constexpr int kMaxWordEmbeddingDimension = std::numeric_limits<int>::max() / 6;
-
 absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  JsonFieldReader r(j, path);
   PoolingConfig p;
-  // Absent (0), the model's hidden size is used (Pooler::Create).
-  if (j.contains("word_embedding_dimension") && !j.at("word_embedding_dimension").is_null()) {
-    ASSIGN_OR_RETURN(p.word_embedding_dimension,
-                     PositiveInt(j.at("word_embedding_dimension"), "word_embedding_dimension",
-                                 kMaxWordEmbeddingDimension, path));
-  }
-  p.cls = JsonBool(j, "pooling_mode_cls_token");
-  p.max = JsonBool(j, "pooling_mode_max_tokens");
-  p.mean = JsonBool(j, "pooling_mode_mean_tokens");
-  p.mean_sqrt_len = JsonBool(j, "pooling_mode_mean_sqrt_len_tokens");
-  p.weighted_mean = JsonBool(j, "pooling_mode_weightedmean_tokens");
-  p.last_token = JsonBool(j, "pooling_mode_lasttoken");
-  if (p.Describe().empty()) {
+  RETURN_IF_ERROR(r.Int("word_embedding_dimension", &p.word_embedding_dimension, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_cls_token", &p.cls));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_max_tokens", &p.max));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_mean_tokens", &p.mean));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_mean_sqrt_len_tokens", &p.mean_sqrt_len));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_weightedmean_tokens", &p.weighted_mean));
+  RETURN_IF_ERROR(r.Bool("pooling_mode_lasttoken", &p.last_token));
+  if (p.cls + p.max + p.mean + p.mean_sqrt_len + p.weighted_mean + p.last_token == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no pooling mode is enabled"));
   }
   return p;
@@ -83,23 +62,17 @@ absl::StatusOr<DenseConfig> ParseDense(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  JsonFieldReader r(j, path);
   DenseConfig d;
   d.directory = dir;
-  for (auto [key, out] : {std::pair{"in_features", &d.in_features}, {"out_features", &d.out_features}}) {
-    if (!j.contains(key)) return absl::InvalidArgumentError(absl::StrCat(path, ": \"", key, "\" is missing"));
-    ASSIGN_OR_RETURN(*out, PositiveInt(j.at(key), key, std::numeric_limits<int>::max(), path));
+  for (const char* key : {"in_features", "out_features"}) {
+    if (!r.Has(key)) return r.Error(key, "is missing");
   }
-  if (j.contains("bias")) {
-    if (!j.at("bias").is_boolean()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(path, ": \"bias\" must be true or false, got ", j.at("bias").dump()));
-    }
-    d.bias = j.at("bias").get<bool>();
-  }
+  RETURN_IF_ERROR(r.Int("in_features", &d.in_features, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("out_features", &d.out_features, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Bool("bias", &d.bias));
   std::string act = "torch.nn.modules.activation.Tanh";  // Dense's default
-  if (j.contains("activation_function") && j.at("activation_function").is_string()) {
-    act = j.at("activation_function").get<std::string>();
-  }
+  RETURN_IF_ERROR(r.String("activation_function", &act));
   ASSIGN_OR_RETURN(d.activation, DenseActivation(act, path));
   return d;
 }
@@ -141,17 +114,26 @@ absl::StatusOr<PoolingConfig> PoolingFromMode(const std::string& mode, int hidde
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const std::string& model_dir) {
   SentenceTransformersConfig st;
   const std::string modules_path = JoinPath(model_dir, "modules.json");
-  if (!FileExists(modules_path)) return st;
+  ASSIGN_OR_RETURN(const bool present, OptionalFileExists(modules_path));
+  if (!present) return st;
   ASSIGN_OR_RETURN(json modules, ReadJsonFile(modules_path));
   if (!modules.is_array()) return absl::InvalidArgumentError(absl::StrCat(modules_path, ": not a JSON list"));
   st.present = true;
   bool have_pooling = false;
-  for (const json& m : modules) {
-    if (!m.is_object() || !m.contains("type") || !m.at("type").is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(modules_path, ": entry without a \"type\": ", m.dump()));
+  for (size_t i = 0; i < modules.size(); ++i) {
+    const json& m = modules[i];
+    if (!m.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(modules_path, ": entry ", i, " is not an object: ",
+                                                     JsonValueForMessage(m)));
     }
-    const std::string type = m.at("type").get<std::string>();
-    const std::string sub = m.contains("path") && m.at("path").is_string() ? m.at("path").get<std::string>() : "";
+    JsonFieldReader r(m, absl::StrCat(modules_path, ": entry ", i));
+    std::string type, sub;
+    RETURN_IF_ERROR(r.String("type", &type));
+    if (type.empty()) return r.Error("type", "is missing");
+    RETURN_IF_ERROR(r.String("path", &sub));
+    if (!IsSafeRelativePath(sub)) {
+      return r.Error("path", absl::StrCat("\"", sub, "\" is not a folder inside the model directory"));
+    }
     const std::string dir = JoinPath(model_dir, sub);
     if (absl::EndsWith(type, "models.Transformer")) {
       continue;
@@ -164,9 +146,8 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
     } else if (absl::EndsWith(type, "models.Normalize")) {
       st.normalize = true;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(modules_path, ": module type \"", type,
-                                                     "\" is not supported (supported: Transformer, Pooling, "
-                                                     "Dense, Normalize)"));
+      return r.Error("type", absl::StrCat("\"", type, "\" is not supported (supported: Transformer, Pooling, "
+                                          "Dense, Normalize)"));
     }
   }
   if (!have_pooling) {

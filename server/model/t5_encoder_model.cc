@@ -47,7 +47,27 @@ absl::StatusOr<std::unique_ptr<T5EncoderModel>> T5EncoderModel::Load(const Model
   return model;
 }
 
+absl::Status T5EncoderModel::CheckSizes(const WeightLoader& w) const {
+  const std::string block0 = "encoder.block.0.layer.";
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("d_model", c_.d_model), c_.d_model, "encoder.final_layer_norm.weight", 0));
+  for (const char* embedding : {"shared.weight", "encoder.embed_tokens.weight"}) {
+    RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("vocab_size", c_.vocab_size), c_.vocab_size, embedding, 0));
+  }
+  RETURN_IF_ERROR(w.CheckBlockCount(ConfigSize("num_layers", c_.num_layers), c_.num_layers, "encoder.block."));
+  const std::string bias = block0 + "0.SelfAttention.relative_attention_bias.weight";
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("relative_attention_num_buckets", c_.relative_attention_num_buckets),
+                                    c_.relative_attention_num_buckets, bias, 0));
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("num_heads", c_.num_heads), c_.num_heads, bias, 1));
+  RETURN_IF_ERROR(w.CheckConfigSize(
+      absl::StrCat(ConfigSize("num_heads", c_.num_heads), " x ", ConfigSize("d_kv", c_.d_kv)), c_.inner_dim(),
+      block0 + "0.SelfAttention.q.weight", 0));
+  RETURN_IF_ERROR(w.CheckConfigSize(ConfigSize("d_ff", c_.d_ff), c_.d_ff,
+                                    block0 + (c_.is_gated_act ? "1.DenseReluDense.wi_0.weight" : "1.DenseReluDense.wi.weight"), 0));
+  return absl::OkStatus();
+}
+
 absl::Status T5EncoderModel::LoadWeights(WeightLoader& w) {
+  RETURN_IF_ERROR(CheckSizes(w));
   const int64_t D = c_.d_model, I = c_.inner_dim(), F = c_.d_ff;
   ASSIGN_OR_RETURN(act_, ParseActivation(c_.dense_act_fn));
   // Tied embeddings: T5 checkpoints hold shared.weight, encoder.embed_tokens.weight, or both.

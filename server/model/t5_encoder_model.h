@@ -48,6 +48,8 @@ class T5EncoderModel : public EncoderModel {
   };
 
   explicit T5EncoderModel(const ModelConfig& config);
+  // Sizes of config.json against the checkpoint's tensors, naming the key that disagrees.
+  absl::Status CheckSizes(const WeightLoader& weights) const;
   absl::Status LoadWeights(WeightLoader& weights);
   // x: [tokens, d_model], the real tokens' rows when `packing` is given, else all B * L.
   at::Tensor BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,

@@ -1,5 +1,6 @@
 #include "server/model/weight_loader.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <ATen/ATen.h>
@@ -7,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 
 namespace relserve {
 namespace {
@@ -31,7 +33,45 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype)
     : checkpoint_(checkpoint), dtype_(dtype) {}
 
+std::string ConfigSize(const char* key, int64_t value) { return absl::StrCat("\"", key, "\" ", value); }
+
 bool WeightLoader::Has(const std::string& name) const { return checkpoint_.Find(name) != nullptr; }
+
+absl::Status WeightLoader::CheckConfigSize(const std::string& what, int64_t expected, const std::string& tensor,
+                                           size_t dim) const {
+  const TensorView* view = checkpoint_.Find(tensor);
+  if (view == nullptr) return absl::OkStatus();
+  if (dim < view->shape.size() && view->shape[dim] == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " in config.json disagrees with tensor \"", tensor,
+                                                 "\" of shape ", ShapeString(view->shape), " (expected ", expected,
+                                                 " along dimension ", dim, ")"));
+}
+
+absl::Status WeightLoader::CheckAbsent(const std::string& what, const std::string& tensor) const {
+  const TensorView* view = checkpoint_.Find(tensor);
+  if (view == nullptr) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " in config.json disagrees with the checkpoint, which holds \"",
+                                                 tensor, "\" of shape ", ShapeString(view->shape)));
+}
+
+absl::Status WeightLoader::CheckBlockCount(const std::string& what, int64_t expected, const std::string& prefix) const {
+  int64_t blocks = 0;
+  for (const std::string& name : checkpoint_.Names()) {
+    if (!absl::StartsWith(name, prefix)) continue;
+    const size_t dot = name.find('.', prefix.size());
+    int64_t index = 0;
+    if (dot == std::string::npos || !absl::SimpleAtoi(absl::string_view(name).substr(prefix.size(), dot - prefix.size()), &index) ||
+        index < 0) {
+      continue;
+    }
+    blocks = std::max(blocks, index + 1);
+  }
+  if (blocks == expected) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " in config.json disagrees with the checkpoint, which holds ",
+      blocks == 0 ? absl::StrCat("no ", prefix, "N tensors")
+                  : absl::StrCat(blocks, blocks == 1 ? " block (" : " blocks (", prefix, "0 to ", prefix, blocks - 1, ")")));
+}
 
 void WeightLoader::Skip(const std::string& name) { used_.insert(name); }
 

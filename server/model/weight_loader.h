@@ -25,6 +25,19 @@ class WeightLoader {
   // Like Get, but returns an undefined tensor when the checkpoint has no such name.
   absl::StatusOr<at::Tensor> GetOptional(const std::string& name, const std::vector<int64_t>& shape);
   bool Has(const std::string& name) const;
+
+  // A size from config.json against the tensor that holds it, before anything is loaded:
+  // INVALID_ARGUMENT "<what> in config.json disagrees with tensor "<tensor>" of shape [...]"
+  // when dimension `dim` of `tensor` is not `expected`. `what` names the key and its value
+  // (ConfigSize()). A missing tensor passes: Get reports it with the shape it should have.
+  absl::Status CheckConfigSize(const std::string& what, int64_t expected, const std::string& tensor,
+                               size_t dim) const;
+  // A config value that leaves `tensor` out of the model while the checkpoint holds it:
+  // INVALID_ARGUMENT "<what> in config.json disagrees with the checkpoint, which holds ...".
+  absl::Status CheckAbsent(const std::string& what, const std::string& tensor) const;
+  // The number of blocks "<prefix>0.", "<prefix>1.", ... the checkpoint holds tensors of (the
+  // highest index + 1) against `expected`: INVALID_ARGUMENT naming `what` when they differ.
+  absl::Status CheckBlockCount(const std::string& what, int64_t expected, const std::string& prefix) const;
   // Marks a name as consumed without loading it (tied copies, ignored buffers).
   void Skip(const std::string& name);
 
@@ -43,6 +56,8 @@ class WeightLoader {
 };
 
 std::string ShapeString(const std::vector<int64_t>& shape);
+// "\"key\" value", as CheckConfigSize and CheckBlockCount name a size.
+std::string ConfigSize(const char* key, int64_t value);
 
 }  // namespace relserve
 

@@ -58,10 +58,14 @@ absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Op
 
   const std::string single = JoinPath(dir, kSingleFile);
   const std::string index = JoinPath(dir, kIndexFile);
-  if (FileExists(single)) {
+  ASSIGN_OR_RETURN(const bool has_single, OptionalFileExists(single));
+  if (has_single) {
     ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::Open(single));
     RETURN_IF_ERROR(checkpoint->AddFile(std::move(file), kSingleFile));
-  } else if (FileExists(index)) {
+    return checkpoint;
+  }
+  ASSIGN_OR_RETURN(const bool has_index, OptionalFileExists(index));
+  if (has_index) {
     RETURN_IF_ERROR(checkpoint->OpenShards(index));
   } else {
     return absl::NotFoundError(

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "server/util/json_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -64,7 +65,7 @@ absl::StatusOr<Json> ParseHeaderJson(std::string_view text, const std::string& w
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": header JSON nests deeper than ", kMaxJsonDepth, " levels"));
   } catch (const Json::exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": header is not valid JSON: ", e.what()));
+    return absl::InvalidArgumentError(absl::StrCat(what, ": header is not valid JSON: ", JsonErrorReason(e)));
   }
   if (duplicate) {
     return absl::InvalidArgumentError(

@@ -10,7 +10,7 @@
 #include "server/tokenizer/sentencepiece_model.h"
 #include "server/tokenizer/tokenizer_config.h"
 #include "server/tokenizer/truncation.h"
-#include "server/tokenizer/utf8.h"
+#include "server/util/utf8.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 
@@ -60,10 +60,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
                                 family == TokenizerFamily::kT5 ? "spm.model" : "spiece.model"};
   std::string spm_path;
   for (const std::string& name : names) {
-    if (FileExists(JoinPath(model_dir, name))) {
-      spm_path = JoinPath(model_dir, name);
-      break;
-    }
+    // Something else than a file under either name (a directory) is an error, not an absence.
+    ASSIGN_OR_RETURN(const bool present, OptionalFileExists(JoinPath(model_dir, name)));
+    if (present && spm_path.empty()) spm_path = JoinPath(model_dir, name);
   }
   if (spm_path.empty()) {
     return absl::NotFoundError(absl::StrCat(model_dir, ": no SentencePiece model (looked for ",

@@ -12,8 +12,10 @@
 namespace relserve {
 namespace {
 
-absl::Status WrongType(const std::string& what, const std::string& key, const char* want) {
-  return absl::InvalidArgumentError(absl::StrCat(what, ": \"", key, "\" must be ", want));
+absl::Status WrongType(const std::string& what, const std::string& key, const char* want,
+                       const nlohmann::json& value) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(what, ": \"", key, "\" must be ", want, ", got ", JsonValueForMessage(value)));
 }
 
 // transformers writes special tokens either as plain strings or as serialized AddedToken
@@ -33,17 +35,17 @@ absl::Status ApplyToken(const nlohmann::json& json, const std::string& what, con
       return absl::OkStatus();
     }
   }
-  return WrongType(what, key, "a string or an object with a string \"content\"");
+  return WrongType(what, key, "a string or an object with a string \"content\"", *it);
 }
 
 absl::Status ApplyMaxLength(const nlohmann::json& json, const std::string& what,
                             std::optional<int>* max_length) {
   auto it = json.find("model_max_length");
   if (it == json.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_number()) return WrongType(what, "model_max_length", "a number");
+  if (!it->is_number()) return WrongType(what, "model_max_length", "a number", *it);
   const double value = it->get<double>();
   if (!(value >= 1) || std::floor(value) != value) {
-    return WrongType(what, "model_max_length", "a positive integer");
+    return WrongType(what, "model_max_length", "a positive integer", *it);
   }
   // transformers saves int(1e30) when a tokenizer has no limit of its own.
   if (value > std::numeric_limits<int32_t>::max()) return absl::OkStatus();
@@ -52,7 +54,8 @@ absl::Status ApplyMaxLength(const nlohmann::json& json, const std::string& what,
 }
 
 absl::Status ApplyJsonFileIfPresent(const std::string& path, TokenizerConfig* config) {
-  if (!FileExists(path)) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const bool present, OptionalFileExists(path));
+  if (!present) return absl::OkStatus();
   ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonFile(path));
   return ApplyTokenizerConfigJson(json, path, config);
 }
@@ -71,7 +74,7 @@ absl::Status ApplyTokenizerConfigJson(const nlohmann::json& json, const std::str
     return absl::InvalidArgumentError(absl::StrCat(what, ": not a JSON object"));
   }
   if (auto it = json.find("do_lower_case"); it != json.end() && !it->is_null()) {
-    if (!it->is_boolean()) return WrongType(what, "do_lower_case", "true or false");
+    if (!it->is_boolean()) return WrongType(what, "do_lower_case", "true or false", *it);
     config->do_lower_case = it->get<bool>();
   }
   RETURN_IF_ERROR(ApplyMaxLength(json, what, &config->model_max_length));

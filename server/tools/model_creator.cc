@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <new>
 #include <random>
 #include <set>
 #include <system_error>
@@ -18,9 +19,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "server/model/model_limits.h"
 #include "server/safetensors/dtype.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "server/util/file_util.h"
+#include "server/util/json_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -60,6 +63,10 @@ std::vector<std::string> SplitLowerStrip(const std::string& s) {
   return out;
 }
 
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
 bool Contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
@@ -80,51 +87,32 @@ absl::Status DeriveT5Activation(const std::string& feed_forward_proj, std::strin
   return absl::OkStatus();
 }
 
-// Typed reads of the final config with transformers' defaults for absent (or null) keys.
+// Typed reads of the final config with transformers' defaults for absent (or null) keys, within
+// the loader's size limits (model_limits.h), so that no size makes the creator allocate toward
+// a model the engine would refuse anyway.
 class ConfigView {
  public:
-  explicit ConfigView(const json& j) : j_(j) {}
+  explicit ConfigView(const json& j) : j_(j), reader_(j, "config") {}
 
-  bool Has(const char* key) const {
-    auto it = j_.find(key);
-    return it != j_.end() && !it->is_null();
-  }
+  bool Has(const char* key) const { return reader_.Has(key); }
   const json& At(const char* key) const { return j_.at(key); }
 
-  absl::StatusOr<int64_t> Int(const char* key, int64_t def, int64_t min_value) const {
+  absl::StatusOr<int64_t> Int(const char* key, int64_t def, int64_t min_value, int64_t max_value) const {
     int64_t out = def;
-    if (Has(key)) {
-      const json& v = j_.at(key);
-      if (v.is_number_integer()) {
-        out = v.get<int64_t>();
-      } else if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
-                 std::fabs(v.get<double>()) < 9.0e15) {
-        out = static_cast<int64_t>(v.get<double>());
-      } else {
-        return Error(key, absl::StrCat("must be an integer, got ", v.dump()));
-      }
-    }
-    if (out < min_value) {
-      return Error(key, absl::StrCat("must be at least ", min_value, ", got ", out));
-    }
-    if (out > std::numeric_limits<int32_t>::max()) {
-      return Error(key, absl::StrCat("is too large: ", out));
-    }
+    RETURN_IF_ERROR(reader_.Int64(key, &out, min_value, max_value));
     return out;
   }
 
   absl::StatusOr<bool> Bool(const char* key, bool def) const {
-    if (!Has(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_boolean()) return Error(key, absl::StrCat("must be true or false, got ", v.dump()));
-    return v.get<bool>();
+    bool out = def;
+    RETURN_IF_ERROR(reader_.Bool(key, &out));
+    return out;
   }
 
   absl::StatusOr<std::string> String(const char* key, const std::string& def) const {
-    if (!Has(key)) return def;
-    const json& v = j_.at(key);
-    if (!v.is_string()) return Error(key, absl::StrCat("must be a string, got ", v.dump()));
-    return v.get<std::string>();
+    std::string out = def;
+    RETURN_IF_ERROR(reader_.String(key, &out));
+    return out;
   }
 
   // architectures[0], or `def` when absent.
@@ -138,11 +126,12 @@ class ConfigView {
   }
 
   static absl::Status Error(const char* key, const std::string& what) {
-    return absl::InvalidArgumentError(absl::StrCat("config key \"", key, "\": ", what));
+    return absl::InvalidArgumentError(absl::StrCat("config: \"", key, "\" ", what));
   }
 
  private:
   const json& j_;
+  JsonFieldReader reader_;
 };
 
 using Init = ModelTensorSpec::Init;
@@ -177,29 +166,29 @@ absl::StatusOr<std::vector<ModelTensorSpec>> DebertaSpecs(const ConfigView& c) {
         "cannot create a \"", arch,
         "\" (supported: DebertaV2Model, DebertaV2ForSequenceClassification)"));
   }
-  ASSIGN_OR_RETURN(int64_t H, c.Int("hidden_size", 1536, 1));
-  ASSIGN_OR_RETURN(int64_t layers, c.Int("num_hidden_layers", 24, 0));
-  ASSIGN_OR_RETURN(int64_t heads, c.Int("num_attention_heads", 24, 1));
-  ASSIGN_OR_RETURN(int64_t I, c.Int("intermediate_size", 6144, 1));
-  ASSIGN_OR_RETURN(int64_t V, c.Int("vocab_size", 128100, 1));
-  ASSIGN_OR_RETURN(int64_t max_pos, c.Int("max_position_embeddings", 512, 1));
-  ASSIGN_OR_RETURN(int64_t type_vocab, c.Int("type_vocab_size", 0, 0));
-  ASSIGN_OR_RETURN(int64_t E, c.Int("embedding_size", H, 1));
+  ASSIGN_OR_RETURN(int64_t H, c.Int("hidden_size", 1536, 1, kMaxModelWidth));
+  ASSIGN_OR_RETURN(int64_t layers, c.Int("num_hidden_layers", 24, 0, kMaxLayers));
+  ASSIGN_OR_RETURN(int64_t heads, c.Int("num_attention_heads", 24, 1, kMaxModelWidth));
+  ASSIGN_OR_RETURN(int64_t I, c.Int("intermediate_size", 6144, 1, kMaxFeedForwardSize));
+  ASSIGN_OR_RETURN(int64_t V, c.Int("vocab_size", 128100, 1, kMaxVocabSize));
+  ASSIGN_OR_RETURN(int64_t max_pos, c.Int("max_position_embeddings", 512, 1, kMaxSequenceLength));
+  ASSIGN_OR_RETURN(int64_t type_vocab, c.Int("type_vocab_size", 0, 0, kMaxVocabSize));
+  ASSIGN_OR_RETURN(int64_t E, c.Int("embedding_size", H, 1, kMaxModelWidth));
   ASSIGN_OR_RETURN(bool position_biased_input, c.Bool("position_biased_input", true));
   ASSIGN_OR_RETURN(bool relative_attention, c.Bool("relative_attention", false));
-  ASSIGN_OR_RETURN(int64_t max_rel, c.Int("max_relative_positions", -1, INT32_MIN));
-  ASSIGN_OR_RETURN(int64_t buckets, c.Int("position_buckets", -1, INT32_MIN));
+  ASSIGN_OR_RETURN(int64_t max_rel, c.Int("max_relative_positions", -1, INT32_MIN, kMaxSequenceLength));
+  ASSIGN_OR_RETURN(int64_t buckets, c.Int("position_buckets", -1, INT32_MIN, kMaxSequenceLength));
   ASSIGN_OR_RETURN(std::string norm_rel_ebd, c.String("norm_rel_ebd", "none"));
-  ASSIGN_OR_RETURN(int64_t conv_kernel, c.Int("conv_kernel_size", 0, INT32_MIN));
-  ASSIGN_OR_RETURN(int64_t conv_groups, c.Int("conv_groups", 1, 1));
+  ASSIGN_OR_RETURN(int64_t conv_kernel, c.Int("conv_kernel_size", 0, INT32_MIN, kMaxSequenceLength));
+  ASSIGN_OR_RETURN(int64_t conv_groups, c.Int("conv_groups", 1, 1, kMaxModelWidth));
   ASSIGN_OR_RETURN(bool share_att_key, c.Bool("share_att_key", false));
-  ASSIGN_OR_RETURN(int64_t P, c.Int("pooler_hidden_size", H, 1));
+  ASSIGN_OR_RETURN(int64_t P, c.Int("pooler_hidden_size", H, 1, kMaxModelWidth));
 
   if (H % heads != 0) {
     return ConfigView::Error("num_attention_heads",
                              absl::StrCat(heads, " does not divide hidden_size ", H));
   }
-  ASSIGN_OR_RETURN(int64_t head_size, c.Int("attention_head_size", H / heads, 1));
+  ASSIGN_OR_RETURN(int64_t head_size, c.Int("attention_head_size", H / heads, 1, kMaxModelWidth));
   const int64_t A = heads * head_size;
 
   // DebertaV2Config turns the old "p2c|c2p" string into a list; None means no extra terms.
@@ -232,12 +221,13 @@ absl::StatusOr<std::vector<ModelTensorSpec>> DebertaSpecs(const ConfigView& c) {
   if (!prefix.empty()) {
     if (c.Has("id2label")) {
       const json& m = c.At("id2label");
-      if (!m.is_object() || m.empty()) {
-        return ConfigView::Error("id2label", "must be a non-empty object");
+      if (!m.is_object() || m.empty() || m.size() > static_cast<size_t>(kMaxLabels)) {
+        return ConfigView::Error("id2label", absl::StrCat("must be a non-empty object of at most ", kMaxLabels,
+                                                          " labels"));
       }
       num_labels = static_cast<int64_t>(m.size());
     } else {
-      ASSIGN_OR_RETURN(num_labels, c.Int("num_labels", 2, 1));
+      ASSIGN_OR_RETURN(num_labels, c.Int("num_labels", 2, 1, kMaxLabels));
     }
   }
 
@@ -292,13 +282,13 @@ absl::StatusOr<std::vector<ModelTensorSpec>> T5Specs(const ConfigView& c) {
     return ConfigView::Error("architectures", absl::StrCat("cannot create a \"", arch,
                                                            "\" (supported: T5EncoderModel)"));
   }
-  ASSIGN_OR_RETURN(int64_t D, c.Int("d_model", 512, 1));
-  ASSIGN_OR_RETURN(int64_t d_kv, c.Int("d_kv", 64, 1));
-  ASSIGN_OR_RETURN(int64_t d_ff, c.Int("d_ff", 2048, 1));
-  ASSIGN_OR_RETURN(int64_t layers, c.Int("num_layers", 6, 0));
-  ASSIGN_OR_RETURN(int64_t heads, c.Int("num_heads", 8, 1));
-  ASSIGN_OR_RETURN(int64_t V, c.Int("vocab_size", 32128, 1));
-  ASSIGN_OR_RETURN(int64_t buckets, c.Int("relative_attention_num_buckets", 32, 1));
+  ASSIGN_OR_RETURN(int64_t D, c.Int("d_model", 512, 1, kMaxModelWidth));
+  ASSIGN_OR_RETURN(int64_t d_kv, c.Int("d_kv", 64, 1, kMaxModelWidth));
+  ASSIGN_OR_RETURN(int64_t d_ff, c.Int("d_ff", 2048, 1, kMaxFeedForwardSize));
+  ASSIGN_OR_RETURN(int64_t layers, c.Int("num_layers", 6, 0, kMaxLayers));
+  ASSIGN_OR_RETURN(int64_t heads, c.Int("num_heads", 8, 1, kMaxModelWidth));
+  ASSIGN_OR_RETURN(int64_t V, c.Int("vocab_size", 32128, 1, kMaxVocabSize));
+  ASSIGN_OR_RETURN(int64_t buckets, c.Int("relative_attention_num_buckets", 32, 1, kMaxSequenceLength));
   ASSIGN_OR_RETURN(std::string ff_proj, c.String("feed_forward_proj", "relu"));
   std::string act;
   bool gated = false;
@@ -503,6 +493,8 @@ absl::Status ApplyOverrides(const json& overrides, Family family, json* config) 
   auto int_value = [&](const char* key, int64_t* out) {
     auto it = j.find(key);
     if (it == j.end() || !it->is_number_integer()) return false;
+    // 2^64 - 1 would read as -1; ModelTensorSpecs refuses it with its value.
+    if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return false;
     *out = it->get<int64_t>();
     return true;
   };
@@ -613,7 +605,12 @@ class WeightWriter {
     const size_t n = static_cast<size_t>(numel);
     if (n > capacity_) {
       buffer_.reset();
-      buffer_.reset(new float[n]);
+      capacity_ = 0;
+      buffer_.reset(new (std::nothrow) float[n]);
+      if (buffer_ == nullptr) {
+        return absl::ResourceExhaustedError(absl::StrCat("tensor \"", spec.name, "\" ", ShapeText(spec.shape),
+                                                         ": cannot allocate ", n * sizeof(float), " bytes"));
+      }
       capacity_ = n;
     }
     float* buf = buffer_.get();
@@ -898,7 +895,24 @@ absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& option
   return config;
 }
 
+namespace {
+absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, const std::string& out_dir);
+}  // namespace
+
 absl::Status CreateModelDirectory(const CreateModelOptions& options, const std::string& out_dir) {
+  // The sizes are within the loader's limits, but their product can still exceed the memory
+  // at hand (the writer holds every tensor until the file is written).
+  try {
+    return CreateModelDirectoryOrThrow(options, out_dir);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(out_dir, ": out of memory while generating the weights; choose smaller sizes"));
+  }
+}
+
+namespace {
+
+absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, const std::string& out_dir) {
   if (out_dir.empty()) return absl::InvalidArgumentError("out_dir: empty path");
   ASSIGN_OR_RETURN(Family family, ParseFamily(options.family));
   ASSIGN_OR_RETURN(StDType dtype, ParseStorageDType(options.dtype));
@@ -954,11 +968,13 @@ absl::Status CreateModelDirectory(const CreateModelOptions& options, const std::
   if (options.sentence_transformers) {
     const char* hidden_key = IsT5(family) ? "d_model" : "hidden_size";
     ConfigView c(config);
-    ASSIGN_OR_RETURN(int64_t hidden, c.Int(hidden_key, 0, 1));
+    ASSIGN_OR_RETURN(int64_t hidden, c.Int(hidden_key, 0, 1, kMaxModelWidth));
     RETURN_IF_ERROR(WriteSentenceTransformers(options, out_dir, hidden, dtype));
   }
   // Last: a directory without config.json is not a model yet, so a failed run can be retried.
   return WriteJson(JoinPath(out_dir, "config.json"), config);
 }
+
+}  // namespace
 
 }  // namespace relserve

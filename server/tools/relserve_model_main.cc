@@ -1,4 +1,5 @@
 // relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info).
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -49,17 +50,25 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  absl::Status status;
-  if (command == "forward") status = relserve::RunForwardCommand(args);
-  else if (command == "tokenize") status = relserve::RunTokenizeCommand(args);
-  else if (command == "embed") status = relserve::RunEmbedCommand(args);
-  else if (command == "create") status = relserve::RunCreateCommand(args);
-  else if (command == "bench") status = relserve::RunBenchCommand(args);
-  else if (command == "info") status = relserve::RunInfoCommand(args);
-  else if (command == "accuracy") status = relserve::RunAccuracyCommand(args);
+  absl::Status (*run)(const std::vector<std::string>&) = nullptr;
+  if (command == "forward") run = relserve::RunForwardCommand;
+  else if (command == "tokenize") run = relserve::RunTokenizeCommand;
+  else if (command == "embed") run = relserve::RunEmbedCommand;
+  else if (command == "create") run = relserve::RunCreateCommand;
+  else if (command == "bench") run = relserve::RunBenchCommand;
+  else if (command == "info") run = relserve::RunInfoCommand;
+  else if (command == "accuracy") run = relserve::RunAccuracyCommand;
   else {
     std::cerr << "relserve-model: unknown command \"" << command << "\"\n\n" << kUsage;
     return 2;
+  }
+  absl::Status status;
+  try {
+    status = run(args);
+  } catch (const std::exception& e) {
+    // The commands return their failures as statuses; this is the last line against one that
+    // escapes (a library's exception), which would otherwise abort without a word.
+    status = absl::InternalError(e.what());
   }
   if (!status.ok()) {
     std::cerr << "relserve-model " << command << ": " << status.message() << " ["

@@ -47,6 +47,23 @@ bool IsDirectory(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+absl::StatusOr<bool> OptionalFileExists(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) == 0) {
+    if (S_ISREG(st.st_mode)) return true;
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, S_ISDIR(st.st_mode) ? ": is a directory, not a file" : ": is not a regular file"));
+  }
+  const int stat_errno = errno;
+  if (stat_errno != ENOENT && stat_errno != ENOTDIR) {
+    return absl::UnavailableError(absl::StrCat(path, ": ", std::strerror(stat_errno)));
+  }
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": is a symbolic link to nothing"));
+  }
+  return false;
+}
+
 std::string JoinPath(const std::string& a, const std::string& b) {
   if (a.empty()) return b;
   if (b.empty()) return a;

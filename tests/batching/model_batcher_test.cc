@@ -363,6 +363,14 @@ TEST(ModelBatcherTest, QueueFullRefusesAllOrNothing) {
   EXPECT_THAT(std::string(refused.message()), HasSubstr("max_queue_sequences"));
   EXPECT_EQ(batcher->queue_depth(), 3u);
 
+  // More sequences than the queue can ever hold: not retryable, whatever the queue holds now.
+  std::vector<SequenceTask> five;
+  for (int id = 20; id <= 24; ++id) five.push_back(MakeTask(id, 4, &results));
+  const absl::Status never = batcher->Submit(std::move(five));
+  EXPECT_EQ(never.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(never.message()), HasSubstr("5 sequences, more than the queue holds (max_queue_sequences=4)"));
+  EXPECT_EQ(batcher->queue_depth(), 3u);
+
   std::vector<SequenceTask> one;
   one.push_back(MakeTask(4, 4, &results));
   ASSERT_TRUE(batcher->Submit(std::move(one)).ok());
@@ -373,6 +381,7 @@ TEST(ModelBatcherTest, QueueFullRefusesAllOrNothing) {
   batcher->Stop(absl::Seconds(5));
   for (int id = 0; id <= 4; ++id) EXPECT_TRUE(results.result(id).ok()) << id;
   EXPECT_EQ(results.calls(10), 0);
+  EXPECT_EQ(results.calls(20), 0);
   EXPECT_EQ(results.calls(11), 0);
   EXPECT_EQ(results.size(), 5u);
   absl::MutexLock lock(&observer.mu_);

@@ -26,7 +26,7 @@ make_model() {
 start_server() {
   local log="$work/$1"; shift
   : > "$log"  # exists before the first poll, whenever the shell gets to the redirection
-  "$bin/relserve" --grpc-address 127.0.0.1:0 --metrics-address 127.0.0.1 --warmup false "$@" \
+  "$bin/relserve" --grpc-address 127.0.0.1:0 --http-address 127.0.0.1:0 --metrics-address 127.0.0.1 --warmup false "$@" \
     > /dev/null 2> "$log" &
   server_pid=$!
   pids+=("$server_pid")

@@ -51,6 +51,13 @@ TEST(InputParsingTest, BadJsonLinesSayWhy) {
            {R"({"text": "a", "text_pair": ["b"]})", "\"text_pair\" must be a string"},
            {R"({"tokens": "1 2"})", "list of integers"},
            {R"({"tokens": [1, -2]})", ">= 0"},
+           // Beyond double range: the parser's own reason, not a bare "not valid JSON".
+           {R"({"tokens": [1, 1e400]})", "not valid JSON: number overflow parsing '1e400'"},
+           {R"({"text": -1e400})", "beyond the range of a 64-bit float"},
+           // 2^64 - 1 must not pass for -1 (or wrap to a valid id); the value is named as given.
+           {R"({"tokens": [1, 18446744073709551615]})", "\"tokens\"[1] is 18446744073709551615"},
+           {R"({"tokens": [4294967297]})", "\"tokens\"[0] is 4294967297"},
+           {R"({"tokens": [1], "token_type_ids": [-1]})", "\"token_type_ids\"[0] is -1"},
            {R"({"tokens": [1.5]})", "list of integers"},
            {R"({"tokens": []})", "empty"},
            {R"({"tokens": [1, 2], "token_type_ids": [0]})", "as long as"},
@@ -102,6 +109,12 @@ TEST(InputParsingTest, ArgumentsAsTextsPairsOrIds) {
   ASSERT_TRUE(ids.ok());
   EXPECT_THAT(Ids((*ids)[1]), ElementsAre(1, 6, 7, 2));
   EXPECT_THAT(std::string(InputsFromArgs({"1,a"}, false, true).status().message()), HasSubstr("--ids"));
+
+  // Text must be UTF-8 (protobuf strings are): refused before anything is sent.
+  auto bad = InputsFromArgs({"fine", "\xff\xfe"}, false, false);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("argument 2: invalid UTF-8 at byte offset 0"));
+  EXPECT_FALSE(InputsFromArgs({"q", "p\xc3"}, true, false).ok());
 }
 
 TEST(InputParsingTest, BlankLines) {

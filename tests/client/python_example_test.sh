@@ -14,11 +14,11 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
   --vocab-file "$spm" --labels 1 --out "$work/reranker" > /dev/null
 : > "$work/server.log"
 "$bin/relserve" --model "embedder=$work/embedder" --model "reranker=$work/reranker" \
-  --grpc-address 127.0.0.1:0 --metrics-port -1 --warmup false > /dev/null 2> "$work/server.log" &
+  --grpc-address 127.0.0.1:0 --http-address 127.0.0.1:0 --metrics-port -1 --warmup false > /dev/null 2> "$work/server.log" &
 pid=$!
 port=""
 for _ in $(seq 1 600); do
-  port=$(sed -n 's/.*serving .* on port \([0-9]*\).*/\1/p' "$work/server.log")
+  port=$(sed -n 's/.*serving [0-9]* model(s) on port \([0-9]*\).*/\1/p' "$work/server.log")
   [ -n "$port" ] && break
   kill -0 "$pid" || { cat "$work/server.log"; exit 1; }
   sleep 0.1

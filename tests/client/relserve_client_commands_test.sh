@@ -92,6 +92,11 @@ check_json 'j["error"]["code"] == "INVALID_ARGUMENT"' '"--top-n" in j["error"]["
 echo '{"text": ' | expect_exit 2 "${c[@]}" embed
 check_json '"line 1" in j["error"]["message"]' < "$work/err"
 expect_exit 2 "${c[@]}" frobnicate
+# Text that is not UTF-8 is a usage error naming the argument, and nothing is sent.
+expect_exit 2 "${c[@]}" embed "fine" $'\xff\xfe'
+grep -q 'argument 2: invalid UTF-8 at byte offset 0' "$work/err" || { echo "FAILED: $(cat "$work/err")"; exit 1; }
+expect_exit 2 "${c[@]}" rerank --model reranker --query $'\xc3' "doc"
+grep -q -- '--query: invalid UTF-8' "$work/err" || { echo "FAILED: $(cat "$work/err")"; exit 1; }
 expect_exit 0 "${c[@]}" --help
 grep -q "embed-tokens" "$work/out"
 

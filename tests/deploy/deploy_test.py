@@ -282,6 +282,35 @@ def selects(selector, labels):
     return all(labels.get(k) == v for k, v in (selector or {}).items())
 
 
+def check_probes(name, ctr, arg, grpc_port, metrics_port):
+    """Problems with the container's startup, readiness and liveness probes.
+
+    Plaintext gRPC: native gRPC probes on the gRPC port. The kubelet opens a new connection for
+    every probe, so they also fail when the listener stops accepting (gRPC 1.51 after EMFILE),
+    and they exercise the gRPC server itself. The kubelet's gRPC probe cannot speak TLS, so a
+    server with --tls-cert is probed with httpGet /healthz on the metrics port instead: relserve's
+    listener self-check makes /healthz fail in the same case (and it works for TLS)."""
+    problems = []
+    tls = arg.get("tls-cert") not in (None, "")
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        p = ctr.get(probe)
+        if p is None:
+            problems.append("%s: no %s" % (name, probe))
+        elif tls:
+            get = p.get("httpGet", {})
+            if "grpc" in p:
+                problems.append("%s: %s is a gRPC probe, but the kubelet's gRPC probe cannot speak TLS "
+                                "(--tls-cert): use httpGet /healthz on the metrics port" % (name, probe))
+            elif get.get("path") != "/healthz" or get.get("port") not in (metrics_port, "metrics"):
+                problems.append("%s: %s is not httpGet /healthz on the metrics port %s: %s"
+                                % (name, probe, metrics_port, p))
+        elif "grpc" not in p:
+            problems.append("%s: %s is not a gRPC probe" % (name, probe))
+        elif p["grpc"].get("port") != grpc_port:
+            problems.append("%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    return problems
+
+
 def check_overlay(c, name, objs, flags):
     kinds = {}
     for o in objs:
@@ -322,11 +351,7 @@ def check_overlay(c, name, objs, flags):
     c.check(arg.get("metrics-address", "0.0.0.0") not in ("127.0.0.1", "localhost"),
             "%s: --metrics-address is loopback: Prometheus cannot scrape it" % name)
 
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-        p = ctr.get(probe)
-        if not c.check(p is not None and "grpc" in p, "%s: %s is not a gRPC probe" % (name, probe)):
-            continue
-        c.check(p["grpc"].get("port") == grpc_port, "%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    c.extend(check_probes(name, ctr, arg, grpc_port, metrics_port))
     sp = ctr.get("startupProbe", {})
     c.check(sp.get("periodSeconds", 10) * sp.get("failureThreshold", 3) >= 300,
             "%s: startupProbe allows less than 5 minutes for loading and warm-up" % name)
@@ -526,8 +551,9 @@ def check_hpa_adapter(c, hpas, adapter):
 
 
 def send_traffic(root, work, target):
-    """Embed calls through Debian's python3-grpcio: one input each (batches run), then four
-    inputs each, more than the queue holds (refused: queue_full)."""
+    """Embed calls through Debian's python3-grpcio: one input each (batches run), four inputs
+    (more than the queue can ever hold: INVALID_ARGUMENT), then many two-input calls at once
+    until the queue is full (RESOURCE_EXHAUSTED, counted as a queue_full rejection)."""
     gen = os.path.join(work, "gen")
     os.makedirs(gen)
     plugin = shutil.which("grpc_python_plugin")
@@ -556,8 +582,19 @@ def send_traffic(root, work, target):
             stub.Embed(four, timeout=30)
             raise RuntimeError("a request larger than --max-queue-sequences was accepted")
         except grpc.RpcError as e:
-            if e.code() != grpc.StatusCode.RESOURCE_EXHAUSTED:
+            if e.code() != grpc.StatusCode.INVALID_ARGUMENT:
                 raise
+        long_text = " ".join("word%d" % (i % 50) for i in range(40))
+        two = encoder_pb2.EmbedRequest(inputs=[encoder_pb2.Input(text=long_text)] * 2)
+        for _ in range(20):
+            calls = [stub.Embed.future(two, timeout=60) for _ in range(32)]
+            codes = [c.code() for c in calls]
+            if grpc.StatusCode.RESOURCE_EXHAUSTED in codes:
+                return
+            unexpected = [c for c in codes if c not in (grpc.StatusCode.OK, grpc.StatusCode.RESOURCE_EXHAUSTED)]
+            if unexpected:
+                raise RuntimeError("unexpected status under load: %r" % ([(c.code(), c.details()) for c in calls if c.code() in unexpected][0],))
+        raise RuntimeError("the queue of 2 sequences never filled up under 32 concurrent calls")
 
 
 def scrape_relserve(relserve, root, work):
@@ -571,9 +608,9 @@ def scrape_relserve(relserve, root, work):
         raise RuntimeError("relserve-model create failed:\n" + r.stdout)
     log_path = os.path.join(work, "server.log")
     with open(log_path, "w") as log:
-        # A queue of 2 sequences: a 4-input request is refused (queue_full), so that
+        # A queue of 2 sequences, soon full under concurrent calls (queue_full), so that
         # relserve_rejections_total has a series too.
-        proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0",
+        proc = subprocess.Popen([relserve, "--model", "default=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
                                  "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--warmup", "false",
                                  "--max-queue-sequences", "2", "--threads-per-worker", "1"],
                                 stdout=subprocess.DEVNULL, stderr=log)
@@ -780,6 +817,20 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(len(check_expression("t", "relserve_request_duration_seconds > 1", e)), 1)
         self.assertEqual(len(check_expression("t", 'relserve_queue_depth{reason="x"}', e)), 1)
         self.assertEqual(len(check_expression("t", "sum by (rpc) (relserve_queue_depth)", e)), 1)
+
+    def test_probes(self):
+        grpc = {p: {"grpc": {"port": 50051}} for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        healthz = {p: {"httpGet": {"path": "/healthz", "port": 9090}}
+                   for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertEqual(check_probes("t", grpc, {}, 50051, 9090), [])
+        self.assertEqual(len(check_probes("t", grpc, {}, 50052, 9090)), 3)
+        self.assertEqual(len(check_probes("t", healthz, {}, 50051, 9090)), 3)
+        tls = {"tls-cert": "/certs/tls.crt"}
+        self.assertEqual(len(check_probes("t", grpc, tls, 50051, 9090)), 3)
+        self.assertIn("cannot speak TLS", check_probes("t", grpc, tls, 50051, 9090)[0])
+        self.assertEqual(check_probes("t", healthz, tls, 50051, 9090), [])
+        self.assertEqual(len(check_probes("t", healthz, tls, 50051, 9091)), 3)
+        self.assertEqual(len(check_probes("t", {}, {}, 50051, 9090)), 3)
 
     def test_args(self):
         self.assertEqual(parse_args_list(["--model", "a=/m", "--metrics-port=9090", "x"]),

@@ -43,7 +43,7 @@ TEST(EndpointWithTorchTest, ServesMetricsInAProcessWithLibTorch) {
   config.address = "127.0.0.1";
   config.port = 0;
   auto endpoint = MetricsHttpEndpoint::Start(config, [&] { return metrics.Render(); },
-                                             [] { return true; });
+                                             [] { return absl::OkStatus(); });
   ASSERT_TRUE(endpoint.ok()) << endpoint.status();
   for (int i = 0; i < 3; ++i) {
     const metrics_test::HttpResponse r = metrics_test::HttpGet((*endpoint)->port(), "/metrics");

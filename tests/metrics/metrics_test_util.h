@@ -5,6 +5,8 @@
 // loopback HTTP client (plain sockets, so the tests see exactly what goes over the wire).
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -168,6 +170,63 @@ inline int ConnectLoopback(int port) {
   return fd;
 }
 
+// Connects to 127.0.0.1:port from the loopback address `source` (any of 127.0.0.0/8 works on
+// Linux), so that one test can act as several peers; -1 on failure or when the connection is
+// not established within connect_timeout_ms (a server whose backlog is full drops the SYN and
+// connect() would otherwise retry for minutes). With connect_timeout_ms = 0 the socket is left
+// non-blocking with its connect under way. A `receive_buffer` > 0 shrinks the socket's receive
+// buffer (a client that does not read fills up sooner).
+inline int ConnectLoopbackFrom(const std::string& source, int port, int receive_buffer = 0,
+                               int connect_timeout_ms = 5000) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (receive_buffer > 0) {
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof(receive_buffer));
+  }
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, source.c_str(), &from.sin_addr) != 1 ||
+      ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    if (errno != EINPROGRESS) {
+      ::close(fd);
+      return -1;
+    }
+    if (connect_timeout_ms == 0) return fd;
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (::poll(&p, 1, connect_timeout_ms) != 1 ||
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+      ::close(fd);
+      return -1;
+    }
+  }
+  if (connect_timeout_ms != 0) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  return fd;
+}
+
+// Whether the peer closed `fd` within timeout_ms (data that arrives first is read and dropped).
+inline bool ClosedWithin(int fd, int timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    char buf[4096];
+    if (::recv(fd, buf, sizeof(buf), 0) <= 0) return true;
+  }
+}
+
 inline bool SendAll(int fd, const std::string& data) {
   size_t sent = 0;
   while (sent < data.size()) {
@@ -236,6 +295,17 @@ inline HttpResponse RawRequest(int port, const std::string& request, int timeout
 inline HttpResponse HttpGet(int port, const std::string& path, const std::string& method = "GET") {
   return RawRequest(port, method + " " + path +
                               " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: test\r\n\r\n");
+}
+
+// HttpGet from the loopback address `source`.
+inline HttpResponse HttpGetFrom(const std::string& source, int port, const std::string& path,
+                                int timeout_ms = 5000) {
+  int fd = ConnectLoopbackFrom(source, port);
+  if (fd < 0) return {};
+  SendAll(fd, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nUser-Agent: probe\r\n\r\n");
+  std::string raw = ReadUntilClose(fd, timeout_ms);
+  ::close(fd);
+  return ParseResponse(raw);
 }
 
 }  // namespace relserve::metrics_test

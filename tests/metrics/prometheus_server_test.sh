@@ -20,7 +20,7 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
 "$bin/relserve-model" create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 \
   --vocab-file "$spm" --sentence-transformers --out "$work/embedder" > /dev/null
 : > "$work/server.log"
-"$bin/relserve" --model "embedder=$work/embedder" --grpc-address 127.0.0.1:0 \
+"$bin/relserve" --model "embedder=$work/embedder" --grpc-address 127.0.0.1:0 --http-address 127.0.0.1:0 \
   --metrics-address 127.0.0.1 --metrics-port 0 --warmup false > /dev/null 2> "$work/server.log" &
 server_pid=$!
 grpc_port=""; metrics_port=""

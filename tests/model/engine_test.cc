@@ -257,7 +257,7 @@ TEST(EngineLoadErrorTest, ConfigProblems) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {[](nlohmann::json& c) { c["model_type"] = "bert"; }, "model_type \"bert\" is not supported"},
+      {[](nlohmann::json& c) { c["model_type"] = "bert"; }, "\"model_type\" \"bert\" is not supported"},
       {[](nlohmann::json& c) { c.erase("model_type"); }, "no \"model_type\""},
       {[](nlohmann::json& c) { c["architectures"] = {"DebertaV2ForTokenClassification"}; }, "DebertaV2ForTokenClassification"},
       {[](nlohmann::json& c) { c["hidden_act"] = "swiglu"; }, "\"hidden_act\""},
@@ -297,23 +297,42 @@ TEST(EngineLoadErrorTest, MissingTensorNamesItAndItsShape) {
 
 TEST(EngineLoadErrorTest, WrongShape) {
   ModelDirBuilder b(ReferenceDir("t5_v1_0"));
-  auto& t = b.tensors()["encoder.final_layer_norm.weight"];
+  auto& t = b.tensors()["encoder.block.1.layer.1.layer_norm.weight"];
   t.shape = {32};
   t.bytes.resize(32 * 4);
   b.Write();
   auto s = LoadStatus(b.dir());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.final_layer_norm.weight\" has shape [32], expected [64]"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.block.1.layer.1.layer_norm.weight\" has shape [32], expected [64]"));
+  // A tensor that holds a size of config.json: the disagreement names the key too.
+  ModelDirBuilder c(ReferenceDir("t5_v1_0"));
+  auto& final_norm = c.tensors()["encoder.final_layer_norm.weight"];
+  final_norm.shape = {32};
+  final_norm.bytes.resize(32 * 4);
+  c.Write();
+  s = LoadStatus(c.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("\"d_model\" 64 in config.json disagrees with tensor \"encoder.final_layer_norm.weight\" of shape [32]"));
 }
 
 TEST(EngineLoadErrorTest, UnexpectedTensor) {
   ModelDirBuilder b(ReferenceDir("deberta_v3_like"));
-  b.tensors()["encoder.layer.7.attention.self.query_proj.weight"] = b.tensors()["encoder.layer.0.attention.self.query_proj.weight"];
+  b.tensors()["encoder.unknown_module.weight"] = b.tensors()["encoder.layer.0.attention.self.query_proj.weight"];
   b.Write();
   auto s = LoadStatus(b.dir());
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(s.message()), HasSubstr("unexpected tensor(s)"));
-  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.layer.7.attention.self.query_proj.weight"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("encoder.unknown_module.weight"));
+  // A layer beyond num_hidden_layers: the count disagrees, and the message says how.
+  ModelDirBuilder extra(ReferenceDir("deberta_v3_like"));
+  extra.tensors()["encoder.layer.7.attention.self.query_proj.weight"] =
+      extra.tensors()["encoder.layer.0.attention.self.query_proj.weight"];
+  extra.Write();
+  s = LoadStatus(extra.dir());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"num_hidden_layers\" 3 in config.json disagrees with the checkpoint, "
+                                                  "which holds 8 blocks (encoder.layer.0 to encoder.layer.7)"));
 }
 
 TEST(EngineLoadErrorTest, IntegerDtype) {

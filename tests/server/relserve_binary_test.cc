@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <regex>
@@ -12,70 +13,28 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/server/server_process.h"
 #include "tests/server/server_test_env.h"
 
 namespace relserve {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
-struct Process {
-  pid_t pid = -1;
-  std::string log_path;
-};
+using testing::KillOnExit;
+using Process = testing::ServerProcess;
 
-Process Launch(const std::vector<std::string>& args) {
-  Process p;
-  // A fresh file per launch: the port is read from it, and an old one would name an old port.
-  static int launches = 0;
-  p.log_path = ::testing::TempDir() + "relserve-binary-" + std::to_string(getpid()) + "-" +
-               std::to_string(++launches) + ".log";
-  std::remove(p.log_path.c_str());
-  p.pid = fork();
-  if (p.pid == 0) {
-    FILE* log = std::freopen(p.log_path.c_str(), "w", stderr);
-    FILE* out = std::freopen("/dev/null", "w", stdout);
-    (void)log;
-    (void)out;
-    std::vector<char*> argv;
-    std::string bin = RELSERVE_BINARY;
-    argv.push_back(bin.data());
-    std::vector<std::string> copy = args;
-    for (std::string& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return p;
-}
-
-std::string ReadLog(const Process& p) {
-  std::ifstream in(p.log_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Whatever happens in a test, its server does not outlive it.
-struct KillOnExit {
-  pid_t pid;
-  ~KillOnExit() {
-    if (kill(pid, 0) == 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-  }
-};
-
-int WaitExit(const Process& p) {
-  int status = 0;
-  waitpid(p.pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+Process Launch(const std::vector<std::string>& args) { return Process::Launch(RELSERVE_BINARY, args); }
+std::string ReadLog(const Process& p) { return p.Log(); }
+int WaitExit(const Process& p) { return p.WaitExit(); }
+int WaitForPort(const Process& p) { return p.WaitForPort(); }
 
 TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   const std::string model = testing::TestModels::Get().dir("embedder");
-  Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--metrics-address",
+  Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-address",
                       "127.0.0.1", "--metrics-port", "0", "--warmup", "false", "--shutdown-grace-seconds", "5"});
   KillOnExit guard{p.pid};
   std::smatch m;
@@ -101,17 +60,6 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   EXPECT_THAT(log, HasSubstr("stopped"));
 }
 
-// Waits for "on port N" in the log; 0 if the server never says it.
-int WaitForPort(const Process& p) {
-  std::smatch m;
-  for (int i = 0; i < 1200; ++i) {
-    const std::string log = ReadLog(p);
-    if (std::regex_search(log, m, std::regex("on port ([0-9]+)"))) return std::stoi(m[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return 0;
-}
-
 // Whether the channel leaves READY (the server closed the connection) within `within`.
 bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds within) {
   const auto deadline = std::chrono::system_clock::now() + within;
@@ -128,7 +76,7 @@ bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds wi
 TEST(RelserveBinaryTest, MaxConnectionAgeClosesConnectionsAndClientsReconnect) {
   const std::string model = testing::TestModels::Get().dir("embedder");
   for (const bool aged : {true, false}) {
-    std::vector<std::string> args = {"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0",
+    std::vector<std::string> args = {"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
                                      "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "1"};
     if (aged) args.insert(args.end(), {"--max-connection-age-seconds", "0.5"});
     Process p = Launch(args);
@@ -159,14 +107,74 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   Process bad_flag = Launch({"--model", "x=/nonexistent", "--max-batch-size", "zero"});
   EXPECT_EQ(WaitExit(bad_flag), 2);
   EXPECT_THAT(ReadLog(bad_flag), HasSubstr("--max-batch-size"));
-  Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+  Process bad_model = Launch({"--model", "x=/nonexistent", "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_model), 1);
   EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2",
-                                "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+                                "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
+}
+
+// A copy of a test model whose config.json has `raw` (JSON text, as is: 1e400 is no JSON value)
+// at `key`; removed on destruction.
+class HostileCopy {
+ public:
+  HostileCopy(const std::string& source, const std::string& key, const std::string& raw) {
+    dir_ = ::testing::TempDir() + "relserve-hostile-" + std::to_string(getpid()) + "-" + std::to_string(++copies_);
+    std::filesystem::remove_all(dir_);
+    std::filesystem::copy(source, dir_, std::filesystem::copy_options::recursive);
+    std::ifstream in(dir_ + "/config.json");
+    nlohmann::json config = nlohmann::json::parse(in);
+    config[key] = "@HOSTILE@";
+    std::string text = config.dump(2);
+    text.replace(text.find("\"@HOSTILE@\""), 11, raw);
+    std::ofstream(dir_ + "/config.json", std::ios::trunc) << text;
+  }
+  ~HostileCopy() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  static inline int copies_ = 0;
+  std::string dir_;
+};
+
+// Hostile numbers in a model directory stop the server before it listens: exit 1, the model and
+// the field named, no abort (a number beyond double range used to escape as an exception) and
+// no torch backtrace (a max length of 1e9 used to reach the warm-up's allocations).
+TEST(RelserveBinaryTest, HostileModelsExitOneNamingModelAndField) {
+  const std::string source = testing::TestModels::Get().dir("embedder");
+  struct Case {
+    const char* key;
+    const char* raw;
+    const char* mention;
+  };
+  for (const Case& c : {Case{"layer_norm_eps", "1e400", "config.json: invalid JSON at \"layer_norm_eps\""},
+                        Case{"max_position_embeddings", "1000000000", "\"max_position_embeddings\" must be at most 32768"},
+                        Case{"layer_norm_eps", "-1", "\"layer_norm_eps\" must be a number above 0"},
+                        Case{"hidden_size", "18446744073709551615", "\"hidden_size\" must be at most 65536, got 18446744073709551615"}}) {
+    SCOPED_TRACE(std::string(c.key) + " = " + c.raw);
+    HostileCopy model(source, c.key, c.raw);
+    Process p = Launch({"--model", "bad=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+    KillOnExit guard{p.pid};
+    EXPECT_EQ(WaitExit(p), 1);
+    EXPECT_THAT(ReadLog(p), AllOf(HasSubstr("model bad: "), HasSubstr(c.mention), Not(HasSubstr("terminate called")),
+                                  Not(HasSubstr("frame #"))));
+  }
+}
+
+// The warm-up starts at 16 tokens, or at the maximum length when that is shorter: a model served
+// with --max-input-length 8 used to fail its own warm-up.
+TEST(RelserveBinaryTest, WarmsUpModelsShorterThanSixteenTokens) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "e=" + model, "--max-input-length", "8", "--grpc-address", "127.0.0.1:0",
+                      "--metrics-port", "-1", "--shutdown-grace-seconds", "1"});
+  KillOnExit guard{p.pid};
+  ASSERT_GT(WaitForPort(p), 0) << ReadLog(p);
+  EXPECT_THAT(ReadLog(p), HasSubstr("model e: warmed up to 8 tokens"));
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
 }
 
 }  // namespace

@@ -5,9 +5,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <filesystem>
 #include <stdexcept>
+
+#include <grpcpp/generic/generic_stub.h>
 
 #include "server/tools/model_creator.h"
 
@@ -54,6 +59,7 @@ ServerConfig TestServerConfig() {
   c.grpc_address = "127.0.0.1:0";
   c.metrics_address = "127.0.0.1";
   c.metrics_port = 0;
+  c.http_address = "127.0.0.1:0";
   c.max_queue_delay_us = 1000;
   c.warmup = false;
   c.shutdown_grace_seconds = 5;
@@ -66,6 +72,35 @@ ServerConfig TestServerConfig() {
 std::unique_ptr<v1::Encoder::Stub> Connect(int port) {
   return v1::Encoder::NewStub(
       grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+}
+
+grpc::Status RawUnary(int port, const std::string& method, const std::string& wire, std::string* response) {
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  grpc::Slice slice(wire);
+  grpc::ByteBuffer request(&slice, 1), reply;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, method, grpc::StubOptions(), &request, &reply, [&](grpc::Status s) {
+    std::lock_guard<std::mutex> l(mu);
+    status = s;
+    done = true;
+    cv.notify_one();
+  });
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done; });
+  if (response != nullptr) {
+    std::vector<grpc::Slice> slices;
+    response->clear();
+    if (reply.Dump(&slices).ok()) {
+      for (const grpc::Slice& s : slices) response->append(reinterpret_cast<const char*>(s.begin()), s.size());
+    }
+  }
+  return status;
 }
 
 std::string HttpGet(int port, const std::string& path, int* status_code) {

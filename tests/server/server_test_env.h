@@ -30,6 +30,10 @@ ServerConfig TestServerConfig();
 
 std::unique_ptr<v1::Encoder::Stub> Connect(int port);
 
+// Calls `method` ("/relserve.v1.Encoder/Embed") with `wire` as the request bytes, as they are;
+// the response bytes go to *response when given.
+grpc::Status RawUnary(int port, const std::string& method, const std::string& wire, std::string* response = nullptr);
+
 // GET http://127.0.0.1:port/path; returns the body, or "" on failure. Sets *status_code.
 std::string HttpGet(int port, const std::string& path, int* status_code);
 

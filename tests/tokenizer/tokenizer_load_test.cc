@@ -1,5 +1,6 @@
 // Loading: model directories, their tokenizer_config.json, and files that are missing or broken.
 
+#include <filesystem>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -117,6 +118,31 @@ TEST(TokenizerLoadTest, BrokenConfigIsInvalidArgument) {
   auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(Contains(tokenizer.status(), "tokenizer_config.json")) << tokenizer.status();
+}
+
+// A directory under a tokenizer file's name is an error naming it: it used to count as no file,
+// so that spm.model as a directory gave "no SentencePiece model" (or, with spiece.model
+// present, went unnoticed), and tokenizer_config.json as one was skipped.
+TEST(TokenizerLoadTest, DirectoriesUnderFileNamesAreErrors) {
+  for (const char* name : {"spm.model", "spiece.model", "tokenizer_config.json", "special_tokens_map.json"}) {
+    const std::string dir = MakeTempDir(std::string("load_dir_") + name);
+    if (std::string(name) != "spm.model") CopyFile(ReferenceModelPath(), JoinPath(dir, "spm.model"));
+    std::filesystem::create_directory(JoinPath(dir, name));
+    auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
+    EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_TRUE(Contains(tokenizer.status(), std::string(name) + ": is a directory")) << tokenizer.status();
+  }
+}
+
+// A number beyond double range in tokenizer_config.json is an error naming the key; it used to
+// abort the process.
+TEST(TokenizerLoadTest, NumberBeyondDoubleRangeInConfigIsAnError) {
+  const std::string dir = MakeTempDir("load_overflow");
+  CopyFile(ReferenceModelPath(), JoinPath(dir, "spm.model"));
+  WriteFile(JoinPath(dir, "tokenizer_config.json"), R"({"model_max_length": 1e400})");
+  auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
+  EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Contains(tokenizer.status(), "tokenizer_config.json: invalid JSON at \"model_max_length\"")) << tokenizer.status();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ namespace relserve {
 namespace {
 
 namespace fs = std::filesystem;
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 const std::string kBinary = RELSERVE_MODEL_BINARY;
@@ -145,6 +146,55 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   auto bench = nlohmann::json::parse(r.output);
   EXPECT_GT(bench["tokens_per_second"].get<double>(), 0);
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
+}
+
+// Hostile numbers exit 1 with the file and the field named, never abort (exit 134): in
+// config.json, in the inputs of forward, in create's --config.
+TEST_F(CliTest, HostileNumbersExitOneNamingTheField) {
+  const std::string model = (dir_ / "model").string();
+  Result r = RunCli("create --family deberta-v3 --hidden 32 --layers 1 --heads 4 --intermediate 64 --vocab 100 --out " +
+                    model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string config_path = model + "/config.json";
+  std::string config;
+  {
+    std::ifstream in(config_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    config = ss.str();
+  }
+  nlohmann::json hostile = nlohmann::json::parse(config);
+  hostile["layer_norm_eps"] = "@X@";
+  std::string text = hostile.dump(2);
+  text.replace(text.find("\"@X@\""), 5, "1e400");
+  std::ofstream(config_path, std::ios::trunc) << text;
+  r = RunCli("info --model " + model);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, AllOf(HasSubstr("config.json: invalid JSON at \"layer_norm_eps\""), HasSubstr("1e400")));
+  std::ofstream(config_path, std::ios::trunc) << config;
+
+  const std::string inputs = (dir_ / "inputs.json").string();
+  const std::string out = (dir_ / "out.safetensors").string();
+  // 2^64 - 1 was reported as -1.
+  std::ofstream(inputs) << R"({"input_ids": [[1, 18446744073709551615]]})";
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("input_ids[0][1] = 18446744073709551615 is outside the vocabulary [0, 100)"));
+  std::ofstream(inputs, std::ios::trunc) << R"({"input_ids": [[1, 2]], "attention_mask": [[1, 9223372036854775808]]})";
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("attention_mask[0][1] = 9223372036854775808 is outside {0, 1}"));
+  std::ofstream(inputs, std::ios::trunc) << R"({"input_ids": [[1, 1e400]]})";
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("inputs.json: invalid JSON at \"input_ids\""));
+
+  r = RunCli("create --family deberta-v3 --out " + (dir_ / "c1").string() + " --config '{\"hidden_size\": 1e400}'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, AllOf(HasSubstr("--config: invalid JSON at \"hidden_size\""), HasSubstr("1e400")));
+  r = RunCli("create --family t5 --out " + (dir_ / "c2").string() + " --config '{\"d_model\": 18446744073709551615}'");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"d_model\" must be at most 65536, got 18446744073709551615"));
 }
 
 }  // namespace

@@ -35,7 +35,7 @@ TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
     FILE* out = std::freopen("/dev/null", "w", stdout);
     (void)log;
     (void)out;
-    execl(RELSERVE_BINARY, RELSERVE_BINARY, "--model", "ref=" RELSERVE_TEST_MODEL, "--grpc-address", "127.0.0.1:0",
+    execl(RELSERVE_BINARY, RELSERVE_BINARY, "--model", "ref=" RELSERVE_TEST_MODEL, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
           "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "5", static_cast<char*>(nullptr));
     _exit(127);
   }

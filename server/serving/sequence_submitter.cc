@@ -1,7 +1,9 @@
-#include "server/rpc/sequence_submitter.h"
+#include "server/serving/sequence_submitter.h"
 
+#include <cmath>
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "server/batching/sequence_task.h"
 
 namespace relserve {
@@ -18,9 +20,18 @@ struct PendingRequest {
 
 }  // namespace
 
+bool AllFinite(const SequenceOutput& out) {
+  for (const std::vector<float>* v : {&out.token_states, &out.pooled, &out.logits}) {
+    for (float x : *v) {
+      if (!std::isfinite(x)) return false;
+    }
+  }
+  return true;
+}
+
 void SubmitSequences(const ServedModel& model, std::vector<SequenceInput> sequences, uint32_t outputs,
                      absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
-                     std::function<void(absl::StatusOr<RequestResults>)> done) {
+                     ServerMetrics* metrics, std::function<void(absl::StatusOr<RequestResults>)> done) {
   auto pending = std::make_shared<PendingRequest>();
   pending->results.outputs.resize(sequences.size());
   pending->remaining = sequences.size();
@@ -33,7 +44,14 @@ void SubmitSequences(const ServedModel& model, std::vector<SequenceInput> sequen
     task.outputs = outputs;
     task.deadline = deadline;
     task.cancelled = cancelled;
-    task.done = [pending, i](absl::StatusOr<SequenceOutput> out, const TaskTiming& timing) {
+    task.done = [pending, i, metrics, name = model.name](absl::StatusOr<SequenceOutput> out,
+                                                         const TaskTiming& timing) {
+      if (out.ok() && !AllFinite(*out)) {
+        if (metrics != nullptr) metrics->RecordNonFiniteOutput(name);
+        out = absl::InternalError(absl::StrCat("model ", name, " produced non-finite values (NaN or infinity) for ",
+                                               "sequence ", i, " of the request; its weights or its dtype cannot ",
+                                               "represent this input"));
+      }
       {
         std::lock_guard<std::mutex> lock(pending->mu);
         if (out.ok()) {

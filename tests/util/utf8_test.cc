@@ -1,4 +1,4 @@
-#include "server/tokenizer/utf8.h"
+#include "server/util/utf8.h"
 
 #include <string>
 

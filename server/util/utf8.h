@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_TOKENIZER_UTF8_H_
-#define RELSERVE_SERVER_TOKENIZER_UTF8_H_
+#ifndef RELSERVE_SERVER_UTIL_UTF8_H_
+#define RELSERVE_SERVER_UTIL_UTF8_H_
 
 #include <cstddef>
 #include <optional>
@@ -25,4 +25,4 @@ absl::Status ValidateUtf8(std::string_view text, std::string_view what);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_TOKENIZER_UTF8_H_
+#endif  // RELSERVE_SERVER_UTIL_UTF8_H_

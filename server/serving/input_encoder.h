@@ -1,13 +1,13 @@
-#ifndef RELSERVE_SERVER_RPC_INPUT_ENCODER_H_
-#define RELSERVE_SERVER_RPC_INPUT_ENCODER_H_
+#ifndef RELSERVE_SERVER_SERVING_INPUT_ENCODER_H_
+#define RELSERVE_SERVER_SERVING_INPUT_ENCODER_H_
 
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "relserve/v1/encoder.pb.h"
 #include "server/backend/inference_backend.h"
+#include "server/serving/serving_types.h"
 
 namespace relserve {
 
@@ -25,10 +25,10 @@ struct InputLimits {
   bool truncate = false;
 };
 
-// Tokenizes (or checks) one proto Input for a model. Errors are INVALID_ARGUMENT naming
+// Tokenizes (or checks) one Input for a model. Errors are INVALID_ARGUMENT naming
 // `field` (e.g. "inputs[3]") and the limit that was crossed; FAILED_PRECONDITION when text
 // arrives for a model without a tokenizer.
-absl::StatusOr<EncodedInput> EncodeInput(const v1::Input& input, const std::string& field, const Tokenizer* tokenizer,
+absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& field, const Tokenizer* tokenizer,
                                          const InferenceBackend& backend, const InputLimits& limits);
 
 // A query/document pair for Rerank.
@@ -38,4 +38,4 @@ absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::str
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_RPC_INPUT_ENCODER_H_
+#endif  // RELSERVE_SERVER_SERVING_INPUT_ENCODER_H_

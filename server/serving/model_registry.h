@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_
-#define RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_
+#ifndef RELSERVE_SERVER_SERVING_MODEL_REGISTRY_H_
+#define RELSERVE_SERVER_SERVING_MODEL_REGISTRY_H_
 
 #include <map>
 #include <memory>
@@ -41,4 +41,4 @@ class ModelRegistry {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_RPC_MODEL_REGISTRY_H_
+#endif  // RELSERVE_SERVER_SERVING_MODEL_REGISTRY_H_

@@ -1,7 +1,8 @@
-#include "server/rpc/model_registry.h"
+#include "server/serving/model_registry.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/util/quote.h"
 
 namespace relserve {
 
@@ -16,7 +17,7 @@ absl::StatusOr<const ServedModel*> ModelRegistry::Find(const std::string& name) 
   const std::string& key = name.empty() ? default_ : name;
   auto it = models_.find(key);
   if (it == models_.end()) {
-    return absl::NotFoundError(absl::StrCat("model \"", key, "\" is not served here (served: ",
+    return absl::NotFoundError(absl::StrCat("model ", Quote(key), " is not served here (served: ",
                                             absl::StrJoin(order_, ", "), ")"));
   }
   return &it->second;

@@ -1,4 +1,4 @@
-#include "server/rpc/input_encoder.h"
+#include "server/serving/input_encoder.h"
 
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/tokenizer.h"
@@ -38,21 +38,20 @@ TokenizeOptions Options(const InputLimits& limits) {
 
 }  // namespace
 
-absl::StatusOr<EncodedInput> EncodeInput(const v1::Input& input, const std::string& field, const Tokenizer* tokenizer,
+absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& field, const Tokenizer* tokenizer,
                                          const InferenceBackend& backend, const InputLimits& limits) {
-  switch (input.kind_case()) {
-    case v1::Input::kText: {
-      if (input.text().empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
+  switch (input.kind) {
+    case Input::Kind::kText: {
+      if (input.text.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
       if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
-      return FromEncoding(tokenizer->Encode(input.text(), Options(limits)), field + ".text", backend);
+      return FromEncoding(tokenizer->Encode(input.text, Options(limits)), field + ".text", backend);
     }
-    case v1::Input::kPair:
-      return EncodePair(input.pair().first(), input.pair().second(), field + ".pair", tokenizer, backend, limits);
-    case v1::Input::kTokens: {
+    case Input::Kind::kPair:
+      return EncodePair(input.first, input.second, field + ".pair", tokenizer, backend, limits);
+    case Input::Kind::kTokens: {
       EncodedInput out;
-      const auto& t = input.tokens();
-      out.sequence.input_ids.assign(t.ids().begin(), t.ids().end());
-      out.sequence.token_type_ids.assign(t.token_type_ids().begin(), t.token_type_ids().end());
+      out.sequence.input_ids = input.ids;
+      out.sequence.token_type_ids = input.token_type_ids;
       if (static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
         if (!limits.truncate) {
           return absl::InvalidArgumentError(absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
@@ -69,7 +68,7 @@ absl::StatusOr<EncodedInput> EncodeInput(const v1::Input& input, const std::stri
       if (absl::Status s = backend.Validate(out.sequence); !s.ok()) return Field(field + ".tokens", s);
       return out;
     }
-    case v1::Input::KIND_NOT_SET:
+    case Input::Kind::kEmpty:
       break;
   }
   return absl::InvalidArgumentError(absl::StrCat(field, " is empty: set text, pair or tokens"));

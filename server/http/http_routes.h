@@ -1,0 +1,59 @@
+#ifndef RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
+#define RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "server/http/tei_api.h"
+#include "server/serving/encoder_serving.h"
+
+namespace relserve {
+
+// How a route's errors look: OpenAI's {"error": {...}} (routes under /v1/) or TEI's
+// {"error", "error_type"}.
+enum class ErrorStyle { kOpenAI, kTei };
+
+// What a route's handler knows of its call: the serving layer's context, and whether the
+// client is still there (checked while the call waits; a client gone sets `cancel`, which
+// drops its queued sequences).
+struct HttpCall {
+  CallContext context;
+  std::shared_ptr<std::atomic<bool>> cancel;  // the flag context.cancelled reads
+  std::function<bool()> client_gone;          // may be empty
+};
+
+// One route of the JSON API: a thin adapter from JSON to the serving layer and back. `handle`
+// gets the parsed body (an empty object for GET), answers the response (null: an empty body)
+// and sets *model to the model the request named ("" for the default).
+struct HttpRoute {
+  std::string method;  // "GET", "POST"
+  std::string path;
+  ErrorStyle errors;
+  std::function<absl::StatusOr<nlohmann::json>(const nlohmann::json& body, const HttpCall& call,
+                                               std::string* model)>
+      handle;
+  std::string name() const { return method + " " + path; }  // the `rpc` label of its metrics
+};
+
+struct RouteContext {
+  const EncoderServing* serving = nullptr;
+  const ModelRegistry* registry = nullptr;  // /tokenize: the tokenizer's special tokens
+  std::function<bool()> healthy;  // /health: whether the server reports SERVING
+  ServerLimitsInfo limits;        // /info
+  int64_t started_unix_seconds = 0;  // /v1/models' `created`
+};
+
+// Every route: OpenAI's /v1/embeddings and /v1/models, TEI's /embed, /rerank, /predict,
+// /tokenize, /info and /health, Cohere's and Jina's /v1/rerank. The handlers block until the
+// serving layer answers (they run on the HTTP server's own threads).
+std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& context);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_

@@ -1,0 +1,66 @@
+#ifndef RELSERVE_SERVER_HTTP_HTTP_SERVER_H_
+#define RELSERVE_SERVER_HTTP_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/http/http_routes.h"
+#include "server/metrics/server_metrics.h"
+#include "server/rpc/call_tracker.h"
+#include "server/serving/model_registry.h"
+
+namespace relserve {
+
+struct HttpServerConfig {
+  std::string host = "0.0.0.0";
+  int port = 8080;  // 0: a free port
+  // Handlers block until their batch is computed, so the pool bounds the HTTP requests being
+  // served at once (others wait for a thread); it must be larger than what saturates the models.
+  int threads = 64;
+  size_t max_body_bytes = 16 << 20;  // larger bodies: 413
+  absl::Duration read_timeout = absl::Seconds(30);   // a request's bytes must arrive within this
+  absl::Duration write_timeout = absl::Seconds(30);  // the client must take the response within this
+  absl::Duration keep_alive_timeout = absl::Seconds(5);  // idle keep-alive connections are closed after this
+  int keep_alive_max_requests = 1000;                    // requests per connection before it is closed
+};
+
+// "HOST:PORT" ("[::1]:8080" for IPv6) into config's host and port; the port may be 0.
+absl::Status ParseHttpAddress(const std::string& address, HttpServerConfig* config);
+
+// The HTTP/JSON API on cpp-httplib, on its own port: the routes of http_routes.h, each call
+// counted in relserve_requests_total (rpc = "POST /embed", code = the gRPC code name of its
+// status), refused with 503 while the server drains, its body bounded. The server's threads are
+// plain std::threads (8 MB stacks), so LibTorch's and OpenBLAS's thread-local storage fits
+// (PLATFORM.md; tests/http/http_with_torch_test.cc).
+class HttpServer {
+ public:
+  // `registry` and `metrics` (may be null) outlive the server; the routes' serving layer too.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerConfig& config, RouteContext routes,
+                                                           const ModelRegistry* registry, ServerMetrics* metrics);
+  ~HttpServer();
+
+  int port() const { return port_; }
+
+  // Graceful shutdown, as the gRPC service's: new calls are answered 503, running ones finish.
+  void StartDraining() { tracker_.StartDraining(); }
+  bool WaitForIdle(absl::Time deadline) const { return tracker_.WaitForIdle(deadline); }
+  int64_t in_flight() const { return tracker_.in_flight(); }
+  // Closes the port and joins the threads. Safe to call twice.
+  void Stop();
+
+ private:
+  struct Impl;
+  HttpServer(const ModelRegistry* registry, ServerMetrics* metrics);
+  std::unique_ptr<Impl> impl_;
+  CallTracker tracker_;
+  ServerMetrics* metrics_;
+  int port_ = 0;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_HTTP_HTTP_SERVER_H_

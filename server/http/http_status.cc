@@ -1,0 +1,67 @@
+#include "server/http/http_status.h"
+
+#include <cstdlib>
+
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+
+namespace relserve {
+namespace {
+
+// Where WithHttpStatus keeps its status in an absl::Status (a payload, so it travels with the
+// status through StatusOr and the serving layer's callbacks unchanged).
+constexpr char kHttpStatusPayload[] = "relserve.http_status";
+
+}  // namespace
+
+absl::Status WithHttpStatus(absl::Status status, int http_status) {
+  status.SetPayload(kHttpStatusPayload, absl::Cord(std::to_string(http_status)));
+  return status;
+}
+
+int HttpStatusOf(const absl::Status& status) {
+  if (auto payload = status.GetPayload(kHttpStatusPayload); payload.has_value()) {
+    int s = 0;
+    if (absl::SimpleAtoi(std::string(*payload), &s) && s >= 100 && s <= 599) return s;
+  }
+  switch (status.code()) {
+    case absl::StatusCode::kOk: return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kOutOfRange: return 422;
+    case absl::StatusCode::kNotFound: return 404;
+    case absl::StatusCode::kFailedPrecondition: return 424;
+    case absl::StatusCode::kResourceExhausted: return 429;
+    case absl::StatusCode::kUnavailable: return 503;
+    case absl::StatusCode::kDeadlineExceeded: return 504;
+    case absl::StatusCode::kCancelled: return 499;
+    case absl::StatusCode::kUnimplemented: return 501;
+    case absl::StatusCode::kUnauthenticated: return 401;
+    case absl::StatusCode::kPermissionDenied: return 403;
+    default: return 500;
+  }
+}
+
+const char* TeiErrorType(const absl::Status& status, int http_status) {
+  switch (http_status) {
+    case 400: return absl::EndsWith(status.message(), " is empty") ? "Empty" : "Validation";
+    case 413:
+    case 422: return "Validation";
+    case 424: return "Backend";
+    case 429: return "Overloaded";
+    case 503: return "Unhealthy";
+    default: return http_status < 500 ? "Validation" : "Backend";
+  }
+}
+
+const char* OpenAIErrorType(int http_status) {
+  switch (http_status) {
+    case 401: return "authentication_error";
+    case 404: return "not_found_error";
+    case 429: return "rate_limit_error";
+    case 503: return "service_unavailable";
+    default: return http_status < 500 ? "invalid_request_error" : "server_error";
+  }
+}
+
+}  // namespace relserve

@@ -1,0 +1,31 @@
+#ifndef RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
+#define RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace relserve {
+
+// The one place statuses become HTTP statuses, for every route:
+//   INVALID_ARGUMENT, OUT_OF_RANGE -> 422 (a field's value is refused; TEI's "Validation")
+//   NOT_FOUND -> 404 (unknown model), FAILED_PRECONDITION -> 424 (a model without the needed
+//   head or tokenizer), RESOURCE_EXHAUSTED -> 429 (queue full), UNAVAILABLE -> 503 (draining),
+//   DEADLINE_EXCEEDED -> 504, CANCELLED -> 499 (the client went away), UNIMPLEMENTED -> 501,
+//   anything else -> 500.
+// Errors of the HTTP layer itself that have a more precise status (a body that is not JSON:
+// 400; an empty batch: 400; a body over the limit: 413) carry it with WithHttpStatus.
+int HttpStatusOf(const absl::Status& status);
+absl::Status WithHttpStatus(absl::Status status, int http_status);
+
+// TEI's error_type for an error answered with `http_status`: "Empty" (an empty input or
+// batch), "Validation", "Overloaded", "Unhealthy", "Backend" (text-embeddings-inference's
+// ErrorType).
+const char* TeiErrorType(const absl::Status& status, int http_status);
+// OpenAI's error "type": "invalid_request_error", "not_found_error", "rate_limit_error",
+// "server_error", ...
+const char* OpenAIErrorType(int http_status);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_HTTP_HTTP_STATUS_H_

@@ -1,0 +1,168 @@
+#include "server/http/json_fields.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "server/http/http_status.h"
+
+namespace relserve {
+namespace {
+
+using nlohmann::json;
+
+absl::Status WrongType(const std::string& field, const char* expected, const json& got) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+}
+
+bool Absent(const json& object, const char* field) {
+  auto it = object.find(field);
+  return it == object.end() || it->is_null();
+}
+
+absl::Status EmptyInputs(const std::string& field) {
+  return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+}
+
+}  // namespace
+
+std::string JsonTypeName(const json& value) {
+  switch (value.type()) {
+    case json::value_t::null: return "null";
+    case json::value_t::object: return "an object";
+    case json::value_t::array: return "an array";
+    case json::value_t::string: return "a string";
+    case json::value_t::boolean: return "a boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: return "an integer";
+    case json::value_t::number_float: return "a number with a fraction or exponent";
+    default: return "a binary value";
+  }
+}
+
+absl::StatusOr<json> ParseJsonObject(const std::string& body) {
+  json parsed;
+  try {
+    parsed = json::parse(body);
+  } catch (const json::exception& e) {
+    // parse_error (syntax, invalid UTF-8) and out_of_range (1e400) alike.
+    return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat("the request body is not valid JSON: ", e.what())),
+                          400);
+  }
+  if (!parsed.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request body must be a JSON object, not ", JsonTypeName(parsed)));
+  }
+  return parsed;
+}
+
+absl::StatusOr<const json*> Required(const json& object, const char* field) {
+  if (Absent(object, field)) return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  return &object.at(field);
+}
+
+absl::Status ReadBool(const json& object, const char* field, bool* out) {
+  if (Absent(object, field)) return absl::OkStatus();
+  const json& v = object.at(field);
+  if (!v.is_boolean()) return WrongType(field, "true or false", v);
+  *out = v.get<bool>();
+  return absl::OkStatus();
+}
+
+absl::Status ReadString(const json& object, const char* field, std::string* out) {
+  if (Absent(object, field)) return absl::OkStatus();
+  const json& v = object.at(field);
+  if (!v.is_string()) return WrongType(field, "a string", v);
+  *out = v.get<std::string>();
+  return absl::OkStatus();
+}
+
+absl::Status ReadInt(const json& object, const char* field, int64_t min, int64_t max, int* out) {
+  if (Absent(object, field)) return absl::OkStatus();
+  const json& v = object.at(field);
+  const absl::Status out_of_range =
+      absl::InvalidArgumentError(absl::StrCat(field, " must be an integer in [", min, ", ", max, "], not ", v.dump()));
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(max)) return out_of_range;
+  } else if (v.is_number_integer()) {
+    const int64_t x = v.get<int64_t>();
+    if (x < min || x > max) return out_of_range;
+  } else {
+    return WrongType(field, "an integer", v);
+  }
+  const int64_t x = v.get<int64_t>();
+  if (x < min) return out_of_range;
+  *out = static_cast<int>(x);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const json& value, const std::string& field) {
+  if (!value.is_array()) return WrongType(field, "an array of token ids", value);
+  if (value.empty()) return EmptyInputs(field);
+  std::vector<int32_t> ids;
+  ids.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    const json& v = value[i];
+    constexpr int64_t kMaxId = std::numeric_limits<int32_t>::max();
+    const bool in_range = (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{kMaxId}) ||
+                          (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxId);
+    if (!in_range) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", i, "] must be a token id (an integer in [0, 2147483647]), not ", v.dump()));
+    }
+    ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
+  }
+  return ids;
+}
+
+absl::StatusOr<std::vector<Input>> ReadEmbedInputs(const json& value, const std::string& field) {
+  std::vector<Input> inputs;
+  if (value.is_string()) {
+    if (value.get_ref<const std::string&>().empty()) return EmptyInputs(field);
+    inputs.push_back(Input::Text(value.get<std::string>()));
+    return inputs;
+  }
+  if (!value.is_array()) {
+    return WrongType(field, "a string, an array of strings, an array of token ids or an array of arrays of token ids",
+                     value);
+  }
+  if (value.empty()) return EmptyInputs(field);
+  if (value[0].is_number()) {  // one input given as token ids
+    auto ids = ReadTokenIds(value, field);
+    if (!ids.ok()) return ids.status();
+    inputs.push_back(Input::Tokens(std::move(*ids)));
+    return inputs;
+  }
+  inputs.reserve(value.size());
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string item = absl::StrCat(field, "[", i, "]");
+    const json& v = value[i];
+    if (v.is_string()) {
+      if (v.get_ref<const std::string&>().empty()) return EmptyInputs(item);
+      inputs.push_back(Input::Text(v.get<std::string>()));
+    } else if (v.is_array()) {
+      auto ids = ReadTokenIds(v, item);
+      if (!ids.ok()) return ids.status();
+      inputs.push_back(Input::Tokens(std::move(*ids)));
+    } else {
+      return WrongType(item, "a string or an array of token ids", v);
+    }
+  }
+  return inputs;
+}
+
+absl::Status CheckTruncationDirection(const json& object) {
+  if (Absent(object, "truncation_direction")) return absl::OkStatus();
+  const json& v = object.at("truncation_direction");
+  if (!v.is_string()) return WrongType("truncation_direction", "a string", v);
+  const std::string& d = v.get_ref<const std::string&>();
+  if (d == "right" || d == "Right") return absl::OkStatus();
+  if (d == "left" || d == "Left") {
+    return absl::InvalidArgumentError(
+        "truncation_direction \"left\" is not supported: relserve truncates on the right");
+  }
+  return absl::InvalidArgumentError(absl::StrCat("truncation_direction must be \"right\" or \"left\", not ", v.dump()));
+}
+
+std::string DumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace relserve

@@ -1,0 +1,51 @@
+#ifndef RELSERVE_SERVER_HTTP_JSON_FIELDS_H_
+#define RELSERVE_SERVER_HTTP_JSON_FIELDS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "server/serving/serving_types.h"
+
+namespace relserve {
+
+// Reading request bodies: every failure is a status whose message names the field and what
+// was expected, never an exception. A field that is absent or null takes its default (as
+// the originals' optional fields do).
+
+// The body as a JSON object. Not JSON (bad syntax, invalid UTF-8, a number too large for a
+// double): INVALID_ARGUMENT with HTTP 400 and the parser's position; JSON that is not an
+// object: 422.
+absl::StatusOr<nlohmann::json> ParseJsonObject(const std::string& body);
+
+absl::Status ReadBool(const nlohmann::json& object, const char* field, bool* out);
+absl::Status ReadString(const nlohmann::json& object, const char* field, std::string* out);
+// An integer in [min, max].
+absl::Status ReadInt(const nlohmann::json& object, const char* field, int64_t min, int64_t max, int* out);
+// A required field that must be present and not null.
+absl::StatusOr<const nlohmann::json*> Required(const nlohmann::json& object, const char* field);
+
+// "a string", "an array", ...: for messages.
+std::string JsonTypeName(const nlohmann::json& value);
+
+// Token ids: an array of integers in [0, 2^31). `field` names it in errors.
+absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, const std::string& field);
+
+// The inputs of an embedding request, as OpenAI's `input` and TEI's `inputs` take them: a
+// string, an array of token ids (one input), or an array whose items are strings or arrays of
+// token ids. An empty array or string is refused (400).
+absl::StatusOr<std::vector<Input>> ReadEmbedInputs(const nlohmann::json& value, const std::string& field);
+
+// TEI's truncation_direction: "right"/"Right" is what relserve does; "left" is refused (422).
+absl::Status CheckTruncationDirection(const nlohmann::json& object);
+
+// Serialises a response; strings that are not UTF-8 (a tokenizer piece cut inside a
+// character) have the bad bytes replaced by U+FFFD instead of failing.
+std::string DumpJson(const nlohmann::json& value);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_HTTP_JSON_FIELDS_H_

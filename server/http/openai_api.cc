@@ -1,0 +1,88 @@
+#include "server/http/openai_api.h"
+
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "server/http/http_status.h"
+#include "server/http/json_fields.h"
+
+namespace relserve {
+
+using nlohmann::json;
+
+absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) {
+  OpenAIEmbeddingsRequest r;
+  auto input = Required(body, "input");
+  if (!input.ok()) return input.status();
+  auto inputs = ReadEmbedInputs(**input, "input");
+  if (!inputs.ok()) return inputs.status();
+  r.embed.inputs = std::move(*inputs);
+  if (absl::Status s = ReadString(body, "model", &r.embed.model); !s.ok()) return s;
+  std::string format = "float";
+  if (absl::Status s = ReadString(body, "encoding_format", &format); !s.ok()) return s;
+  if (format != "float" && format != "base64") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("encoding_format must be \"float\" or \"base64\", not \"", format, "\""));
+  }
+  r.base64 = format == "base64";
+  if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.embed.dimensions); !s.ok()) return s;
+  std::string user;  // accepted and ignored, as the API allows
+  if (absl::Status s = ReadString(body, "user", &user); !s.ok()) return s;
+  r.embed.normalize = true;
+  return r;
+}
+
+std::string Base64Floats(const std::vector<float>& values) {
+  std::string bytes(values.size() * sizeof(float), '\0');
+  // x86-64 and aarch64 (the platforms relserve builds for) are little-endian.
+  static_assert(sizeof(float) == 4, "float32");
+  if (!values.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  return absl::Base64Escape(bytes);
+}
+
+json OpenAIEmbeddingsJson(const EmbedResult& result, bool base64) {
+  json data = json::array();
+  for (size_t i = 0; i < result.embeddings.size(); ++i) {
+    const std::vector<float>& v = result.embeddings[i].values;
+    data.push_back({{"object", "embedding"},
+                    {"embedding", base64 ? json(Base64Floats(v)) : json(v)},
+                    {"index", i}});
+  }
+  return {{"object", "list"},
+          {"data", std::move(data)},
+          {"model", result.model},
+          {"usage", {{"prompt_tokens", result.usage.tokens}, {"total_tokens", result.usage.tokens}}}};
+}
+
+json OpenAIModelsJson(const std::vector<ModelDescription>& models, int64_t created) {
+  json data = json::array();
+  for (const ModelDescription& m : models) {
+    data.push_back({{"id", m.name}, {"object", "model"}, {"created", created}, {"owned_by", "relserve"}});
+  }
+  return {{"object", "list"}, {"data", std::move(data)}};
+}
+
+json OpenAIErrorJson(const absl::Status& status, int http_status) {
+  const std::string message(status.message());
+  // The field the message starts with ("input[2] ...", "inputs[0].text ...", "dimensions ..."),
+  // named as OpenAI's request names it.
+  json param = nullptr;
+  for (const char* field : {"input", "model", "encoding_format", "dimensions", "user", "query", "documents",
+                            "top_n", "return_documents"}) {
+    const size_t n = std::strlen(field);
+    if (message.compare(0, n, field) == 0 && (message.size() == n || !absl::ascii_isalpha(message[n]))) {
+      param = field;
+    }
+  }
+  if (param.is_null() && message.rfind("inputs", 0) == 0) param = "input";
+  if (param.is_null() && status.code() == absl::StatusCode::kNotFound) param = "model";
+  return {{"error",
+           {{"message", message},
+            {"type", OpenAIErrorType(http_status)},
+            {"param", std::move(param)},
+            {"code", absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}}}};
+}
+
+}  // namespace relserve

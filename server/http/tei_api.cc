@@ -1,0 +1,227 @@
+#include "server/http/tei_api.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/http/http_status.h"
+#include "server/http/json_fields.h"
+
+namespace relserve {
+
+using nlohmann::json;
+
+namespace {
+
+absl::Status WrongType(const std::string& field, const char* expected, const json& got) {
+  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+}
+
+absl::Status NonEmptyString(const json& v, const std::string& field) {
+  if (!v.is_string()) return WrongType(field, "a string", v);
+  if (v.get_ref<const std::string&>().empty()) {
+    return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+  }
+  return absl::OkStatus();
+}
+
+// ["a"] or ["a", "b"]: one text or a pair.
+absl::StatusOr<Input> SequenceOf(const json& v, const std::string& field) {
+  if (!v.is_array() || v.empty() || v.size() > 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be [text] or a pair [text, text], not ",
+                     v.is_array() ? absl::StrCat("an array of ", v.size()) : JsonTypeName(v)));
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (absl::Status s = NonEmptyString(v[i], absl::StrCat(field, "[", i, "]")); !s.ok()) return s;
+  }
+  if (v.size() == 1) return Input::Text(v[0].get<std::string>());
+  return Input::Pair(v[0].get<std::string>(), v[1].get<std::string>());
+}
+
+}  // namespace
+
+absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
+  EmbedRequest r;
+  auto inputs_field = Required(body, "inputs");
+  if (!inputs_field.ok()) return inputs_field.status();
+  auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  r.inputs = std::move(*inputs);
+  r.normalize = true;  // TEI's default
+  if (absl::Status s = ReadBool(body, "normalize", &r.normalize); !s.ok()) return s;
+  if (absl::Status s = ReadBool(body, "truncate", &r.truncate); !s.ok()) return s;
+  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.dimensions); !s.ok()) return s;
+  std::string prompt_name;
+  if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
+  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
+  return r;
+}
+
+json TeiEmbedJson(const EmbedResult& result) {
+  json out = json::array();
+  for (const Embedding& e : result.embeddings) out.push_back(e.values);
+  return out;
+}
+
+absl::StatusOr<RerankRequest> ParseTeiRerank(const json& body) {
+  RerankRequest r;
+  auto query = Required(body, "query");
+  if (!query.ok()) return query.status();
+  if (absl::Status s = NonEmptyString(**query, "query"); !s.ok()) return s;
+  r.query = (*query)->get<std::string>();
+  auto texts = Required(body, "texts");
+  if (!texts.ok()) return texts.status();
+  if (!(*texts)->is_array()) return WrongType("texts", "an array of strings", **texts);
+  if ((*texts)->empty()) return WithHttpStatus(absl::InvalidArgumentError("texts is empty"), 400);
+  for (size_t i = 0; i < (*texts)->size(); ++i) {
+    const json& t = (**texts)[i];
+    if (absl::Status s = NonEmptyString(t, absl::StrCat("texts[", i, "]")); !s.ok()) return s;
+    r.documents.push_back(t.get<std::string>());
+  }
+  if (absl::Status s = ReadBool(body, "truncate", &r.truncate); !s.ok()) return s;
+  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadBool(body, "raw_scores", &r.raw_scores); !s.ok()) return s;
+  if (absl::Status s = ReadBool(body, "return_text", &r.return_documents); !s.ok()) return s;
+  return r;
+}
+
+json TeiRerankJson(const RerankResult& result) {
+  json out = json::array();
+  for (const RerankHit& h : result.results) {
+    json rank = {{"index", h.index}, {"score", h.score}};
+    if (!h.document.empty()) rank["text"] = h.document;
+    out.push_back(std::move(rank));
+  }
+  return out;
+}
+
+absl::StatusOr<TeiPredictRequest> ParseTeiPredict(const json& body) {
+  TeiPredictRequest r;
+  auto inputs = Required(body, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  const json& v = **inputs;
+  if (v.is_string()) {
+    if (absl::Status s = NonEmptyString(v, "inputs"); !s.ok()) return s;
+    r.classify.inputs.push_back(Input::Text(v.get<std::string>()));
+  } else if (v.is_array() && !v.empty() && v[0].is_string()) {  // one text or one pair
+    auto one = SequenceOf(v, "inputs");
+    if (!one.ok()) return one.status();
+    r.classify.inputs.push_back(std::move(*one));
+  } else if (v.is_array()) {  // a batch of [text] and [text, text]
+    if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs is empty"), 400);
+    r.batch = true;
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto one = SequenceOf(v[i], absl::StrCat("inputs[", i, "]"));
+      if (!one.ok()) return one.status();
+      r.classify.inputs.push_back(std::move(*one));
+    }
+  } else {
+    return WrongType("inputs", "a string, a pair [string, string] or an array of [string] and [string, string]", v);
+  }
+  if (absl::Status s = ReadBool(body, "truncate", &r.classify.truncate); !s.ok()) return s;
+  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadBool(body, "raw_scores", &r.classify.raw_scores); !s.ok()) return s;
+  return r;
+}
+
+json TeiPredictJson(const ClassifyResult& result, bool batch) {
+  json all = json::array();
+  for (const Classification& c : result.results) {
+    json predictions = json::array();
+    for (const LabelScore& l : c.labels) predictions.push_back({{"score", l.score}, {"label", l.label}});
+    all.push_back(std::move(predictions));
+  }
+  if (!batch && all.size() == 1) return all[0];
+  return all;
+}
+
+absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
+  TeiTokenizeRequest r;
+  auto inputs = Required(body, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  const json& v = **inputs;
+  if (v.is_string()) {
+    if (absl::Status s = NonEmptyString(v, "inputs"); !s.ok()) return s;
+    r.tokenize.inputs.push_back(Input::Text(v.get<std::string>()));
+  } else if (v.is_array()) {
+    if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs is empty"), 400);
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (absl::Status s = NonEmptyString(v[i], absl::StrCat("inputs[", i, "]")); !s.ok()) return s;
+      r.tokenize.inputs.push_back(Input::Text(v[i].get<std::string>()));
+    }
+  } else {
+    return WrongType("inputs", "a string or an array of strings", v);
+  }
+  if (absl::Status s = ReadBool(body, "add_special_tokens", &r.add_special_tokens); !s.ok()) return s;
+  std::string prompt_name;
+  if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
+  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
+  // Tokenize as the model will: over-long inputs are cut, not refused.
+  r.tokenize.truncate = true;
+  return r;
+}
+
+json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens,
+                     const std::set<int32_t>& special_ids) {
+  json all = json::array();
+  for (size_t i = 0; i < result.results.size(); ++i) {
+    const Tokenized& t = result.results[i];
+    const std::string& text = request.inputs[i].text;
+    json tokens = json::array();
+    for (size_t k = 0; k < t.input_ids.size(); ++k) {
+      const auto [start, stop] = k < t.offsets.size() ? t.offsets[k] : std::pair<int32_t, int32_t>{0, 0};
+      const bool special = start == stop && special_ids.count(t.input_ids[k]) > 0;
+      if (special && !add_special_tokens) continue;
+      json token = {{"id", t.input_ids[k]}, {"special", special}};
+      if (special) {
+        token["text"] = k < t.pieces.size() ? t.pieces[k] : "";
+        token["start"] = nullptr;
+        token["stop"] = nullptr;
+      } else {
+        const bool inside = start >= 0 && stop >= start && static_cast<size_t>(stop) <= text.size();
+        token["text"] = inside ? text.substr(start, stop - start) : (k < t.pieces.size() ? t.pieces[k] : "");
+        token["start"] = start;
+        token["stop"] = stop;
+      }
+      tokens.push_back(std::move(token));
+    }
+    all.push_back(std::move(tokens));
+  }
+  return all;
+}
+
+json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
+  json model_type;
+  if (m.has_classifier) {
+    json id2label = json::object(), label2id = json::object();
+    for (size_t i = 0; i < m.labels.size(); ++i) {
+      id2label[std::to_string(i)] = m.labels[i];
+      label2id[m.labels[i]] = i;
+    }
+    // A one-label head is a cross-encoder: TEI calls it a reranker.
+    model_type[m.labels.size() == 1 ? "reranker" : "classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
+  } else {
+    // TEI names the pooling alone ("mean"); relserve's description may add "+normalize".
+    model_type["embedding"] = {{"pooling", m.pooling.substr(0, m.pooling.find('+'))}};
+  }
+  return {{"model_id", m.name},
+          {"model_sha", nullptr},
+          {"model_dtype", DTypeName(m.dtype)},
+          {"served_model_name", m.name},
+          {"model_type", std::move(model_type)},
+          {"max_concurrent_requests", limits.max_concurrent_requests},
+          {"max_input_length", limits.max_input_length},
+          {"max_batch_tokens", limits.max_batch_tokens},
+          {"max_batch_requests", limits.max_batch_requests},
+          {"max_client_batch_size", limits.max_client_batch_size},
+          {"auto_truncate", false},
+          {"tokenization_workers", limits.max_concurrent_requests},
+          {"version", limits.version},
+          {"sha", nullptr},
+          {"docker_label", nullptr}};
+}
+
+json TeiErrorJson(const absl::Status& status, int http_status) {
+  return {{"error", std::string(status.message())}, {"error_type", TeiErrorType(status, http_status)}};
+}
+
+}  // namespace relserve

@@ -1,0 +1,185 @@
+#include "server/rpc/proto_conversion.h"
+
+namespace relserve {
+namespace {
+
+Input FromProto(const v1::Input& in) {
+  switch (in.kind_case()) {
+    case v1::Input::kText: return Input::Text(in.text());
+    case v1::Input::kPair: return Input::Pair(in.pair().first(), in.pair().second());
+    case v1::Input::kTokens:
+      return Input::Tokens({in.tokens().ids().begin(), in.tokens().ids().end()},
+                           {in.tokens().token_type_ids().begin(), in.tokens().token_type_ids().end()});
+    case v1::Input::KIND_NOT_SET: break;
+  }
+  return Input();
+}
+
+std::vector<Input> Inputs(const google::protobuf::RepeatedPtrField<v1::Input>& in) {
+  std::vector<Input> out;
+  out.reserve(in.size());
+  for (const v1::Input& i : in) out.push_back(FromProto(i));
+  return out;
+}
+
+void ToProto(const Usage& u, v1::Usage* out) {
+  out->set_tokens(u.tokens);
+  out->set_sequences(u.sequences);
+}
+
+void ToProto(const Timing& t, v1::Timing* out) {
+  out->set_tokenize_us(absl::ToInt64Microseconds(t.tokenize));
+  out->set_queue_us(absl::ToInt64Microseconds(t.queue));
+  out->set_inference_us(absl::ToInt64Microseconds(t.inference));
+  out->set_total_us(absl::ToInt64Microseconds(t.total));
+}
+
+template <typename Proto>
+void Offsets(const std::vector<std::pair<int32_t, int32_t>>& offsets, Proto* out) {
+  for (const auto& [b, e] : offsets) {
+    out->add_offset_begin(b);
+    out->add_offset_end(e);
+  }
+}
+
+}  // namespace
+
+EmbedRequest FromProto(const v1::EmbedRequest& r) {
+  EmbedRequest out;
+  out.model = r.model();
+  out.inputs = Inputs(r.inputs());
+  out.normalize = r.normalize();
+  out.truncate = r.truncate();
+  out.dimensions = r.dimensions();
+  out.request_id = r.request_id();
+  return out;
+}
+
+EmbedTokensRequest FromProto(const v1::EmbedTokensRequest& r) {
+  EmbedTokensRequest out;
+  out.model = r.model();
+  out.inputs = Inputs(r.inputs());
+  out.truncate = r.truncate();
+  return out;
+}
+
+RerankRequest FromProto(const v1::RerankRequest& r) {
+  RerankRequest out;
+  out.model = r.model();
+  out.query = r.query();
+  out.documents.assign(r.documents().begin(), r.documents().end());
+  out.top_n = r.top_n();
+  out.return_documents = r.return_documents();
+  out.truncate = r.truncate();
+  out.raw_scores = r.raw_scores();
+  return out;
+}
+
+ClassifyRequest FromProto(const v1::ClassifyRequest& r) {
+  ClassifyRequest out;
+  out.model = r.model();
+  out.inputs = Inputs(r.inputs());
+  out.truncate = r.truncate();
+  out.raw_scores = r.raw_scores();
+  out.top_k = r.top_k();
+  return out;
+}
+
+TokenizeRequest FromProto(const v1::TokenizeRequest& r) {
+  TokenizeRequest out;
+  out.model = r.model();
+  out.inputs = Inputs(r.inputs());
+  out.truncate = r.truncate();
+  return out;
+}
+
+void ToProto(EmbedResult&& r, v1::EmbedResponse* out) {
+  out->set_model(r.model);
+  out->set_request_id(r.request_id);
+  for (Embedding& e : r.embeddings) {
+    v1::Embedding* p = out->add_embeddings();
+    p->mutable_values()->Assign(e.values.begin(), e.values.end());
+    p->set_num_tokens(e.num_tokens);
+    p->set_truncated(e.truncated);
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
+void ToProto(EmbedTokensResult&& r, v1::EmbedTokensResponse* out) {
+  out->set_model(r.model);
+  for (TokenStates& t : r.sequences) {
+    v1::TokenStates* p = out->add_sequences();
+    p->mutable_token_ids()->Assign(t.token_ids.begin(), t.token_ids.end());
+    Offsets(t.offsets, p);
+    p->set_hidden_size(t.hidden_size);
+    p->mutable_values()->Assign(t.values.begin(), t.values.end());
+    p->set_truncated(t.truncated);
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
+void ToProto(RerankResult&& r, v1::RerankResponse* out) {
+  out->set_model(r.model);
+  for (RerankHit& h : r.results) {
+    v1::RerankResult* p = out->add_results();
+    p->set_index(h.index);
+    p->set_score(h.score);
+    if (!h.document.empty()) p->set_document(std::move(h.document));
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
+void ToProto(ClassifyResult&& r, v1::ClassifyResponse* out) {
+  out->set_model(r.model);
+  for (Classification& c : r.results) {
+    v1::Classification* p = out->add_results();
+    p->mutable_logits()->Assign(c.logits.begin(), c.logits.end());
+    for (LabelScore& l : c.labels) {
+      v1::LabelScore* s = p->add_labels();
+      s->set_index(l.index);
+      s->set_label(std::move(l.label));
+      s->set_score(l.score);
+    }
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
+void ToProto(TokenizeResult&& r, v1::TokenizeResponse* out) {
+  out->set_model(r.model);
+  for (Tokenized& t : r.results) {
+    v1::Tokenized* p = out->add_results();
+    p->mutable_input_ids()->Assign(t.input_ids.begin(), t.input_ids.end());
+    p->mutable_token_type_ids()->Assign(t.token_type_ids.begin(), t.token_type_ids.end());
+    Offsets(t.offsets, p);
+    for (std::string& piece : t.pieces) p->add_pieces(std::move(piece));
+    p->set_truncated(t.truncated);
+  }
+}
+
+void ToProto(const std::vector<ModelDescription>& models, const std::string& default_model,
+             v1::ListModelsResponse* out) {
+  for (const ModelDescription& m : models) {
+    v1::ModelInfo* p = out->add_models();
+    p->set_name(m.name);
+    p->set_architecture(m.architecture);
+    p->set_model_type(m.model_type);
+    p->set_max_length(m.max_length);
+    p->set_hidden_size(m.hidden_size);
+    p->set_num_layers(m.num_layers);
+    p->set_vocab_size(m.vocab_size);
+    p->set_embedding_dim(m.embedding_dim);
+    p->set_pooling(m.pooling);
+    for (const std::string& l : m.labels) p->add_labels(l);
+    p->set_problem_type(m.has_classifier ? ProblemTypeName(m.problem_type) : "");
+    p->set_dtype(DTypeName(m.dtype));
+    p->set_device(m.device);
+    p->set_has_tokenizer(m.has_tokenizer);
+  }
+  out->set_default_model(default_model);
+}
+
+}  // namespace relserve

@@ -1,0 +1,369 @@
+#include "server/serving/encoder_serving.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/serving/input_encoder.h"
+#include "server/serving/sequence_submitter.h"
+#include "server/tokenizer/tokenizer.h"
+
+namespace relserve {
+namespace {
+
+ProblemType ProblemTypeOf(const ModelInfo& info) {
+  if (info.problem_type == "multi_label_classification") return ProblemType::kMultiLabel;
+  if (info.problem_type == "regression") return ProblemType::kRegression;
+  return ProblemType::kSingleLabel;
+}
+
+DType DTypeOf(const ModelInfo& info) {
+  if (info.dtype == "bfloat16") return DType::kBFloat16;
+  if (info.dtype == "float16") return DType::kFloat16;
+  return DType::kFloat32;
+}
+
+Usage UsageOf(const std::vector<EncodedInput>& inputs) {
+  Usage usage;
+  for (const EncodedInput& e : inputs) usage.tokens += static_cast<int64_t>(e.sequence.input_ids.size());
+  usage.sequences = static_cast<int32_t>(inputs.size());
+  return usage;
+}
+
+Timing TimingOf(absl::Time start, absl::Duration tokenize, const RequestResults& r) {
+  Timing t;
+  t.tokenize = tokenize;
+  t.queue = r.max_queue;
+  t.inference = r.max_inference;
+  t.total = absl::Now() - start;
+  return t;
+}
+
+void L2Normalize(std::vector<float>* v) {
+  double norm = 0;
+  for (float x : *v) norm += double(x) * x;
+  norm = std::sqrt(norm);
+  if (norm < 1e-12) return;
+  for (float& x : *v) x = static_cast<float>(x / norm);
+}
+
+absl::Status CheckCount(size_t count, int limit, const char* field) {
+  if (count == 0) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  if (count > static_cast<size_t>(limit)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " has ", count, " entries, more than the limit of ", limit,
+                                                   " per request (split the request or use EmbedStream)"));
+  }
+  return absl::OkStatus();
+}
+
+// The common start of Embed, EmbedTokens, Classify and Tokenize: the model the request names,
+// the input count within the limit, every input tokenized and validated (the first bad one
+// fails the request).
+struct Prepared {
+  const ServedModel* model = nullptr;
+  std::shared_ptr<std::vector<EncodedInput>> inputs;
+  absl::Duration tokenize;
+};
+
+absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs, bool truncate,
+                                 const ModelRegistry& registry, const ServingLimits& limits, ServerMetrics* metrics) {
+  auto model = registry.Find(model_name);
+  if (!model.ok()) return model.status();
+  Prepared p;
+  p.model = *model;
+  if (absl::Status s = CheckCount(inputs.size(), limits.max_inputs_per_request, "inputs"); !s.ok()) return s;
+  const absl::Time t0 = absl::Now();
+  p.inputs = std::make_shared<std::vector<EncodedInput>>();
+  p.inputs->reserve(inputs.size());
+  const InputLimits input_limits{p.model->max_length, truncate};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto e = EncodeInput(inputs[i], absl::StrCat("inputs[", i, "]"), p.model->tokenizer, *p.model->backend,
+                         input_limits);
+    if (!e.ok()) return e.status();
+    p.inputs->push_back(std::move(*e));
+  }
+  p.tokenize = absl::Now() - t0;
+  if (metrics != nullptr) metrics->RecordTokenize(p.model->name, absl::ToDoubleSeconds(p.tokenize));
+  return p;
+}
+
+std::vector<SequenceInput> Sequences(const std::vector<EncodedInput>& inputs) {
+  std::vector<SequenceInput> out;
+  out.reserve(inputs.size());
+  for (const EncodedInput& e : inputs) out.push_back(e.sequence);
+  return out;
+}
+
+// EmbedTokens answers tokens x hidden floats: refused before any computation when that cannot
+// fit in one response. Per token: hidden float32 values, plus the token id and two offsets
+// (up to 5 bytes each in protobuf's varints).
+absl::Status CheckTokenStatesFit(const std::vector<EncodedInput>& inputs, int hidden, size_t max_bytes) {
+  const size_t per_token = static_cast<size_t>(hidden) * sizeof(float) + 15;
+  size_t tokens = 0;
+  for (const EncodedInput& e : inputs) tokens += e.sequence.input_ids.size();
+  const size_t overhead = 64 * inputs.size() + 256;  // per-sequence fields, usage, timing
+  if (tokens * per_token + overhead <= max_bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the token states of these inputs (", tokens, " tokens x ", hidden, " values) need about ",
+      tokens * per_token + overhead, " bytes, more than the largest response of ", max_bytes,
+      " bytes: send at most about ", max_bytes > overhead ? (max_bytes - overhead) / per_token : 0,
+      " tokens per EmbedTokens request (split the inputs over several requests)"));
+}
+
+absl::Status NoClassifier(const ServedModel& m, const char* what) {
+  return absl::FailedPreconditionError(absl::StrCat("model ", m.name, " (", m.backend->info().architecture,
+                                                    ") has no classification head", what));
+}
+
+}  // namespace
+
+const char* ProblemTypeName(ProblemType t) {
+  switch (t) {
+    case ProblemType::kSingleLabel: return "single_label_classification";
+    case ProblemType::kMultiLabel: return "multi_label_classification";
+    case ProblemType::kRegression: return "regression";
+  }
+  return "";
+}
+
+const char* DTypeName(DType t) {
+  switch (t) {
+    case DType::kFloat32: return "float32";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat16: return "float16";
+  }
+  return "";
+}
+
+std::vector<float> ScoresFromLogits(const std::vector<float>& logits, ProblemType problem_type) {
+  std::vector<float> s(logits.size());
+  if (logits.empty() || problem_type == ProblemType::kRegression) return logits;
+  if (problem_type == ProblemType::kMultiLabel) {
+    for (size_t i = 0; i < logits.size(); ++i) s[i] = 1.0f / (1.0f + std::exp(-logits[i]));
+    return s;
+  }
+  const float max = *std::max_element(logits.begin(), logits.end());
+  double sum = 0;
+  for (float l : logits) sum += std::exp(double(l) - max);
+  for (size_t i = 0; i < logits.size(); ++i) s[i] = static_cast<float>(std::exp(double(logits[i]) - max) / sum);
+  return s;
+}
+
+EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* metrics, ServingLimits limits)
+    : registry_(registry), metrics_(metrics), limits_(limits) {}
+
+void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const {
+  const absl::Time start = absl::Now();
+  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  if (!prepared.ok()) return done(prepared.status());
+  const ServedModel& m = *prepared->model;
+  const int dim = m.backend->info().embedding_dim;
+  if (request.dimensions < 0 || request.dimensions > dim) {
+    return done(absl::InvalidArgumentError(
+        absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
+  }
+  auto inputs = prepared->inputs;
+  SubmitSequences(m, Sequences(*inputs), kOutputPooled, call.deadline, call.cancelled, metrics_,
+                  [=, tokenize = prepared->tokenize, name = m.name, normalize = request.normalize,
+                   dimensions = request.dimensions, id = request.request_id](absl::StatusOr<RequestResults> r) {
+                    if (!r.ok()) return done(r.status());
+                    EmbedResult out;
+                    out.model = name;
+                    out.request_id = id;
+                    out.embeddings.reserve(r->outputs.size());
+                    for (size_t i = 0; i < r->outputs.size(); ++i) {
+                      Embedding e;
+                      e.values = std::move(r->outputs[i].pooled);
+                      if (dimensions > 0) e.values.resize(dimensions);
+                      if (normalize || dimensions > 0) L2Normalize(&e.values);
+                      e.num_tokens = static_cast<int32_t>((*inputs)[i].sequence.input_ids.size());
+                      e.truncated = (*inputs)[i].truncated;
+                      out.embeddings.push_back(std::move(e));
+                    }
+                    out.usage = UsageOf(*inputs);
+                    out.timing = TimingOf(start, tokenize, *r);
+                    done(std::move(out));
+                  });
+}
+
+void EncoderServing::EmbedTokens(const EmbedTokensRequest& request, const CallContext& call,
+                                 Done<EmbedTokensResult> done) const {
+  const absl::Time start = absl::Now();
+  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  if (!prepared.ok()) return done(prepared.status());
+  const ServedModel& m = *prepared->model;
+  const int hidden = m.backend->info().hidden_size;
+  if (absl::Status s = CheckTokenStatesFit(*prepared->inputs, hidden, limits_.max_response_bytes); !s.ok()) {
+    return done(s);
+  }
+  auto inputs = prepared->inputs;
+  SubmitSequences(m, Sequences(*inputs), kOutputTokenStates, call.deadline, call.cancelled, metrics_,
+                  [=, tokenize = prepared->tokenize, name = m.name](absl::StatusOr<RequestResults> r) {
+                    if (!r.ok()) return done(r.status());
+                    EmbedTokensResult out;
+                    out.model = name;
+                    for (size_t i = 0; i < r->outputs.size(); ++i) {
+                      const EncodedInput& in = (*inputs)[i];
+                      TokenStates t;
+                      t.token_ids = in.sequence.input_ids;
+                      t.offsets = in.offsets;
+                      t.hidden_size = hidden;
+                      t.values = std::move(r->outputs[i].token_states);
+                      t.truncated = in.truncated;
+                      out.sequences.push_back(std::move(t));
+                    }
+                    out.usage = UsageOf(*inputs);
+                    out.timing = TimingOf(start, tokenize, *r);
+                    done(std::move(out));
+                  });
+}
+
+void EncoderServing::Rerank(const RerankRequest& request, const CallContext& call, Done<RerankResult> done) const {
+  const absl::Time start = absl::Now();
+  auto model = registry_->Find(request.model);
+  if (!model.ok()) return done(model.status());
+  const ServedModel& m = **model;
+  if (m.backend->info().labels.empty()) return done(NoClassifier(m, "; Rerank needs a cross-encoder"));
+  if (request.query.empty()) return done(absl::InvalidArgumentError("query is empty"));
+  if (absl::Status s = CheckCount(request.documents.size(), limits_.max_inputs_per_request, "documents"); !s.ok()) {
+    return done(s);
+  }
+  if (request.top_n < 0) return done(absl::InvalidArgumentError("top_n must not be negative"));
+  const absl::Time t0 = absl::Now();
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  const InputLimits limits{m.max_length, request.truncate};
+  for (size_t i = 0; i < request.documents.size(); ++i) {
+    auto e = EncodePair(request.query, request.documents[i], absl::StrCat("documents[", i, "]"), m.tokenizer,
+                        *m.backend, limits);
+    if (!e.ok()) return done(e.status());
+    inputs->push_back(std::move(*e));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  // The documents are echoed only when asked for: no copy otherwise.
+  auto documents = std::make_shared<std::vector<std::string>>();
+  if (request.return_documents) *documents = request.documents;
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputLogits, call.deadline, call.cancelled, metrics_,
+      [=, name = m.name, raw = request.raw_scores, top_n = request.top_n](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        // One logit: its sigmoid (cross-encoders). Several: the probability of label 1, the
+        // "relevant" class of two-label rerankers.
+        std::vector<std::pair<float, int>> scored;
+        for (size_t i = 0; i < r->outputs.size(); ++i) {
+          const std::vector<float>& logits = r->outputs[i].logits;
+          float score;
+          if (logits.size() == 1) {
+            score = raw ? logits[0] : 1.0f / (1.0f + std::exp(-logits[0]));
+          } else {
+            score = raw ? logits[1] : ScoresFromLogits(logits, ProblemType::kSingleLabel)[1];
+          }
+          scored.emplace_back(score, static_cast<int>(i));
+        }
+        std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        const size_t n = top_n > 0 ? std::min<size_t>(top_n, scored.size()) : scored.size();
+        RerankResult out;
+        out.model = name;
+        for (size_t k = 0; k < n; ++k) {
+          RerankHit hit;
+          hit.index = scored[k].second;
+          hit.score = scored[k].first;
+          if (!documents->empty()) hit.document = (*documents)[scored[k].second];
+          out.results.push_back(std::move(hit));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
+void EncoderServing::Classify(const ClassifyRequest& request, const CallContext& call,
+                              Done<ClassifyResult> done) const {
+  const absl::Time start = absl::Now();
+  if (request.top_k < 0) return done(absl::InvalidArgumentError("top_k must not be negative"));
+  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  if (!prepared.ok()) return done(prepared.status());
+  const ServedModel& m = *prepared->model;
+  const ModelInfo& info = m.backend->info();
+  if (info.labels.empty()) return done(NoClassifier(m, ""));
+  auto inputs = prepared->inputs;
+  SubmitSequences(m, Sequences(*inputs), kOutputLogits, call.deadline, call.cancelled, metrics_,
+                  [=, tokenize = prepared->tokenize, name = m.name, labels = info.labels,
+                   problem = ProblemTypeOf(info), raw = request.raw_scores,
+                   top_k = request.top_k](absl::StatusOr<RequestResults> r) {
+                    if (!r.ok()) return done(r.status());
+                    ClassifyResult out;
+                    out.model = name;
+                    for (SequenceOutput& o : r->outputs) {
+                      Classification c;
+                      const std::vector<float> scores = raw ? o.logits : ScoresFromLogits(o.logits, problem);
+                      std::vector<int> order(scores.size());
+                      std::iota(order.begin(), order.end(), 0);
+                      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
+                      const size_t k = top_k > 0 ? std::min<size_t>(top_k, order.size()) : order.size();
+                      for (size_t j = 0; j < k; ++j) {
+                        LabelScore l;
+                        l.index = order[j];
+                        l.label = order[j] < static_cast<int>(labels.size()) ? labels[order[j]] : "";
+                        l.score = scores[order[j]];
+                        c.labels.push_back(std::move(l));
+                      }
+                      c.logits = std::move(o.logits);
+                      out.results.push_back(std::move(c));
+                    }
+                    out.usage = UsageOf(*inputs);
+                    out.timing = TimingOf(start, tokenize, *r);
+                    done(std::move(out));
+                  });
+}
+
+absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request) const {
+  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  if (!prepared.ok()) return prepared.status();
+  const ServedModel& m = *prepared->model;
+  TokenizeResult out;
+  out.model = m.name;
+  for (EncodedInput& in : *prepared->inputs) {
+    Tokenized t;
+    t.input_ids = std::move(in.sequence.input_ids);
+    t.token_type_ids = std::move(in.sequence.token_type_ids);
+    if (t.token_type_ids.empty()) t.token_type_ids.assign(t.input_ids.size(), 0);
+    t.offsets = std::move(in.offsets);
+    if (m.tokenizer != nullptr) {
+      for (int32_t id : t.input_ids) t.pieces.push_back(m.tokenizer->IdToPiece(id));
+    }
+    t.truncated = in.truncated;
+    out.results.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<ModelDescription> EncoderServing::ListModels() const {
+  std::vector<ModelDescription> out;
+  for (const ServedModel* m : registry_->All()) {
+    const ModelInfo& i = m->backend->info();
+    ModelDescription d;
+    d.name = m->name;
+    d.architecture = i.architecture;
+    d.model_type = i.model_type;
+    d.max_length = m->max_length;
+    d.hidden_size = i.hidden_size;
+    d.num_layers = i.num_layers;
+    d.vocab_size = i.vocab_size;
+    d.embedding_dim = i.embedding_dim;
+    d.pooling = i.pooling;
+    d.labels = i.labels;
+    d.has_classifier = !i.labels.empty();
+    d.problem_type = ProblemTypeOf(i);
+    d.dtype = DTypeOf(i);
+    d.device = i.device;
+    d.has_tokenizer = m->tokenizer != nullptr;
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace relserve

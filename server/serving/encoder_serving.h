@@ -1,0 +1,63 @@
+#ifndef RELSERVE_SERVER_SERVING_ENCODER_SERVING_H_
+#define RELSERVE_SERVER_SERVING_ENCODER_SERVING_H_
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/metrics/server_metrics.h"
+#include "server/serving/model_registry.h"
+#include "server/serving/serving_types.h"
+
+namespace relserve {
+
+struct ServingLimits {
+  int max_inputs_per_request = 256;      // inputs of Embed/EmbedTokens/Classify/Tokenize, documents of Rerank
+  size_t max_response_bytes = 64 << 20;  // EmbedTokens answers larger than this are refused before computing
+};
+
+// What relserve does for a call, whatever transport carried it: validation, tokenization,
+// submission to the model's batcher, and what the outputs become (normalisation, dimensions,
+// softmax or sigmoid by problem type, top-k, rerank order). The gRPC service and the HTTP
+// routes are thin adapters over it.
+//
+// Errors are statuses (status_codes.h of each transport maps them): INVALID_ARGUMENT for bad
+// input (naming the field and the limit), NOT_FOUND for an unknown model, FAILED_PRECONDITION
+// for a model without the head or tokenizer the call needs, RESOURCE_EXHAUSTED for a full
+// queue, DEADLINE_EXCEEDED and CANCELLED for calls that expired or went away while queued,
+// UNAVAILABLE while stopping, INTERNAL for failed batches and non-finite outputs.
+//
+// The asynchronous calls answer `done` exactly once: on the calling thread when the request
+// is refused before anything is queued, otherwise on a model worker thread. `registry` and
+// `metrics` (may be null) outlive this object. Thread-safe.
+class EncoderServing {
+ public:
+  template <typename T>
+  using Done = std::function<void(absl::StatusOr<T>)>;
+
+  EncoderServing(const ModelRegistry* registry, ServerMetrics* metrics, ServingLimits limits);
+
+  void Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const;
+  void EmbedTokens(const EmbedTokensRequest& request, const CallContext& call, Done<EmbedTokensResult> done) const;
+  void Rerank(const RerankRequest& request, const CallContext& call, Done<RerankResult> done) const;
+  void Classify(const ClassifyRequest& request, const CallContext& call, Done<ClassifyResult> done) const;
+  absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request) const;
+  std::vector<ModelDescription> ListModels() const;
+  const std::string& default_model() const { return registry_->default_model(); }
+
+  const ServingLimits& limits() const { return limits_; }
+
+ private:
+  const ModelRegistry* registry_;
+  ServerMetrics* metrics_;
+  ServingLimits limits_;
+};
+
+// Scores from logits as the problem type asks: softmax (single-label), sigmoid (multi-label),
+// the logits themselves (regression).
+std::vector<float> ScoresFromLogits(const std::vector<float>& logits, ProblemType problem_type);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_SERVING_ENCODER_SERVING_H_

@@ -1,0 +1,196 @@
+#ifndef RELSERVE_SERVER_SERVING_SERVING_TYPES_H_
+#define RELSERVE_SERVER_SERVING_SERVING_TYPES_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace relserve {
+
+// The requests and results of the serving layer: plain values, the same for every transport
+// (gRPC and HTTP adapters convert their messages to and from these).
+
+// One input: a text, a text pair (cross-encoders), or token ids.
+struct Input {
+  enum class Kind { kEmpty, kText, kPair, kTokens };
+  Kind kind = Kind::kEmpty;
+  std::string text;                     // kText
+  std::string first, second;            // kPair
+  std::vector<int32_t> ids;             // kTokens
+  std::vector<int32_t> token_type_ids;  // kTokens; empty = all 0
+
+  static Input Text(std::string t) {
+    Input i;
+    i.kind = Kind::kText;
+    i.text = std::move(t);
+    return i;
+  }
+  static Input Pair(std::string a, std::string b) {
+    Input i;
+    i.kind = Kind::kPair;
+    i.first = std::move(a);
+    i.second = std::move(b);
+    return i;
+  }
+  static Input Tokens(std::vector<int32_t> ids, std::vector<int32_t> types = {}) {
+    Input i;
+    i.kind = Kind::kTokens;
+    i.ids = std::move(ids);
+    i.token_type_ids = std::move(types);
+    return i;
+  }
+};
+
+// What scores a classification head's logits become by default.
+enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
+// Weights and activations.
+enum class DType { kFloat32, kBFloat16, kFloat16 };
+
+const char* ProblemTypeName(ProblemType t);  // "single_label_classification", ...
+const char* DTypeName(DType t);              // "float32", ...
+
+// When a call must be answered by, and whether its client is gone.
+struct CallContext {
+  absl::Time deadline = absl::InfiniteFuture();
+  std::shared_ptr<const std::atomic<bool>> cancelled;  // may be null
+};
+
+struct Usage {
+  int64_t tokens = 0;  // tokens computed, special tokens included
+  int32_t sequences = 0;
+};
+
+struct Timing {
+  absl::Duration tokenize;
+  absl::Duration queue;      // longest wait of one of the request's sequences for a batch
+  absl::Duration inference;  // longest batch the request's sequences ran in
+  absl::Duration total;
+};
+
+struct EmbedRequest {
+  std::string model;  // empty: the default model
+  std::vector<Input> inputs;
+  bool normalize = false;
+  bool truncate = false;
+  int dimensions = 0;  // > 0: keep the first k values, then renormalise
+  std::string request_id;
+};
+struct Embedding {
+  std::vector<float> values;
+  int32_t num_tokens = 0;
+  bool truncated = false;
+};
+struct EmbedResult {
+  std::string model;
+  std::vector<Embedding> embeddings;
+  Usage usage;
+  Timing timing;
+  std::string request_id;
+};
+
+struct EmbedTokensRequest {
+  std::string model;
+  std::vector<Input> inputs;
+  bool truncate = false;
+};
+struct TokenStates {
+  std::vector<int32_t> token_ids;
+  std::vector<std::pair<int32_t, int32_t>> offsets;  // byte offsets per token; (0, 0) for specials
+  int32_t hidden_size = 0;
+  std::vector<float> values;  // num_tokens x hidden_size, row-major
+  bool truncated = false;
+};
+struct EmbedTokensResult {
+  std::string model;
+  std::vector<TokenStates> sequences;
+  Usage usage;
+  Timing timing;
+};
+
+struct RerankRequest {
+  std::string model;
+  std::string query;
+  std::vector<std::string> documents;
+  int top_n = 0;  // > 0: only the best n
+  bool return_documents = false;
+  bool truncate = false;
+  bool raw_scores = false;
+};
+struct RerankHit {
+  int32_t index = 0;  // the document's position in the request
+  float score = 0;
+  std::string document;  // when return_documents
+};
+struct RerankResult {
+  std::string model;
+  std::vector<RerankHit> results;  // best first
+  Usage usage;
+  Timing timing;
+};
+
+struct ClassifyRequest {
+  std::string model;
+  std::vector<Input> inputs;
+  bool truncate = false;
+  bool raw_scores = false;
+  int top_k = 0;  // > 0: only the k best labels per input
+};
+struct LabelScore {
+  std::string label;
+  int32_t index = 0;
+  float score = 0;
+};
+struct Classification {
+  std::vector<LabelScore> labels;  // best first
+  std::vector<float> logits;       // in label-index order
+};
+struct ClassifyResult {
+  std::string model;
+  std::vector<Classification> results;
+  Usage usage;
+  Timing timing;
+};
+
+struct TokenizeRequest {
+  std::string model;
+  std::vector<Input> inputs;
+  bool truncate = false;
+};
+struct Tokenized {
+  std::vector<int32_t> input_ids;
+  std::vector<int32_t> token_type_ids;
+  std::vector<std::pair<int32_t, int32_t>> offsets;
+  std::vector<std::string> pieces;  // empty for models without a tokenizer
+  bool truncated = false;
+};
+struct TokenizeResult {
+  std::string model;
+  std::vector<Tokenized> results;
+};
+
+struct ModelDescription {
+  std::string name;
+  std::string architecture;
+  std::string model_type;
+  int max_length = 0;
+  int hidden_size = 0;
+  int num_layers = 0;
+  int vocab_size = 0;
+  int embedding_dim = 0;
+  std::string pooling;
+  std::vector<std::string> labels;
+  bool has_classifier = false;
+  ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with a classifier
+  DType dtype = DType::kFloat32;
+  std::string device;
+  bool has_tokenizer = false;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_SERVING_SERVING_TYPES_H_

@@ -1,0 +1,481 @@
+// The HTTP/JSON API end to end over loopback: real HTTP calls against a RelserveServer with
+// small models, each route's answer compared with the gRPC API's for the same inputs.
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/server/server_test_env.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using nlohmann::json;
+using testing::Connect;
+using testing::TestServerConfig;
+
+constexpr int kMaxBodyBytes = 1 << 16;
+
+struct Reply {
+  int status = 0;
+  json body;
+  std::string raw;
+};
+
+Reply Call(int port, const std::string& method, const std::string& path, const std::string& body = "") {
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  auto r = method == "GET" ? client.Get(path.c_str()) : client.Post(path.c_str(), body, "application/json");
+  Reply out;
+  if (!r) {
+    out.raw = "transport error: " + httplib::to_string(r.error());
+    return out;
+  }
+  out.status = r->status;
+  out.raw = r->body;
+  if (!r->body.empty()) out.body = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
+  return out;
+}
+
+Reply Post(int port, const std::string& path, const json& body) { return Call(port, "POST", path, body.dump()); }
+
+std::unique_ptr<RelserveServer> StartServer(const std::vector<std::string>& order, int max_body_bytes = kMaxBodyBytes) {
+  ServerConfig config = TestServerConfig();
+  config.max_message_bytes = max_body_bytes;
+  if (!order.empty()) {
+    auto models = config.models;
+    config.models.clear();
+    for (const std::string& name : order) {
+      for (const auto& m : models) {
+        if (m.first == name) config.models.push_back(m);
+      }
+    }
+  }
+  auto server = RelserveServer::Start(config);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+std::vector<float> Values(const v1::Embedding& e) { return {e.values().begin(), e.values().end()}; }
+
+std::set<std::string> Keys(const json& object) {
+  std::set<std::string> keys;
+  for (auto it = object.begin(); it != object.end(); ++it) keys.insert(it.key());
+  return keys;
+}
+
+class HttpApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { server_ = StartServer({}).release(); }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  int http() const { return server_->http_port(); }
+  v1::EmbedResponse GrpcEmbed(const v1::EmbedRequest& req) {
+    v1::EmbedResponse resp;
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->Embed(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+  std::unique_ptr<v1::Encoder::Stub> stub_ = Connect(server_->grpc_port());
+  static RelserveServer* server_;
+};
+RelserveServer* HttpApiTest::server_ = nullptr;
+
+TEST_F(HttpApiTest, OpenAIEmbeddingsEqualGrpcFieldByField) {
+  const Reply r = Post(http(), "/v1/embeddings",
+                       {{"input", {"Hello world", "a second, longer text"}}, {"model", "embedder"}, {"user", "u"}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  v1::EmbedRequest req;
+  req.set_model("embedder");
+  req.set_normalize(true);
+  req.add_inputs()->set_text("Hello world");
+  req.add_inputs()->set_text("a second, longer text");
+  const v1::EmbedResponse want = GrpcEmbed(req);
+
+  EXPECT_EQ(Keys(r.body), (std::set<std::string>{"object", "data", "model", "usage"}));
+  EXPECT_EQ(r.body["object"], "list");
+  EXPECT_EQ(r.body["model"], "embedder");
+  EXPECT_EQ(r.body["usage"], json({{"prompt_tokens", want.usage().tokens()}, {"total_tokens", want.usage().tokens()}}));
+  ASSERT_EQ(r.body["data"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const json& d = r.body["data"][i];
+    EXPECT_EQ(Keys(d), (std::set<std::string>{"object", "embedding", "index"}));
+    EXPECT_EQ(d["object"], "embedding");
+    EXPECT_EQ(d["index"], i);
+    EXPECT_LE(MaxDiff(d["embedding"].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6);
+  }
+}
+
+TEST_F(HttpApiTest, OpenAIBase64TokenIdsAndDimensions) {
+  const json request = {{"input", {{5, 998, 11}, {28, 339}}}, {"dimensions", 16}};
+  const Reply floats = Post(http(), "/v1/embeddings", request);
+  ASSERT_EQ(floats.status, 200) << floats.raw;
+  json b64_request = request;
+  b64_request["encoding_format"] = "base64";
+  const Reply b64 = Post(http(), "/v1/embeddings", b64_request);
+  ASSERT_EQ(b64.status, 200) << b64.raw;
+  v1::EmbedRequest req;
+  req.set_normalize(true);
+  req.set_dimensions(16);
+  for (const auto& ids : {std::vector<int>{5, 998, 11}, std::vector<int>{28, 339}}) {
+    auto* t = req.add_inputs()->mutable_tokens();
+    for (int id : ids) t->add_ids(id);
+  }
+  const v1::EmbedResponse want = GrpcEmbed(req);
+  for (int i = 0; i < 2; ++i) {
+    const std::vector<float> f = floats.body["data"][i]["embedding"].get<std::vector<float>>();
+    ASSERT_EQ(f.size(), 16u);
+    EXPECT_LE(MaxDiff(f, Values(want.embeddings(i))), 1e-6);
+    std::string bytes;
+    ASSERT_TRUE(absl::Base64Unescape(b64.body["data"][i]["embedding"].get<std::string>(), &bytes));
+    ASSERT_EQ(bytes.size(), 16 * sizeof(float));
+    std::vector<float> decoded(16);
+    std::memcpy(decoded.data(), bytes.data(), bytes.size());
+    EXPECT_EQ(decoded, f);  // the same floats, bit for bit
+  }
+}
+
+// Many HTTP clients at once (more than the models' workers, fewer than the HTTP threads): each
+// gets the answer to its own input, as gRPC computes it.
+TEST_F(HttpApiTest, ConcurrentClientsGetTheirOwnAnswers) {
+  constexpr int kClients = 12, kCalls = 4;
+  std::vector<std::vector<float>> got(kClients * kCalls);
+  std::vector<int> statuses(kClients * kCalls);
+  auto text = [](int i) {
+    std::string s = "request " + std::to_string(i) + ":";
+    for (int k = 0; k < (i * 7) % 40; ++k) s += " word" + std::to_string(k * i % 13);
+    return s;
+  };
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      for (int k = 0; k < kCalls; ++k) {
+        const int i = c * kCalls + k;
+        const Reply r = Post(http(), "/embed", {{"inputs", text(i)}});
+        statuses[i] = r.status;
+        if (r.status == 200) got[i] = r.body[0].get<std::vector<float>>();
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kClients * kCalls; ++i) {
+    ASSERT_EQ(statuses[i], 200) << i;
+    v1::EmbedRequest req;
+    req.set_normalize(true);
+    req.add_inputs()->set_text(text(i));
+    EXPECT_LE(MaxDiff(got[i], Values(GrpcEmbed(req).embeddings(0))), 1e-6) << i;
+  }
+}
+
+TEST_F(HttpApiTest, OpenAIModels) {
+  const Reply r = Call(http(), "GET", "/v1/models");
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body["object"], "list");
+  ASSERT_EQ(r.body["data"].size(), 4u);
+  EXPECT_EQ(r.body["data"][0]["id"], "embedder");
+  EXPECT_EQ(r.body["data"][3]["id"], "t5");
+  EXPECT_EQ(r.body["data"][1]["object"], "model");
+  EXPECT_EQ(r.body["data"][1]["owned_by"], "relserve");
+  EXPECT_GT(r.body["data"][1]["created"].get<int64_t>(), 1600000000);
+}
+
+TEST_F(HttpApiTest, TeiEmbedEqualsGrpcWithTeiDefaults) {
+  for (const bool normalize : {true, false}) {
+    json body = {{"inputs", {"Hello world", "other"}}};
+    if (!normalize) body["normalize"] = false;  // TEI normalises unless told not to
+    const Reply r = Post(http(), "/embed", body);
+    ASSERT_EQ(r.status, 200) << r.raw;
+    v1::EmbedRequest req;
+    req.set_normalize(normalize);
+    req.add_inputs()->set_text("Hello world");
+    req.add_inputs()->set_text("other");
+    const v1::EmbedResponse want = GrpcEmbed(req);
+    ASSERT_EQ(r.body.size(), 2u);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_LE(MaxDiff(r.body[i].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6) << normalize;
+    }
+  }
+  const Reply single = Post(http(), "/embed", {{"inputs", "Hello world"}});
+  ASSERT_EQ(single.status, 200);
+  EXPECT_EQ(single.body.size(), 1u);
+}
+
+TEST_F(HttpApiTest, CohereRerankEqualsGrpc) {
+  const std::vector<std::string> docs = {"a model server", "a recipe for soup", "relative attention encoders"};
+  const Reply r = Post(http(), "/v1/rerank",
+                       {{"model", "reranker"}, {"query", "what is relserve?"}, {"documents", docs}, {"top_n", 2},
+                        {"return_documents", true}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  v1::RerankRequest req;
+  req.set_model("reranker");
+  req.set_query("what is relserve?");
+  for (const auto& d : docs) req.add_documents(d);
+  req.set_top_n(2);
+  v1::RerankResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Rerank(&ctx, req, &want).ok());
+  EXPECT_EQ(r.body["model"], "reranker");
+  ASSERT_EQ(r.body["results"].size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const json& hit = r.body["results"][k];
+    EXPECT_EQ(hit["index"], want.results(k).index());
+    EXPECT_NEAR(hit["relevance_score"].get<double>(), want.results(k).score(), 1e-6);
+    EXPECT_EQ(hit["document"]["text"], docs[want.results(k).index()]);
+  }
+  EXPECT_EQ(r.body["usage"]["total_tokens"], want.usage().tokens());
+}
+
+TEST_F(HttpApiTest, TokenizeInfoHealth) {
+  const Reply t = Post(http(), "/tokenize", {{"inputs", "Hello world"}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  v1::TokenizeRequest req;
+  req.add_inputs()->set_text("Hello world");
+  v1::TokenizeResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Tokenize(&ctx, req, &want).ok());
+  ASSERT_EQ(t.body.size(), 1u);
+  const json& tokens = t.body[0];
+  ASSERT_EQ(static_cast<int>(tokens.size()), want.results(0).input_ids_size());
+  std::string rebuilt;
+  for (size_t k = 0; k < tokens.size(); ++k) {
+    EXPECT_EQ(tokens[k]["id"], want.results(0).input_ids(k));
+    if (!tokens[k]["special"].get<bool>()) rebuilt += tokens[k]["text"].get<std::string>();
+  }
+  EXPECT_EQ(tokens.front()["special"], true);
+  EXPECT_EQ(tokens.front()["text"], "[CLS]");
+  EXPECT_TRUE(tokens.front()["start"].is_null());
+  EXPECT_EQ(rebuilt, "Hello world");
+  const Reply plain = Post(http(), "/tokenize", {{"inputs", {"Hello world"}}, {"add_special_tokens", false}});
+  ASSERT_EQ(plain.status, 200);
+  EXPECT_EQ(plain.body[0].size(), tokens.size() - 2);
+
+  const Reply info = Call(http(), "GET", "/info");
+  ASSERT_EQ(info.status, 200) << info.raw;
+  EXPECT_EQ(info.body["model_id"], "embedder");
+  EXPECT_EQ(info.body["model_type"]["embedding"]["pooling"], "mean");
+  EXPECT_EQ(info.body["max_input_length"], 512);
+  EXPECT_EQ(info.body["max_client_batch_size"], 256);
+
+  const Reply health = Call(http(), "GET", "/health");
+  EXPECT_EQ(health.status, 200);
+  EXPECT_EQ(health.raw, "");
+}
+
+TEST_F(HttpApiTest, BadInputsGetPreciseErrors) {
+  struct Case {
+    std::string path, body;
+    int status;
+    std::string message;
+  };
+  std::string long_text;
+  for (int i = 0; i < 600; ++i) long_text += " word";
+  const std::vector<Case> cases = {
+      {"/embed", "{\"inputs\": ", 400, "not valid JSON"},
+      {"/embed", R"({"inputs": "a", "dimensions": 1e400})", 400, "number overflow"},
+      {"/embed", "{\"inputs\": \"\xff\"}", 400, "UTF-8"},
+      {"/embed", R"({"inputs": []})", 400, "inputs is empty"},
+      {"/embed", R"({"inputs": 3})", 422, "inputs must be a string"},
+      {"/embed", json{{"inputs", long_text}}.dump(), 422, "inputs[0]"},
+      {"/embed", R"({"inputs": [[999999]]})", 422, "outside the vocabulary"},
+      {"/embed", R"({"inputs": "x", "dimensions": 1000})", 422, "dimensions"},
+      {"/rerank", R"({"query": "q", "texts": ["d"]})", 424, "no classification head"},
+      {"/predict", R"({"inputs": "x"})", 424, "no classification head"},
+      {"/v1/embeddings", R"({"input": "x", "model": "nope"})", 404, "\"nope\""},
+      {"/v1/embeddings", R"({"input": [1, "x"]})", 422, "input[1] must be a token id"},
+      {"/v1/rerank", R"({"model": "embedder", "query": "q", "documents": ["d"]})", 424, "no classification head"},
+      {"/embed", std::string(kMaxBodyBytes + 10, ' '), 413, "larger than the limit of 65536 bytes"},
+  };
+  for (const Case& c : cases) {
+    const Reply r = Call(http(), "POST", c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << c.body.substr(0, 80) << ": " << r.raw;
+    const bool openai = c.path.rfind("/v1/", 0) == 0;
+    const json& message = openai ? r.body["error"]["message"] : r.body["error"];
+    ASSERT_TRUE(message.is_string()) << r.raw;
+    EXPECT_THAT(message.get<std::string>(), HasSubstr(c.message)) << c.path;
+    if (openai) {
+      EXPECT_EQ(Keys(r.body["error"]), (std::set<std::string>{"message", "type", "param", "code"})) << r.raw;
+    } else {
+      EXPECT_TRUE(r.body["error_type"].is_string()) << r.raw;
+    }
+  }
+  const Reply empty = Call(http(), "POST", "/embed", R"({"inputs": []})");
+  EXPECT_EQ(empty.body["error_type"], "Empty");
+  const Reply unknown_route = Call(http(), "GET", "/nope");
+  EXPECT_EQ(unknown_route.status, 404);
+  EXPECT_EQ(unknown_route.body["error_type"], "Validation");
+  // And the server still answers normally.
+  EXPECT_EQ(Post(http(), "/embed", {{"inputs", "still fine"}}).status, 200);
+}
+
+TEST_F(HttpApiTest, CallsAreCountedWithTheRouteAndTheGrpcCodeName) {
+  ASSERT_EQ(Post(http(), "/v1/embeddings", {{"input", "x"}, {"model", "embedder"}}).status, 200);
+  ASSERT_EQ(Post(http(), "/v1/embeddings", {{"input", "x"}, {"model", "nope"}}).status, 404);
+  ASSERT_EQ(Call(http(), "POST", "/embed", "{not json").status, 400);
+  int code = 0;
+  const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics", &code);
+  ASSERT_EQ(code, 200);
+  EXPECT_THAT(metrics, HasSubstr("relserve_requests_total{code=\"OK\",model=\"embedder\",rpc=\"POST /v1/embeddings\"}"));
+  EXPECT_THAT(metrics,
+              HasSubstr("relserve_requests_total{code=\"NOT_FOUND\",model=\"unknown\",rpc=\"POST /v1/embeddings\"}"));
+  // A body that cannot be read names no model: not counted under the default one.
+  EXPECT_THAT(metrics,
+              HasSubstr("relserve_requests_total{code=\"INVALID_ARGUMENT\",model=\"unknown\",rpc=\"POST /embed\"}"));
+}
+
+// TEI's /rerank and /predict name no model: they use the default one.
+TEST(HttpApiDefaultModelTest, TeiRerankAndPredictUseTheDefaultModelAndEqualGrpc) {
+  auto reranking = StartServer({"reranker", "embedder"});
+  ASSERT_NE(reranking, nullptr);
+  const std::vector<std::string> texts = {"a model server", "a recipe for soup", "x"};
+  const Reply r = Post(reranking->http_port(), "/rerank",
+                       {{"query", "what is relserve?"}, {"texts", texts}, {"return_text", true}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  auto stub = Connect(reranking->grpc_port());
+  v1::RerankRequest req;
+  req.set_query("what is relserve?");
+  for (const auto& t : texts) req.add_documents(t);
+  v1::RerankResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Rerank(&ctx, req, &want).ok());
+  ASSERT_EQ(r.body.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(r.body[k]["index"], want.results(k).index());
+    EXPECT_NEAR(r.body[k]["score"].get<double>(), want.results(k).score(), 1e-6);
+    EXPECT_EQ(r.body[k]["text"], texts[want.results(k).index()]);
+  }
+  const Reply info = Call(reranking->http_port(), "GET", "/info");
+  EXPECT_TRUE(info.body["model_type"].contains("reranker")) << info.raw;
+  reranking.reset();
+
+  auto classifying = StartServer({"classifier"});
+  ASSERT_NE(classifying, nullptr);
+  const Reply single = Post(classifying->http_port(), "/predict", {{"inputs", "good"}});
+  const Reply batch = Post(classifying->http_port(), "/predict", {{"inputs", {{"good"}, {"premise", "hypothesis"}}}});
+  ASSERT_EQ(single.status, 200) << single.raw;
+  ASSERT_EQ(batch.status, 200) << batch.raw;
+  auto cstub = Connect(classifying->grpc_port());
+  v1::ClassifyRequest creq;
+  creq.add_inputs()->set_text("good");
+  auto* pair = creq.add_inputs()->mutable_pair();
+  pair->set_first("premise");
+  pair->set_second("hypothesis");
+  v1::ClassifyResponse cwant;
+  grpc::ClientContext cctx;
+  ASSERT_TRUE(cstub->Classify(&cctx, creq, &cwant).ok());
+  ASSERT_EQ(single.body.size(), 3u);  // one input: its predictions, not a batch
+  ASSERT_EQ(batch.body.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 3; ++k) {
+      const json& p = batch.body[i][k];
+      EXPECT_EQ(p["label"], cwant.results(i).labels(k).label());
+      EXPECT_NEAR(p["score"].get<double>(), cwant.results(i).labels(k).score(), 1e-6);
+      if (i == 0) {
+        EXPECT_EQ(single.body[k]["label"], p["label"]);
+      }
+    }
+  }
+}
+
+// A client that disconnects while its call waits cancels the call: its sequences still queued
+// are dropped, and the call is counted as CANCELLED.
+TEST(HttpApiDisconnectTest, AClientThatGoesAwayCancelsItsQueuedSequences) {
+  auto server = StartServer({}, 16 << 20);
+  ASSERT_NE(server, nullptr);
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += " word" + std::to_string(i);  // about 300 tokens
+  json inputs = json::array();
+  for (int i = 0; i < 250; ++i) inputs.push_back(long_text + std::to_string(i));
+  const std::string body = json{{"inputs", inputs}}.dump();
+  // A raw connection, closed as soon as the request has been read (tokenized and queued).
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server->http_port()));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string request = "POST /embed HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  auto metrics = [&] {
+    int code = 0;
+    return testing::HttpGet(server->metrics_port(), "/metrics", &code);
+  };
+  for (int spin = 0; spin < 2000; ++spin) {
+    if (metrics().find("relserve_tokenize_duration_seconds_count{model=\"embedder\"} 1") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  close(fd);
+  const std::string cancelled = "relserve_requests_total{code=\"CANCELLED\",model=\"embedder\",rpc=\"POST /embed\"} 1";
+  std::string m;
+  for (int spin = 0; spin < 600; ++spin) {
+    m = metrics();
+    if (m.find("rpc=\"POST /embed\"") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::string requests;  // the relserve_requests_total lines, for a short failure message
+  for (absl::string_view line : absl::StrSplit(m, '\n')) {
+    if (absl::StartsWith(line, "relserve_requests_total")) absl::StrAppend(&requests, line, "\n");
+  }
+  EXPECT_THAT(requests, HasSubstr(cancelled));
+  EXPECT_THAT(requests, Not(HasSubstr("relserve_requests_total{code=\"OK\",model=\"embedder\",rpc=\"POST /embed\"}")));
+}
+
+// Shutdown waits for HTTP calls as for gRPC ones: those running finish with their answer.
+TEST(HttpApiShutdownTest, InFlightHttpCallsFinishBeforeTheBatchersStop) {
+  auto server = StartServer({}, 16 << 20);
+  ASSERT_NE(server, nullptr);
+  const int port = server->http_port();
+  std::string long_text;
+  for (int i = 0; i < 60; ++i) long_text += " word" + std::to_string(i);  // about 300 tokens
+  json inputs = json::array();
+  for (int i = 0; i < 200; ++i) inputs.push_back(long_text + std::to_string(i));
+  constexpr int kCalls = 6;
+  std::vector<Reply> replies(kCalls);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kCalls; ++i) {
+    clients.emplace_back([&, i] { replies[i] = Post(port, "/embed", {{"inputs", inputs}}); });
+  }
+  // Until the calls are under way (their batches queued or running).
+  for (int spin = 0; spin < 2000; ++spin) {
+    int code = 0;
+    const std::string m = testing::HttpGet(server->metrics_port(), "/metrics", &code);
+    if (m.find("relserve_tokenize_duration_seconds_count{model=\"embedder\"} " + std::to_string(kCalls)) !=
+        std::string::npos) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  server->Shutdown(absl::Seconds(60));
+  for (auto& t : clients) t.join();
+  for (int i = 0; i < kCalls; ++i) {
+    EXPECT_EQ(replies[i].status, 200) << i << ": " << replies[i].raw.substr(0, 200);
+    EXPECT_EQ(replies[i].body.size(), 200u);
+  }
+}
+
+}  // namespace
+}  // namespace relserve

@@ -1,0 +1,355 @@
+// The JSON conversions of the HTTP routes, with no server: requests parsed into the serving
+// layer's types (every default, every bad input named), results into the originals' shapes.
+#include <cstring>
+
+#include "absl/strings/escaping.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/http/cohere_api.h"
+#include "server/http/http_status.h"
+#include "server/http/json_fields.h"
+#include "server/http/openai_api.h"
+#include "server/http/tei_api.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::HasSubstr;
+using nlohmann::json;
+
+json Body(const std::string& text) {
+  auto j = ParseJsonObject(text);
+  EXPECT_TRUE(j.ok()) << j.status();
+  return j.ok() ? *j : json::object();
+}
+
+TEST(ParseJsonObjectTest, RefusesWhatIsNotAJsonObjectPrecisely) {
+  auto huge = ParseJsonObject(R"({"dimensions": 1e400})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(HttpStatusOf(huge.status()), 400);
+  EXPECT_THAT(huge.status().message(), HasSubstr("number overflow"));
+  auto utf8 = ParseJsonObject("{\"input\": \"\xff\xfe\"}");
+  ASSERT_FALSE(utf8.ok());
+  EXPECT_EQ(HttpStatusOf(utf8.status()), 400);
+  EXPECT_THAT(utf8.status().message(), HasSubstr("UTF-8"));
+  auto syntax = ParseJsonObject("{\"input\": ");
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_EQ(HttpStatusOf(syntax.status()), 400);
+  auto array = ParseJsonObject("[1, 2]");
+  ASSERT_FALSE(array.ok());
+  EXPECT_EQ(HttpStatusOf(array.status()), 422);
+  EXPECT_THAT(array.status().message(), HasSubstr("must be a JSON object, not an array"));
+  EXPECT_FALSE(ParseJsonObject("").ok());
+}
+
+TEST(OpenAIEmbeddingsTest, EveryInputShape) {
+  auto one = ParseOpenAIEmbeddings(Body(R"({"input": "hello", "model": "m"})"));
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_EQ(one->embed.inputs.size(), 1u);
+  EXPECT_EQ(one->embed.inputs[0].kind, Input::Kind::kText);
+  EXPECT_EQ(one->embed.inputs[0].text, "hello");
+  EXPECT_EQ(one->embed.model, "m");
+  EXPECT_TRUE(one->embed.normalize);
+  EXPECT_FALSE(one->base64);
+  EXPECT_EQ(one->embed.dimensions, 0);
+
+  auto texts = ParseOpenAIEmbeddings(Body(R"({"input": ["a", "b", "c"], "user": "u1"})"));
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  ASSERT_EQ(texts->embed.inputs.size(), 3u);
+  EXPECT_EQ(texts->embed.inputs[2].text, "c");
+  EXPECT_EQ(texts->embed.model, "");
+
+  auto ids = ParseOpenAIEmbeddings(Body(R"({"input": [5, 6, 7]})"));
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  ASSERT_EQ(ids->embed.inputs.size(), 1u);
+  EXPECT_EQ(ids->embed.inputs[0].kind, Input::Kind::kTokens);
+  EXPECT_EQ(ids->embed.inputs[0].ids, (std::vector<int32_t>{5, 6, 7}));
+
+  auto lists = ParseOpenAIEmbeddings(Body(R"({"input": [[5, 6], [7]], "encoding_format": "base64",
+                                               "dimensions": 16})"));
+  ASSERT_TRUE(lists.ok()) << lists.status();
+  ASSERT_EQ(lists->embed.inputs.size(), 2u);
+  EXPECT_EQ(lists->embed.inputs[1].ids, (std::vector<int32_t>{7}));
+  EXPECT_TRUE(lists->base64);
+  EXPECT_EQ(lists->embed.dimensions, 16);
+}
+
+TEST(OpenAIEmbeddingsTest, BadInputsNameTheField) {
+  struct Case {
+    const char* body;
+    int http;
+    const char* message;
+  };
+  for (const Case& c : {
+           Case{R"({})", 422, "input is required"},
+           Case{R"({"input": null})", 422, "input is required"},
+           Case{R"({"input": ""})", 400, "input is empty"},
+           Case{R"({"input": []})", 400, "input is empty"},
+           Case{R"({"input": ["a", ""]})", 400, "input[1] is empty"},
+           Case{R"({"input": ["a", [1, 2], 3]})", 422, "input[2] must be a string or an array of token ids"},
+           Case{R"({"input": [1, "a"]})", 422, "input[1] must be a token id"},
+           Case{R"({"input": [-1]})", 422, "input[0] must be a token id (an integer in [0, 2147483647]), not -1"},
+           Case{R"({"input": [4294967296]})", 422, "input[0] must be a token id"},
+           Case{R"({"input": [1.5]})", 422, "input[0] must be a token id"},
+           Case{R"({"input": [[]]})", 400, "input[0] is empty"},
+           Case{R"({"input": 7})", 422, "input must be a string, an array of strings"},
+           Case{R"({"input": {"a": 1}})", 422, "not an object"},
+           Case{R"({"input": "a", "model": 3})", 422, "model must be a string, not an integer"},
+           Case{R"({"input": "a", "encoding_format": "int8"})", 422, "encoding_format must be \"float\" or \"base64\""},
+           Case{R"({"input": "a", "dimensions": 0})", 422, "dimensions must be an integer in [1, 1048576], not 0"},
+           Case{R"({"input": "a", "dimensions": -5})", 422, "dimensions must be an integer in [1, 1048576]"},
+           Case{R"({"input": "a", "dimensions": 1e20})", 422, "dimensions must be an integer, not a number"},
+           Case{R"({"input": "a", "dimensions": 18446744073709551615})", 422, "dimensions must be an integer in"},
+           Case{R"({"input": "a", "dimensions": "8"})", 422, "dimensions must be an integer, not a string"},
+           Case{R"({"input": "a", "user": 1})", 422, "user must be a string"},
+       }) {
+    auto r = ParseOpenAIEmbeddings(Body(c.body));
+    ASSERT_FALSE(r.ok()) << c.body;
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.body;
+    EXPECT_EQ(HttpStatusOf(r.status()), c.http) << c.body << ": " << r.status();
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message)) << c.body;
+  }
+}
+
+TEST(OpenAIEmbeddingsTest, ResponseShapeAndBase64) {
+  EmbedResult result;
+  result.model = "embedder";
+  result.embeddings.resize(2);
+  result.embeddings[0].values = {1.0f, -0.5f, 0.25f};
+  result.embeddings[1].values = {3.5f, 1e-7f, -2.0f};
+  result.usage.tokens = 11;
+  const json floats = OpenAIEmbeddingsJson(result, false);
+  EXPECT_EQ(floats["object"], "list");
+  EXPECT_EQ(floats["model"], "embedder");
+  EXPECT_EQ(floats["usage"], json({{"prompt_tokens", 11}, {"total_tokens", 11}}));
+  ASSERT_EQ(floats["data"].size(), 2u);
+  EXPECT_EQ(floats["data"][1]["object"], "embedding");
+  EXPECT_EQ(floats["data"][1]["index"], 1);
+  EXPECT_EQ(floats["data"][1]["embedding"].get<std::vector<float>>(), result.embeddings[1].values);
+  EXPECT_EQ(floats.size(), 4u);
+  EXPECT_EQ(floats["data"][0].size(), 3u);
+
+  const json b64 = OpenAIEmbeddingsJson(result, true);
+  for (int i = 0; i < 2; ++i) {
+    std::string bytes;
+    ASSERT_TRUE(absl::Base64Unescape(b64["data"][i]["embedding"].get<std::string>(), &bytes));
+    ASSERT_EQ(bytes.size(), 12u);
+    // Little-endian float32, byte by byte.
+    for (int k = 0; k < 3; ++k) {
+      uint32_t bits = 0;
+      for (int b = 0; b < 4; ++b) bits |= uint32_t(uint8_t(bytes[4 * k + b])) << (8 * b);
+      float f;
+      std::memcpy(&f, &bits, 4);
+      EXPECT_EQ(f, result.embeddings[i].values[k]);
+    }
+  }
+  EXPECT_EQ(Base64Floats({1.0f}), "AACAPw==");  // 0x3f800000, little-endian
+}
+
+TEST(OpenAIEmbeddingsTest, ModelsAndErrorShape) {
+  ModelDescription a, b;
+  a.name = "embedder";
+  b.name = "reranker";
+  const json models = OpenAIModelsJson({a, b}, 1700000000);
+  EXPECT_EQ(models, json::parse(R"({"object": "list", "data": [
+      {"id": "embedder", "object": "model", "created": 1700000000, "owned_by": "relserve"},
+      {"id": "reranker", "object": "model", "created": 1700000000, "owned_by": "relserve"}]})"));
+  const json e = OpenAIErrorJson(absl::InvalidArgumentError("inputs[3].text is empty"), 422);
+  EXPECT_EQ(e, json::parse(R"({"error": {"message": "inputs[3].text is empty", "type": "invalid_request_error",
+                                          "param": "input", "code": "invalid_argument"}})"));
+  EXPECT_EQ(OpenAIErrorJson(absl::NotFoundError("model \"x\" is not served here"), 404)["error"]["param"], "model");
+  EXPECT_EQ(OpenAIErrorJson(absl::InvalidArgumentError("dimensions must be"), 422)["error"]["param"], "dimensions");
+  EXPECT_TRUE(OpenAIErrorJson(absl::UnavailableError("shutting down"), 503)["error"]["param"].is_null());
+}
+
+TEST(TeiTest, EmbedDefaultsAndOptions) {
+  auto r = ParseTeiEmbed(Body(R"({"inputs": "hello"})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->normalize);  // TEI's default
+  EXPECT_FALSE(r->truncate);
+  EXPECT_EQ(r->model, "");
+  auto o = ParseTeiEmbed(
+      Body(R"({"inputs": ["a", [1, 2]], "normalize": false, "truncate": true, "truncation_direction": "Right",
+               "dimensions": 8})"));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->normalize);
+  EXPECT_TRUE(o->truncate);
+  EXPECT_EQ(o->dimensions, 8);
+  ASSERT_EQ(o->inputs.size(), 2u);
+  EXPECT_EQ(o->inputs[1].kind, Input::Kind::kTokens);
+  for (const char* bad : {R"({"inputs": "a", "normalize": "yes"})", R"({"inputs": "a", "truncate": 1})",
+                          R"({"inputs": "a", "truncation_direction": "left"})",
+                          R"({"inputs": "a", "truncation_direction": "up"})", R"({"inputs": "a", "prompt_name": "q"})",
+                          R"({"input": "a"})"}) {
+    auto b = ParseTeiEmbed(Body(bad));
+    EXPECT_FALSE(b.ok()) << bad;
+    EXPECT_EQ(HttpStatusOf(b.status()), 422) << bad;
+  }
+  EXPECT_THAT(std::string(ParseTeiEmbed(Body(R"({"inputs": "a", "normalize": "yes"})")).status().message()),
+              HasSubstr("normalize must be true or false, not a string"));
+  EmbedResult result;
+  result.embeddings.resize(2);
+  result.embeddings[0].values = {1, 2};
+  result.embeddings[1].values = {3, 4};
+  EXPECT_EQ(TeiEmbedJson(result), json::parse("[[1.0, 2.0], [3.0, 4.0]]"));
+}
+
+TEST(TeiTest, RerankRequestAndResponse) {
+  auto r = ParseTeiRerank(Body(R"({"query": "q", "texts": ["a", "b"], "return_text": true, "raw_scores": true})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->query, "q");
+  EXPECT_EQ(r->documents, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r->return_documents);
+  EXPECT_TRUE(r->raw_scores);
+  EXPECT_EQ(r->top_n, 0);
+  auto d = ParseTeiRerank(Body(R"({"query": "q", "texts": ["a"]})"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->return_documents);
+  EXPECT_FALSE(d->raw_scores);
+  EXPECT_EQ(HttpStatusOf(ParseTeiRerank(Body(R"({"query": "q", "texts": []})")).status()), 400);
+  EXPECT_EQ(HttpStatusOf(ParseTeiRerank(Body(R"({"query": "", "texts": ["a"]})")).status()), 400);
+  EXPECT_THAT(std::string(ParseTeiRerank(Body(R"({"query": "q", "texts": ["a", 2]})")).status().message()),
+              HasSubstr("texts[1] must be a string"));
+  EXPECT_THAT(std::string(ParseTeiRerank(Body(R"({"texts": ["a"]})")).status().message()), HasSubstr("query is required"));
+
+  RerankResult result;
+  result.results = {{1, 0.9f, "b"}, {0, 0.1f, "a"}};
+  EXPECT_EQ(TeiRerankJson(result),
+            json::parse(R"([{"index": 1, "score": 0.8999999761581421, "text": "b"},
+                            {"index": 0, "score": 0.10000000149011612, "text": "a"}])"));
+  result.results = {{0, 0.5f, ""}};
+  EXPECT_EQ(TeiRerankJson(result), json::parse(R"([{"index": 0, "score": 0.5}])"));
+}
+
+TEST(TeiTest, PredictSingleInputsPairsAndBatches) {
+  auto single = ParseTeiPredict(Body(R"({"inputs": "good"})"));
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_FALSE(single->batch);
+  ASSERT_EQ(single->classify.inputs.size(), 1u);
+  EXPECT_EQ(single->classify.inputs[0].kind, Input::Kind::kText);
+
+  auto pair = ParseTeiPredict(Body(R"({"inputs": ["premise", "hypothesis"], "raw_scores": true})"));
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_FALSE(pair->batch);
+  ASSERT_EQ(pair->classify.inputs.size(), 1u);
+  EXPECT_EQ(pair->classify.inputs[0].kind, Input::Kind::kPair);
+  EXPECT_EQ(pair->classify.inputs[0].second, "hypothesis");
+  EXPECT_TRUE(pair->classify.raw_scores);
+
+  auto batch = ParseTeiPredict(Body(R"({"inputs": [["a"], ["b", "c"]]})"));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_TRUE(batch->batch);
+  ASSERT_EQ(batch->classify.inputs.size(), 2u);
+  EXPECT_EQ(batch->classify.inputs[0].kind, Input::Kind::kText);
+  EXPECT_EQ(batch->classify.inputs[1].kind, Input::Kind::kPair);
+
+  EXPECT_THAT(std::string(ParseTeiPredict(Body(R"({"inputs": ["a", "b", "c"]})")).status().message()),
+              HasSubstr("inputs must be [text] or a pair [text, text], not an array of 3"));
+  EXPECT_THAT(std::string(ParseTeiPredict(Body(R"({"inputs": [["a"], []]})")).status().message()),
+              HasSubstr("inputs[1] must be [text] or a pair"));
+  EXPECT_EQ(HttpStatusOf(ParseTeiPredict(Body(R"({"inputs": []})")).status()), 400);
+  EXPECT_EQ(HttpStatusOf(ParseTeiPredict(Body(R"({"inputs": 5})")).status()), 422);
+
+  ClassifyResult result;
+  result.results.resize(1);
+  result.results[0].labels = {{"POS", 1, 0.75f}, {"NEG", 0, 0.25f}};
+  EXPECT_EQ(TeiPredictJson(result, false),
+            json::parse(R"([{"score": 0.75, "label": "POS"}, {"score": 0.25, "label": "NEG"}])"));
+  EXPECT_EQ(TeiPredictJson(result, true),
+            json::parse(R"([[{"score": 0.75, "label": "POS"}, {"score": 0.25, "label": "NEG"}]])"));
+}
+
+TEST(TeiTest, TokenizeMarksSpecialTokensAndSlicesTheInput) {
+  auto r = ParseTeiTokenize(Body(R"({"inputs": "Hello world"})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->add_special_tokens);
+  TokenizeResult result;
+  Tokenized t;
+  t.input_ids = {1, 50, 60, 2};
+  t.offsets = {{0, 0}, {0, 5}, {5, 11}, {0, 0}};
+  t.pieces = {"[CLS]", "\u2581Hello", "\u2581world", "[SEP]"};
+  result.results.push_back(t);
+  const std::set<int32_t> special = {1, 2};
+  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, true, special), json::parse(R"([[
+      {"id": 1, "text": "[CLS]", "special": true, "start": null, "stop": null},
+      {"id": 50, "text": "Hello", "special": false, "start": 0, "stop": 5},
+      {"id": 60, "text": " world", "special": false, "start": 5, "stop": 11},
+      {"id": 2, "text": "[SEP]", "special": true, "start": null, "stop": null}]])"));
+  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, false, special)[0].size(), 2u);
+  // A piece that covers no bytes ("▁" before a word) is not special.
+  result.results[0].input_ids = {1, 5, 50, 2};
+  result.results[0].offsets = {{0, 0}, {0, 0}, {0, 5}, {0, 0}};
+  result.results[0].pieces = {"[CLS]", "\u2581", "Hello", "[SEP]"};
+  const json plain = TeiTokenizeJson(r->tokenize, result, false, special)[0];
+  ASSERT_EQ(plain.size(), 2u);
+  EXPECT_EQ(plain[0], json::parse(R"({"id": 5, "text": "", "special": false, "start": 0, "stop": 0})"));
+  EXPECT_THAT(std::string(ParseTeiTokenize(Body(R"({"inputs": ["a", 1]})")).status().message()),
+              HasSubstr("inputs[1] must be a string"));
+  EXPECT_THAT(std::string(ParseTeiTokenize(Body(R"({"inputs": "a", "add_special_tokens": 1})")).status().message()),
+              HasSubstr("add_special_tokens must be true or false"));
+}
+
+TEST(TeiTest, InfoAndErrorShape) {
+  ModelDescription m;
+  m.name = "reranker";
+  m.has_classifier = true;
+  m.labels = {"LABEL_0"};
+  m.dtype = DType::kFloat32;
+  ServerLimitsInfo limits;
+  limits.max_input_length = 512;
+  limits.max_batch_tokens = 16384;
+  limits.max_batch_requests = 64;
+  limits.max_client_batch_size = 256;
+  limits.max_concurrent_requests = 64;
+  limits.version = "0.1.0";
+  const json info = TeiInfoJson(m, limits);
+  EXPECT_EQ(info["model_id"], "reranker");
+  EXPECT_EQ(info["model_dtype"], "float32");
+  EXPECT_EQ(info["model_type"], json::parse(R"({"reranker": {"id2label": {"0": "LABEL_0"},
+                                                              "label2id": {"LABEL_0": 0}}})"));
+  EXPECT_EQ(info["max_input_length"], 512);
+  EXPECT_EQ(info["max_client_batch_size"], 256);
+  EXPECT_EQ(info["auto_truncate"], false);
+  EXPECT_TRUE(info["model_sha"].is_null());
+  m.has_classifier = false;
+  m.labels.clear();
+  m.pooling = "mean+normalize";
+  EXPECT_EQ(TeiInfoJson(m, limits)["model_type"], json::parse(R"({"embedding": {"pooling": "mean"}})"));
+  EXPECT_EQ(TeiErrorJson(absl::InvalidArgumentError("inputs is empty"), 400),
+            json::parse(R"({"error": "inputs is empty", "error_type": "Empty"})"));
+  EXPECT_EQ(TeiErrorJson(absl::ResourceExhaustedError("queue full"), 429),
+            json::parse(R"({"error": "queue full", "error_type": "Overloaded"})"));
+}
+
+TEST(CohereRerankTest, RequestAndResponse) {
+  auto r = ParseCohereRerank(Body(R"({"model": "reranker", "query": "q",
+                                      "documents": ["a", {"text": "b"}], "top_n": 1, "return_documents": true})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, "reranker");
+  EXPECT_EQ(r->documents, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->top_n, 1);
+  EXPECT_TRUE(r->return_documents);
+  auto d = ParseCohereRerank(Body(R"({"query": "q", "documents": ["a"]})"));
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(d->return_documents);
+  EXPECT_EQ(d->top_n, 0);
+  EXPECT_THAT(std::string(ParseCohereRerank(Body(R"({"query": "q", "documents": [{"title": "x"}]})")).status().message()),
+              HasSubstr("documents[0] is an object without \"text\""));
+  EXPECT_THAT(std::string(ParseCohereRerank(Body(R"({"query": "q", "documents": ["a"], "top_n": 0})")).status().message()),
+              HasSubstr("top_n must be an integer in [1, "));
+  EXPECT_EQ(HttpStatusOf(ParseCohereRerank(Body(R"({"query": "q", "documents": []})")).status()), 400);
+
+  RerankResult result;
+  result.model = "reranker";
+  result.results = {{1, 0.5f, "b"}};
+  result.usage.tokens = 9;
+  EXPECT_EQ(CohereRerankJson(result), json::parse(R"({"model": "reranker",
+      "results": [{"index": 1, "relevance_score": 0.5, "document": {"text": "b"}}], "usage": {"total_tokens": 9}})"));
+}
+
+TEST(DumpJsonTest, InvalidUtf8InAResponseIsReplacedNotThrown) {
+  EXPECT_EQ(DumpJson(json{{"text", std::string("a\xff")}}), "{\"text\":\"a\xEF\xBF\xBD\"}");
+}
+
+}  // namespace
+}  // namespace relserve

@@ -1,0 +1,349 @@
+// The serving layer on its own: a fake backend behind real batchers, no torch and no
+// transport. Each call's validation, submission and post-processing (normalisation,
+// dimensions, softmax or sigmoid by problem type, top-k, rerank order) is checked against
+// values computed here from what the fake backend returns.
+#include "server/serving/encoder_serving.h"
+
+#include <cmath>
+#include <future>
+#include <memory>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/batching/model_batcher.h"
+#include "server/tokenizer/tokenizer.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Outputs that are simple functions of the ids: pooled = [sum, count, 1, 2], token states =
+// the id repeated hidden times, logits from a table (or the first id plus the length).
+class FakeBackend : public InferenceBackend {
+ public:
+  FakeBackend(std::vector<std::string> labels, std::string problem_type, std::vector<float> logits = {})
+      : logits_(std::move(logits)) {
+    info_.architecture = labels.empty() ? "FakeModel" : "FakeForSequenceClassification";
+    info_.model_type = "fake";
+    info_.hidden_size = 3;
+    info_.num_layers = 1;
+    info_.vocab_size = 1000;
+    info_.max_length = 16;
+    info_.embedding_dim = 4;
+    info_.pooling = "mean";
+    info_.labels = std::move(labels);
+    info_.problem_type = std::move(problem_type);
+    info_.dtype = "bfloat16";
+    info_.device = "cpu";
+  }
+  const ModelInfo& info() const override { return info_; }
+  absl::Status Validate(const SequenceInput& s) const override {
+    for (int32_t id : s.input_ids) {
+      if (id < 0 || id >= info_.vocab_size) return absl::InvalidArgumentError("id out of range");
+    }
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch, uint32_t outputs) override {
+    runs_ += static_cast<int>(batch.size());
+    std::vector<SequenceOutput> out;
+    for (const SequenceInput& s : batch) {
+      SequenceOutput o;
+      o.num_tokens = static_cast<int32_t>(s.input_ids.size());
+      float sum = 0;
+      for (int32_t id : s.input_ids) sum += static_cast<float>(id);
+      if (outputs & kOutputPooled) o.pooled = {sum, static_cast<float>(s.input_ids.size()), 1, 2};
+      if (outputs & kOutputTokenStates) {
+        for (int32_t id : s.input_ids) o.token_states.insert(o.token_states.end(), 3, static_cast<float>(id));
+      }
+      if (outputs & kOutputLogits) {
+        if (!logits_.empty()) {
+          o.logits = logits_;
+        } else {
+          // The first id plus the length: pairs of different lengths score differently.
+          o.logits.assign(info_.labels.size(), static_cast<float>(s.input_ids[0] + s.input_ids.size() - 1));
+        }
+        if (s.input_ids[0] == 999) o.logits[0] = NAN;  // a model that overflows on this input
+      }
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+  int runs() const { return runs_.load(); }
+
+ private:
+  ModelInfo info_;
+  std::vector<float> logits_;
+  std::atomic<int> runs_{0};
+};
+
+class EncoderServingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Add("embedder", std::make_unique<FakeBackend>(std::vector<std::string>{}, ""));
+    auto tokenizer = Tokenizer::LoadModelFile(RELSERVE_TEST_DATA_DIR "/reference/tokenizer/spm.model",
+                                              TokenizerFamily::kDeberta, 16);
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    tokenizer_ = std::move(*tokenizer);
+    Add("reranker", std::make_unique<FakeBackend>(std::vector<std::string>{"score"}, "regression"), tokenizer_.get());
+    Add("classifier", std::make_unique<FakeBackend>(std::vector<std::string>{"neg", "neu", "pos"},
+                                                    "single_label_classification", std::vector<float>{1, 3, 2}));
+    Add("tagger", std::make_unique<FakeBackend>(std::vector<std::string>{"a", "b"}, "multi_label_classification",
+                                                std::vector<float>{0, 2}));
+    ServingLimits limits;
+    limits.max_inputs_per_request = 4;
+    limits.max_response_bytes = 2000;
+    serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, limits);
+  }
+  void TearDown() override {
+    for (auto& b : batchers_) b->Stop(absl::Seconds(5));
+  }
+  void Add(const std::string& name, std::unique_ptr<FakeBackend> backend, const Tokenizer* tokenizer = nullptr) {
+    BatcherConfig config;
+    config.policy.max_queue_delay = absl::ZeroDuration();
+    auto batcher = ModelBatcher::Create(backend.get(), config, nullptr);
+    ASSERT_TRUE(batcher.ok()) << batcher.status();
+    ServedModel m;
+    m.name = name;
+    m.backend = backend.get();
+    m.batcher = batcher->get();
+    m.tokenizer = tokenizer;
+    m.max_length = 16;
+    registry_.Add(m);
+    backends_.push_back(std::move(backend));
+    batchers_.push_back(std::move(*batcher));
+  }
+  FakeBackend& backend(int i) { return *backends_[i]; }
+
+  // Runs an asynchronous call and waits for its answer.
+  template <typename Request, typename Result>
+  absl::StatusOr<Result> Call(void (EncoderServing::*method)(const Request&, const CallContext&,
+                                                             EncoderServing::Done<Result>) const,
+                              const Request& request, CallContext context = {}) {
+    std::promise<absl::StatusOr<Result>> answer;
+    (serving_.get()->*method)(request, context, [&answer](absl::StatusOr<Result> r) { answer.set_value(std::move(r)); });
+    return answer.get_future().get();
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  ModelRegistry registry_;
+  ServerMetrics metrics_;
+  std::vector<std::unique_ptr<FakeBackend>> backends_;
+  std::vector<std::unique_ptr<ModelBatcher>> batchers_;
+  std::unique_ptr<EncoderServing> serving_;
+};
+
+TEST_F(EncoderServingTest, EmbedNormalizesCutsDimensionsAndReportsUsage) {
+  EmbedRequest req;
+  req.inputs = {Input::Tokens({3, 4}), Input::Tokens({1, 2, 3})};
+  req.request_id = "r1";
+  auto plain = Call(&EncoderServing::Embed, req);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->model, "embedder");  // the default model
+  EXPECT_EQ(plain->request_id, "r1");
+  EXPECT_THAT(plain->embeddings[0].values, ElementsAre(7, 2, 1, 2));
+  EXPECT_THAT(plain->embeddings[1].values, ElementsAre(6, 3, 1, 2));
+  EXPECT_EQ(plain->embeddings[1].num_tokens, 3);
+  EXPECT_EQ(plain->usage.tokens, 5);
+  EXPECT_EQ(plain->usage.sequences, 2);
+
+  req.normalize = true;
+  auto normalized = Call(&EncoderServing::Embed, req);
+  ASSERT_TRUE(normalized.ok());
+  const double n = std::sqrt(49.0 + 4 + 1 + 4);
+  EXPECT_NEAR(normalized->embeddings[0].values[0], 7 / n, 1e-6);
+  EXPECT_NEAR(normalized->embeddings[0].values[3], 2 / n, 1e-6);
+
+  req.normalize = false;
+  req.dimensions = 2;  // the first two values, renormalised
+  auto cut = Call(&EncoderServing::Embed, req);
+  ASSERT_TRUE(cut.ok());
+  ASSERT_EQ(cut->embeddings[0].values.size(), 2u);
+  EXPECT_NEAR(cut->embeddings[0].values[0], 7 / std::sqrt(53.0), 1e-6);
+
+  req.dimensions = 5;
+  auto bad = Call(&EncoderServing::Embed, req);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("dimensions 5 is outside [0, 4] for model embedder"));
+}
+
+TEST_F(EncoderServingTest, RequestsAreValidatedBeforeAnythingIsQueued) {
+  EmbedRequest req;
+  req.model = "nope";
+  req.inputs = {Input::Tokens({1})};
+  EXPECT_EQ(Call(&EncoderServing::Embed, req).status().code(), absl::StatusCode::kNotFound);
+  req.model = "";
+  req.inputs.assign(5, Input::Tokens({1}));
+  auto many = Call(&EncoderServing::Embed, req);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(many.status().message()), HasSubstr("inputs has 5 entries, more than the limit of 4"));
+  req.inputs = {Input::Tokens({1}), Input::Text("text but no tokenizer")};
+  auto text = Call(&EncoderServing::Embed, req);
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(text.status().message()), HasSubstr("inputs[1]: the model has no tokenizer"));
+  req.inputs = {Input::Tokens({1, 5000})};
+  EXPECT_EQ(Call(&EncoderServing::Embed, req).status().code(), absl::StatusCode::kInvalidArgument);
+  req.inputs = {Input()};
+  EXPECT_THAT(std::string(Call(&EncoderServing::Embed, req).status().message()), HasSubstr("inputs[0] is empty"));
+  EXPECT_EQ(backend(0).runs(), 0);
+}
+
+TEST_F(EncoderServingTest, EmbedTokensReturnsStatesAndRefusesAnswersTooLargeBeforeComputing) {
+  EmbedTokensRequest req;
+  req.inputs = {Input::Tokens({5, 6})};
+  auto r = Call(&EncoderServing::EmbedTokens, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sequences[0].hidden_size, 3);
+  EXPECT_THAT(r->sequences[0].values, ElementsAre(5, 5, 5, 6, 6, 6));
+  EXPECT_THAT(r->sequences[0].token_ids, ElementsAre(5, 6));
+  const int before = backend(0).runs();
+  // 4 x 16 tokens x (3 floats + ids and offsets) is over the 2000-byte limit.
+  req.inputs.assign(4, Input::Tokens(std::vector<int32_t>(16, 7)));
+  auto big = Call(&EncoderServing::EmbedTokens, req);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(big.status().message()), HasSubstr("64 tokens x 3 values"));
+  EXPECT_EQ(backend(0).runs(), before);
+}
+
+TEST_F(EncoderServingTest, RerankOrdersBySigmoidOfTheLogitWithTopNAndDocuments) {
+  RerankRequest req;
+  req.model = "reranker";
+  req.query = "q";
+  req.documents = {"x", "x x x x", "x x"};
+  // The fake logit is [CLS] (id 1) plus the pair's length minus one: the pair's length.
+  std::vector<float> logits;
+  for (const std::string& d : req.documents) {
+    auto enc = tokenizer_->EncodePair(req.query, d, TokenizeOptions());
+    ASSERT_TRUE(enc.ok());
+    logits.push_back(static_cast<float>(enc->input_ids.size()));
+  }
+  ASSERT_GT(logits[1], logits[2]);
+  ASSERT_GT(logits[2], logits[0]);
+  auto r = Call(&EncoderServing::Rerank, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->results.size(), 3u);
+  EXPECT_EQ(r->results[0].index, 1);
+  EXPECT_EQ(r->results[1].index, 2);
+  EXPECT_EQ(r->results[2].index, 0);
+  EXPECT_NEAR(r->results[0].score, 1 / (1 + std::exp(-logits[1])), 1e-6);
+  EXPECT_TRUE(r->results[0].document.empty());
+
+  req.top_n = 2;
+  req.return_documents = true;
+  req.raw_scores = true;
+  auto top = Call(&EncoderServing::Rerank, req);
+  ASSERT_TRUE(top.ok());
+  ASSERT_EQ(top->results.size(), 2u);
+  EXPECT_EQ(top->results[0].score, logits[1]);
+  EXPECT_EQ(top->results[0].document, "x x x x");
+  EXPECT_EQ(top->usage.sequences, 3);
+
+  req.model = "embedder";
+  auto no_head = Call(&EncoderServing::Rerank, req);
+  EXPECT_EQ(no_head.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(no_head.status().message()), HasSubstr("has no classification head; Rerank needs a cross-encoder"));
+  req.model = "reranker";
+  req.query = "";
+  EXPECT_THAT(std::string(Call(&EncoderServing::Rerank, req).status().message()), HasSubstr("query is empty"));
+  req.query = "q";
+  req.top_n = -1;
+  EXPECT_THAT(std::string(Call(&EncoderServing::Rerank, req).status().message()), HasSubstr("top_n"));
+}
+
+TEST_F(EncoderServingTest, ClassifyScoresByProblemTypeWithTopK) {
+  ClassifyRequest req;
+  req.model = "classifier";
+  req.inputs = {Input::Tokens({1})};
+  auto softmax = Call(&EncoderServing::Classify, req);
+  ASSERT_TRUE(softmax.ok()) << softmax.status();
+  const double z = std::exp(1.0) + std::exp(3.0) + std::exp(2.0);
+  ASSERT_EQ(softmax->results[0].labels.size(), 3u);
+  EXPECT_EQ(softmax->results[0].labels[0].label, "neu");
+  EXPECT_EQ(softmax->results[0].labels[0].index, 1);
+  EXPECT_NEAR(softmax->results[0].labels[0].score, std::exp(3.0) / z, 1e-6);
+  EXPECT_EQ(softmax->results[0].labels[2].label, "neg");
+  EXPECT_THAT(softmax->results[0].logits, ElementsAre(1, 3, 2));
+
+  req.top_k = 1;
+  req.raw_scores = true;
+  auto raw = Call(&EncoderServing::Classify, req);
+  ASSERT_EQ(raw->results[0].labels.size(), 1u);
+  EXPECT_EQ(raw->results[0].labels[0].score, 3);
+
+  req = ClassifyRequest();
+  req.model = "tagger";
+  req.inputs = {Input::Tokens({1})};
+  auto sigmoid = Call(&EncoderServing::Classify, req);
+  ASSERT_TRUE(sigmoid.ok());
+  EXPECT_NEAR(sigmoid->results[0].labels[0].score, 1 / (1 + std::exp(-2.0)), 1e-6);
+  EXPECT_NEAR(sigmoid->results[0].labels[1].score, 0.5, 1e-6);
+
+  req.model = "reranker";  // one label, regression: the value itself
+  req.inputs = {Input::Tokens({42})};
+  auto regression = Call(&EncoderServing::Classify, req);
+  ASSERT_TRUE(regression.ok());
+  EXPECT_EQ(regression->results[0].labels[0].score, 42);
+
+  req.model = "embedder";
+  EXPECT_EQ(Call(&EncoderServing::Classify, req).status().code(), absl::StatusCode::kFailedPrecondition);
+  req.model = "classifier";
+  req.top_k = -2;
+  EXPECT_EQ(Call(&EncoderServing::Classify, req).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EncoderServingTest, NonFiniteOutputsAreInternalAndCounted) {
+  ClassifyRequest req;
+  req.model = "classifier";
+  req.inputs = {Input::Tokens({1}), Input::Tokens({999})};
+  auto r = Call(&EncoderServing::Classify, req);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("model classifier produced non-finite values"));
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("sequence 1 of the request"));
+  EXPECT_THAT(metrics_.Render(), HasSubstr("relserve_nonfinite_outputs_total{model=\"classifier\"} 1"));
+}
+
+TEST_F(EncoderServingTest, ExpiredAndCancelledCallsAreNotComputed) {
+  EmbedRequest req;
+  req.inputs = {Input::Tokens({1})};
+  CallContext expired;
+  expired.deadline = absl::Now() - absl::Seconds(1);
+  EXPECT_EQ(Call(&EncoderServing::Embed, req, expired).status().code(), absl::StatusCode::kDeadlineExceeded);
+  CallContext cancelled;
+  cancelled.cancelled = std::make_shared<std::atomic<bool>>(true);
+  EXPECT_EQ(Call(&EncoderServing::Embed, req, cancelled).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(backend(0).runs(), 0);
+}
+
+TEST_F(EncoderServingTest, TokenizeAndListModels) {
+  TokenizeRequest req;
+  req.model = "tagger";
+  req.inputs = {Input::Tokens({4, 5}, {0, 1}), Input::Tokens({6})};
+  auto t = serving_->Tokenize(req);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->model, "tagger");
+  EXPECT_THAT(t->results[0].token_type_ids, ElementsAre(0, 1));
+  EXPECT_THAT(t->results[1].token_type_ids, ElementsAre(0));  // filled in
+  EXPECT_TRUE(t->results[0].pieces.empty());                   // no tokenizer
+  req.inputs = {Input::Tokens(std::vector<int32_t>(20, 1))};
+  EXPECT_THAT(std::string(serving_->Tokenize(req).status().message()), HasSubstr("more than the maximum of 16"));
+  req.truncate = true;
+  auto cut = serving_->Tokenize(req);
+  ASSERT_TRUE(cut.ok());
+  EXPECT_TRUE(cut->results[0].truncated);
+  EXPECT_EQ(cut->results[0].input_ids.size(), 16u);
+
+  const std::vector<ModelDescription> models = serving_->ListModels();
+  ASSERT_EQ(models.size(), 4u);
+  EXPECT_EQ(models[0].name, "embedder");
+  EXPECT_FALSE(models[0].has_classifier);
+  EXPECT_EQ(models[0].dtype, DType::kBFloat16);
+  EXPECT_EQ(models[2].problem_type, ProblemType::kSingleLabel);
+  EXPECT_EQ(models[3].problem_type, ProblemType::kMultiLabel);
+  EXPECT_EQ(models[1].problem_type, ProblemType::kRegression);
+  EXPECT_STREQ(ProblemTypeName(models[3].problem_type), "multi_label_classification");
+  EXPECT_EQ(serving_->default_model(), "embedder");
+}
+
+}  // namespace
+}  // namespace relserve
