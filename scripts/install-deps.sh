@@ -5,6 +5,7 @@
 #   scripts/install-deps.sh            build + test dependencies (default)
 #   scripts/install-deps.sh --compile  only what compiling the binaries needs (the Docker build stage)
 #   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
+#   scripts/install-deps.sh --sanitize build + test dependencies and what scripts/sanitize.sh needs
 #
 # RELSERVE_TORCH=external leaves Debian's LibTorch (CPU) out, for builds against another
 # LibTorch such as a CUDA one (Dockerfile.cuda).
@@ -14,8 +15,9 @@ mode=build
 case "${1:-}" in
   --runtime) mode=runtime ;;
   --compile) mode=compile ;;
+  --sanitize) mode=sanitize ;;
   ""|--build) mode=build ;;
-  *) echo "usage: $0 [--build|--compile|--runtime]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build|--compile|--runtime|--sanitize]" >&2; exit 2 ;;
 esac
 
 SUDO=""
@@ -51,11 +53,17 @@ test_pkgs=(
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
   python3-requests curl   # tests/http: the HTTP API called by real clients
 )
+sanitize_pkgs=(
+  clang libclang-rt-14-dev  # the sanitizer builds; libclang-rt has the sanitizer and libFuzzer runtimes
+  llvm                      # llvm-symbolizer: source lines in sanitizer reports
+  dpkg-dev                  # apt-get source sentencepiece (rebuilt against the system libprotobuf)
+)
 
 case "$mode" in
   runtime) pkgs=("${runtime_pkgs[@]}") ;;
   compile) pkgs=("${compile_pkgs[@]}") ;;
   build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}") ;;
+  sanitize) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${sanitize_pkgs[@]}") ;;
 esac
 
 if [ "${RELSERVE_TORCH:-debian}" = external ]; then

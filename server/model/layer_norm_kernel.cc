@@ -38,19 +38,26 @@ __attribute__((always_inline)) inline void NormRows(const NormArgs& a, int64_t b
     } else {
       for (int64_t k = 0; k < H; ++k) buf[k] = static_cast<float>(x[k]);
     }
+    // Everything is computed relative to the row's first value, which float subtracts exactly
+    // from values near it. With a large common offset (a mean of 1000 or 1e5, unit spread) a
+    // float sum of the values themselves keeps the spread's digits only when the loop is
+    // vectorized into many partial sums (not in sanitizer builds), and a mean of 1e5 is itself
+    // only representable to within 0.004.
+    const float shift = H > 0 ? buf[0] : 0.0f;
     float sum = 0.0f;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t k = 0; k < H; ++k) sum += buf[k];
-    const float mean = sum / static_cast<float>(H);
+    for (int64_t k = 0; k < H; ++k) sum += buf[k] - shift;
+    const float mean = sum / static_cast<float>(H);  // of the shifted values
     float sq = 0.0f;
 #pragma omp simd reduction(+ : sq)
     for (int64_t k = 0; k < H; ++k) {
-      const float d = buf[k] - mean;
+      const float d = (buf[k] - shift) - mean;
       sq += d * d;
     }
     const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(H) + a.eps);
     for (int64_t k = 0; k < H; ++k) {
-      out[k] = static_cast<T>((buf[k] - mean) * rstd * static_cast<float>(w[k]) + static_cast<float>(bias[k]));
+      out[k] = static_cast<T>(((buf[k] - shift) - mean) * rstd * static_cast<float>(w[k]) +
+                              static_cast<float>(bias[k]));
     }
   }
 }

@@ -18,7 +18,24 @@ std::string LastDlError() {
   return message != nullptr ? message : "unknown dlopen error";
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RELSERVE_SANITIZER_REFUSES_DEEPBIND 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RELSERVE_SANITIZER_REFUSES_DEEPBIND 1
+#endif
+
 }  // namespace
+
+int SentencePieceModule::LoadFlags() {
+#ifdef RELSERVE_SENTENCEPIECE_SHARES_PROTOBUF
+  return RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE;
+#else
+  return RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND | RTLD_NODELETE;
+#endif
+}
 
 std::vector<std::string> SentencePieceModule::SearchPath() {
   std::vector<std::string> paths;
@@ -62,7 +79,15 @@ absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::
 
 absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::Open(
     const std::string& path) {
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND | RTLD_NODELETE);
+#if defined(RELSERVE_SANITIZER_REFUSES_DEEPBIND) && !defined(RELSERVE_SENTENCEPIECE_SHARES_PROTOBUF)
+  // The sanitizer runtime would kill the process on an RTLD_DEEPBIND dlopen.
+  return absl::FailedPreconditionError(absl::StrCat(
+      "cannot load SentencePiece module ", path,
+      ": this is a sanitizer build, and sanitizers refuse the RTLD_DEEPBIND load that Debian's "
+      "libsentencepiece needs; configure with RELSERVE_SENTENCEPIECE_PREFIX (see "
+      "scripts/sanitize.sh)"));
+#endif
+  void* handle = dlopen(path.c_str(), LoadFlags());
   if (handle == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot load SentencePiece module ", path, ": ", LastDlError()));

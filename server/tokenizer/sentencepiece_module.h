@@ -32,6 +32,10 @@ class SentencePieceModule {
   //   <dir of the executable>/librelserve_sentencepiece.so
   //   the module in the build tree this library was compiled in.
   static std::vector<std::string> SearchPath();
+  // The dlopen flags Open() uses: RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE, plus RTLD_DEEPBIND
+  // unless the module was built against a SentencePiece that shares the process's libprotobuf
+  // (RELSERVE_SENTENCEPIECE_PREFIX, the sanitizer builds: sanitizers refuse RTLD_DEEPBIND).
+  static int LoadFlags();
 
   SentencePieceModule(const SentencePieceModule&) = delete;
   SentencePieceModule& operator=(const SentencePieceModule&) = delete;

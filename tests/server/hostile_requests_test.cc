@@ -179,7 +179,10 @@ TEST_F(HostileRequestsTest, EmbedTokensTooLargeToAnswerIsRefusedBeforeComputing)
   EXPECT_EQ(resp.sequences_size(), 4);
 }
 
-// A model whose activations overflow: finite weights, so it loads, but every output is NaN.
+// A model whose activations overflow: finite weights, so it loads, but every output is NaN. Layer
+// 1's feed-forward output weights are all 3e38, so its matmul overflows to infinity, which the
+// LayerNorm after it turns into NaN. (A huge bias alone does not do it: LayerNorm takes a common
+// offset out exactly, as transformers' does.)
 std::string OverflowingModel() {
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(TestModels::Get().dir("classifier")).parent_path() / "overflowing";
@@ -192,7 +195,7 @@ std::string OverflowingModel() {
   writer.SetMetadata({{"format", "pt"}});
   for (const TensorView& t : (*file)->tensors()) {
     std::string bytes(reinterpret_cast<const char*>(t.data), t.nbytes);
-    if (t.name == "deberta.encoder.layer.1.output.dense.bias" || t.name == "encoder.layer.1.output.dense.bias") {
+    if (t.name == "deberta.encoder.layer.1.output.dense.weight" || t.name == "encoder.layer.1.output.dense.weight") {
       std::vector<float> huge(t.numel(), 3e38f);
       bytes.assign(reinterpret_cast<const char*>(huge.data()), huge.size() * sizeof(float));
     }

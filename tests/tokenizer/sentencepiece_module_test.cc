@@ -121,7 +121,7 @@ TEST(SentencePieceModuleTest, EnvironmentOverrideToNonLibraryIsAClearError) {
 }
 
 TEST(SentencePieceModuleTest, EntryPointRefusesOtherAbiVersions) {
-  void* handle = dlopen(RELSERVE_TEST_MODULE_PATH, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  void* handle = dlopen(RELSERVE_TEST_MODULE_PATH, SentencePieceModule::LoadFlags());
   ASSERT_NE(handle, nullptr) << dlerror();
   auto entry = reinterpret_cast<RelserveSpmEntryPoint>(dlsym(handle, RELSERVE_SPM_ENTRY_POINT));
   ASSERT_NE(entry, nullptr);
