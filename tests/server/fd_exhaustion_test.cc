@@ -70,24 +70,6 @@ bool GrpcAcceptsNewConnection(int port, std::chrono::milliseconds within) {
   return channel->WaitForConnected(std::chrono::system_clock::now() + within);
 }
 
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds within) {
-  const auto deadline = Clock::now() + within;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return condition();
-}
-
-int Count(const std::string& haystack, const std::string& needle) {
-  int n = 0;
-  for (size_t pos = haystack.find(needle); pos != std::string::npos;
-       pos = haystack.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut) {
   constexpr rlim_t kSoft = 64, kHard = 160;
   const std::string model = testing::TestModels::Get().dir("embedder");
@@ -97,7 +79,7 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
                                 kSoft, kHard);
   KillOnExit guard{p.pid};
   int grpc_port = 0, metrics_port = 0;
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         std::smatch m;
         const std::string log = ReadFile(p.log_path);
@@ -118,7 +100,7 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
 
   // Before: gRPC accepts, /healthz is 200, the gauge is 1 (once the first probe ran).
   ASSERT_TRUE(GrpcAcceptsNewConnection(grpc_port, std::chrono::seconds(10)));
-  ASSERT_TRUE(WaitUntil(
+  ASSERT_TRUE(testing::WaitUntil(
       [&] {
         return metrics_test::HttpGet(metrics_port, "/metrics").body.find(
                    "relserve_grpc_listener_ok 1") != std::string::npos;
@@ -134,13 +116,13 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
                                                      /*connect_timeout_ms=*/0);
     if (fd >= 0) held.push_back(fd);
   }
-  EXPECT_TRUE(WaitUntil([&] { return CountFds(p.pid) >= static_cast<int>(kHard) - 1; },
+  EXPECT_TRUE(testing::WaitUntil([&] { return CountFds(p.pid) >= static_cast<int>(kHard) - 1; },
                         std::chrono::seconds(10)))
       << CountFds(p.pid) << " descriptors open in the server";
   std::this_thread::sleep_for(std::chrono::seconds(1));
   // Released: the server closes its ends as the clients go.
   for (int fd : held) close(fd);
-  EXPECT_TRUE(WaitUntil([&] { return CountFds(p.pid) < static_cast<int>(kHard) / 2; },
+  EXPECT_TRUE(testing::WaitUntil([&] { return CountFds(p.pid) < static_cast<int>(kHard) / 2; },
                         std::chrono::seconds(10)))
       << CountFds(p.pid) << " descriptors still open in the server";
 
@@ -149,7 +131,7 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
   std::cout << "gRPC accepts new connections after the exhaustion: " << (accepts ? "yes" : "no")
             << std::endl;
   metrics_test::HttpResponse health;
-  EXPECT_TRUE(WaitUntil(
+  EXPECT_TRUE(testing::WaitUntil(
       [&] {
         health = metrics_test::HttpGet(metrics_port, "/healthz");
         return health.status == (accepts ? 200 : 503);
@@ -169,7 +151,7 @@ TEST(FdExhaustionTest, HealthzTellsWhetherGrpcStillAcceptsAfterDescriptorsRanOut
   }
   // The failure was logged once (the reason changed while it lasted; it is not repeated).
   const std::string log = ReadFile(p.log_path);
-  EXPECT_EQ(Count(log, "ERROR gRPC listener self-check failed"), 1) << log;
+  EXPECT_EQ(testing::CountOccurrences(log, "ERROR gRPC listener self-check failed"), 1) << log;
 
   // The process survived all this and still shuts down cleanly.
   kill(p.pid, SIGTERM);

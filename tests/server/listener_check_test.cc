@@ -23,6 +23,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/server/server_test_env.h"
 #include "server/metrics/server_metrics.h"
 
 namespace relserve {
@@ -253,24 +254,6 @@ TEST(ProbeListenerTest, RealGrpcServersPassQuietly) {
   RunCommand("rm -rf " + dir);
 }
 
-bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds within) {
-  const auto deadline = Clock::now() + within;
-  while (Clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return condition();
-}
-
-int Count(const std::string& haystack, const std::string& needle) {
-  int n = 0;
-  for (size_t pos = haystack.find(needle); pos != std::string::npos;
-       pos = haystack.find(needle, pos + 1)) {
-    ++n;
-  }
-  return n;
-}
-
 // The owned check follows the listener both ways, with the metric, logging each change once.
 TEST(GrpcListenerCheckTest, ReportsAListenerThatStopsAcceptingAndItsRecovery) {
   RawListener listener;  // not accepting yet
@@ -284,7 +267,7 @@ TEST(GrpcListenerCheckTest, ReportsAListenerThatStopsAcceptingAndItsRecovery) {
   ASSERT_TRUE(check.ok()) << check.status();
   GrpcListenerCheck& c = **check;
 
-  ASSERT_TRUE(WaitUntil([&] { return !c.status().ok(); }, std::chrono::seconds(5)));
+  ASSERT_TRUE(testing::WaitUntil([&] { return !c.status().ok(); }, std::chrono::seconds(5)));
   EXPECT_EQ(c.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(c.status().message()),
               HasSubstr("the gRPC listener does not accept new connections: "));
@@ -292,15 +275,15 @@ TEST(GrpcListenerCheckTest, ReportsAListenerThatStopsAcceptingAndItsRecovery) {
   std::this_thread::sleep_for(std::chrono::milliseconds(800));  // more failing probes
 
   listener.Accept();
-  ASSERT_TRUE(WaitUntil([&] { return c.status().ok(); }, std::chrono::seconds(5)));
-  EXPECT_TRUE(WaitUntil([&] { return metrics.Render().find("relserve_grpc_listener_ok 1") !=
+  ASSERT_TRUE(testing::WaitUntil([&] { return c.status().ok(); }, std::chrono::seconds(5)));
+  EXPECT_TRUE(testing::WaitUntil([&] { return metrics.Render().find("relserve_grpc_listener_ok 1") !=
                                      std::string::npos; },
                         std::chrono::seconds(2)));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // more passing probes
   c.Stop();
   const std::string log = capture.Release();
-  EXPECT_EQ(Count(log, "ERROR gRPC listener self-check failed"), 1) << log;
-  EXPECT_EQ(Count(log, "INFO gRPC listener self-check passes again"), 1) << log;
+  EXPECT_EQ(testing::CountOccurrences(log, "ERROR gRPC listener self-check failed"), 1) << log;
+  EXPECT_EQ(testing::CountOccurrences(log, "INFO gRPC listener self-check passes again"), 1) << log;
 }
 
 TEST(GrpcListenerCheckTest, StopCutsAProbeShortAndDisabledChecksDoNotProbe) {

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <filesystem>
 #include <stdexcept>
 
@@ -101,6 +102,22 @@ grpc::Status RawUnary(int port, const std::string& method, const std::string& wi
     }
   }
   return status;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds within,
+               std::chrono::milliseconds poll) {
+  const auto deadline = std::chrono::steady_clock::now() + within;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(poll);
+  }
+  return condition();
+}
+
+int CountOccurrences(const std::string& haystack, const std::string& needle) {
+  int n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + 1)) ++n;
+  return n;
 }
 
 std::string HttpGet(int port, const std::string& path, int* status_code) {

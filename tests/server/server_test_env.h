@@ -1,6 +1,8 @@
 #ifndef RELSERVE_TESTS_SERVER_SERVER_TEST_ENV_H_
 #define RELSERVE_TESTS_SERVER_SERVER_TEST_ENV_H_
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +35,13 @@ std::unique_ptr<v1::Encoder::Stub> Connect(int port);
 // Calls `method` ("/relserve.v1.Encoder/Embed") with `wire` as the request bytes, as they are;
 // the response bytes go to *response when given.
 grpc::Status RawUnary(int port, const std::string& method, const std::string& wire, std::string* response = nullptr);
+
+// Polls `condition` every `poll` until it holds or `within` has passed; its last value.
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds within,
+               std::chrono::milliseconds poll = std::chrono::milliseconds(20));
+
+// How often `needle` occurs in `haystack` (overlapping occurrences included).
+int CountOccurrences(const std::string& haystack, const std::string& needle);
 
 // GET http://127.0.0.1:port/path; returns the body, or "" on failure. Sets *status_code.
 std::string HttpGet(int port, const std::string& path, int* status_code);
