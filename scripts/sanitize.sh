@@ -166,7 +166,9 @@ sanitizer_env() {
   rm -rf "$logs"
   mkdir -p "$logs"
   local common="halt_on_error=1:print_stacktrace=1:symbolize=1"
-  export ASAN_OPTIONS="$common:log_path=$logs/asan:detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1:strict_string_checks=1"
+  # allocator_may_return_null: a failed allocation returns null as glibc's does, so the code
+  # that turns it into RESOURCE_EXHAUSTED runs (HostileConfigDeathTest caps the address space).
+  export ASAN_OPTIONS="$common:log_path=$logs/asan:detect_leaks=1:check_initialization_order=1:detect_stack_use_after_return=1:strict_string_checks=1:allocator_may_return_null=1"
   export LSAN_OPTIONS="suppressions=$SUPPRESSIONS/lsan.supp:print_suppressions=0"
   export UBSAN_OPTIONS="$common:log_path=$logs/ubsan:suppressions=$SUPPRESSIONS/ubsan.supp"
   export TSAN_OPTIONS="$common:log_path=$logs/tsan:second_deadlock_stack=1:suppressions=$SUPPRESSIONS/tsan.supp"

@@ -8,6 +8,7 @@
 #include "relserve/v1/encoder.pb.h"
 #include "server/rpc/encoder_service.h"
 #include "server/rpc/message_codec.h"
+#include "server/rpc/reaction_order.h"
 #include "server/rpc/status_mapping.h"
 
 namespace relserve {
@@ -29,6 +30,7 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
   }
 
   void OnReadDone(bool ok) override {
+    ReactionScope reaction(this);
     std::unique_lock<std::mutex> lock(mu_);
     if (state_ == State::kFinished) return;  // ended by the drain while the read was out
     if (!ok) {  // the client half-closed (or went away): done once the last write is out
@@ -49,22 +51,22 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     state_ = State::kWorking;
     response_.Clear();
     lock.unlock();
+    // The reply runs on a batcher thread, outside gRPC's reactions: once it has called Finish,
+    // gRPC may run OnDone on another thread while the reply still holds mu_. Its own reference
+    // keeps the reactor (and mu_) alive until it has let go.
+    Ref();
     service_->HandleEmbed(deadline_, cancelled_, request_, &response_,
                           [this, start](const absl::Status& status, const std::string& model) {
-                            std::lock_guard<std::mutex> lock(mu_);
-                            absl::Status s = status;
-                            if (s.ok()) s = SerializeMessage(response_, tracker_->max_response_bytes(), &out_);
-                            Record(s, tracker_->MetricsModelLabel(model), start);
-                            if (!s.ok()) {
-                              FinishLocked(s);
-                              return;
+                            {
+                              std::lock_guard<std::mutex> lock(mu_);
+                              ReplyLocked(status, model, start);
                             }
-                            state_ = State::kWriting;
-                            StartWrite(&out_);
+                            Unref();
                           });
   }
 
   void OnWriteDone(bool ok) override {
+    ReactionScope reaction(this);
     std::lock_guard<std::mutex> lock(mu_);
     if (!ok) {
       FinishLocked(absl::UnavailableError("the client stopped reading"));
@@ -80,8 +82,12 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
     if (state_ == State::kReading) FinishLocked(absl::UnavailableError("the server is shutting down"));
   }
 
-  void OnCancel() override { cancelled_->store(true); }
+  void OnCancel() override {
+    ReactionScope reaction(this);
+    cancelled_->store(true);
+  }
   void OnDone() override {
+    AfterAllReactions(this);
     if (registered_) tracker_->RemoveStream(this);
     tracker_->CallDone();
     Unref();
@@ -94,6 +100,17 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
  private:
   enum class State { kReading, kWorking, kWriting, kFinished };
 
+  void ReplyLocked(const absl::Status& status, const std::string& model, absl::Time start) {
+    absl::Status s = status;
+    if (s.ok()) s = SerializeMessage(response_, tracker_->max_response_bytes(), &out_);
+    Record(s, tracker_->MetricsModelLabel(model), start);
+    if (!s.ok()) {
+      FinishLocked(s);
+      return;
+    }
+    state_ = State::kWriting;
+    StartWrite(&out_);
+  }
   void ReadLocked() {
     state_ = State::kReading;
     StartRead(&in_);
@@ -112,7 +129,7 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
   ServerMetrics* metrics_;
   absl::Time deadline_;
   std::shared_ptr<std::atomic<bool>> cancelled_ = std::make_shared<std::atomic<bool>>(false);
-  std::atomic<int> refs_{1};  // gRPC's (until OnDone), plus the drain's while it ends the stream
+  std::atomic<int> refs_{1};  // gRPC's (until OnDone), the drain's while it ends the stream, a reply's while it runs
   bool registered_ = false;
   std::mutex mu_;
   State state_ = State::kReading;  // guarded by mu_

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/call_tracker.h"
+#include "server/rpc/reaction_order.h"
 #include "server/rpc/message_codec.h"
 #include "server/rpc/status_mapping.h"
 
@@ -63,8 +64,12 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     Answer(status, tracker_->MetricsModelLabel(model));
   }
 
-  void OnCancel() override { cancelled_->store(true); }
+  void OnCancel() override {
+    ReactionScope reaction(this);
+    cancelled_->store(true);
+  }
   void OnDone() override {
+    AfterAllReactions(this);
     tracker_->CallDone();
     delete this;
   }
