@@ -106,7 +106,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   state->config = config;
   const CpuCount cpu = DetectCpuCount();
   ASSIGN_OR_RETURN(const CpuWorkers plan,
-                   ResolveCpuWorkers(cpu.cpus, config.workers_per_device, config.threads_per_worker, config.dtype));
+                   ResolveWorkers(cpu.cpus, config.device, config.workers_per_device, config.threads_per_worker,
+                                  config.dtype));
   const int threads = plan.threads;
   LogInfo(absl::StrCat(cpu.Describe(), ": ", plan.workers, plan.workers == 1 ? " worker" : " workers", " x ",
                        threads, threads == 1 ? " thread" : " threads", " per model"));
