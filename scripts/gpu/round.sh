@@ -62,7 +62,7 @@ if has build; then
   if [ $rc -eq 0 ]; then
     targets=(relserve relserve-server relserve-model relserve-client gpu_engine_test reference_parity_test engine_test
              relative_attention_test deberta_switches_test t5_switches_test gpu_server_test)
-    timeout "${BUILD_TIMEOUT:-520}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" > "$LOGS/build.log" 2>&1
+    timeout "${BUILD_TIMEOUT:-520}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" -- -k 0 > "$LOGS/build.log" 2>&1
     rc=$?
     note "build rc=$rc in $(( $(date +%s) - start )) s"; grep -E "error|Error" "$LOGS/build.log" | head -40
   fi

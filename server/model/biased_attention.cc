@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <limits>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -88,7 +89,7 @@ at::Tensor BiasedAttention(const RelativeAttentionInputs& in) {
   at::Tensor context;
 #ifdef RELSERVE_HAS_SDPA
   if (g_fused.load(std::memory_order_relaxed)) {
-    context = at::scaled_dot_product_attention(q, k, v, b.defined() ? c10::optional<at::Tensor>(b) : c10::nullopt,
+    context = at::scaled_dot_product_attention(q, k, v, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt,
                                                /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/1.0);
   }
 #endif
