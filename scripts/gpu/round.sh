@@ -9,7 +9,7 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu-out}
-LOGS=${LOGS:-/tmp/relserve-logs}  # kept between calls on one machine; packed into $OUT at the end
+LOGS=${RELSERVE_GPU_LOGS:-/tmp/relserve-logs}  # kept between calls on one machine; packed into $OUT at the end
 PREFIX=${PREFIX:-/tmp/relserve-deps}
 BUILD=${BUILD:-/tmp/relserve-build}
 STEPS=${STEPS:-"env deps build test bench-engine bench-transformers bench-server"}
