@@ -17,7 +17,10 @@ JOBS=${JOBS:-$(nproc)}
 MODELS=${MODELS:-/tmp/relserve-bench-models}
 mkdir -p "$OUT" "$LOGS"
 SUMMARY="$LOGS/summary.txt"
-pack() { tar czf "$LOGS/logs.tgz" -C "$LOGS" . && cp "$SUMMARY" "$LOGS/summary.txt"; }
+pack() {
+  tar czf /tmp/relserve-logs.tgz --warning=no-file-changed -C "$LOGS" . || true
+  cp /tmp/relserve-logs.tgz "$OUT/logs.tgz"; cp "$SUMMARY" "$OUT/summary.txt"
+}
 trap pack EXIT
 note() { echo "== $*" | tee -a "$SUMMARY"; }
 has() { [[ " $STEPS " == *" $1 "* ]]; }
