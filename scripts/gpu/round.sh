@@ -83,6 +83,18 @@ if has test; then
   "$BIN/relative_attention_test" > "$LOGS/relative_attention_test.log" 2>&1; note "relative_attention_test (CPU, LibTorch 2.x fused kernel) rc=$?"
 fi
 
+if has debug; then
+  # Where a test crashes: a backtrace through cuda-gdb (it debugs host code too), and the same
+  # run with LibTorch's own CPU allocator.
+  for t in ${DEBUG_TESTS:-engine_test}; do
+    (cd "$BUILD" && RELSERVE_TEST_DEVICE=${DEBUG_DEVICE:-cpu} timeout 240 cuda-gdb -q -batch -ex run -ex bt -ex "info threads" \
+       --args "$BIN/$t" ${DEBUG_FILTER:+--gtest_filter=$DEBUG_FILTER} > "$LOGS/$t.gdb.log" 2>&1)
+    note "$t under cuda-gdb"; grep -E "^#|signal|FAILED|PASSED" "$LOGS/$t.gdb.log" | head -30
+    (cd "$BUILD" && RELSERVE_ALLOCATOR=system RELSERVE_TEST_DEVICE=${DEBUG_DEVICE:-cpu} timeout 240 "$BIN/$t" > "$LOGS/$t.system-allocator.log" 2>&1)
+    note "$t with RELSERVE_ALLOCATOR=system rc=$?"
+  done
+fi
+
 make_models() {
   [ -f "$MODELS/deberta-v3-base/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --vocab 128100 --labels 3 --out "$MODELS/deberta-v3-base" > /dev/null
   [ -f "$MODELS/t5-base/config.json" ] || "$BIN/relserve-model" create --family t5 --vocab 32128 --out "$MODELS/t5-base" > /dev/null

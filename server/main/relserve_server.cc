@@ -66,12 +66,17 @@ absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interr
 
 // Runs every model once per length bucket, so that the first real requests do not pay for
 // allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
-// to max_length; the failure of one is an error naming the model and the length.
+// to max_length; on a GPU they are every length batches run at there (DeviceBatchLength). The
+// failure of one is an error naming the model and the length.
 absl::Status WarmUp(Engine& engine, const std::string& name, int max_length, const std::function<bool()>& stop) {
   const absl::Time t0 = absl::Now();
   const int vocab = engine.info().vocab_size;
   const uint32_t outputs = kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits});
-  for (int length = std::min(16, max_length); length >= 1; length = std::min(length * 2, max_length)) {
+  const bool gpu = engine.info().device != "cpu";
+  auto next = [&](int length) {
+    return std::min(gpu ? DeviceBatchLength(length + 1, max_length) : length * 2, max_length);
+  };
+  for (int length = std::min(16, max_length); length >= 1; length = next(length)) {
     if (stop()) return StartUpInterrupted();
     SequenceInput s;
     s.input_ids.assign(length, std::min(5, vocab - 1));

@@ -47,11 +47,13 @@ at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in) {
     owned = true;
   }
   if (in.pos_query.defined()) {
-    at::Tensor index = in.p2c_gather.defined() ? in.p2c_gather : OffsetIndexMatrix(in.p2c_index, L, true, device);
-    // p2c[h, b, j, r] = k[h, b, j] . pos_query[h, r]; gathered along the keys' rows, transposed.
-    at::Tensor p2c = at::matmul(in.k, in.pos_query.unsqueeze(1).transpose(-1, -2));
-    at::Tensor term = at::gather(p2c, 3, index.expand({heads, B, L, L})).transpose(2, 3);
-    bias = bias.defined() ? bias.add_(term) : term.contiguous();
+    at::Tensor index = in.p2c_gather.defined() ? in.p2c_gather : OffsetIndexMatrix(in.p2c_index, L, false, device);
+    // p2c[h, b, r, j] = pos_query[h, r] . k[h, b, j], rows = relative positions: the bias takes
+    // p2c[h, b, index[i][j], j], gathered along the rows, so that it comes out in [query, key]
+    // order (no transposed pass over an [L, L] tensor).
+    at::Tensor p2c = at::matmul(in.pos_query.unsqueeze(1), in.k.transpose(-1, -2));
+    at::Tensor term = at::gather(p2c, 2, index.expand({heads, B, L, L}));
+    bias = bias.defined() ? bias.add_(term) : term;
     owned = true;
   }
   if (in.position_bias.defined() || in.position_bias_matrix.defined()) {

@@ -26,8 +26,8 @@ at::Tensor BiasedAttention(const RelativeAttentionInputs& in);
 // alone; undefined when there are no terms and no padding.
 at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in);
 
-// The [L, L] int64 matrix m[i][j] = table[j - i + L - 1] of an int32 [2L - 1] table (c2p),
-// or its transpose (transposed = true: p2c's [key, query] layout), on `device`.
+// The [L, L] int64 matrix m[i][j] = table[j - i + L - 1] of an int32 [2L - 1] table, or its
+// transpose (transposed = true), on `device`.
 at::Tensor OffsetIndexMatrix(const at::Tensor& table, int64_t length, bool transposed, const c10::Device& device);
 
 // Tests: false makes BiasedAttention use its unfused ATen ops (matmul, float32 softmax,

@@ -213,7 +213,7 @@ std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(in
   const auto device = word_embeddings_.device();
   if (!device.is_cpu()) {
     index->c2p_gather = OffsetIndexMatrix(index->c2p, length, /*transposed=*/false, device);
-    index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/true, device);
+    index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/false, device);
     SynchronizeDevice(device);  // read next by other threads' streams
   }
   std::lock_guard<std::mutex> lock(index_mu_);

@@ -78,6 +78,12 @@ std::vector<float> ToFloatVector(const at::Tensor& t) {
 
 }  // namespace
 
+int DeviceBatchLength(int length, int max_length) {
+  const int step = length <= 256 ? 16 : length <= 1024 ? 64 : 256;
+  const int rounded = (length + step - 1) / step * step;
+  return std::max(length, std::min(rounded, max_length));
+}
+
 void SetComputeThreads(int threads) {
   if (threads <= 0) return;
   at::set_num_threads(threads);
@@ -268,6 +274,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
     c10::InferenceMode guard;
     const c10::Device device = impl_->device;
     const bool on_device = !device.is_cpu();
+    if (on_device) L = DeviceBatchLength(static_cast<int>(L), info_.max_length);
     DeviceStreamScope stream(device);
     // Built on the host (in page-locked memory for a GPU, so the copies below are asynchronous),
     // then sent to the device in one go each.

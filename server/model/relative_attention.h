@@ -22,7 +22,7 @@ struct RelativeAttentionInputs {
   bool zero_padded_queries = false;  // see RelativeScoreTerms
   // Optional, for the biased path (biased_attention.h), on q's device; derived from the tables
   // above when undefined. c2p_gather[i][j] = c2p_index[j - i + L - 1] and
-  // p2c_gather[j][i] = p2c_index[j - i + L - 1], int64 [L, L]; position_bias_matrix
+  // p2c_gather[i][j] = p2c_index[j - i + L - 1], int64 [L, L]; position_bias_matrix
   // [heads, L, L] = position_bias[head, j - i + L - 1] in q's dtype.
   at::Tensor c2p_gather, p2c_gather, position_bias_matrix;
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)

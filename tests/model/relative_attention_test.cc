@@ -152,9 +152,11 @@ TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
   RelativeAttentionInputs pre = f.in;
   if (pre.pos_key.defined()) {
     pre.c2p_gather = OffsetIndexMatrix(pre.c2p_index, kLen, false, cpu);
-    pre.p2c_gather = OffsetIndexMatrix(pre.p2c_index, kLen, true, cpu);
+    pre.p2c_gather = OffsetIndexMatrix(pre.p2c_index, kLen, false, cpu);
     EXPECT_EQ(pre.c2p_gather[2][7].item<int64_t>(), pre.c2p_index[7 - 2 + kLen - 1].item<int>());
-    EXPECT_EQ(pre.p2c_gather[7][2].item<int64_t>(), pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(pre.p2c_gather[2][7].item<int64_t>(), pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(OffsetIndexMatrix(pre.p2c_index, kLen, true, cpu)[7][2].item<int64_t>(),
+              pre.p2c_index[7 - 2 + kLen - 1].item<int>());
   } else {
     pre.position_bias_matrix =
         pre.position_bias.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * kLen - 1, at::kInt), kLen, false, cpu)})
