@@ -1,5 +1,8 @@
 #include "server/util/file_util.h"
 
+#include <ftw.h>
+#include <stdio.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,6 +81,15 @@ std::string ExecutableDir() {
   std::string p(buf, static_cast<size_t>(n));
   auto slash = p.rfind('/');
   return slash == std::string::npos ? "" : p.substr(0, slash);
+}
+
+void RemoveTree(const std::string& path) {
+  ::nftw(
+      path.c_str(), [](const char* p, const struct stat*, int, struct FTW*) {
+        ::remove(p);  // what cannot be removed stays; the walk goes on
+        return 0;
+      }, 16,
+      FTW_DEPTH | FTW_PHYS);
 }
 
 }  // namespace relserve

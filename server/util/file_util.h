@@ -19,6 +19,12 @@ bool IsDirectory(const std::string& path);
 absl::StatusOr<bool> OptionalFileExists(const std::string& path);
 // Joins two path components with exactly one '/'.
 std::string JoinPath(const std::string& a, const std::string& b);
+
+// Removes `path` and everything under it, without following symbolic links; errors are
+// ignored (for temporary directories). Not std::filesystem::remove_all: PyTorch's LibTorch
+// exports its own copy of std::filesystem, which calls through a null pointer when a program
+// built with a newer GCC binds to it.
+void RemoveTree(const std::string& path);
 // Directory of the running executable ("" when unknown).
 std::string ExecutableDir();
 

@@ -30,8 +30,7 @@ ModelDirBuilder::ModelDirBuilder(const std::string& source_dir) {
 }
 
 ModelDirBuilder::~ModelDirBuilder() {
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
+  RemoveTree(dir_);
 }
 
 void ModelDirBuilder::Write(int shards) const {

@@ -97,8 +97,7 @@ class ScratchDir {
     root_ = tmpl;
   }
   ~ScratchDir() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
+      RemoveTree(root_);
   }
   std::string Path(const std::string& name) const { return JoinPath(root_, name); }
 

@@ -16,6 +16,7 @@
 #include <grpcpp/generic/generic_stub.h>
 
 #include "server/tools/model_creator.h"
+#include "server/util/file_util.h"
 
 namespace relserve::testing {
 
@@ -45,7 +46,7 @@ TestModels::TestModels() {
   Create(dir("reranker"), "deberta-v3", 1, false);
   Create(dir("classifier"), "deberta-v3", 3, false);
   Create(dir("t5"), "t5", 0, false);
-  std::atexit([] { std::filesystem::remove_all(Get().root_); });
+  std::atexit([] { RemoveTree(Get().root_); });
 }
 
 const TestModels& TestModels::Get() {
