@@ -338,7 +338,8 @@ std::string Usage(const std::string& subcommand) {
                     "Exit codes: 0 success, 1 an RPC failed (health: not SERVING), 2 bad usage or input.\n"
                     "\n`relserve-client SUBCOMMAND --help` lists its flags.\n");
   } else {
-    absl::StrAppend(&out, "usage: relserve-client ", only->name, " [flags] ", only->args, "\n  ", only->help, "\n");
+    absl::StrAppend(&out, "usage: relserve-client ", only->name, " [flags]", *only->args ? " " : "", only->args, "\n  ",
+                    only->help, "\n");
   }
   for (const char* section : {"connection", "subcommand"}) {
     const bool connection = std::string(section) == "connection";
