@@ -10,7 +10,8 @@
 # per RELSERVE_ALLOCATOR value (server/util/process_tuning.h), in that order, for a side-by-side
 # comparison (repeat values, "cache heap cache heap", to alternate them on a noisy machine).
 # server_rss_mib is the server's resident size after each point, server_cpu_s the CPU time
-# (user + system) it spent during the point, warm-up included.
+# (user + system) it spent during the point, warm-up included. MODEL names another model
+# directory, DEVICE=cuda serves it on a GPU.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,8 @@ DURATION=${DURATION:-15}
 LEVELS=${LEVELS:-"1 8 32 64"}
 SETTINGS=${SETTINGS:-"bucketed fifo single"}
 DTYPE=${DTYPE:-float32}
-MODEL="$MODELS/deberta-v3-xsmall"
+DEVICE=${DEVICE:-cpu}
+MODEL=${MODEL:-$MODELS/deberta-v3-xsmall}
 # DeBERTa-v3-xsmall sizes: hidden 384, 12 layers, 6 heads, intermediate 1536.
 [ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 384 --layers 12 --heads 6 \
   --intermediate 1536 --vocab 128100 --out "$MODEL"
@@ -36,7 +38,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
   env "${envs[@]}" "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --http-address -1 --metrics-port "$mport" \
-    --metrics-address 127.0.0.1 --dtype "$DTYPE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
+    --metrics-address 127.0.0.1 --dtype "$DTYPE" --device "$DEVICE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
   if [ -n "${RATES:-}" ]; then points=($RATES); else points=($LEVELS); fi
@@ -48,7 +50,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
            --quiet)
     rss=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
     cpu=$(awk -v c0="$cpu0" -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 - c0) / hz }' "/proc/$pid/stat")
-    echo "{\"batching\":\"$setting\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,\"server_cpu_s\":$cpu,${line#\{}" | tee -a "$OUT"
+    echo "{\"batching\":\"$setting\",\"device\":\"$DEVICE\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,\"server_cpu_s\":$cpu,${line#\{}" | tee -a "$OUT"
   done
   kill -TERM "$pid"; wait "$pid" || true
 done

@@ -68,12 +68,17 @@ absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interr
 
 // Runs every model once per length bucket, so that the first real requests do not pay for
 // allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
-// to max_length; the failure of one is an error naming the model and the length.
+// to max_length; on a GPU they are every length batches run at there (DeviceBatchLength). The
+// failure of one is an error naming the model and the length.
 absl::Status WarmUp(Engine& engine, const std::string& name, int max_length, const std::function<bool()>& stop) {
   const absl::Time t0 = absl::Now();
   const int vocab = engine.info().vocab_size;
   const uint32_t outputs = kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits});
-  for (int length = std::min(16, max_length); length >= 1; length = std::min(length * 2, max_length)) {
+  const bool gpu = engine.info().device != "cpu";
+  auto next = [&](int length) {
+    return std::min(gpu ? DeviceBatchLength(length + 1, max_length) : length * 2, max_length);
+  };
+  for (int length = std::min(16, max_length); length >= 1; length = next(length)) {
     if (stop()) return StartUpInterrupted();
     SequenceInput s;
     s.input_ids.assign(length, std::min(5, vocab - 1));
@@ -109,7 +114,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ASSIGN_OR_RETURN(state->api_keys, ApiKeys::FromFlags(config.api_key, config.api_key_file));
   const CpuCount cpu = DetectCpuCount();
   ASSIGN_OR_RETURN(const CpuWorkers plan,
-                   ResolveCpuWorkers(cpu.cpus, config.workers_per_device, config.threads_per_worker, config.dtype));
+                   ResolveWorkers(cpu.cpus, config.device, config.workers_per_device, config.threads_per_worker,
+                                  config.dtype));
   const int threads = plan.threads;
   LogInfo(absl::StrCat(cpu.Describe(), ": ", plan.workers, plan.workers == 1 ? " worker" : " workers", " x ",
                        threads, threads == 1 ? " thread" : " threads", " per model"));

@@ -114,11 +114,22 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig& c) { return c.http_address; }},
       IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
               &ServerConfig::http_threads, 1),
-      StringFlag("device", "cpu", "where models run (this build: cpu)", &ServerConfig::device, {"cpu"}),
+      {"device", "cpu|cuda|cuda:N",
+       "where models run: the CPU, or a GPU (a build against a CUDA LibTorch; cuda is cuda:0)",
+       [](const std::string& v, ServerConfig* c) {
+         const bool cuda_n = v.size() > 5 && v.size() <= 8 && v.compare(0, 5, "cuda:") == 0 &&
+                             v.find_first_not_of("0123456789", 5) == std::string::npos;
+         if (v != "cpu" && v != "cuda" && !cuda_n) {
+           return absl::InvalidArgumentError(absl::StrCat("--device \"", v, "\": expected cpu, cuda or cuda:N"));
+         }
+         c->device = v;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return c.device; }},
       StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
                  {"float32", "bfloat16", "float16"}),
-      IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: float32, one "
-              "per CPU, at most 4; bfloat16 and float16, 1)",
+      IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: on the CPU, "
+              "float32 one per CPU, at most 4, bfloat16 and float16 1; on a GPU, 2, each on a CUDA stream of its own)",
               &ServerConfig::workers_per_device, 0),
       IntFlag("threads-per-worker", "compute threads of each worker (0: the CPUs / workers)",
               &ServerConfig::threads_per_worker, 0),
@@ -225,6 +236,17 @@ std::vector<int32_t> DefaultLengthBuckets(int max_length) {
   }
   bounds.push_back(max_length);
   return bounds;
+}
+
+absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
+                                          int threads_per_worker, const std::string& dtype) {
+  if (device == "cpu") return ResolveCpuWorkers(cpus, workers_per_device, threads_per_worker, dtype);
+  // A GPU: the workers queue batches on their own streams, so that one prepares and copies
+  // while another computes; their host threads only run the small operations left on the CPU.
+  CpuWorkers r;
+  r.workers = workers_per_device > 0 ? workers_per_device : kAutoGpuWorkers;
+  r.threads = threads_per_worker > 0 ? threads_per_worker : std::max(1, std::max(1, cpus) / r.workers);
+  return r;
 }
 
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,

@@ -66,12 +66,18 @@ std::vector<int32_t> DefaultLengthBuckets(int max_length);
 // primitives between threads and corrupt memory when two batches run at once, so more than
 // one worker is refused (INVALID_ARGUMENT).
 inline constexpr int kAutoMaxWorkers = 4;
+// Workers per GPU when --workers-per-device is 0.
+inline constexpr int kAutoGpuWorkers = 2;
 struct CpuWorkers {
   int workers = 1;
   int threads = 1;
 };
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
                                              const std::string& dtype);
+// ResolveCpuWorkers on the CPU; on a GPU ("cuda", "cuda:N"), --workers-per-device or
+// kAutoGpuWorkers workers sharing the CPUs.
+absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
+                                          int threads_per_worker, const std::string& dtype);
 
 // Parses argv (after the program name), then `environment`: each flag not on the command line
 // is taken from its variable (FlagEnvironmentVariable) when that is set, even to "". A

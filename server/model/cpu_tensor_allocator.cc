@@ -5,6 +5,9 @@
 
 #include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
+#include <torch/version.h>
+
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "server/util/log.h"
@@ -20,13 +23,13 @@ class CachingCpuAllocator final : public c10::Allocator {
   explicit CachingCpuAllocator(c10::Allocator* fallback)
       : fallback_(fallback), fallback_delete_(fallback->raw_deleter()) {}
 
-  c10::DataPtr allocate(size_t n) const override {
-    if (n < kMinCachedTensorBytes) return fallback_->allocate(n);
-    void* data = cache_.Acquire(n);
-    // "out of memory" is what the engine maps to RESOURCE_EXHAUSTED (a batch split in halves).
-    TORCH_CHECK(data != nullptr, "CPU tensor buffer cache: out of memory allocating ", n, " bytes");
-    return {data, data, &Delete, c10::Device(c10::DeviceType::CPU)};
-  }
+// LibTorch 2.3 made allocate() non-const and added copy_data().
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+  c10::DataPtr allocate(size_t n) override { return Allocate(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { std::memcpy(dest, src, count); }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Allocate(n); }
+#endif
 
   // Data and context are the same pointer for cached and fallback blocks alike, so one deleter
   // that asks the cache first serves both (raw_allocate / raw_deallocate included).
@@ -35,6 +38,13 @@ class CachingCpuAllocator final : public c10::Allocator {
   BufferCacheStats Stats() const { return cache_.Stats(); }
 
  private:
+  c10::DataPtr Allocate(size_t n) const {
+    if (n < kMinCachedTensorBytes) return fallback_->allocate(n);
+    void* data = cache_.Acquire(n);
+    // "out of memory" is what the engine maps to RESOURCE_EXHAUSTED (a batch split in halves).
+    TORCH_CHECK(data != nullptr, "CPU tensor buffer cache: out of memory allocating ", n, " bytes");
+    return {data, data, &Delete, c10::Device(c10::DeviceType::CPU)};
+  }
   static void Delete(void* data);
 
   c10::Allocator* fallback_;

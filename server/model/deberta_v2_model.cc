@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/model/biased_attention.h"
+#include "server/model/device.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_position.h"
 #include "server/model/relative_softmax.h"
@@ -208,6 +210,12 @@ std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(in
   // p2c_pos = clamp(-r_pos + att_span, ...) is indexed [key, query] (gathered along the keys'
   // rows, then transposed): its transpose is the [query, key] matrix.
   restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1).t(), &index->p2c, &index->p2c_lo, &index->p2c_rows);
+  const auto device = word_embeddings_.device();
+  if (!device.is_cpu()) {
+    index->c2p_gather = OffsetIndexMatrix(index->c2p, length, /*transposed=*/false, device);
+    index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/false, device);
+    SynchronizeDevice(device);  // read next by other threads' streams
+  }
   std::lock_guard<std::mutex> lock(index_mu_);
   index_cache_.emplace(length, index);
   return index;
@@ -253,10 +261,12 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   if (use_c2p_) {
     att.pos_key = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
     att.c2p_index = index->c2p;
+    att.c2p_gather = index->c2p_gather;
   }
   if (use_p2c_) {
     att.pos_query = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
     att.p2c_index = index->p2c;
+    att.p2c_gather = index->p2c_gather;
   }
   att.attention_mask = mask;        // undefined without padding
   att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too
@@ -284,7 +294,7 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   // Between attentions the hidden states are rows of real tokens only (padded positions of the
   // outputs are 0); without padding, all B * L rows.
   std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask);
+  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
   auto to_rows = [&](const at::Tensor& t) { return packing ? packing->Pack(t) : t.reshape({B * L, H}); };
   auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
 

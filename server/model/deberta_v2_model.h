@@ -60,6 +60,9 @@ class DebertaV2Model : public EncoderModel {
     int64_t c2p_lo = 0, c2p_rows = 0;
     at::Tensor p2c;  // int32 [2L - 1]: row of the p2c table, minus p2c_lo
     int64_t p2c_lo = 0, p2c_rows = 0;
+    // On other devices than the CPU: the same tables as [L, L] gather indices there
+    // (biased_attention.h); undefined on the CPU.
+    at::Tensor c2p_gather, p2c_gather;
   };
 
   explicit DebertaV2Model(const ModelConfig& config);

@@ -14,6 +14,9 @@ struct EncoderInputs {
   at::Tensor token_type_ids;  // may be undefined (zeros)
   // False when every attention_mask entry is 1: the model may then skip masking work.
   bool has_padding = true;
+  // Optional: int64 [N], the flat positions b * L + t of the real tokens, in order, on the
+  // model's device (see TokenPacking). Undefined = found from attention_mask.
+  at::Tensor token_rows;
 };
 
 struct EncoderOutputs {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/cpu_tensor_allocator.h"
 #include "server/model/deberta_v2_model.h"
+#include "server/model/device.h"
 #include "server/model/encoder_model.h"
 #include "server/model/model_limits.h"
 #include "server/model/pooler.h"
@@ -28,6 +29,7 @@ namespace relserve {
 
 struct Engine::Impl {
   at::ScalarType dtype = at::kFloat;
+  c10::Device device{c10::kCPU};
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
@@ -76,6 +78,12 @@ std::vector<float> ToFloatVector(const at::Tensor& t) {
 
 }  // namespace
 
+int DeviceBatchLength(int length, int max_length) {
+  const int step = length <= 256 ? 16 : length <= 1024 ? 64 : 256;
+  const int rounded = (length + step - 1) / step * step;
+  return std::max(length, std::min(rounded, max_length));
+}
+
 void SetComputeThreads(int threads) {
   if (threads <= 0) return;
   at::set_num_threads(threads);
@@ -106,9 +114,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
   const ModelConfig& config = engine->config_;
   ASSIGN_OR_RETURN(engine->impl_->dtype, ParseDType(options.dtype));
-  if (options.device != "cpu") {
-    return absl::UnimplementedError(absl::StrCat("device \"", options.device, "\": this build runs on the CPU only"));
-  }
+  ASSIGN_OR_RETURN(engine->impl_->device, ParseDevice(options.device));
+  const c10::Device device = engine->impl_->device;
 
   int max_length = config.max_length;
   if (options.max_length > kMaxSequenceLength) {
@@ -129,7 +136,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(auto checkpoint, SafetensorsCheckpoint::OpenDirectory(dir));
   try {
     c10::InferenceMode guard;
-    WeightLoader weights(*checkpoint, engine->impl_->dtype);
+    WeightLoader weights(*checkpoint, engine->impl_->dtype, device);
     std::vector<std::string> ignored;
     if (config.family == ModelFamily::kDebertaV2) {
       auto model = DebertaV2Model::Load(config, weights);
@@ -172,6 +179,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   try {
     ASSIGN_OR_RETURN(Pooler pooler, Pooler::Create(pooling, dense, normalize, config.hidden_size()));
     engine->impl_->pooler = std::make_unique<Pooler>(std::move(pooler));
+    engine->impl_->pooler->MoveTo(device);
+    SynchronizeDevice(device);  // the weights are read next by the workers' own streams
   } catch (const std::exception& e) {
     return TorchError(e, "loading pooling modules");
   }
@@ -207,7 +216,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     info.problem_type = info.labels.size() == 1 ? "regression" : "single_label_classification";
   }
   info.dtype = DTypeName(engine->impl_->dtype);
-  info.device = options.device;
+  info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
   engine->impl_->pad_id = config.family == ModelFamily::kT5 ? config.t5.pad_token_id : config.deberta.pad_token_id;
   return engine;
@@ -263,16 +272,25 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   }
   try {
     c10::InferenceMode guard;
-    at::Tensor ids = at::full({B, L}, impl_->pad_id, at::kLong);
-    at::Tensor mask = at::zeros({B, L}, at::kLong);
-    at::Tensor types = has_types ? at::zeros({B, L}, at::kLong) : at::Tensor();
+    const c10::Device device = impl_->device;
+    const bool on_device = !device.is_cpu();
+    if (on_device) L = DeviceBatchLength(static_cast<int>(L), info_.max_length);
+    DeviceStreamScope stream(device);
+    // Built on the host (in page-locked memory for a GPU, so the copies below are asynchronous),
+    // then sent to the device in one go each.
+    const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(on_device);
+    at::Tensor ids = at::empty({B, L}, host).fill_(impl_->pad_id);
+    at::Tensor mask = at::zeros({B, L}, host);
+    at::Tensor types = has_types ? at::zeros({B, L}, host) : at::Tensor();
     bool padded = false;
+    int64_t tokens = 0;
     auto ids_a = ids.accessor<int64_t, 2>();
     auto mask_a = mask.accessor<int64_t, 2>();
     for (int64_t b = 0; b < B; ++b) {
       const SequenceInput& s = batch[b];
       const int64_t n = static_cast<int64_t>(s.input_ids.size());
       padded = padded || n < L;
+      tokens += n;
       for (int64_t t = 0; t < n; ++t) {
         ids_a[b][t] = s.input_ids[t];
         mask_a[b][t] = 1;
@@ -282,14 +300,29 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
         for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
       }
     }
-    EncoderInputs in{ids, mask, types, padded};
+    EncoderInputs in{ids, mask, types, padded, at::Tensor()};
+    if (on_device) {
+      if (padded) {
+        at::Tensor rows = at::empty({tokens}, host);
+        int64_t* r = rows.data_ptr<int64_t>();
+        for (int64_t b = 0; b < B; ++b) {
+          for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) *r++ = b * L + t;
+        }
+        in.token_rows = rows.to(device, /*non_blocking=*/true);
+      }
+      in.input_ids = ids.to(device, /*non_blocking=*/true);
+      in.attention_mask = mask.to(device, /*non_blocking=*/true);
+      if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
+    }
     EncoderOutputs out = impl_->model->Forward(in, /*all_hidden_states=*/false);
 
+    // The only copies back, and the only waits for the device: the results.
     std::vector<SequenceOutput> results(batch.size());
     at::Tensor pooled, logits, states;
-    if (outputs & kOutputPooled) pooled = (*impl_->pooler)(out.last_hidden_state, mask).contiguous();
-    if (outputs & kOutputLogits) logits = out.logits.to(at::kFloat).contiguous();
-    if (outputs & kOutputTokenStates) states = out.last_hidden_state.to(at::kFloat).contiguous();
+    auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
+    if (outputs & kOutputPooled) pooled = to_host((*impl_->pooler)(out.last_hidden_state, in.attention_mask));
+    if (outputs & kOutputLogits) logits = to_host(out.logits);
+    if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
     const int64_t H = out.last_hidden_state.size(2);
     for (int64_t b = 0; b < B; ++b) {
       SequenceOutput& r = results[b];
@@ -309,7 +342,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
     }
     return results;
   } catch (const std::exception& e) {
-    return TorchError(e, "forward");
+    absl::Status status = TorchError(e, "forward");
+    // What a failed batch left cached goes back to the device, for the halves the batcher
+    // retries after RESOURCE_EXHAUSTED.
+    if (absl::IsResourceExhausted(status)) ReleaseCachedDeviceMemory(impl_->device);
+    return status;
   }
 }
 
@@ -345,18 +382,21 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
   }
   try {
     c10::InferenceMode guard;
+    DeviceStreamScope stream(impl_->device);
     auto make = [&](const std::vector<int64_t>& v) {
-      return at::from_blob(const_cast<int64_t*>(v.data()), {B, L}, at::kLong).clone();
+      return at::from_blob(const_cast<int64_t*>(v.data()), {B, L}, at::kLong)
+          .to(impl_->device, at::kLong, /*non_blocking=*/false, /*copy=*/true);
     };
     EncoderInputs in{make(batch.input_ids), make(batch.attention_mask),
-                     batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded};
+                     batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded,
+                     at::Tensor()};
     EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
     std::vector<NamedTensor> result;
     auto add = [&](const std::string& name, const at::Tensor& t) {
       NamedTensor nt;
       nt.name = name;
       nt.shape = t.sizes().vec();
-      nt.data = ToFloatVector(t);
+      nt.data = ToFloatVector(t.to(at::kCPU));
       result.push_back(std::move(nt));
     };
     add("last_hidden_state", out.last_hidden_state);

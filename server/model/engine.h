@@ -74,6 +74,12 @@ class Engine : public InferenceBackend {
   std::unique_ptr<Impl> impl_;
 };
 
+// The length a batch whose longest sequence has `length` tokens runs at on a GPU: rounded up to
+// a multiple of 16 up to 256 tokens, of 64 up to 1024 and of 256 beyond, never past
+// max_length. The kernels, the per-length caches and CUDA's allocator then see a few shapes
+// only, all of which the server warms up before it serves; the extra positions are padding.
+int DeviceBatchLength(int length, int max_length);
+
 // Sets LibTorch's intra-op threads and, when OpenBLAS is the BLAS, OpenBLAS's threads.
 // 0 leaves the defaults. Process-wide: call once at start-up.
 void SetComputeThreads(int threads);

@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include "server/model/device.h"
+
 namespace relserve {
 
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length) {
@@ -27,19 +29,27 @@ double EncoderFlopsPerToken(const ModelConfig& config, int64_t length) {
   return per_layer * c.num_hidden_layers;
 }
 
-double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds) {
+double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device_name) {
   c10::InferenceMode guard;
   const std::string d = dtype;
   const at::ScalarType t = d == "bfloat16" ? at::kBFloat16 : d == "float16" ? at::kHalf : at::kFloat;
-  at::Tensor a = at::randn({n, n}).to(t), b = at::randn({n, n}).to(t);
-  at::Tensor c = at::mm(a, b);  // warm-up: thread pools, packing buffers
+  auto device = ParseDevice(device_name);
+  if (!device.ok()) return 0;
+  DeviceStreamScope stream(*device);
+  // Random data: a product of zeros runs faster than real data on some GPUs.
+  at::Tensor a = at::randn({n, n}).to(*device, t), b = at::randn({n, n}).to(*device, t);
+  at::Tensor c = at::mm(a, b);  // warm-up: thread pools, packing buffers, kernel selection
+  SynchronizeDevice(*device);
   using Clock = std::chrono::steady_clock;
   int iters = 0;
   const auto start = Clock::now();
   double elapsed = 0;
+  // A GPU queues products ahead of the host: rounds of several, each waited for.
+  const int per_round = device->is_cpu() ? 1 : 20;
   do {
-    at::mm_out(c, a, b);
-    ++iters;
+    for (int i = 0; i < per_round; ++i) at::mm_out(c, a, b);
+    SynchronizeDevice(*device);
+    iters += per_round;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   } while (elapsed < seconds);
   return 2.0 * n * n * n * iters / elapsed;

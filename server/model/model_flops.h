@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_MODEL_MODEL_FLOPS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "server/model/model_config.h"
 
@@ -14,8 +15,9 @@ namespace relserve {
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length);
 
 // FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16")
-// on this machine, with the current thread settings, measured for about `seconds`.
-double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds);
+// on `device` ("cpu", "cuda", "cuda:N"; 0 when unusable), with the current thread settings,
+// measured for about `seconds`.
+double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device = "cpu");
 
 }  // namespace relserve
 

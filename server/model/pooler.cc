@@ -45,6 +45,13 @@ absl::StatusOr<Pooler> Pooler::Create(const PoolingConfig& pooling, const std::v
   return p;
 }
 
+void Pooler::MoveTo(const c10::Device& device) {
+  for (Dense& d : dense_) {
+    d.linear.weight = d.linear.weight.to(device);
+    if (d.linear.bias.defined()) d.linear.bias = d.linear.bias.to(device);
+  }
+}
+
 std::string Pooler::Describe() const {
   std::string s = pooling_.Describe();
   for (const Dense& d : dense_) absl::StrAppend(&s, "+dense(", d.linear.weight.size(0), ")");

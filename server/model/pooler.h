@@ -23,6 +23,9 @@ class Pooler {
   // hidden [B, L, H], attention_mask [B, L] (int64) -> [B, output_dim()] float32.
   at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& attention_mask) const;
 
+  // Moves the Dense modules' weights to `device`, where the hidden states will be.
+  void MoveTo(const c10::Device& device);
+
   int output_dim() const { return output_dim_; }
   bool normalizes() const { return normalize_; }
   std::string Describe() const;

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include "server/model/biased_attention.h"
 #include "server/model/relative_softmax.h"
 
 namespace relserve {
@@ -44,13 +45,14 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
 }  // namespace
 
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
+  if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) return BiasedAttention(in);
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
   at::Tensor context = at::empty_like(in.q);
   const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;
   const int64_t rp = in.pos_query.defined() ? in.pos_query.size(1) : 0;
   const int64_t per_sequence = L * (L + rc + rp) * static_cast<int64_t>(in.q.element_size());
   const int64_t budget = std::max<int64_t>(1, in.slice_bytes);
-  if (!in.q.device().is_cpu() || heads * B * per_sequence <= budget) {
+  if (heads * B * per_sequence <= budget) {
     AttendSlice(in, 0, heads, 0, B, context);
     return context;
   }

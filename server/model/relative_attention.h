@@ -20,6 +20,11 @@ struct RelativeAttentionInputs {
   at::Tensor position_bias;  // float32 [heads, 2L - 1] or undefined
   at::Tensor attention_mask; // [batch, L], nonzero = real token (uint8 is used as is); undefined = no padding
   bool zero_padded_queries = false;  // see RelativeScoreTerms
+  // Optional, for the biased path (biased_attention.h), on q's device; derived from the tables
+  // above when undefined. c2p_gather[i][j] = c2p_index[j - i + L - 1] and
+  // p2c_gather[i][j] = p2c_index[j - i + L - 1], int64 [L, L]; position_bias_matrix
+  // [heads, L, L] = position_bias[head, j - i + L - 1] in q's dtype.
+  at::Tensor c2p_gather, p2c_gather, position_bias_matrix;
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
 };
 
@@ -38,6 +43,9 @@ struct RelativeAttentionInputs {
 // slices of sequences whose scores, relative products and probabilities stay in cache from
 // the products that write them to the one that reads them (one pass of memory instead of
 // four). Smaller batches run every head and sequence in one set of batched products.
+//
+// On other devices the terms become one additive bias for a fused attention kernel
+// (BiasedAttention in biased_attention.h).
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
 
 }  // namespace relserve

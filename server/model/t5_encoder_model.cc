@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/model/biased_attention.h"
+#include "server/model/device.h"
 #include "server/model/layer_norm_kernel.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_position.h"
@@ -31,9 +33,17 @@ namespace {
 // infinite, every value is clamped to +-(finfo.max - 1000); otherwise to +-finfo.max, which
 // leaves finite values as they are.
 at::Tensor ClampInfinities(const at::Tensor& h) {
-  if (h.scalar_type() != at::kHalf || !at::isinf(h).any().item<bool>()) return h;
-  const double limit = 65504.0 - 1000.0;
-  return at::clamp(h, -limit, limit);
+  if (h.scalar_type() != at::kHalf) return h;
+  if (h.device().is_cpu()) {
+    if (!at::isinf(h).any().item<bool>()) return h;
+    const double limit = 65504.0 - 1000.0;
+    return at::clamp(h, -limit, limit);
+  }
+  // On a GPU the test stays on the device (reading it back would stall the stream): the limit
+  // is finfo.max - 1000 where any value is infinite, else finfo.max, which only maps +-inf.
+  at::Tensor limit = at::where(at::isinf(h).any(), at::scalar_tensor(65504.0 - 1000.0, h.options()),
+                               at::scalar_tensor(65504.0, h.options()));
+  return at::clamp(h, at::neg(limit), limit);
 }
 
 }  // namespace
@@ -111,7 +121,7 @@ absl::Status T5EncoderModel::LoadWeights(WeightLoader& w) {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) const {
+std::shared_ptr<const T5EncoderModel::PositionBiasTables> T5EncoderModel::PositionBias(int64_t length) const {
   {
     std::lock_guard<std::mutex> lock(bias_mu_);
     auto it = bias_cache_.find(length);
@@ -121,8 +131,18 @@ std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) c
   at::Tensor buckets = T5RelativePositionBucket(length, length, c_.relative_attention_num_buckets,
                                                 c_.relative_attention_max_distance);
   at::Tensor by_offset = ToeplitzTable(buckets).to(at::kLong);  // [2L - 1]
-  auto bias = std::make_shared<const at::Tensor>(
-      at::embedding(relative_attention_bias_, by_offset).t().to(at::kFloat).contiguous());
+  auto bias = std::make_shared<PositionBiasTables>();
+  const auto device = relative_attention_bias_.device();
+  at::Tensor by_offset_here = by_offset.to(device);
+  at::Tensor table = at::embedding(relative_attention_bias_, by_offset_here).t().contiguous();  // [heads, 2L - 1]
+  if (device.is_cpu()) {
+    bias->table = table.to(at::kFloat).contiguous();
+  } else {
+    bias->matrix = table.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * length - 1, at::kInt),
+                                                                         length, false, device)})
+                       .contiguous();
+    SynchronizeDevice(device);  // read next by other threads' streams
+  }
   std::lock_guard<std::mutex> lock(bias_mu_);
   bias_cache_.emplace(length, bias);
   return bias;
@@ -130,7 +150,7 @@ std::shared_ptr<const at::Tensor> T5EncoderModel::PositionBias(int64_t length) c
 
 at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
                                         const TokenPacking* packing, const at::Tensor& mask,
-                                        const at::Tensor& position_bias) const {
+                                        const PositionBiasTables& position_bias) const {
   const int64_t Hd = c_.num_heads, Dk = c_.d_kv;
   at::Tensor normed = block.attention_norm(x);
   at::Tensor qkv_rows = block.qkv(normed);
@@ -140,7 +160,11 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   // computed like the others, as T5 does.
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, Dk]
-  att.position_bias = position_bias;
+  if (position_bias.matrix.defined()) {
+    att.position_bias_matrix = position_bias.matrix;
+  } else {
+    att.position_bias = position_bias.table;
+  }
   att.attention_mask = mask;
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = packing ? packing->PackHeads(per_head)
@@ -164,13 +188,13 @@ EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_
   at::Tensor embedded = at::embedding(embed_tokens_, in.input_ids);
   const int64_t D = embedded.size(2);
 
-  std::shared_ptr<const at::Tensor> position_bias = PositionBias(L);
+  std::shared_ptr<const PositionBiasTables> position_bias = PositionBias(L);
   at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();  // once, for every block
 
   // Between attentions the hidden states are rows of real tokens only (padded positions of the
   // outputs are 0); without padding, all B * L rows.
   std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask);
+  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
   auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, D}); };
 
   at::Tensor x = packing ? packing->Pack(embedded) : embedded.reshape({B * L, D});

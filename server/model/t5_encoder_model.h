@@ -25,7 +25,9 @@ class TokenPacking;
 // The relative position bias depends on the query i and key j through j - i only: it is kept
 // per sequence length (cached) as a [heads, 2L - 1] table, which every layer's fused softmax
 // (relative_softmax.h) adds with the padding mask, as T5Stack passes the first layer's
-// position_bias on to the others. No [heads, batch, L, L] bias is built.
+// position_bias on to the others. No [heads, batch, L, L] bias is built on the CPU; on a GPU
+// the table is expanded once per length to the [heads, L, L] bias of the fused attention
+// kernel (biased_attention.h).
 class T5EncoderModel : public EncoderModel {
  public:
   static absl::StatusOr<std::unique_ptr<T5EncoderModel>> Load(const ModelConfig& config, WeightLoader& weights);
@@ -47,6 +49,11 @@ class T5EncoderModel : public EncoderModel {
     Linear wo;
   };
 
+  struct PositionBiasTables {
+    at::Tensor table;   // float32 [heads, 2L - 1] (the CPU kernel's)
+    at::Tensor matrix;  // [heads, L, L] in the weights' dtype, on their device (other devices)
+  };
+
   explicit T5EncoderModel(const ModelConfig& config);
   // Sizes of config.json against the checkpoint's tensors, naming the key that disagrees.
   absl::Status CheckSizes(const WeightLoader& weights) const;
@@ -54,8 +61,8 @@ class T5EncoderModel : public EncoderModel {
   // x: [tokens, d_model], the real tokens' rows when `packing` is given, else all B * L.
   at::Tensor BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
                           const TokenPacking* packing, const at::Tensor& mask,
-                          const at::Tensor& position_bias) const;
-  std::shared_ptr<const at::Tensor> PositionBias(int64_t length) const;  // float32 [heads, 2L - 1]
+                          const PositionBiasTables& position_bias) const;
+  std::shared_ptr<const PositionBiasTables> PositionBias(int64_t length) const;
 
   ModelConfig config_;
   T5Config c_;
@@ -66,7 +73,7 @@ class T5EncoderModel : public EncoderModel {
   RmsNorm final_norm_;
 
   mutable std::mutex bias_mu_;
-  mutable std::map<int64_t, std::shared_ptr<const at::Tensor>> bias_cache_;
+  mutable std::map<int64_t, std::shared_ptr<const PositionBiasTables>> bias_cache_;
 };
 
 }  // namespace relserve

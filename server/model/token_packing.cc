@@ -4,9 +4,9 @@
 
 namespace relserve {
 
-TokenPacking::TokenPacking(const at::Tensor& attention_mask)
+TokenPacking::TokenPacking(const at::Tensor& attention_mask, const at::Tensor& rows)
     : batch_(attention_mask.size(0)), length_(attention_mask.size(1)) {
-  rows_ = attention_mask.reshape({-1}).ne(0).nonzero().reshape({-1});
+  rows_ = rows.defined() ? rows : attention_mask.reshape({-1}).ne(0).nonzero().reshape({-1});
   tokens_ = rows_.size(0);
 }
 

@@ -12,8 +12,10 @@ namespace relserve {
 // only attention, which needs the [batch, length] layout, sees the padding.
 class TokenPacking {
  public:
-  // attention_mask: [batch, L], 1 = real token.
-  explicit TokenPacking(const at::Tensor& attention_mask);
+  // attention_mask: [batch, L], 1 = real token. rows, when defined, are the real tokens' flat
+  // positions already (int64 [N], on the mask's device): on a GPU, finding them from the mask
+  // would read the count back to the host and stall the stream.
+  explicit TokenPacking(const at::Tensor& attention_mask, const at::Tensor& rows = at::Tensor());
 
   int64_t tokens() const { return tokens_; }  // N, the real tokens
   const at::Tensor& rows() const { return rows_; }  // int64 [N]: flat b * L + t of each real token

@@ -30,8 +30,8 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype)
-    : checkpoint_(checkpoint), dtype_(dtype) {}
+WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype, c10::Device device)
+    : checkpoint_(checkpoint), dtype_(dtype), device_(device) {}
 
 std::string ConfigSize(const char* key, int64_t value) { return absl::StrCat("\"", key, "\" ", value); }
 
@@ -104,6 +104,7 @@ absl::StatusOr<at::Tensor> WeightLoader::Get(const std::string& name, const std:
   }
   if (view->nbytes > 0) std::memcpy(stored.data_ptr(), view->data, view->nbytes);
   used_.insert(name);
+  if (!device_.is_cpu()) return stored.to(device_, dtype_);  // copied as stored, converted there
   if (*src_type == dtype_) return stored;
   return stored.to(dtype_);
 }

@@ -17,7 +17,9 @@ namespace relserve {
 // rest can be reported as unexpected.
 class WeightLoader {
  public:
-  WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype);
+  // Tensors come out in `dtype` on `device`.
+  WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype,
+               c10::Device device = c10::Device(c10::kCPU));
 
   // The tensor `name`, which must have exactly `shape`. NOT_FOUND names the tensor and the
   // shape it should have; INVALID_ARGUMENT names a wrong shape or a non-float dtype.
@@ -52,6 +54,7 @@ class WeightLoader {
  private:
   const SafetensorsCheckpoint& checkpoint_;
   at::ScalarType dtype_;
+  c10::Device device_;
   std::set<std::string> used_;
 };
 

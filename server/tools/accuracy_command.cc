@@ -23,6 +23,7 @@ absl::Status RunAccuracyCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(auto reduced, LoadEngineFromFlags(args));
   EngineOptions f32_options;
   f32_options.pooling = args.String("pooling");
+  f32_options.device = args.String("device", "cpu");
   ASSIGN_OR_RETURN(f32_options.max_length, args.Int("max-length", 0));
   ASSIGN_OR_RETURN(auto full, Engine::Load(args.String("model"), f32_options));
 

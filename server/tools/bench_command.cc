@@ -62,6 +62,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   out["hidden"] = info.hidden_size;
   out["layers"] = info.num_layers;
   out["dtype"] = info.dtype;
+  out["device"] = info.device;
   out["threads"] = args.String("threads", std::to_string(std::thread::hardware_concurrency()));
   out["batch"] = batch;
   out["seq"] = seq;
@@ -73,7 +74,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   out["gflops_per_token"] = flops_per_token / 1e9;
   out["model_gflops_per_second"] = tokens_per_second * flops_per_token / 1e9;
   if (!args.Bool("no-gemm")) {
-    const double gemm = MeasureMatmulFlops(info.dtype.c_str(), gemm_size, 2.0);
+    const double gemm = MeasureMatmulFlops(info.dtype.c_str(), gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;
     out["matmul_size"] = gemm_size;
     out["efficiency"] = tokens_per_second * flops_per_token / gemm;

@@ -7,7 +7,7 @@
 namespace relserve {
 
 const std::set<std::string>& EngineFlagNames() {
-  static const std::set<std::string> kNames = {"model", "dtype", "threads", "max-length", "pooling"};
+  static const std::set<std::string> kNames = {"model", "dtype", "device", "threads", "max-length", "pooling"};
   return kNames;
 }
 
@@ -17,6 +17,7 @@ absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args)
   SetComputeThreads(threads);
   EngineOptions options;
   options.dtype = args.String("dtype", "float32");
+  options.device = args.String("device", "cpu");
   ASSIGN_OR_RETURN(options.max_length, args.Int("max-length", 0));
   options.pooling = args.String("pooling");
   return Engine::Load(dir, options);

@@ -54,6 +54,7 @@ const std::vector<Command>& Commands() {
 
 constexpr char kEngineOptions[] = R"(options of commands that load a model:
   --dtype float32|bfloat16|float16   weights and activations (default float32)
+  --device cpu|cuda|cuda:N          where the model runs (default cpu; cuda needs a CUDA build)
   --threads N                        compute threads (default: all cores)
   --max-length N                     longest sequence accepted (default: the model's)
   --pooling mean|cls|max|...         overrides the directory's pooling

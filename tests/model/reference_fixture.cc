@@ -1,11 +1,24 @@
 #include "tests/model/reference_fixture.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <stdexcept>
 
+#include "server/model/biased_attention.h"
 #include "server/util/json_util.h"
 
 namespace relserve::testing {
+
+EngineOptions TestEngineOptions() {
+  EngineOptions options;
+  if (const char* device = std::getenv("RELSERVE_TEST_DEVICE"); device != nullptr && *device != '\0') {
+    options.device = device;
+  }
+  if (const char* biased = std::getenv("RELSERVE_TEST_BIASED_ATTENTION"); biased != nullptr) {
+    SetBiasedAttentionOnCpuForTesting(std::string(biased) == "1");
+  }
+  return options;
+}
 
 PaddedBatch ReadReferenceInputs(const std::string& path) {
   auto j = ReadJsonFile(path);

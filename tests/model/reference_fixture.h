@@ -11,6 +11,11 @@ namespace relserve::testing {
 inline std::string TestDataDir() { return RELSERVE_TEST_DATA_DIR; }
 inline std::string ReferenceDir(const std::string& name) { return TestDataDir() + "/reference/" + name; }
 
+// The options model tests load engines with: RELSERVE_TEST_DEVICE names the device (default
+// cpu; the GPU round sets cuda), and RELSERVE_TEST_BIASED_ATTENTION=1 makes the CPU take the
+// attention path of GPUs (biased_attention.h).
+EngineOptions TestEngineOptions();
+
 // inputs.json of a reference folder as a padded batch.
 PaddedBatch ReadReferenceInputs(const std::string& path);
 

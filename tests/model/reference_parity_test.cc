@@ -4,6 +4,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
+#include "server/model/biased_attention.h"
 #include "server/model/engine.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
@@ -25,7 +26,7 @@ std::vector<float> FloatData(const TensorView& v) {
 
 void CheckAgainstReference(const std::string& name, int expected_tensors) {
   const std::string dir = ReferenceDir(name);
-  auto engine = Engine::Load(dir, EngineOptions{});
+  auto engine = Engine::Load(dir, testing::TestEngineOptions());
   ASSERT_TRUE(engine.ok()) << engine.status();
   PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
   auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/true);
@@ -59,6 +60,16 @@ TEST(ReferenceParityTest, DebertaV3SequenceClassification) {
 TEST(ReferenceParityTest, T5V10Encoder) {
   // last_hidden_state + hidden_state_0..2 (the last with the final layer norm)
   CheckAgainstReference("t5_v1_0", 4);
+}
+
+// The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
+// run on the CPU against the same references.
+TEST(ReferenceParityTest, BiasedAttentionPath) {
+  SetBiasedAttentionOnCpuForTesting(true);
+  CheckAgainstReference("deberta_v3_like", 5);
+  CheckAgainstReference("deberta_v3_cls", 6);
+  CheckAgainstReference("t5_v1_0", 4);
+  SetBiasedAttentionOnCpuForTesting(false);
 }
 
 // A wrong term must show: perturbing one input token changes the output well beyond the

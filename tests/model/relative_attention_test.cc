@@ -2,6 +2,8 @@
 // relative term as an [L, L] tensor, the mask, softmax and the product with v.
 #include "server/model/relative_attention.h"
 
+#include "server/model/biased_attention.h"
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -111,6 +113,69 @@ TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
   RelativeAttentionInputs unmasked = f.in;
   unmasked.attention_mask = at::Tensor();
   EXPECT_GT(MaxDiff(RelativeAttention(unmasked), full), 0.05);
+}
+
+// The path of other devices (biased_attention.h), run on the CPU: the relative terms as one
+// additive bias, into the fused kernel where LibTorch has it and into plain ATen ops otherwise.
+TEST_P(RelativeAttentionTest, BiasedPathMatchesFloat64) {
+  for (bool fused : {true, false}) {
+    SetFusedAttentionForTesting(fused);
+    Fixture f = Make(GetParam(), at::kFloat);
+    at::Tensor expected = Reference(f);
+    at::Tensor got = BiasedAttention(f.in);
+    ASSERT_EQ(got.sizes(), f.in.q.sizes());
+    EXPECT_LT(MaxDiff(got, expected), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxDiff(got, RelativeAttention(f.in)), 1e-5) << "fused " << fused;
+    // Without padding, and without any term (the mask alone).
+    RelativeAttentionInputs unmasked = f.in;
+    unmasked.attention_mask = at::Tensor();
+    EXPECT_LT(MaxDiff(BiasedAttention(unmasked), RelativeAttention(unmasked)), 1e-5) << "fused " << fused;
+    RelativeAttentionInputs plain = f.in;
+    plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
+    EXPECT_LT(MaxDiff(BiasedAttention(plain), RelativeAttention(plain)), 1e-5) << "fused " << fused;
+  }
+  SetFusedAttentionForTesting(true);
+}
+
+TEST_P(RelativeAttentionTest, BiasedPathBFloat16CloseToFloat64) {
+  Fixture f = Make(GetParam(), at::kBFloat16);
+  at::Tensor got = BiasedAttention(f.in);
+  ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+  EXPECT_LT(MaxDiff(got, Reference(f)), 0.1);
+}
+
+// The index matrices and the position-bias matrix a model keeps per length give the same result
+// as the ones derived from the tables, and a shared position-bias matrix is never written.
+TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  const auto cpu = c10::Device(c10::kCPU);
+  RelativeAttentionInputs pre = f.in;
+  if (pre.pos_key.defined()) {
+    pre.c2p_gather = OffsetIndexMatrix(pre.c2p_index, kLen, false, cpu);
+    pre.p2c_gather = OffsetIndexMatrix(pre.p2c_index, kLen, false, cpu);
+    EXPECT_EQ(pre.c2p_gather[2][7].item<int64_t>(), pre.c2p_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(pre.p2c_gather[2][7].item<int64_t>(), pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(OffsetIndexMatrix(pre.p2c_index, kLen, true, cpu)[7][2].item<int64_t>(),
+              pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+  } else {
+    pre.position_bias_matrix =
+        pre.position_bias.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * kLen - 1, at::kInt), kLen, false, cpu)})
+            .contiguous();
+    pre.position_bias = at::Tensor();
+  }
+  const at::Tensor matrix_before = pre.position_bias_matrix.defined() ? pre.position_bias_matrix.clone() : at::Tensor();
+  EXPECT_LT(MaxDiff(BiasedAttention(pre), Reference(f)), 1e-5);
+  // A batch of one, where the masked bias has the matrix's shape.
+  RelativeAttentionInputs one = pre;
+  for (at::Tensor* t : {&one.q, &one.k, &one.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
+  one.attention_mask = f.mask.narrow(0, kBatch - 1, 1);
+  RelativeAttentionInputs one_tables = f.in;
+  for (at::Tensor* t : {&one_tables.q, &one_tables.k, &one_tables.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
+  one_tables.attention_mask = one.attention_mask;
+  EXPECT_LT(MaxDiff(BiasedAttention(one), RelativeAttention(one_tables)), 1e-5);
+  if (matrix_before.defined()) {
+    EXPECT_TRUE(at::equal(pre.position_bias_matrix, matrix_before));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RelativeAttentionTest, ::testing::Values(true, false),

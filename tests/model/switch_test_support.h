@@ -129,7 +129,7 @@ inline PaddedBatch MakeBatch(const std::vector<int64_t>& lengths, int64_t vocab,
 using EngineOutputs = std::map<std::string, NamedTensor>;
 
 inline EngineOutputs RunEngine(const std::string& dir, const PaddedBatch& batch) {
-  auto engine = Engine::Load(dir, EngineOptions{});
+  auto engine = Engine::Load(dir, testing::TestEngineOptions());
   if (!engine.ok()) throw std::runtime_error("Engine::Load: " + std::string(engine.status().message()));
   auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/true);
   if (!outputs.ok()) throw std::runtime_error("ForwardPadded: " + std::string(outputs.status().message()));
