@@ -3,9 +3,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <vector>
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/support/client_interceptor.h>
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/support/channel_arguments.h>
 
@@ -13,6 +16,32 @@
 
 namespace relserve::client {
 namespace {
+
+// Adds "authorization: Bearer KEY" to the initial metadata of every call on the channel.
+class ApiKeyInterceptor : public grpc::experimental::Interceptor {
+ public:
+  explicit ApiKeyInterceptor(const std::string& authorization) : authorization_(authorization) {}
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(grpc::experimental::InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace("authorization", authorization_);
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string authorization_;
+};
+
+class ApiKeyInterceptorFactory : public grpc::experimental::ClientInterceptorFactoryInterface {
+ public:
+  explicit ApiKeyInterceptorFactory(const std::string& key) : authorization_("Bearer " + key) {}
+  grpc::experimental::Interceptor* CreateClientInterceptor(grpc::experimental::ClientRpcInfo*) override {
+    return new ApiKeyInterceptor(authorization_);
+  }
+
+ private:
+  const std::string authorization_;
+};
 
 absl::StatusOr<std::string> ReadFile(const char* flag, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,7 +88,11 @@ absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(const Connect
     if (!options.tls_server_name.empty()) args.SetSslTargetNameOverride(options.tls_server_name);
     credentials = grpc::SslCredentials(ssl);
   }
-  return grpc::CreateCustomChannel(options.target, credentials, args);
+  if (options.api_key.empty()) return grpc::CreateCustomChannel(options.target, credentials, args);
+  std::vector<std::unique_ptr<grpc::experimental::ClientInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::make_unique<ApiKeyInterceptorFactory>(options.api_key));
+  return grpc::experimental::CreateCustomChannelWithInterceptors(options.target, credentials, args,
+                                                                 std::move(interceptors));
 }
 
 }  // namespace relserve::client

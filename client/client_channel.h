@@ -19,7 +19,9 @@ std::string LoadBalancingPolicyFor(const ConnectionOptions& options);
 
 // A channel with the options' credentials (plaintext, TLS, or mutual TLS; the PEM files are
 // read here, a missing one is INVALID_ARGUMENT naming its flag) and load-balancing policy. The
-// channel reconnects at least once a second while its server cannot be reached.
+// channel reconnects at least once a second while its server cannot be reached. With an API
+// key, every call on it carries "authorization: Bearer KEY" (metadata, not gRPC call
+// credentials: those are refused on a plaintext channel).
 absl::StatusOr<std::shared_ptr<grpc::Channel>> CreateClientChannel(const ConnectionOptions& options);
 
 }  // namespace relserve::client

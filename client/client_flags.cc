@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -124,6 +125,14 @@ const std::vector<Flag>& Flags() {
        "auto (round_robin for dns:/// and multi-address targets, else pick_first), pick_first or round_robin",
        String("load-balancing", &C::connection, &ConnectionOptions::load_balancing,
               {"auto", "pick_first", "round_robin"})},
+      {"api-key", "KEY", kAll,
+       "send \"authorization: Bearer KEY\" with every call, for a server started with an API key "
+       "(default: $RELSERVE_API_KEY)",
+       [](const std::string& v, ClientCommand* c) {
+         c->connection.api_key = std::string(absl::StripAsciiWhitespace(v));
+         if (c->connection.api_key.empty()) return absl::InvalidArgumentError("--api-key: the key is empty");
+         return absl::OkStatus();
+       }},
       // Requests.
       {"model", "NAME", kRpcs, "the model to call (default: the server's default model)",
        String("model", &C::request, &RequestOptions::model)},
@@ -323,6 +332,11 @@ absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& ar
   return c;
 }
 
+void ApplyApiKeyFromEnvironment(const char* relserve_api_key, ClientCommand* command) {
+  if (!command->connection.api_key.empty() || relserve_api_key == nullptr) return;
+  command->connection.api_key = std::string(absl::StripAsciiWhitespace(relserve_api_key));
+}
+
 std::string Usage(const std::string& subcommand) {
   std::string out;
   const Subcommand* only = FindSubcommand(subcommand);
@@ -338,7 +352,8 @@ std::string Usage(const std::string& subcommand) {
                     "Exit codes: 0 success, 1 an RPC failed (health: not SERVING), 2 bad usage or input.\n"
                     "\n`relserve-client SUBCOMMAND --help` lists its flags.\n");
   } else {
-    absl::StrAppend(&out, "usage: relserve-client ", only->name, " [flags] ", only->args, "\n  ", only->help, "\n");
+    absl::StrAppend(&out, "usage: relserve-client ", only->name, " [flags]", *only->args ? " " : "", only->args, "\n  ",
+                    only->help, "\n");
   }
   for (const char* section : {"connection", "subcommand"}) {
     const bool connection = std::string(section) == "connection";

@@ -19,6 +19,9 @@ struct ConnectionOptions {
   std::string client_key;   // ... and its private key
   std::string tls_server_name;  // the name the server's certificate must carry, if not the target's host
   std::string load_balancing = "auto";  // auto, pick_first, round_robin
+  // Sent as "authorization: Bearer KEY" with every call; "" sends none. --api-key, else the
+  // environment's RELSERVE_API_KEY (ApplyEnvironment).
+  std::string api_key;
 };
 
 // The options of the request messages (proto/relserve/v1/encoder.proto) and of where inputs
@@ -77,6 +80,11 @@ struct ClientCommand {
 
 // Parses argv after the program name. Errors are INVALID_ARGUMENT naming the flag.
 absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& args);
+
+// Without --api-key, the key comes from `relserve_api_key` (the environment's RELSERVE_API_KEY,
+// null when unset), as the server takes it: surrounding whitespace (a Secret's trailing
+// newline) is dropped.
+void ApplyApiKeyFromEnvironment(const char* relserve_api_key, ClientCommand* command);
 
 // The usage text: every subcommand with its flags, or (for a subcommand) its own flags.
 std::string Usage(const std::string& subcommand = "");

@@ -1,5 +1,6 @@
 // relserve-client: every relserve RPC from the command line, gRPC health checks, and a
 // closed-loop load generator. Parses flags, opens the channel, hands over to the subcommand.
+#include <cstdlib>
 #include <iostream>
 
 #include "client/bench_report.h"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
     std::cout << Usage(command->name);
     return kExitOk;
   }
+  ApplyApiKeyFromEnvironment(std::getenv("RELSERVE_API_KEY"), &*command);
   auto channel = CreateClientChannel(command->connection);
   if (!channel.ok()) return UsageError(channel.status(), command->quiet && command->name == "health");
   if (command->name == "health") return RunHealthCheck(*command, *channel, std::cout, std::cerr);

@@ -32,6 +32,7 @@ runtime_pkgs=(
   libabsl20220623
   libprometheus-cpp-core1.0
   libcpp-httplib0.11      # the HTTP/JSON API (server/http)
+  libssl3                 # API keys: SHA-256 and constant-time comparison (server/auth)
   ca-certificates
 )
 compile_pkgs=(
@@ -44,6 +45,7 @@ compile_pkgs=(
   libsentencepiece-dev sentencepiece
   nlohmann-json3-dev
   libcpp-httplib-dev      # the HTTP/JSON API (server/http)
+  libssl-dev              # API keys (server/auth)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev

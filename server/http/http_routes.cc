@@ -146,7 +146,8 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
                     [healthy = c.healthy](const json&, const HttpCall&, std::string*) -> absl::StatusOr<json> {
                       if (healthy && !healthy()) return absl::UnavailableError("unhealthy");
                       return json(nullptr);
-                    }});
+                    },
+                    /*open=*/true});
   return routes;
 }
 

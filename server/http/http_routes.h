@@ -30,7 +30,8 @@ struct HttpCall {
 
 // One route of the JSON API: a thin adapter from JSON to the serving layer and back. `handle`
 // gets the parsed body (an empty object for GET), answers the response (null: an empty body)
-// and sets *model to the model the request named ("" for the default).
+// and sets *model to the model the request named ("" for the default). An `open` route is
+// served without an API key (health checks); every other one needs it when keys are set.
 struct HttpRoute {
   std::string method;  // "GET", "POST"
   std::string path;
@@ -38,6 +39,7 @@ struct HttpRoute {
   std::function<absl::StatusOr<nlohmann::json>(const nlohmann::json& body, const HttpCall& call,
                                                std::string* model)>
       handle;
+  bool open = false;
   std::string name() const { return method + " " + path; }  // the `rpc` label of its metrics
 };
 
@@ -50,7 +52,7 @@ struct RouteContext {
 };
 
 // Every route: OpenAI's /v1/embeddings and /v1/models, TEI's /embed, /rerank, /predict,
-// /tokenize, /info and /health, Cohere's and Jina's /v1/rerank. The handlers block until the
+// /tokenize, /info and /health (the one open route), Cohere's and Jina's /v1/rerank. The handlers block until the
 // serving layer answers (they run on the HTTP server's own threads).
 std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& context);
 

@@ -83,14 +83,26 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   s.set_keep_alive_timeout(std::max<time_t>(1, absl::ToInt64Seconds(config.keep_alive_timeout)));
   s.set_keep_alive_max_count(static_cast<size_t>(std::max(1, config.keep_alive_max_requests)));
 
+  const ApiKeys* api_keys = config.api_keys;
   for (HttpRoute& route : MakeHttpRoutes(context)) {
-    auto handler = [self, route](const httplib::Request& req, httplib::Response& res) {
+    auto handler = [self, route, api_keys](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
       self->tracker_.CallStarted();
       std::string model;
       bool readable = true;  // false: the body could not be read, so no model is known
       absl::StatusOr<json> answer = json(nullptr);
-      if (self->tracker_.draining()) {
+      absl::Status auth;
+      if (api_keys != nullptr && !route.open) {
+        const std::string header = req.get_header_value("Authorization");  // held: Check reads a view of it
+        auth = api_keys->Check(req.has_header("Authorization") ? std::optional<std::string_view>(header)
+                                                               : std::nullopt);
+        if (!auth.ok() && self->metrics_ != nullptr) self->metrics_->RecordUnauthenticated("http");
+      }
+      if (!auth.ok()) {
+        readable = false;  // the body of a caller without the key is not looked at
+        answer = auth;
+        res.set_header("WWW-Authenticate", "Bearer");
+      } else if (self->tracker_.draining()) {
         answer = absl::UnavailableError("the server is shutting down");
       } else {
         absl::StatusOr<json> body = json::object();

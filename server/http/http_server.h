@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/auth/api_keys.h"
 #include "server/http/http_routes.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/call_tracker.h"
@@ -26,6 +27,11 @@ struct HttpServerConfig {
   absl::Duration write_timeout = absl::Seconds(30);  // the client must take the response within this
   absl::Duration keep_alive_timeout = absl::Seconds(5);  // idle keep-alive connections are closed after this
   int keep_alive_max_requests = 1000;                    // requests per connection before it is closed
+  // Not null: every route but the open ones (GET /health) needs "Authorization: Bearer KEY"
+  // with one of these keys; others get 401 with "WWW-Authenticate: Bearer" and the route's JSON
+  // error, counted in relserve_unauthenticated_requests_total{transport="http"}. Outlives the
+  // server.
+  const ApiKeys* api_keys = nullptr;
 };
 
 // "HOST:PORT" ("[::1]:8080" for IPv6) into config's host and port; the port may be 0.

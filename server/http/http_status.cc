@@ -45,6 +45,7 @@ int HttpStatusOf(const absl::Status& status) {
 const char* TeiErrorType(const absl::Status& status, int http_status) {
   switch (http_status) {
     case 400: return absl::EndsWith(status.message(), " is empty") ? "Empty" : "Validation";
+    case 401: return "Unauthorized";
     case 413:
     case 422: return "Validation";
     case 424: return "Backend";

@@ -12,6 +12,7 @@ namespace relserve {
 //   NOT_FOUND -> 404 (unknown model), FAILED_PRECONDITION -> 424 (a model without the needed
 //   head or tokenizer), RESOURCE_EXHAUSTED -> 429 (queue full), UNAVAILABLE -> 503 (draining),
 //   DEADLINE_EXCEEDED -> 504, CANCELLED -> 499 (the client went away), UNIMPLEMENTED -> 501,
+//   UNAUTHENTICATED -> 401 (a missing or wrong API key), PERMISSION_DENIED -> 403,
 //   anything else -> 500.
 // Errors of the HTTP layer itself that have a more precise status (a body that is not JSON:
 // 400; an empty batch: 400; a body over the limit: 413) carry it with WithHttpStatus.
@@ -20,7 +21,7 @@ absl::Status WithHttpStatus(absl::Status status, int http_status);
 
 // TEI's error_type for an error answered with `http_status`: "Empty" (an empty input or
 // batch), "Validation", "Overloaded", "Unhealthy", "Backend" (text-embeddings-inference's
-// ErrorType).
+// ErrorType), and "Unauthorized" for a missing or wrong API key (401).
 const char* TeiErrorType(const absl::Status& status, int http_status);
 // OpenAI's error "type": "invalid_request_error", "not_found_error", "rate_limit_error",
 // "server_error", ...

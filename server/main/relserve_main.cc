@@ -1,7 +1,9 @@
 // relserve: the gRPC server. Parses flags, starts, waits for SIGTERM/SIGINT, drains.
 #include <iostream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "server/main/relserve_server.h"
@@ -23,11 +25,16 @@ __attribute__((section(".preinit_array"), used)) void (*const block_signals_earl
 
 int main(int argc, char** argv) {
   relserve::TuneProcessForInference(argv);
-  auto config = relserve::ParseServerFlags(std::vector<std::string>(argv + 1, argv + argc));
+  const auto environment = relserve::RelserveEnvironment();
+  auto config = relserve::ParseServerFlags(std::vector<std::string>(argv + 1, argv + argc), environment);
   if (!config.ok()) {
     const bool help = config.status().code() == absl::StatusCode::kFailedPrecondition;
     (help ? std::cout : std::cerr) << (help ? "" : "relserve: ") << config.status().message() << "\n";
     return help ? 0 : 2;
+  }
+  for (const std::string& name : relserve::UnknownRelserveVariables(environment)) {
+    relserve::LogWarning(absl::StrCat("ignoring the environment variable ", name, ": no flag is named --",
+                                      absl::StrReplaceAll(absl::AsciiStrToLower(name.substr(9)), {{"_", "-"}})));
   }
   relserve::RaiseOpenFilesLimitAndLog();
   // The first signal stops start-up or starts the drain; a second one during the drain ends

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/auth/api_keys.h"
 #include "server/batching/model_batcher.h"
 #include "server/main/connection_closer.h"
 #include "server/main/listener_check.h"
@@ -31,6 +32,7 @@ namespace relserve {
 struct RelserveServer::State {
   ServerConfig config;
   ServerMetrics metrics;
+  std::unique_ptr<ApiKeys> api_keys;  // null: no key needed
   std::vector<std::unique_ptr<Engine>> engines;
   std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
   std::vector<std::unique_ptr<ModelBatcher>> batchers;
@@ -109,6 +111,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials, MakeServerCredentials(config));
   auto state = std::make_unique<State>();
   state->config = config;
+  ASSIGN_OR_RETURN(state->api_keys, ApiKeys::FromFlags(config.api_key, config.api_key_file));
   const CpuCount cpu = DetectCpuCount();
   ASSIGN_OR_RETURN(const CpuWorkers plan,
                    ResolveWorkers(cpu.cpus, config.device, config.workers_per_device, config.threads_per_worker,
@@ -179,7 +182,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
-  state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics);
+  state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
+                                                    state->api_keys.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -208,6 +212,13 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     HttpEndpointConfig ec;
     ec.address = config.metrics_address;
     ec.port = config.metrics_port;
+    if (config.metrics_api_key_required && state->api_keys != nullptr) {
+      ec.authorize_metrics = [raw](std::optional<std::string_view> authorization) {
+        absl::Status s = raw->api_keys->Check(authorization);
+        if (!s.ok()) raw->metrics.RecordUnauthenticated("metrics");
+        return s;
+      };
+    }
     ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
                                           ec, [raw] { return raw->metrics.Render(); },
                                           [raw] {
@@ -220,6 +231,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     RETURN_IF_ERROR(ParseHttpAddress(config.http_address, &hc));
     hc.threads = config.http_threads;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
+    hc.api_keys = state->api_keys.get();
     RouteContext routes;
     routes.serving = state->encoder_serving.get();
     routes.registry = &state->registry;
@@ -235,6 +247,13 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {
     LogInfo(config.tls_client_ca.empty() ? "gRPC over TLS" : "gRPC over mutual TLS (client certificates required)");
+  }
+  if (state->api_keys != nullptr) {  // where the keys came from, never the keys
+    const size_t n = state->api_keys->size();
+    LogInfo(absl::StrCat("API key", n == 1 ? "" : "s", " required (", n, n == 1 ? " key" : " keys",
+                         config.api_key_file.empty() ? "" : " from " + config.api_key_file,
+                         "): gRPC Encoder calls and HTTP routes; open: health checks",
+                         config.metrics_api_key_required ? "" : ", /metrics"));
   }
   LogInfo(absl::StrCat("serving ", config.models.size(), " model(s) on port ", state->grpc_port,
                        state->endpoint ? absl::StrCat(", metrics on port ", state->endpoint->port()) : "",

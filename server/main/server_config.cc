@@ -1,12 +1,18 @@
 #include "server/main/server_config.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/auth/api_keys.h"
 #include "server/http/http_server.h"
+
+extern char** environ;
 
 namespace relserve {
 namespace {
@@ -17,7 +23,23 @@ struct Flag {
   const char* help;
   std::function<absl::Status(const std::string&, ServerConfig*)> set;
   std::function<std::string(const ServerConfig&)> get_default;
+  bool repeatable = false;  // given several times; its variable holds a comma-separated list
+  bool boolean() const { return std::string(value_name) == "true|false"; }
 };
+
+constexpr char kBooleanValue[] = "true|false";
+
+Flag BoolFlag(const char* name, const char* help, bool ServerConfig::*field) {
+  return {name, kBooleanValue, help,
+          [name, field](const std::string& v, ServerConfig* c) {
+            if (v != "true" && v != "false") {
+              return absl::InvalidArgumentError(absl::StrCat("--", name, ": expected true or false"));
+            }
+            c->*field = v == "true";
+            return absl::OkStatus();
+          },
+          [field](const ServerConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+}
 
 absl::Status ParseInt(const std::string& flag, const std::string& v, int64_t min, int64_t* out) {
   int64_t x;
@@ -32,7 +54,7 @@ template <typename T>
 Flag IntFlag(const char* name, const char* help, T ServerConfig::*field, int64_t min) {
   return {name, "N", help,
           [name, field, min](const std::string& v, ServerConfig* c) {
-            int64_t x;
+            int64_t x = 0;
             if (absl::Status s = ParseInt(name, v, min, &x); !s.ok()) return s;
             c->*field = static_cast<T>(x);
             return absl::OkStatus();
@@ -73,7 +95,7 @@ const std::vector<Flag>& Flags() {
          c->models.emplace_back(name, dir);
          return absl::OkStatus();
        },
-       [](const ServerConfig&) { return std::string("(required)"); }},
+       [](const ServerConfig&) { return std::string("(required)"); }, /*repeatable=*/true},
       StringFlag("grpc-address", "HOST:PORT", "where the gRPC API listens", &ServerConfig::grpc_address),
       StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", &ServerConfig::metrics_address),
       IntFlag("metrics-port", "port of the Prometheus endpoint (0: any free port, -1: none)",
@@ -166,13 +188,7 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return absl::StrCat(c.max_connection_age_seconds); }},
-      {"warmup", "true|false", "run every model over its length buckets before reporting SERVING",
-       [](const std::string& v, ServerConfig* c) {
-         if (v != "true" && v != "false") return absl::InvalidArgumentError("--warmup: expected true or false");
-         c->warmup = v == "true";
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return std::string(c.warmup ? "true" : "false"); }},
+      BoolFlag("warmup", "run every model over its length buckets before reporting SERVING", &ServerConfig::warmup),
       StringFlag("pooling", "MODE", "override every model's pooling: mean, cls, max, ... (empty: the model's)",
                  &ServerConfig::pooling),
       StringFlag("tls-cert", "FILE", "PEM certificate chain: serve gRPC over TLS only (needs --tls-key; empty: plaintext)",
@@ -181,6 +197,30 @@ const std::vector<Flag>& Flags() {
       StringFlag("tls-client-ca", "FILE",
                  "PEM CA certificates: require client certificates signed by them (mutual TLS; needs --tls-cert)",
                  &ServerConfig::tls_client_ca),
+      {"api-key", "KEY",
+       "clients must send \"authorization: Bearer KEY\" on every API call (gRPC and HTTP; not health checks); "
+       "prefer RELSERVE_API_KEY or --api-key-file: a command line is visible to every user of the machine",
+       [](const std::string& v, ServerConfig* c) {
+         // Surrounding whitespace is no part of a key (a Secret written from a file ends in a
+         // newline). The key is checked here, so that a bad one stops the start, and never quoted.
+         const std::string key(absl::StripAsciiWhitespace(v));
+         if (auto keys = ApiKeys::Create({key}, "--api-key"); !keys.ok()) return keys.status();
+         c->api_key = key;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig&) { return std::string(); }},
+      {"api-key-file", "FILE",
+       "API keys, one per line (blank lines and surrounding whitespace ignored); several keys let clients move "
+       "from an old key to a new one",
+       [](const std::string& v, ServerConfig* c) {
+         // An empty path would quietly leave the API open.
+         if (v.empty()) return absl::InvalidArgumentError("--api-key-file: the path is empty");
+         c->api_key_file = v;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig&) { return std::string(); }},
+      BoolFlag("metrics-api-key-required", "/metrics needs the API key too (/healthz never does)",
+               &ServerConfig::metrics_api_key_required),
   };
   return kFlags;
 }
@@ -238,6 +278,33 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
   return r;
 }
 
+std::string FlagEnvironmentVariable(const std::string& flag) {
+  std::string name = "RELSERVE_" + absl::AsciiStrToUpper(flag);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+std::map<std::string, std::string> RelserveEnvironment() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || entry.rfind("RELSERVE_", 0) != 0) continue;
+    out.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return out;
+}
+
+std::vector<std::string> UnknownRelserveVariables(const std::map<std::string, std::string>& environment) {
+  std::set<std::string> known = {"RELSERVE_NO_REEXEC", "RELSERVE_ALLOCATOR", "RELSERVE_MALLOC_DEFAULTS"};
+  for (const Flag& f : Flags()) known.insert(FlagEnvironmentVariable(f.name));
+  std::vector<std::string> unknown;
+  for (const auto& [name, value] : environment) {
+    if (name.rfind("RELSERVE_", 0) == 0 && known.count(name) == 0) unknown.push_back(name);
+  }
+  return unknown;
+}
+
 std::string ServerUsage() {
   std::string out = "usage: relserve --model NAME=DIR [--model NAME=DIR ...] [flags]\n\nflags:\n";
   ServerConfig defaults;
@@ -245,33 +312,62 @@ std::string ServerUsage() {
     absl::StrAppend(&out, "  --", f.name, " ", f.value_name, "\n      ", f.help, " (default: ", f.get_default(defaults),
                     ")\n");
   }
+  absl::StrAppend(&out,
+                  "\nEvery flag can also come from the environment as RELSERVE_ and its name in upper case with\n"
+                  "dashes as underscores (RELSERVE_API_KEY, RELSERVE_HTTP_ADDRESS); the command line wins.\n"
+                  "RELSERVE_MODEL holds a comma-separated list (embedder=/models/e,reranker=/models/r).\n");
   return out;
 }
 
-absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args) {
+absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& environment) {
   ServerConfig config;
+  // Where each flag given came from, for errors that involve two flags.
+  std::map<std::string, std::string> origin;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") return absl::FailedPreconditionError(ServerUsage());
     if (a.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", a, "\""));
     std::string name = a.substr(2), value;
+    const Flag* flag = nullptr;
     const auto eq = name.find('=');
+    const std::string bare_name = eq == std::string::npos ? name : name.substr(0, eq);
+    for (const Flag& f : Flags()) {
+      if (bare_name == f.name) flag = &f;
+    }
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
+    } else if (flag != nullptr && flag->boolean() &&
+               (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
+      value = "true";  // a bare boolean flag
     } else if (i + 1 < args.size()) {
       value = args[++i];
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
     }
-    const Flag* flag = nullptr;
-    for (const Flag& f : Flags()) {
-      if (name == f.name) flag = &f;
-    }
     if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
     if (absl::Status s = flag->set(value, &config); !s.ok()) return s;
+    origin[flag->name] = absl::StrCat("--", flag->name);
   }
-  if (config.models.empty()) return absl::InvalidArgumentError("no --model given (see --help)");
+  // The environment fills in what the command line left out.
+  for (const Flag& f : Flags()) {
+    const std::string variable = FlagEnvironmentVariable(f.name);
+    const auto it = environment.find(variable);
+    if (origin.count(f.name) || it == environment.end()) continue;
+    std::vector<std::string> values = {it->second};
+    if (f.repeatable) values = absl::StrSplit(it->second, ',');
+    for (size_t k = 0; k < values.size(); ++k) {
+      const std::string value = f.repeatable ? std::string(absl::StripAsciiWhitespace(values[k])) : values[k];
+      absl::Status s = f.repeatable && value.empty()
+                           ? absl::InvalidArgumentError(absl::StrCat("item ", k + 1, " of ", values.size(),
+                                                                     " is empty (items are separated by commas)"))
+                           : f.set(value, &config);
+      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(variable, " (environment): ", s.message()));
+    }
+    origin[f.name] = variable;
+  }
+  if (config.models.empty()) return absl::InvalidArgumentError("no --model given (nor RELSERVE_MODEL; see --help)");
   if (!config.tls_cert.empty() && config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert needs --tls-key (the certificate's private key)");
   }
@@ -280,6 +376,14 @@ absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& ar
   }
   if (config.tls_cert.empty() && !config.tls_client_ca.empty()) {
     return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)");
+  }
+  if (!config.api_key.empty() && !config.api_key_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin["api-key"], " and ", origin["api-key-file"],
+                                                   " both give API keys: use one of them"));
+  }
+  if (config.metrics_api_key_required && config.api_key.empty() && config.api_key_file.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(origin["metrics-api-key-required"],
+                                                   " needs an API key (--api-key or --api-key-file)"));
   }
   return config;
 }

@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_MAIN_SERVER_CONFIG_H_
 #define RELSERVE_SERVER_MAIN_SERVER_CONFIG_H_
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,11 @@ struct ServerConfig {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
+  // API keys (server/auth/api_keys.h): with one, every Encoder RPC and every HTTP route but
+  // GET /health needs "authorization: Bearer KEY". At most one of the two is set.
+  std::string api_key;       // never logged
+  std::string api_key_file;  // one key per line
+  bool metrics_api_key_required = false;  // /metrics needs the key too (/healthz never does)
 };
 
 // Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is
@@ -73,8 +79,25 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
                                           int threads_per_worker, const std::string& dtype);
 
-absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args);
+// Parses argv (after the program name), then `environment`: each flag not on the command line
+// is taken from its variable (FlagEnvironmentVariable) when that is set, even to "". A
+// repeatable flag (--model) takes a comma-separated list from its variable, and a command line
+// that gives it at all overrides the variable. Errors name the flag, and the variable for a
+// value from the environment. Variables that name no flag are ignored here (see
+// UnknownRelserveVariables).
+absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& environment = {});
 std::string ServerUsage();
+
+// RELSERVE_ and the flag's name in upper case with dashes as underscores: "max-batch-size" ->
+// "RELSERVE_MAX_BATCH_SIZE".
+std::string FlagEnvironmentVariable(const std::string& flag);
+// The process's environment variables whose names start with RELSERVE_.
+std::map<std::string, std::string> RelserveEnvironment();
+// The names in `environment` that start with RELSERVE_ but are neither a flag's variable nor
+// one of the process settings (RELSERVE_NO_REEXEC, RELSERVE_ALLOCATOR,
+// RELSERVE_MALLOC_DEFAULTS): likely misspelt, worth a warning.
+std::vector<std::string> UnknownRelserveVariables(const std::map<std::string, std::string>& environment);
 
 }  // namespace relserve
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/metrics/http_request.h"
 
@@ -57,6 +58,7 @@ const char* ReasonPhrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 414: return "URI Too Long";
@@ -434,6 +436,25 @@ std::string MetricsHttpEndpoint::Loop::Handle(const HttpRequestHead& req) {
     const std::string why = health.message().empty() ? std::string("not ready")
                                                      : std::string(health.message());
     return BuildResponse(503, kPlainContentType, why + "\n", !head);
+  }
+  if (config_.authorize_metrics) {
+    std::optional<std::string_view> authorization;
+    for (const auto& [name, value] : req.headers) {
+      if (absl::EqualsIgnoreCase(name, "authorization")) {
+        authorization = value;
+        break;
+      }
+    }
+    absl::Status allowed;
+    try {
+      allowed = config_.authorize_metrics(authorization);
+    } catch (...) {
+      allowed = absl::UnauthenticatedError("the authorization check failed");
+    }
+    if (!allowed.ok()) {
+      return BuildResponse(401, kPlainContentType, absl::StrCat("Unauthorized: ", allowed.message(), "\n"), !head,
+                           "WWW-Authenticate: Bearer\r\n");
+    }
   }
   std::string body;
   try {

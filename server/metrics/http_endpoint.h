@@ -5,7 +5,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/status.h"
@@ -32,6 +34,12 @@ struct HttpEndpointConfig {
   int max_connections = 1024;
   // Connections one peer address may hold at once.
   int max_connections_per_peer = 16;
+
+  // When set, /metrics is served only to requests for which it returns OK, given the value of
+  // their Authorization header (nullopt when there is none); others get 401 with its message
+  // and "WWW-Authenticate: Bearer". /healthz stays open (probes carry no key). Called on the
+  // serving thread.
+  std::function<absl::Status(std::optional<std::string_view> authorization)> authorize_metrics;
 };
 
 // A minimal HTTP/1.1 server for Prometheus scrapes and health checks.
@@ -44,7 +52,8 @@ struct HttpEndpointConfig {
 //
 // Routes (anything after '?' is ignored):
 //   GET|HEAD /metrics  200, Content-Type: text/plain; version=0.0.4; charset=utf-8, body =
-//                      render_metrics() (500 if it throws)
+//                      render_metrics() (500 if it throws); 401 when config.authorize_metrics
+//                      refuses the request's Authorization header
 //   GET|HEAD /healthz  200 "ok" when ready() returns OK (or no ready callback was given),
 //                      503 with ready()'s message otherwise (or if it throws)
 //   other paths        404

@@ -194,6 +194,11 @@ struct ServerMetrics::Impl {
                              .Name("relserve_nonfinite_outputs_total")
                              .Help("Sequences whose outputs held NaN or infinity (answered INTERNAL).")
                              .Register(*registry)),
+        unauthenticated_family(prometheus::BuildCounter()
+                                   .Name("relserve_unauthenticated_requests_total")
+                                   .Help("Calls refused for a missing or wrong API key, by transport (grpc, http, "
+                                         "metrics).")
+                                   .Register(*registry)),
         model_info_family(
             prometheus::BuildGauge()
                 .Name("relserve_model_info")
@@ -219,6 +224,7 @@ struct ServerMetrics::Impl {
         in_flight(in_flight_family),
         rejections(rejections_family),
         nonfinite(nonfinite_family),
+        unauthenticated(unauthenticated_family),
         serving(serving_family) {}
 
   static Labels ModelLabel(const std::string& model) { return {{"model", model}}; }
@@ -252,6 +258,7 @@ struct ServerMetrics::Impl {
   Family<Gauge>& in_flight_family;
   Family<Counter>& rejections_family;
   Family<Counter>& nonfinite_family;
+  Family<Counter>& unauthenticated_family;
   Family<Gauge>& model_info_family;
   Family<Gauge>& serving_family;
 
@@ -271,6 +278,7 @@ struct ServerMetrics::Impl {
   SeriesCache<Gauge> in_flight;
   SeriesCache<Counter> rejections;
   SeriesCache<Counter> nonfinite;
+  SeriesCache<Counter> unauthenticated;
   SeriesCache<Gauge> serving;
 
   // relserve_model_info: the current series of each model (replaced when its labels change).
@@ -314,6 +322,10 @@ void ServerMetrics::RecordTokenize(const std::string& model, double seconds) {
 
 void ServerMetrics::RecordNonFiniteOutput(const std::string& model) {
   impl_->ModelCounter(impl_->nonfinite, model).Increment();
+}
+
+void ServerMetrics::RecordUnauthenticated(const std::string& transport) {
+  impl_->unauthenticated.Get(transport, [&] { return Labels{{"transport", transport}}; }).Increment();
 }
 
 void ServerMetrics::RecordRejection(const std::string& model, const std::string& reason) {

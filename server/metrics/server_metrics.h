@@ -30,6 +30,8 @@ namespace relserve {
 // | relserve_rejections_total                     | counter   | model, reason     | sequences/requests refused; reason = "queue_full", "deadline_exceeded",
 // |                                               |           |                   | "cancelled", "shutdown", "invalid_argument", "too_long", ...
 // | relserve_nonfinite_outputs_total              | counter   | model             | sequences whose outputs held NaN or infinity (the request got INTERNAL)
+// | relserve_unauthenticated_requests_total       | counter   | transport         | calls refused for a missing or wrong API key; transport = "grpc", "http"
+// |                                               |           |                   | (the JSON API) or "metrics" (/metrics with --metrics-api-key-required)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
 // | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
@@ -62,6 +64,8 @@ class ServerMetrics {
   void RecordTokenize(const std::string& model, double seconds);
   void RecordRejection(const std::string& model, const std::string& reason);
   void RecordNonFiniteOutput(const std::string& model);  // per sequence
+  // A call refused for a missing or wrong API key: "grpc", "http" or "metrics".
+  void RecordUnauthenticated(const std::string& transport);
   void AddInFlightSequences(const std::string& model, int64_t delta);
   void SetQueueDepth(const std::string& model, int64_t sequences);
 

@@ -17,10 +17,16 @@ namespace {
 class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
                            public DrainableStream {
  public:
-  EmbedStreamReactor(EncoderService* service, CallTracker* tracker, ServerMetrics* metrics, absl::Time deadline)
+  EmbedStreamReactor(EncoderService* service, CallTracker* tracker, ServerMetrics* metrics, absl::Time deadline,
+                     const absl::Status& auth)
       : service_(service), tracker_(tracker), metrics_(metrics), deadline_(deadline) {
     tracker_->CallStarted();
     std::lock_guard<std::mutex> lock(mu_);
+    if (!auth.ok()) {
+      Record(auth, kUnknownModelLabel, absl::Now());
+      FinishLocked(auth);
+      return;
+    }
     registered_ = tracker_->AddStream(this);
     if (!registered_) {
       FinishLocked(absl::UnavailableError("the server is shutting down"));
@@ -144,8 +150,9 @@ class EmbedStreamReactor : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* NewEmbedStream(EncoderService* service,
                                                                             CallTracker* tracker,
                                                                             ServerMetrics* metrics,
-                                                                            absl::Time deadline) {
-  return new EmbedStreamReactor(service, tracker, metrics, deadline);
+                                                                            absl::Time deadline,
+                                                                            const absl::Status& auth) {
+  return new EmbedStreamReactor(service, tracker, metrics, deadline, auth);
 }
 
 }  // namespace relserve

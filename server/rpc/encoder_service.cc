@@ -31,8 +31,24 @@ auto Answer(UnaryCall<Request, Response>* call) {
 
 }  // namespace
 
-EncoderService::EncoderService(const EncoderServing* serving, const ModelRegistry* registry, ServerMetrics* metrics)
-    : serving_(serving), metrics_(metrics), tracker_(registry, serving->limits().max_response_bytes) {}
+EncoderService::EncoderService(const EncoderServing* serving, const ModelRegistry* registry, ServerMetrics* metrics,
+                               const ApiKeys* api_keys)
+    : serving_(serving),
+      metrics_(metrics),
+      api_keys_(api_keys),
+      tracker_(registry, serving->limits().max_response_bytes) {}
+
+absl::Status EncoderService::Authenticate(const grpc::CallbackServerContext* ctx) const {
+  if (api_keys_ == nullptr) return absl::OkStatus();
+  std::optional<std::string_view> authorization;
+  const auto& metadata = ctx->client_metadata();
+  if (auto it = metadata.find("authorization"); it != metadata.end()) {
+    authorization = std::string_view(it->second.data(), it->second.size());
+  }
+  absl::Status status = api_keys_->Check(authorization);
+  if (!status.ok() && metrics_ != nullptr) metrics_->RecordUnauthenticated("grpc");
+  return status;
+}
 
 void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
                                  const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) const {
@@ -46,7 +62,7 @@ void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std:
 grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                 grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::EmbedRequest, v1::EmbedResponse>(&tracker_, metrics_, "Embed", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   HandleEmbed(DeadlineOf(ctx), call->cancelled(), call->request, &call->response,
               [call](const absl::Status& s, const std::string& model) { call->Reply(s, model); });
   return call;
@@ -55,7 +71,7 @@ grpc::ServerUnaryReactor* EncoderService::Embed(grpc::CallbackServerContext* ctx
 grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                       grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::EmbedTokensRequest, v1::EmbedTokensResponse>(&tracker_, metrics_, "EmbedTokens", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   serving_->EmbedTokens(FromProto(call->request), ContextOf(ctx, call), Answer(call));
   return call;
 }
@@ -63,7 +79,7 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                  grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::RerankRequest, v1::RerankResponse>(&tracker_, metrics_, "Rerank", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   serving_->Rerank(FromProto(call->request), ContextOf(ctx, call), Answer(call));
   return call;
 }
@@ -71,7 +87,7 @@ grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ct
 grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::ClassifyRequest, v1::ClassifyResponse>(&tracker_, metrics_, "Classify", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   serving_->Classify(FromProto(call->request), ContextOf(ctx, call), Answer(call));
   return call;
 }
@@ -79,7 +95,7 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::TokenizeRequest, v1::TokenizeResponse>(&tracker_, metrics_, "Tokenize", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   Answer(call)(serving_->Tokenize(FromProto(call->request)));
   return call;
 }
@@ -87,7 +103,7 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                      grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::ListModelsRequest, v1::ListModelsResponse>(&tracker_, metrics_, "ListModels", out);
-  if (!call->Begin(*bytes)) return call;
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
   ToProto(serving_->ListModels(), serving_->default_model(), &call->response);
   call->Reply(absl::OkStatus(), serving_->default_model());
   return call;
@@ -95,7 +111,7 @@ grpc::ServerUnaryReactor* EncoderService::ListModels(grpc::CallbackServerContext
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EncoderService::EmbedStream(
     grpc::CallbackServerContext* ctx) {
-  return NewEmbedStream(this, &tracker_, metrics_, DeadlineOf(ctx));
+  return NewEmbedStream(this, &tracker_, metrics_, DeadlineOf(ctx), Authenticate(ctx));
 }
 
 }  // namespace relserve

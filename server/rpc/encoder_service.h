@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 
 #include "relserve/v1/encoder.grpc.pb.h"
+#include "server/auth/api_keys.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/call_tracker.h"
 #include "server/serving/encoder_serving.h"
@@ -29,11 +30,19 @@ using RawEncoderService = v1::Encoder::WithRawCallbackMethod_Embed<
 // layer (EncoderServing), which tokenizes on the gRPC thread, hands each sequence to the
 // model's batcher and answers when the last one is back; nothing blocks a gRPC thread on the
 // model. The service owns what is gRPC's: parsing and sizing messages, the status codes, the
-// per-call metrics, cancellation and the drain.
+// per-call metrics, cancellation, API keys and the drain.
+//
+// With `api_keys`, every method (EmbedStream included) first checks the call's "authorization"
+// metadata ("Bearer KEY"): a missing or wrong key is answered UNAUTHENTICATED before the
+// request is read, and counted in relserve_unauthenticated_requests_total{transport="grpc"}
+// and relserve_requests_total (model "unknown"). Health and reflection are other services and
+// stay open.
 class EncoderService final : public RawEncoderService {
  public:
-  // `serving`, `registry` and `metrics` (may be null) outlive the service.
-  EncoderService(const EncoderServing* serving, const ModelRegistry* registry, ServerMetrics* metrics);
+  // `serving`, `registry`, `metrics` (may be null) and `api_keys` (may be null: no key needed)
+  // outlive the service.
+  EncoderService(const EncoderServing* serving, const ModelRegistry* registry, ServerMetrics* metrics,
+                 const ApiKeys* api_keys = nullptr);
 
   grpc::ServerUnaryReactor* Embed(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response) override;
@@ -64,8 +73,12 @@ class EncoderService final : public RawEncoderService {
                    const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) const;
 
  private:
+  // OK, or UNAUTHENTICATED (counted) when the call does not carry one of the API keys.
+  absl::Status Authenticate(const grpc::CallbackServerContext* ctx) const;
+
   const EncoderServing* serving_;
   ServerMetrics* metrics_;
+  const ApiKeys* api_keys_;
   CallTracker tracker_;
 };
 

@@ -44,9 +44,14 @@ class UnaryCall : public grpc::ServerUnaryReactor {
     tracker_->CallStarted();
   }
 
-  // Parses the request, or answers: INVALID_ARGUMENT for bytes that are not a valid Request,
+  // Parses the request, or answers: `auth` when it is not OK (a missing or wrong API key; the
+  // request is not read), INVALID_ARGUMENT for bytes that are not a valid Request,
   // UNAVAILABLE while the server drains. True when the handler should go on.
-  bool Begin(const grpc::ByteBuffer& in) {
+  bool Begin(const grpc::ByteBuffer& in, const absl::Status& auth = absl::OkStatus()) {
+    if (!auth.ok()) {
+      Answer(auth, kUnknownModelLabel);
+      return false;
+    }
     if (absl::Status s = ParseMessage(in, &request); !s.ok()) {
       Answer(s, kUnknownModelLabel);
       return false;

@@ -1,17 +1,31 @@
 #include "server/tools/cli_args.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
 namespace relserve {
+namespace {
+
+constexpr char kUsagePayload[] = "relserve.usage_error";
+
+}  // namespace
+
+absl::Status UsageError(const std::string& message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) { return status.GetPayload(kUsagePayload).has_value(); }
 
 absl::StatusOr<CliArgs> CliArgs::Parse(const std::vector<std::string>& args, const std::set<std::string>& known,
                                        const std::set<std::string>& boolean_flags) {
   CliArgs out;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", a, "\""));
+    if (a.rfind("--", 0) != 0) return UsageError(absl::StrCat("unexpected argument \"", a, "\""));
     std::string name = a.substr(2), value;
     const auto eq = name.find('=');
     const bool inline_value = eq != std::string::npos;
@@ -20,7 +34,7 @@ absl::StatusOr<CliArgs> CliArgs::Parse(const std::vector<std::string>& args, con
       name = name.substr(0, eq);
     }
     if (!known.count(name) && !boolean_flags.count(name)) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option --", name, " (known: --",
+      return UsageError(absl::StrCat("unknown option --", name, " (known: --",
                                                      absl::StrJoin(known, ", --"),
                                                      boolean_flags.empty() ? "" : ", --",
                                                      absl::StrJoin(boolean_flags, ", --"), ")"));
@@ -31,7 +45,7 @@ absl::StatusOr<CliArgs> CliArgs::Parse(const std::vector<std::string>& args, con
       } else if (i + 1 < args.size()) {
         value = args[++i];
       } else {
-        return absl::InvalidArgumentError(absl::StrCat("option --", name, " needs a value"));
+        return UsageError(absl::StrCat("option --", name, " needs a value"));
       }
     }
     out.values_[name] = value;

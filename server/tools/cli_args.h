@@ -10,8 +10,13 @@
 
 namespace relserve {
 
+// A command line that cannot be parsed (an unknown option, a missing value): INVALID_ARGUMENT,
+// marked so that relserve-model exits 2 for it (1 is for failures of the command itself).
+absl::Status UsageError(const std::string& message);
+bool IsUsageError(const absl::Status& status);
+
 // "--name value" and "--name=value" options of one subcommand. Every option must be one the
-// subcommand declares; a value-less "--flag" is "true".
+// subcommand declares; a value-less "--flag" is "true". Parse errors are UsageErrors.
 class CliArgs {
  public:
   static absl::StatusOr<CliArgs> Parse(const std::vector<std::string>& args, const std::set<std::string>& known,

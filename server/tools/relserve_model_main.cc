@@ -5,34 +5,54 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/tools/cli_args.h"
 #include "server/tools/commands.h"
 #include "server/util/process_tuning.h"
 
 namespace {
 
-constexpr char kUsage[] = R"(usage: relserve-model COMMAND [options]
+struct Command {
+  const char* name;
+  const char* synopsis;     // its options, as `relserve-model NAME` takes them
+  const char* description;  // what it does
+  bool engine_options;      // takes the options of commands that load a model
+  absl::Status (*run)(const std::vector<std::string>&);
+};
 
-commands:
-  forward  --model DIR --inputs FILE.json --output FILE.safetensors [--pooled]
-           transformers' forward on a padded batch (input_ids, attention_mask, token_type_ids);
-           writes last_hidden_state, hidden_state_0..N and logits as float32
-  tokenize --model DIR [--max-length N] [--no-truncate]
-           one text per line on stdin (a tab separates a pair); JSON lines out
-  embed    --model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate]
-           one text per line on stdin; pooled embeddings as JSON lines
-  create   --family deberta-v3|deberta-v2|t5|t5-v1.1 --out DIR [--hidden N --layers N --heads N
-           --intermediate N --vocab N --vocab-file spm.model --labels N --embedding-size N
-           --seed N --init-std X --dtype float32|bfloat16|float16 --config JSON
-           --sentence-transformers --dense-out N --overwrite]
-           writes a randomly initialised model directory in Hugging Face's format
-  bench    --model DIR --batch B --seq L [--iters N --warmup N --gemm-size N --no-gemm]
-           tokens per second, and the efficiency against this machine's matmul throughput
-  info     --model DIR
-           what the engine loaded, as JSON
-  accuracy --model DIR --dtype bfloat16|float16 [--batch B --seq L]
-           cosine of pooled embeddings and max |logit difference| against float32
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = {
+      {"forward", "--model DIR --inputs FILE.json --output FILE.safetensors [--pooled]",
+       "transformers' forward on a padded batch (input_ids, attention_mask, token_type_ids);\n"
+       "writes last_hidden_state, hidden_state_0..N and logits as float32 (--pooled: the pooled output too)",
+       true, relserve::RunForwardCommand},
+      {"tokenize", "--model DIR [--max-length N] [--no-truncate]",
+       "one text per line on stdin (a tab separates a pair); JSON lines out (input_ids, attention_mask,\n"
+       "token_type_ids, truncated); a line that fails prints {\"error\": ...} and the exit code is 1",
+       false, relserve::RunTokenizeCommand},
+      {"embed", "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate]",
+       "one text per line on stdin; pooled embeddings as JSON lines, in input order (--batch-size: lines\n"
+       "per batch, default 32)",
+       true, relserve::RunEmbedCommand},
+      {"create",
+       "--family deberta-v3|deberta-v2|t5|t5-v1.1 --out DIR [--hidden N --layers N --heads N\n"
+       "--intermediate N --vocab N --vocab-file spm.model --labels N --embedding-size N\n"
+       "--seed N --init-std X --dtype float32|bfloat16|float16 --config JSON\n"
+       "--sentence-transformers --dense-out N --overwrite]",
+       "writes a randomly initialised model directory in Hugging Face's format (--config: JSON keys merged\n"
+       "into config.json; --sentence-transformers: pooling files, with a Dense layer of --dense-out outputs)",
+       false, relserve::RunCreateCommand},
+      {"bench", "--model DIR --batch B --seq L [--iters N --warmup N --gemm-size N --no-gemm]",
+       "tokens per second, and the efficiency against this machine's matmul throughput, as one JSON line",
+       true, relserve::RunBenchCommand},
+      {"info", "--model DIR", "what the engine loaded, as JSON", true, relserve::RunInfoCommand},
+      {"accuracy", "--model DIR --dtype bfloat16|float16 [--batch B --seq L]",
+       "cosine of pooled embeddings and max |logit difference| against float32", true,
+       relserve::RunAccuracyCommand},
+  };
+  return kCommands;
+}
 
-options of commands that load a model:
+constexpr char kEngineOptions[] = R"(options of commands that load a model:
   --dtype float32|bfloat16|float16   weights and activations (default float32)
   --device cpu|cuda|cuda:N          where the model runs (default cpu; cuda needs a CUDA build)
   --threads N                        compute threads (default: all cores)
@@ -40,39 +60,83 @@ options of commands that load a model:
   --pooling mean|cls|max|...         overrides the directory's pooling
 )";
 
+// `text` with `prefix` before every line after the first.
+std::string IndentContinuation(const std::string& text, const std::string& prefix) {
+  std::string out;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += prefix;
+  }
+  return out;
+}
+
+std::string Indent(const std::string& text, const std::string& prefix) {
+  return prefix + IndentContinuation(text, prefix);
+}
+
+std::string Usage() {
+  std::string out = "usage: relserve-model COMMAND [options]\n\ncommands:\n";
+  for (const Command& c : Commands()) {
+    const std::string name = c.name;
+    out += "  " + name + std::string(9 - name.size(), ' ') + IndentContinuation(c.synopsis, std::string(13, ' ')) + "\n";
+    out += Indent(c.description, "           ") + "\n";
+  }
+  out += "\n";
+  out += kEngineOptions;
+  out += "\n`relserve-model COMMAND --help` shows one command. Exit codes: 0 success, 1 the command failed,\n"
+         "2 bad usage (an unknown command or option, an option without its value).\n";
+  return out;
+}
+
+std::string CommandUsage(const Command& c) {
+  const std::string head = std::string("usage: relserve-model ") + c.name + " ";
+  std::string out = head + IndentContinuation(c.synopsis, std::string(head.size() + 2, ' ')) + "\n\n" +
+                    Indent(c.description, "  ") + "\n";
+  if (c.engine_options) out += std::string("\n") + kEngineOptions;
+  return out;
+}
+
+bool IsHelp(const std::string& arg) { return arg == "--help" || arg == "-h"; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
   relserve::TuneProcessForInference(argv);
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
-      std::string(argv[1]) == "help") {
-    std::cout << kUsage;
+  if (argc < 2 || IsHelp(argv[1]) || std::string(argv[1]) == "help") {
+    std::cout << Usage();
     return argc < 2 ? 2 : 0;
   }
-  const std::string command = argv[1];
+  const std::string name = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
-  absl::Status (*run)(const std::vector<std::string>&) = nullptr;
-  if (command == "forward") run = relserve::RunForwardCommand;
-  else if (command == "tokenize") run = relserve::RunTokenizeCommand;
-  else if (command == "embed") run = relserve::RunEmbedCommand;
-  else if (command == "create") run = relserve::RunCreateCommand;
-  else if (command == "bench") run = relserve::RunBenchCommand;
-  else if (command == "info") run = relserve::RunInfoCommand;
-  else if (command == "accuracy") run = relserve::RunAccuracyCommand;
-  else {
-    std::cerr << "relserve-model: unknown command \"" << command << "\"\n\n" << kUsage;
+  const Command* command = nullptr;
+  for (const Command& c : Commands()) {
+    if (name == c.name) command = &c;
+  }
+  if (command == nullptr) {
+    std::cerr << "relserve-model: unknown command \"" << name << "\"\n\n" << Usage();
     return 2;
+  }
+  for (const std::string& a : args) {
+    if (IsHelp(a)) {
+      std::cout << CommandUsage(*command);
+      return 0;
+    }
   }
   absl::Status status;
   try {
-    status = run(args);
+    status = command->run(args);
   } catch (const std::exception& e) {
     // The commands return their failures as statuses; this is the last line against one that
     // escapes (a library's exception), which would otherwise abort without a word.
     status = absl::InternalError(e.what());
   }
+  if (relserve::IsUsageError(status)) {
+    std::cerr << "relserve-model " << name << ": " << status.message() << "\n(see relserve-model " << name
+              << " --help)\n";
+    return 2;
+  }
   if (!status.ok()) {
-    std::cerr << "relserve-model " << command << ": " << status.message() << " ["
+    std::cerr << "relserve-model " << name << ": " << status.message() << " ["
               << absl::StatusCodeToString(status.code()) << "]\n";
     return 1;
   }

@@ -123,6 +123,27 @@ TEST(ClientFlagsTest, LoadBalancingPolicyChoices) {
   EXPECT_EQ(ParseClientArgs({"models"})->connection.load_balancing, "auto");
 }
 
+TEST(ClientFlagsTest, ApiKeyFromTheFlagElseTheEnvironment) {
+  auto flag = ParseClientArgs({"models", "--api-key", " flag-key\n"});
+  ASSERT_TRUE(flag.ok()) << flag.status();
+  EXPECT_EQ(flag->connection.api_key, "flag-key");
+  ApplyApiKeyFromEnvironment("env-key", &*flag);
+  EXPECT_EQ(flag->connection.api_key, "flag-key");  // the flag wins
+
+  auto none = ParseClientArgs({"bench"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->connection.api_key, "");
+  ApplyApiKeyFromEnvironment(nullptr, &*none);
+  EXPECT_EQ(none->connection.api_key, "");
+  ApplyApiKeyFromEnvironment("env-key\n", &*none);
+  EXPECT_EQ(none->connection.api_key, "env-key");
+
+  auto empty = ParseClientArgs({"models", "--api-key", ""});
+  EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(empty.status().message()), HasSubstr("--api-key"));
+  EXPECT_THAT(Usage("embed"), HasSubstr("--api-key KEY"));
+}
+
 TEST(ClientFlagsTest, HelpWithAndWithoutSubcommand) {
   auto top = ParseClientArgs({"--help"});
   ASSERT_TRUE(top.ok()) << top.status();

@@ -117,4 +117,21 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$elapsed_ms" -lt 3000 ] || { echo "FAILED: health on a closed port took ${elapsed_ms} ms"; exit 1; }
 expect_exit 1 "${c[@]}" models
 check_json 'j["error"]["code"] == "UNAVAILABLE"' < "$work/err"
+
+# A server that needs an API key: calls without it fail (exit 1, UNAUTHENTICATED), with
+# --api-key or RELSERVE_API_KEY they pass (bench too); health needs none.
+start_server keyed.log --model "embedder=$work/embedder" --metrics-port -1 --api-key "client-test-key"
+k=("$client" --target "127.0.0.1:$grpc_port")
+expect_exit 1 "${k[@]}" models
+check_json 'j["error"]["code"] == "UNAUTHENTICATED"' '"missing API key" in j["error"]["message"]' < "$work/err"
+expect_exit 1 "${k[@]}" embed --api-key wrong-key "x"
+check_json 'j["error"]["code"] == "UNAUTHENTICATED"' 'j["error"]["message"] == "invalid API key"' < "$work/err"
+expect_exit 0 "${k[@]}" embed --api-key client-test-key "x"
+check_json 'len(j["embeddings"]) == 1' < "$work/out"
+RELSERVE_API_KEY=client-test-key expect_exit 0 "${k[@]}" models
+expect_exit 0 "${k[@]}" health
+RELSERVE_API_KEY=client-test-key expect_exit 0 "${k[@]}" bench --requests 4 --warmup 0 --concurrency 2 --quiet \
+  --lengths fixed:8
+check_json 'j["requests"] == 4' 'j["errors"] == {}' < "$work/out"
+stop_server "$server_pid"
 echo "relserve-client commands: passed"

@@ -39,6 +39,8 @@ TEST(HttpStatusTest, TeiAndOpenAIErrorTypes) {
   EXPECT_STREQ(TeiErrorType(absl::ResourceExhaustedError("full"), 429), "Overloaded");
   EXPECT_STREQ(TeiErrorType(absl::UnavailableError("draining"), 503), "Unhealthy");
   EXPECT_STREQ(TeiErrorType(absl::InternalError("nan"), 500), "Backend");
+  EXPECT_STREQ(TeiErrorType(absl::UnauthenticatedError("invalid API key"), 401), "Unauthorized");
+  EXPECT_STREQ(OpenAIErrorType(401), "authentication_error");
   EXPECT_STREQ(OpenAIErrorType(422), "invalid_request_error");
   EXPECT_STREQ(OpenAIErrorType(404), "not_found_error");
   EXPECT_STREQ(OpenAIErrorType(429), "rate_limit_error");

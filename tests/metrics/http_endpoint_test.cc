@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include <atomic>
+#include <optional>
 #include <chrono>
 #include <set>
 #include <stdexcept>
@@ -132,6 +133,32 @@ TEST(MetricsHttpEndpointTest, HealthzWithoutCallbackIsOk) {
   auto endpoint = StartOrDie();
   ASSERT_NE(endpoint, nullptr);
   EXPECT_EQ(HttpGet(endpoint->port(), "/healthz").status, 200);
+}
+
+// With an authorization check, /metrics needs what it accepts (the header's name in any case);
+// /healthz stays open, for probes that carry no key.
+TEST(MetricsHttpEndpointTest, AuthorizeMetricsGuardsMetricsOnly) {
+  HttpEndpointConfig config = LoopbackConfig();
+  std::vector<std::optional<std::string>> seen;
+  config.authorize_metrics = [&seen](std::optional<std::string_view> authorization) {
+    seen.emplace_back(authorization ? std::optional<std::string>(*authorization) : std::nullopt);
+    return authorization == "Bearer good" ? absl::OkStatus() : absl::UnauthenticatedError("missing API key");
+  };
+  auto endpoint = StartOrDie(config);
+  ASSERT_NE(endpoint, nullptr);
+  HttpResponse r = HttpGet(endpoint->port(), "/metrics");
+  EXPECT_EQ(r.status, 401) << r.raw;
+  EXPECT_EQ(r.Header("www-authenticate"), "Bearer");
+  EXPECT_EQ(r.body, "Unauthorized: missing API key\n");
+  EXPECT_EQ(RawRequest(endpoint->port(), "HEAD /metrics HTTP/1.1\r\nAuthorization: Bearer bad\r\n\r\n").status, 401);
+  r = RawRequest(endpoint->port(), "GET /metrics HTTP/1.1\r\nauthorization: Bearer good\r\n\r\n");
+  EXPECT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body, kBody);
+  EXPECT_EQ(HttpGet(endpoint->port(), "/healthz").status, 200);
+  ASSERT_EQ(seen.size(), 3u);  // /healthz did not ask
+  EXPECT_EQ(seen[0], std::nullopt);
+  EXPECT_EQ(seen[1], "Bearer bad");
+  EXPECT_EQ(seen[2], "Bearer good");
 }
 
 TEST(MetricsHttpEndpointTest, UnknownPathAndMethod) {

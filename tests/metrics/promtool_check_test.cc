@@ -56,6 +56,7 @@ void RecordEverything(ServerMetrics& m) {
     m.RecordBatch(model, 2, 10, 16, 0.001, 0.002, false);
   }
   m.RecordRejection("we\"ird\\name\n", "shutdown");
+  m.RecordUnauthenticated("http");
 }
 
 TEST(PromtoolCheckTest, ScrapePassesPromtoolLint) {

@@ -57,6 +57,7 @@ TEST(ServerMetricsTest, EveryFamilyHasHelpAndType) {
   m.RecordQueueTime("m", 0.001);
   m.SetModelInfo("m", {{"architecture", "t5"}});
   m.SetServing("m", true);
+  m.RecordUnauthenticated("grpc");
   const Exposition e = Scrape(m);
   const std::map<std::string, std::string> expected = {
       {"relserve_requests_total", "counter"},
@@ -76,6 +77,7 @@ TEST(ServerMetricsTest, EveryFamilyHasHelpAndType) {
       {"relserve_rejections_total", "counter"},
       {"relserve_model_info", "gauge"},
       {"relserve_model_serving", "gauge"},
+      {"relserve_unauthenticated_requests_total", "counter"},
   };
   for (const auto& [family, type] : expected) {
     ASSERT_TRUE(e.type.count(family)) << family;
@@ -159,6 +161,18 @@ TEST(ServerMetricsTest, TokenizeQueueRejectionsAndGauges) {
 
   m.SetServing("m", false);
   EXPECT_EQ(Scrape(m).Value("relserve_model_serving", model), 0.0);
+}
+
+TEST(ServerMetricsTest, UnauthenticatedRequestsByTransport) {
+  ServerMetrics m;
+  m.RecordUnauthenticated("http");
+  m.RecordUnauthenticated("grpc");
+  m.RecordUnauthenticated("http");
+  m.RecordUnauthenticated("metrics");
+  const Exposition e = Scrape(m);
+  EXPECT_EQ(e.Value("relserve_unauthenticated_requests_total", {{"transport", "http"}}), 2.0);
+  EXPECT_EQ(e.Value("relserve_unauthenticated_requests_total", {{"transport", "grpc"}}), 1.0);
+  EXPECT_EQ(e.Value("relserve_unauthenticated_requests_total", {{"transport", "metrics"}}), 1.0);
 }
 
 TEST(ServerMetricsTest, BatchSeries) {

@@ -177,5 +177,89 @@ TEST(RelserveBinaryTest, WarmsUpModelsShorterThanSixteenTokens) {
   EXPECT_EQ(WaitExit(p), 0);
 }
 
+// The main use of the environment: the API key from a Kubernetes Secret (RELSERVE_API_KEY,
+// with the newline a Secret written from a file ends in). The key guards gRPC and HTTP, the
+// start-up log says so without showing it, and flags on the command line still win.
+TEST(RelserveBinaryTest, ApiKeyFromTheEnvironment) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  const std::string key = "k8s-secret-key-3f9a";
+  ASSERT_EQ(setenv("RELSERVE_API_KEY", (key + "\n").c_str(), 1), 0);
+  ASSERT_EQ(setenv("RELSERVE_MODEL", ("embedder=" + model).c_str(), 1), 0);
+  ASSERT_EQ(setenv("RELSERVE_METRICS_PORT", "9", 1), 0);  // overridden below
+  Process p = Launch({"--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1",
+                      "--warmup", "false", "--shutdown-grace-seconds", "5"});
+  unsetenv("RELSERVE_API_KEY");
+  unsetenv("RELSERVE_MODEL");
+  unsetenv("RELSERVE_METRICS_PORT");
+  KillOnExit guard{p.pid};
+  const int port = WaitForPort(p);
+  ASSERT_GT(port, 0) << ReadLog(p);
+  std::smatch m;
+  const std::string started = ReadLog(p);
+  ASSERT_TRUE(std::regex_search(started, m, std::regex("HTTP on port ([0-9]+)"))) << started;
+  const int http_port = std::stoi(m[1]);
+  EXPECT_THAT(started, Not(HasSubstr("metrics on port")));  // --metrics-port -1 beat the variable
+
+  auto stub = testing::Connect(port);
+  v1::EmbedRequest req;
+  req.add_inputs()->set_text("hello");
+  v1::EmbedResponse resp;
+  {
+    grpc::ClientContext ctx;
+    const grpc::Status s = stub->Embed(&ctx, req, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + key);
+    const grpc::Status s = stub->Embed(&ctx, req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  int code = 0;
+  testing::HttpGet(http_port, "/v1/models", &code);
+  EXPECT_EQ(code, 401);
+  testing::HttpGet(http_port, "/health", &code);
+  EXPECT_EQ(code, 200);
+  stub.reset();
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
+  const std::string log = ReadLog(p);
+  EXPECT_THAT(log, HasSubstr("API key required (1 key)"));
+  EXPECT_THAT(log, Not(HasSubstr(key)));
+}
+
+// Bad values from the environment exit 2 naming the variable; bad API key settings stop the
+// start naming the flag, and never show the key.
+TEST(RelserveBinaryTest, BadEnvironmentAndApiKeySettingsExitWithAReason) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  const std::vector<std::string> common = {"--model", "e=" + model, "--grpc-address", "127.0.0.1:0",
+                                           "--http-address", "127.0.0.1:0", "--metrics-port", "-1", "--warmup=false"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), common.begin(), common.end());
+    return extra;
+  };
+  ASSERT_EQ(setenv("RELSERVE_MAX_BATCH_SIZE", "many", 1), 0);
+  Process bad_env = Launch(with({}));
+  unsetenv("RELSERVE_MAX_BATCH_SIZE");
+  EXPECT_EQ(WaitExit(bad_env), 2);
+  EXPECT_THAT(ReadLog(bad_env), HasSubstr("RELSERVE_MAX_BATCH_SIZE (environment): --max-batch-size"));
+
+  ASSERT_EQ(setenv("RELSERVE_API_KEY", "hidden-env-key", 1), 0);
+  Process both = Launch(with({"--api-key-file", "/nonexistent/keys"}));
+  unsetenv("RELSERVE_API_KEY");
+  EXPECT_EQ(WaitExit(both), 2);
+  EXPECT_THAT(ReadLog(both), HasSubstr("RELSERVE_API_KEY and --api-key-file both give API keys"));
+  EXPECT_THAT(ReadLog(both), Not(HasSubstr("hidden-env-key")));
+
+  Process missing_file = Launch(with({"--api-key-file", "/nonexistent/keys"}));
+  EXPECT_EQ(WaitExit(missing_file), 1);
+  EXPECT_THAT(ReadLog(missing_file), HasSubstr("--api-key-file: /nonexistent/keys: no such file"));
+
+  Process bad_key = Launch(with({"--api-key", "hidden key"}));
+  EXPECT_EQ(WaitExit(bad_key), 2);
+  EXPECT_THAT(ReadLog(bad_key), HasSubstr("--api-key: the API key holds a byte that is not visible ASCII"));
+  EXPECT_THAT(ReadLog(bad_key), Not(HasSubstr("hidden")));
+}
+
 }  // namespace
 }  // namespace relserve

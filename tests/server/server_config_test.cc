@@ -60,6 +60,147 @@ TEST(ServerConfigTest, ErrorsNameTheFlag) {
   }
 }
 
+TEST(ServerConfigTest, ApiKeyFlags) {
+  auto none = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->api_key, "");
+  EXPECT_EQ(none->api_key_file, "");
+  EXPECT_FALSE(none->metrics_api_key_required);
+
+  auto key = ParseServerFlags({"--model", "a=/x", "--api-key", " the-key\n", "--metrics-api-key-required"});
+  ASSERT_TRUE(key.ok()) << key.status();
+  EXPECT_EQ(key->api_key, "the-key");  // surrounding whitespace is no part of a key
+  EXPECT_TRUE(key->metrics_api_key_required);  // a bare boolean flag is true
+  auto file = ParseServerFlags({"--model", "a=/x", "--api-key-file", "/keys", "--metrics-api-key-required", "false"});
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(file->api_key_file, "/keys");
+  EXPECT_FALSE(file->metrics_api_key_required);
+  auto last = ParseServerFlags({"--model", "a=/x", "--api-key=k", "--warmup"});  // bare at the end, too
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_TRUE(last->warmup);
+}
+
+TEST(ServerConfigTest, ApiKeyErrorsNameTheFlagAndNeverTheKey) {
+  struct Case {
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{"--model", "a=/x", "--api-key", "secret", "--api-key-file", "/keys"},
+       "--api-key and --api-key-file both give API keys"},
+      {{"--model", "a=/x", "--api-key", ""}, "--api-key: the API key is empty"},
+      {{"--model", "a=/x", "--api-key", "secret with spaces"}, "--api-key: the API key holds a byte"},
+      {{"--model", "a=/x", "--api-key", "secr\xc3\xa9t"}, "--api-key: the API key holds a byte"},
+      {{"--model", "a=/x", "--api-key-file", ""}, "--api-key-file: the path is empty"},
+      {{"--model", "a=/x", "--metrics-api-key-required"}, "--metrics-api-key-required needs an API key"},
+      {{"--model", "a=/x", "--metrics-api-key-required", "maybe"}, "--metrics-api-key-required: expected true or false"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseServerFlags(c.args);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
+    EXPECT_THAT(std::string(r.status().message()), ::testing::Not(HasSubstr("secr")));
+  }
+}
+
+TEST(ServerConfigTest, EnvironmentVariableNames) {
+  EXPECT_EQ(FlagEnvironmentVariable("api-key"), "RELSERVE_API_KEY");
+  EXPECT_EQ(FlagEnvironmentVariable("http-address"), "RELSERVE_HTTP_ADDRESS");
+  EXPECT_EQ(FlagEnvironmentVariable("model"), "RELSERVE_MODEL");
+  EXPECT_EQ(FlagEnvironmentVariable("max-queue-delay-us"), "RELSERVE_MAX_QUEUE_DELAY_US");
+}
+
+// Every flag can come from its variable; the command line wins, flag by flag.
+TEST(ServerConfigTest, EnvironmentFillsInWhatTheCommandLineLeavesOut) {
+  const std::map<std::string, std::string> env = {
+      {"RELSERVE_MODEL", "embedder=/models/e, reranker=/models/r/,/models/plain"},
+      {"RELSERVE_API_KEY", "key-from-a-secret\n"},
+      {"RELSERVE_HTTP_ADDRESS", "127.0.0.1:0"},
+      {"RELSERVE_MAX_BATCH_SIZE", "8"},
+      {"RELSERVE_WARMUP", "false"},
+      {"RELSERVE_METRICS_API_KEY_REQUIRED", "true"},
+      {"RELSERVE_GRPC_ADDRESS", "0.0.0.0:1"},
+  };
+  auto c = ParseServerFlags({"--grpc-address", "127.0.0.1:7000", "--max-batch-size=16"}, env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->models.size(), 3u);
+  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"embedder", "/models/e"}));
+  EXPECT_EQ(c->models[1], (std::pair<std::string, std::string>{"reranker", "/models/r"}));
+  EXPECT_EQ(c->models[2], (std::pair<std::string, std::string>{"plain", "/models/plain"}));
+  EXPECT_EQ(c->api_key, "key-from-a-secret");
+  EXPECT_EQ(c->http_address, "127.0.0.1:0");
+  EXPECT_FALSE(c->warmup);
+  EXPECT_TRUE(c->metrics_api_key_required);
+  EXPECT_EQ(c->grpc_address, "127.0.0.1:7000");  // the command line wins
+  EXPECT_EQ(c->max_batch_size, 16);
+
+  // A --model on the command line replaces the variable's whole list.
+  auto own = ParseServerFlags({"--model", "only=/m/only"}, env);
+  ASSERT_TRUE(own.ok()) << own.status();
+  ASSERT_EQ(own->models.size(), 1u);
+  EXPECT_EQ(own->models[0].first, "only");
+
+  // An empty value is a value: the HTTP API can be turned off from the environment.
+  auto off = ParseServerFlags({"--model", "a=/x"}, {{"RELSERVE_HTTP_ADDRESS", ""}});
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->http_address, "");
+
+  // Other RELSERVE_ variables are no flags: ignored here, reported for a warning.
+  const std::map<std::string, std::string> others = {{"RELSERVE_ALLOCATOR", "heap"},
+                                                      {"RELSERVE_NO_REEXEC", "1"},
+                                                      {"RELSERVE_API_KYE", "typo"},
+                                                      {"RELSERVE_MAX_BATCH_SIZE", "4"},
+                                                      {"HOME", "/root"}};
+  auto ignored = ParseServerFlags({"--model", "a=/x"}, others);
+  ASSERT_TRUE(ignored.ok()) << ignored.status();
+  EXPECT_EQ(ignored->api_key, "");
+  EXPECT_EQ(UnknownRelserveVariables(others), std::vector<std::string>{"RELSERVE_API_KYE"});
+}
+
+TEST(ServerConfigTest, EnvironmentErrorsNameTheVariable) {
+  struct Case {
+    std::map<std::string, std::string> env;
+    std::vector<std::string> args;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {{{"RELSERVE_MAX_BATCH_SIZE", "lots"}}, {"--model", "a=/x"},
+       "RELSERVE_MAX_BATCH_SIZE (environment): --max-batch-size: \"lots\" is not an integer >= 1"},
+      {{{"RELSERVE_DTYPE", "int8"}}, {"--model", "a=/x"}, "RELSERVE_DTYPE (environment): --dtype"},
+      {{{"RELSERVE_WARMUP", "yes"}}, {"--model", "a=/x"}, "RELSERVE_WARMUP (environment): --warmup: expected true or false"},
+      {{{"RELSERVE_MODEL", "a=/x,,b=/y"}}, {}, "RELSERVE_MODEL (environment): item 2 of 3 is empty"},
+      {{{"RELSERVE_MODEL", "a=/x,a=/y"}}, {}, "RELSERVE_MODEL (environment): --model: name \"a\" given twice"},
+      {{{"RELSERVE_MODEL", ""}}, {}, "RELSERVE_MODEL (environment): item 1 of 1 is empty"},
+      // An API key that is set but empty fails the start rather than leave the API open.
+      {{{"RELSERVE_API_KEY", " \n"}}, {"--model", "a=/x"}, "RELSERVE_API_KEY (environment): --api-key: the API key is empty"},
+      {{{"RELSERVE_API_KEY", "secret key"}}, {"--model", "a=/x"}, "RELSERVE_API_KEY (environment): --api-key: the API key holds"},
+      {{{"RELSERVE_API_KEY", "secret"}}, {"--model", "a=/x", "--api-key-file", "/keys"},
+       "RELSERVE_API_KEY and --api-key-file both give API keys"},
+      {{{"RELSERVE_METRICS_API_KEY_REQUIRED", "true"}}, {"--model", "a=/x"},
+       "RELSERVE_METRICS_API_KEY_REQUIRED needs an API key"},
+      {{}, {}, "no --model given (nor RELSERVE_MODEL"},
+  };
+  for (const Case& c : cases) {
+    auto r = ParseServerFlags(c.args, c.env);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
+    EXPECT_THAT(std::string(r.status().message()), ::testing::Not(HasSubstr("secret")));
+  }
+}
+
+TEST(ServerConfigTest, RelserveEnvironmentReadsTheProcessEnvironment) {
+  ASSERT_EQ(setenv("RELSERVE_MAX_QUEUE_DELAY_US", "123", 1), 0);
+  ASSERT_EQ(setenv("NOT_RELSERVE_THING", "x", 1), 0);
+  const auto env = RelserveEnvironment();
+  unsetenv("RELSERVE_MAX_QUEUE_DELAY_US");
+  unsetenv("NOT_RELSERVE_THING");
+  EXPECT_EQ(env.count("NOT_RELSERVE_THING"), 0u);
+  ASSERT_EQ(env.count("RELSERVE_MAX_QUEUE_DELAY_US"), 1u);
+  auto c = ParseServerFlags({"--model", "a=/x"}, env);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->max_queue_delay_us, 123);
+}
+
 TEST(ServerConfigTest, HelpListsEveryFlagWithItsDefault) {
   auto r = ParseServerFlags({"--help"});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -68,7 +209,8 @@ TEST(ServerConfigTest, HelpListsEveryFlagWithItsDefault) {
                            "--max-batch-tokens", "--max-queue-delay-us", "--max-queue-sequences",
                            "--max-inputs-per-request", "--max-input-length", "--max-message-bytes", "--dtype",
                            "--shutdown-grace-seconds", "--length-buckets", "--tls-cert", "--tls-key",
-                           "--tls-client-ca", "--max-connection-age-seconds"}) {
+                           "--tls-client-ca", "--max-connection-age-seconds", "--api-key", "--api-key-file",
+                           "--metrics-api-key-required", "RELSERVE_API_KEY", "RELSERVE_MODEL"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
   EXPECT_THAT(usage, HasSubstr("(default: 0.0.0.0:50051)"));

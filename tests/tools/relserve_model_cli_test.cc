@@ -1,6 +1,7 @@
 // relserve-model as it is used from outside: the binary, its files and its exit codes.
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,29 @@ Result RunCli(const std::string& args, const std::string& stdin_text = "") {
   const int status = pclose(p);
   fs::remove(input);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// The binary with `args` and no input: exit code, standard output and standard error apart.
+struct SplitResult {
+  int exit_code;
+  std::string out, err;
+};
+SplitResult RunCliSplit(const std::string& args) {
+  const fs::path err = fs::temp_directory_path() / ("relserve-cli-err-" + std::to_string(getpid()));
+  // OMP_WAIT_POLICY set: the binary need not re-execute itself (process_tuning.h), which halves
+  // the time of each of these short runs.
+  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE " + kBinary + " " + args + " < /dev/null 2> " + err.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  std::ifstream in(err);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  fs::remove(err);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out, ss.str()};
 }
 
 class CliTest : public ::testing::Test {
@@ -105,6 +129,57 @@ TEST_F(CliTest, ForwardRejectsBadInputsClearly) {
   EXPECT_THAT(r.output, HasSubstr("--inputs is required"));
   r = RunCli("frobnicate");
   EXPECT_EQ(r.exit_code, 2);
+}
+
+// Whether `usage` names `option` as a whole word ("--no-gemm", not "--no-gemm-at-all").
+bool ListsOption(const std::string& usage, const std::string& option) {
+  for (size_t at = usage.find(option); at != std::string::npos; at = usage.find(option, at + 1)) {
+    const size_t end = at + option.size();
+    if (end == usage.size() || !(std::isalnum(static_cast<unsigned char>(usage[end])) || usage[end] == '-')) return true;
+  }
+  return false;
+}
+
+// Every command prints its usage for --help (on standard output, exit 0, whatever else is on
+// the line), and that usage lists every option the command accepts: the options an unknown
+// one is refused with (exit 2, on standard error).
+TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
+  for (const std::string command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+    const SplitResult help = RunCliSplit(command + " --help");
+    EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
+    EXPECT_EQ(help.out.rfind("usage: relserve-model " + command + " ", 0), 0u) << command << ": " << help.out;
+    EXPECT_EQ(help.err, "") << command;
+    const SplitResult bad = RunCliSplit(command + " --bogus-option 1");
+    EXPECT_EQ(bad.exit_code, 2) << command << ": " << bad.err;
+    EXPECT_EQ(bad.out, "") << command;
+    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + ": unknown option --bogus-option")) << command;
+    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + " --help")) << command;
+    const size_t known = bad.err.find("(known: ");
+    ASSERT_NE(known, std::string::npos) << bad.err;
+    const std::string list = bad.err.substr(known + 8, bad.err.find(')', known) - known - 8);
+    size_t options = 0;
+    for (size_t at = list.find("--"); at != std::string::npos; at = list.find("--", at + 2)) {
+      const std::string option = list.substr(at, list.find_first_of(", ", at) - at);
+      EXPECT_TRUE(ListsOption(help.out, option)) << command << " --help does not list " << option;
+      ++options;
+    }
+    EXPECT_GT(options, 0u) << bad.err;
+  }
+  // -h too, and --help wins over the other options on the line.
+  for (const std::string line : {"create -h", "embed --model /nonexistent --help --batch-size x"}) {
+    const SplitResult r = RunCliSplit(line);
+    EXPECT_EQ(r.exit_code, 0) << line << ": " << r.err;
+    EXPECT_EQ(r.out.rfind("usage: relserve-model " + line.substr(0, line.find(' ')) + " ", 0), 0u) << line;
+  }
+  const SplitResult no_value = RunCliSplit("embed --model");
+  EXPECT_EQ(no_value.exit_code, 2) << no_value.err;
+  EXPECT_THAT(no_value.err, HasSubstr("option --model needs a value"));
+  const SplitResult top = RunCliSplit("--help");
+  EXPECT_EQ(top.exit_code, 0);
+  for (const char* command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+    EXPECT_THAT(top.out, HasSubstr(std::string("\n  ") + command + " ")) << command;
+  }
+  EXPECT_EQ(RunCliSplit("frobnicate --help").exit_code, 2);
 }
 
 // create -> tokenize -> embed on a model with the reference tokenizer.

@@ -5,13 +5,18 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <google/protobuf/descriptor.pb.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include "gmock/gmock.h"
@@ -25,18 +30,48 @@ using grpc::reflection::v1alpha::ServerReflectionRequest;
 using grpc::reflection::v1alpha::ServerReflectionResponse;
 using ::testing::Contains;
 
-TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
+// The status of relserve.v1.Encoder/ListModels called without credentials.
+grpc::StatusCode ListModelsCode(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub generic(channel);
+  grpc::Slice empty(std::string{});  // an empty ListModelsRequest
+  grpc::ByteBuffer request(&empty, 1), response;
+  grpc::ClientContext ctx;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  grpc::Status status;
+  generic.UnaryCall(&ctx, "/relserve.v1.Encoder/ListModels", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) {
+                      std::lock_guard<std::mutex> l(mu);
+                      status = s;
+                      done = true;
+                      cv.notify_one();
+                    });
+  std::unique_lock<std::mutex> l(mu);
+  cv.wait(l, [&] { return done; });
+  return status.error_code();
+}
+
+// Runs relserve with `extra_flags` and checks that reflection lists and describes the API
+// (with no credentials of any kind), while the Encoder's own calls answer `encoder_code`.
+void ExpectReflectionDescribesTheApi(const std::vector<std::string>& extra_flags, grpc::StatusCode encoder_code) {
   // A fresh file: the port is read from it, and an old one would name an old port.
   const std::string log_path = ::testing::TempDir() + "relserve-reflection-" + std::to_string(getpid()) + ".log";
   std::remove(log_path.c_str());
+  std::vector<std::string> args = {RELSERVE_BINARY, "--model", "ref=" RELSERVE_TEST_MODEL, "--grpc-address",
+                                   "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1",
+                                   "--warmup", "false", "--shutdown-grace-seconds", "5"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {
     FILE* log = std::freopen(log_path.c_str(), "w", stderr);
     FILE* out = std::freopen("/dev/null", "w", stdout);
     (void)log;
     (void)out;
-    execl(RELSERVE_BINARY, RELSERVE_BINARY, "--model", "ref=" RELSERVE_TEST_MODEL, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
-          "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "5", static_cast<char*>(nullptr));
+    execv(RELSERVE_BINARY, argv.data());
     _exit(127);
   }
   // Whatever happens below, the server does not outlive the test.
@@ -62,8 +97,9 @@ TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
   ASSERT_GT(port, 0);
 
   {
-  auto stub = ServerReflection::NewStub(
-      grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
+  EXPECT_EQ(ListModelsCode(channel), encoder_code);
+  auto stub = ServerReflection::NewStub(channel);
   grpc::ClientContext ctx;
   auto stream = stub->ServerReflectionInfo(&ctx);
   ServerReflectionRequest list;
@@ -96,6 +132,13 @@ TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) {
   int status = 0;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(ReflectionTest, ListsTheServicesAndDescribesTheApi) { ExpectReflectionDescribesTheApi({}, grpc::StatusCode::OK); }
+
+// API keys guard the Encoder's calls, not the description of the API.
+TEST(ReflectionTest, OpenWhenApiKeysAreRequired) {
+  ExpectReflectionDescribesTheApi({"--api-key", "reflection-test-key"}, grpc::StatusCode::UNAUTHENTICATED);
 }
 
 }  // namespace
