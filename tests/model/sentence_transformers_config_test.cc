@@ -20,6 +20,7 @@ class SentenceTransformersConfigTest : public ::testing::Test {
     dir_ = JoinPath(::testing::TempDir(),
                     "relserve_st_config_" + std::to_string(getpid()) + "_" +
                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    RemoveTree(dir_);  // a directory left by an earlier process with the same id
     ASSERT_EQ(mkdir(dir_.c_str(), 0755), 0) << dir_;
     ASSERT_EQ(mkdir(JoinPath(dir_, "1_Pooling").c_str(), 0755), 0);
     ASSERT_EQ(mkdir(JoinPath(dir_, "2_Dense").c_str(), 0755), 0);
@@ -30,6 +31,8 @@ class SentenceTransformersConfigTest : public ::testing::Test {
     Write("1_Pooling/config.json", R"({"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true})");
     Write("2_Dense/config.json", R"({"in_features": 8, "out_features": 4})");
   }
+
+  void TearDown() override { RemoveTree(dir_); }
 
   void Write(const std::string& name, const std::string& contents) {
     ASSERT_TRUE(WriteStringToFile(JoinPath(dir_, name), contents).ok()) << name;
