@@ -143,30 +143,9 @@ grpc::Status StreamTwoMessages(v1::Encoder::Stub& stub, Key key, int* responses)
 
 // grpc.health.v1.Health/Check for the whole server, without any key: the serving status byte.
 std::pair<grpc::StatusCode, std::string> HealthCheck(int port) {
-  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials());
-  grpc::GenericStub generic(channel);
-  grpc::Slice empty(std::string{});  // an empty HealthCheckRequest: the server as a whole
-  grpc::ByteBuffer request(&empty, 1), response;
-  grpc::ClientContext ctx;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status status;
-  generic.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
-                    [&](grpc::Status s) {
-                      std::lock_guard<std::mutex> l(mu);
-                      status = s;
-                      done = true;
-                      cv.notify_one();
-                    });
-  std::unique_lock<std::mutex> l(mu);
-  cv.wait(l, [&] { return done; });
-  std::vector<grpc::Slice> slices;
-  std::string body;
-  if (status.ok() && response.Dump(&slices).ok()) {
-    for (auto& s : slices) body.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return {status.error_code(), body};
+  std::string body;  // an empty HealthCheckRequest: the server as a whole
+  const grpc::Status status = testing::RawUnary(port, "/grpc.health.v1.Health/Check", "", &body);
+  return {status.error_code(), status.ok() ? body : std::string()};
 }
 
 metrics_test::Exposition Metrics(int port, const std::string& key = "") {
