@@ -12,7 +12,9 @@ namespace relserve {
 
 // Everything `relserve` takes on its command line, with the defaults documented in README.
 struct ServerConfig {
-  std::vector<std::pair<std::string, std::string>> models;  // name, directory
+  // name, and a directory or a Hugging Face Hub id (org/repo[@revision]; server/hub resolves it
+  // to a snapshot of the cache before the engine loads).
+  std::vector<std::pair<std::string, std::string>> models;
   std::string grpc_address = "0.0.0.0:50051";
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
@@ -49,6 +51,8 @@ struct ServerConfig {
   std::string api_key;       // never logged
   std::string api_key_file;  // one key per line
   bool metrics_api_key_required = false;  // /metrics needs the key too (/healthz never does)
+  // Hub models come from the cache only, never over the network (as HF_HUB_OFFLINE=1 does).
+  bool offline = false;
 };
 
 // Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is

@@ -31,6 +31,22 @@ TEST(ServerConfigTest, DefaultsAndRepeatedModels) {
   EXPECT_EQ(aged->max_connection_age_seconds, 300);
 }
 
+// A Hub id is kept as it is (resolved at start-up); bare, it is served under its repository's
+// name without the revision.
+TEST(ServerConfigTest, HubModelsAndOffline) {
+  auto c = ParseServerFlags({"--model", "org/reranker-base@v2", "--model", "emb=BAAI/bge-small", "--offline"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"reranker-base", "org/reranker-base@v2"}));
+  EXPECT_EQ(c->models[1], (std::pair<std::string, std::string>{"emb", "BAAI/bge-small"}));
+  EXPECT_TRUE(c->offline);
+  EXPECT_FALSE(ParseServerFlags({"--model", "a=/m/a"})->offline);
+  auto env = ParseServerFlags({}, {{"RELSERVE_MODEL", "org/a,b=org/b@main"}, {"RELSERVE_OFFLINE", "true"}});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->models[0].first, "a");
+  EXPECT_EQ(env->models[1], (std::pair<std::string, std::string>{"b", "org/b@main"}));
+  EXPECT_TRUE(env->offline);
+}
+
 TEST(ServerConfigTest, ErrorsNameTheFlag) {
   struct Case {
     std::vector<std::string> args;

@@ -144,7 +144,7 @@ bool ListsOption(const std::string& usage, const std::string& option) {
 // the line), and that usage lists every option the command accepts: the options an unknown
 // one is refused with (exit 2, on standard error).
 TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
-  for (const std::string command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+  for (const std::string command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download"}) {
     const SplitResult help = RunCliSplit(command + " --help");
     EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
     EXPECT_EQ(help.out.rfind("usage: relserve-model " + command + " ", 0), 0u) << command << ": " << help.out;
@@ -176,7 +176,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   EXPECT_THAT(no_value.err, HasSubstr("option --model needs a value"));
   const SplitResult top = RunCliSplit("--help");
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+  for (const char* command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download"}) {
     EXPECT_THAT(top.out, HasSubstr(std::string("\n  ") + command + " ")) << command;
   }
   EXPECT_EQ(RunCliSplit("frobnicate --help").exit_code, 2);
