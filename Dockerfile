@@ -29,11 +29,14 @@ RUN /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-d
  && groupadd --system --gid 10001 relserve \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin relserve \
- && mkdir -p /models
+ && mkdir -p /models /hf-cache && chown 10001:10001 /hf-cache
 COPY --from=build /opt/relserve /opt/relserve
-ENV PATH=/opt/relserve/bin:${PATH}
+# Hub models (--model NAME=org/repo) go to the Hugging Face cache in /hf-cache, writable by the
+# server's user; mount a volume there to keep it between containers.
+ENV PATH=/opt/relserve/bin:${PATH} \
+    HF_HUB_CACHE=/hf-cache
 # Models are mounted here (read-only is enough): one Hugging Face model directory per model.
-VOLUME ["/models"]
+VOLUME ["/models", "/hf-cache"]
 # gRPC API, then Prometheus /metrics and /healthz.
 EXPOSE 50051 8080 9090
 USER 10001:10001
