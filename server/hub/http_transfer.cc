@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <mutex>
 
+#include "absl/time/clock.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,8 @@ struct Transfer {
   bool refused_by_body = false;
   bool body_too_large = false;
   bool cancelled = false;
+  bool stalled = false;
+  absl::Time last_data = absl::Now();  // the start, then the last body bytes
 };
 
 bool IsSuccess(long status) { return status >= 200 && status < 300; }
@@ -72,6 +76,7 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
     return 0;
   }
   t->response.body_bytes += static_cast<int64_t>(bytes);
+  t->last_data = absl::Now();
   if (t->streaming) {
     if (!t->request->on_body(data, bytes)) {
       t->refused_by_body = true;
@@ -91,10 +96,17 @@ size_t OnBody(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
+// Called about once a second, and whenever data moves.
 int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
   if (t->request->cancelled && t->request->cancelled()) {
     t->cancelled = true;
+    return 1;
+  }
+  // Not CURLOPT_LOW_SPEED_TIME: libcurl averages the speed over several seconds, so a stall
+  // after a fast start would be noticed seconds late.
+  if (t->request->stall_timeout > absl::ZeroDuration() && absl::Now() - t->last_data > t->request->stall_timeout) {
+    t->stalled = true;
     return 1;
   }
   return 0;
@@ -102,8 +114,6 @@ int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
 
 // The URL without its query: CDN addresses carry signatures that do not belong in logs.
 std::string UrlForMessage(const std::string& url) { return url.substr(0, url.find('?')); }
-
-long SecondsAtLeastOne(absl::Duration d) { return std::max<long>(1, static_cast<long>(absl::ToDoubleSeconds(d) + 0.999)); }
 
 }  // namespace
 
@@ -140,10 +150,6 @@ absl::StatusOr<HttpResponse> PerformHttp(const HttpRequest& request, int64_t* pa
   if (request.total_timeout > absl::ZeroDuration()) {
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(absl::ToInt64Milliseconds(request.total_timeout)));
   }
-  if (request.stall_timeout > absl::ZeroDuration()) {
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, SecondsAtLeastOne(request.stall_timeout));
-  }
   if (request.method == "HEAD") {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (request.method != "GET") {
@@ -169,6 +175,11 @@ absl::StatusOr<HttpResponse> PerformHttp(const HttpRequest& request, int64_t* pa
   if (partial_bytes != nullptr) *partial_bytes = t.response.body_bytes;
   const std::string where = UrlForMessage(request.url);
   if (t.cancelled) return absl::CancelledError(absl::StrCat("cancelled while fetching ", where));
+  if (t.stalled) {
+    return absl::UnavailableError(absl::StrCat(request.method, " ", where, " failed: no data for ",
+                                               absl::FormatDuration(request.stall_timeout), " (after ",
+                                               t.response.body_bytes, " bytes of the body)"));
+  }
   if (t.refused_by_start) return absl::FailedPreconditionError(absl::StrCat("the answer of ", where, " was refused"));
   if (t.refused_by_body) return absl::DataLossError(absl::StrCat("the body of ", where, " could not be stored"));
   if (t.body_too_large) {

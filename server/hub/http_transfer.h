@@ -22,7 +22,8 @@ struct HttpRequest {
   int64_t range_start = 0;
   // The whole exchange must end within this (metadata requests); zero: no limit.
   absl::Duration total_timeout = absl::ZeroDuration();
-  // Fails when nothing arrives for this long (downloads); zero: no limit.
+  // Fails (UNAVAILABLE) when no body byte arrives for this long, checked about once a second
+  // (downloads); zero: no limit.
   absl::Duration stall_timeout = absl::ZeroDuration();
   absl::Duration connect_timeout = absl::Seconds(10);
   // For 2xx answers: called once, before the first byte of the body, with the status and the

@@ -2,6 +2,7 @@
 
 #include <openssl/sha.h>
 
+#include <atomic>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -85,6 +86,7 @@ struct FakeHub::Impl {
   std::map<std::string, std::string> lfs;  // sha256 -> contents
   CdnFault fault = CdnFault::kNone;
   std::vector<Request> log;
+  std::atomic<bool> stopping{false};
 
   void Record(const std::string& server, const httplib::Request& req) {
     std::lock_guard<std::mutex> lock(mu);
@@ -195,6 +197,23 @@ struct FakeHub::Impl {
       f = fault;
     }
     if (f == CdnFault::kCorrupt && !body.empty()) body[body.size() / 2] ^= 0x5a;
+    if (f == CdnFault::kStall) {
+      auto data = std::make_shared<std::string>(std::move(body));
+      std::atomic<bool>* stop = &stopping;
+      res.set_content_provider(data->size(), "application/octet-stream",
+                               [data, stop](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 const size_t half = data->size() / 2;
+                                 if (offset < half) {
+                                   sink.write(data->data() + offset, std::min(length, half - offset));
+                                   return true;
+                                 }
+                                 for (int i = 0; i < 1200 && !*stop; ++i) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                                 }
+                                 return false;
+                               });
+      return;
+    }
     if (f == CdnFault::kTruncate) {
       auto data = std::make_shared<std::string>(std::move(body));
       res.set_content_provider(data->size(), "application/octet-stream",
@@ -222,6 +241,7 @@ FakeHub::FakeHub() : impl_(std::make_unique<Impl>()) {
 }
 
 FakeHub::~FakeHub() {
+  impl_->stopping = true;
   impl_->hub.stop();
   impl_->cdn.stop();
   impl_->hub_thread.join();

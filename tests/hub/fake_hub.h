@@ -32,6 +32,7 @@ enum class CdnFault {
   kNone,
   kTruncate,  // announces the whole length, sends half, closes the connection
   kCorrupt,   // the right length with one byte changed
+  kStall,     // sends half, then nothing until the hub stops (at most 60 s)
 };
 
 // The Hugging Face Hub of the tests, on loopback (cpp-httplib): GET /api/models/ORG/NAME/revision/REV

@@ -309,6 +309,20 @@ TEST_F(HubDownloadTest, ATruncatedDownloadResumesWithRange) {
   EXPECT_THAT(progress_lines_, HasSubstr("resuming after"));
 }
 
+// A download that receives nothing for HF_HUB_DOWNLOAD_TIMEOUT fails, resumably.
+TEST_F(HubDownloadTest, AStalledDownloadTimesOutResumably) {
+  hub_.SetCdnFault(CdnFault::kStall);
+  settings_.download_stall_timeout = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::string> dir = Download(kRepo);
+  ASSERT_EQ(dir.status().code(), absl::StatusCode::kUnavailable) << dir.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_THAT(dir.status().message(), HasSubstr("no data for 1s"));
+  const std::string spm = files_.at("spm.model").contents;
+  EXPECT_EQ(*ReadFileToString(cache().IncompletePath(kRepo, testing::FakeEtag(files_.at("spm.model")))),
+            spm.substr(0, spm.size() / 2));
+}
+
 // Contents that do not match the sha256 the Hub reports are deleted: nothing corrupt stays in
 // blobs/ or snapshots/, and the next run fetches the file anew.
 TEST_F(HubDownloadTest, AWrongChecksumLeavesNothingCorrupt) {

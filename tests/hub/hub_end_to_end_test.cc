@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -156,6 +157,38 @@ TEST_F(HubEndToEndTest, TheServerServesAHubModel) {
   testing::KillOnExit offline_guard{offline.pid};
   EXPECT_EQ(offline.WaitExit(), 1);
   EXPECT_THAT(offline.Log(), AllOf(HasSubstr("model other: org/other is not in the cache"), HasSubstr("offline (--offline)")));
+  unsetenv("HF_ENDPOINT");
+  unsetenv("HF_HUB_CACHE");
+}
+
+// SIGTERM during a download stops the start-up (exit 0, as for any start-up interrupted) and
+// keeps what arrived for the next start.
+TEST_F(HubEndToEndTest, ASignalStopsADownloadThatResumesLater) {
+  hub_.SetCdnFault(testing::CdnFault::kStall);
+  setenv("HF_ENDPOINT", hub_.endpoint().c_str(), 1);
+  setenv("HF_HUB_CACHE", cache_dir_.c_str(), 1);
+  setenv("HF_HUB_DOWNLOAD_TIMEOUT", "60", 1);
+  unsetenv("HF_HUB_OFFLINE");
+  unsetenv("HF_TOKEN");
+  testing::ServerProcess p = testing::ServerProcess::Launch(
+      RELSERVE_BINARY, {"--model", "tiny=" + kRepo, "--grpc-address", "127.0.0.1:0", "--http-address", "-1",
+                        "--metrics-port", "-1", "--warmup", "false"});
+  testing::KillOnExit guard{p.pid};
+  ASSERT_TRUE(testing::WaitUntil([&] { return hub_.CountRequests("cdn", "/lfs/") > 0; }, std::chrono::seconds(60)))
+      << p.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first half arrives
+  kill(p.pid, SIGTERM);
+  int code = -1;
+  ASSERT_TRUE(p.ExitsWithin(20, &code)) << p.Log();
+  EXPECT_EQ(code, 0) << p.Log();
+  EXPECT_THAT(p.Log(), HasSubstr("start-up interrupted by a shutdown signal"));
+  unsetenv("HF_HUB_DOWNLOAD_TIMEOUT");
+
+  hub_.SetCdnFault(testing::CdnFault::kNone);
+  hub_.ClearRequests();
+  Result r = RunModelTool("download --model " + kRepo);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("resuming after"));
   unsetenv("HF_ENDPOINT");
   unsetenv("HF_HUB_CACHE");
 }
