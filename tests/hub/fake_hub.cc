@@ -176,7 +176,7 @@ struct FakeHub::Impl {
       res.status = 302;
       res.set_header("Location", absl::StrCat("http://127.0.0.1:", cdn_port, "/lfs/", sha, "?signature=not-a-secret"));
       res.set_header("X-Linked-Etag", absl::StrCat("\"", sha, "\""));
-      res.set_header("X-Linked-Size", std::to_string(file.contents.size()));
+      if (!repo->hide_lfs_sizes) res.set_header("X-Linked-Size", std::to_string(file.contents.size()));
       res.set_header("ETag", absl::StrCat("W/\"", GitBlobSha1("version https://git-lfs.github.com/spec/v1\n" + sha), "\""));
       return;
     }
@@ -197,6 +197,11 @@ struct FakeHub::Impl {
       f = fault;
     }
     if (f == CdnFault::kCorrupt && !body.empty()) body[body.size() / 2] ^= 0x5a;
+    if (!req.ranges.empty() && req.ranges[0].first >= static_cast<ssize_t>(body.size())) {
+      res.status = 416;  // nothing from there on
+      res.set_header("Content-Range", absl::StrCat("bytes */", body.size()));
+      return;
+    }
     if (f == CdnFault::kStall) {
       auto data = std::make_shared<std::string>(std::move(body));
       std::atomic<bool>* stop = &stopping;

@@ -25,6 +25,8 @@ struct FakeRepo {
   bool gated = false;
   // Renamed: every route answers 307 with a relative Location on this repository id.
   std::string renamed_to;
+  // LFS redirects without X-Linked-Size (a mirror that does not send it): sizes are unknown.
+  bool hide_lfs_sizes = false;
 };
 
 // What the CDN does to the LFS bodies it serves.

@@ -323,6 +323,55 @@ TEST_F(HubDownloadTest, AStalledDownloadTimesOutResumably) {
             spm.substr(0, spm.size() / 2));
 }
 
+// An .incomplete file that already holds every byte (an attempt stopped before its rename) is
+// checked, not fetched again; one with the wrong bytes is deleted and fetched anew.
+TEST_F(HubDownloadTest, ACompleteIncompleteFileIsCheckedNotFetched) {
+  const std::string spm = files_.at("spm.model").contents;
+  const std::string incomplete = cache().IncompletePath(kRepo, testing::FakeEtag(files_.at("spm.model")));
+  ASSERT_TRUE(MakeDirectories(cache().RepoDir(kRepo) + "/blobs").ok());
+  ASSERT_TRUE(WriteStringToFile(incomplete, spm).ok());
+  ASSERT_TRUE(Download(kRepo).ok());
+  EXPECT_EQ(hub_.CountRequests("cdn", "/lfs/" + testing::FakeEtag(files_.at("spm.model"))), 0);
+  EXPECT_EQ(*ReadFileToString(Blob("spm.model")), spm);
+
+  RemoveTree(cache_dir_);
+  ASSERT_TRUE(MakeDirectories(cache().RepoDir(kRepo) + "/blobs").ok());
+  std::string wrong = spm;
+  wrong[10] ^= 1;
+  ASSERT_TRUE(WriteStringToFile(incomplete, wrong).ok());
+  absl::StatusOr<std::string> dir = Download(kRepo);
+  EXPECT_EQ(dir.status().code(), absl::StatusCode::kDataLoss) << dir.status();
+  EXPECT_FALSE(FileExists(incomplete));
+  ASSERT_TRUE(Download(kRepo).ok());
+  EXPECT_EQ(*ReadFileToString(Blob("spm.model")), spm);
+}
+
+// Without sizes from the Hub, a complete .incomplete file asks for the bytes after its end
+// (416: there are none) and is then checked against its sha256.
+TEST_F(HubDownloadTest, UnknownSizesStillResumeAndCheck) {
+  FakeRepo repo;
+  repo.commits[main_] = files_;
+  repo.refs["main"] = main_;
+  repo.hide_lfs_sizes = true;
+  hub_.AddRepo(kRepo, repo);
+  const std::string spm = files_.at("spm.model").contents;
+  const std::string incomplete = cache().IncompletePath(kRepo, testing::FakeEtag(files_.at("spm.model")));
+  ASSERT_TRUE(MakeDirectories(cache().RepoDir(kRepo) + "/blobs").ok());
+  ASSERT_TRUE(WriteStringToFile(incomplete, spm).ok());
+  absl::StatusOr<std::string> dir = Download(kRepo);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(*ReadFileToString(*dir + "/spm.model"), spm);
+  EXPECT_EQ(*ReadFileToString(*dir + "/model.safetensors"), files_.at("model.safetensors").contents);
+
+  hub_.SetCdnFault(CdnFault::kTruncate);
+  RemoveTree(cache_dir_);
+  EXPECT_EQ(Download(kRepo).status().code(), absl::StatusCode::kUnavailable);
+  hub_.SetCdnFault(CdnFault::kNone);
+  dir = Download(kRepo);
+  ASSERT_TRUE(dir.ok()) << dir.status();
+  EXPECT_EQ(*ReadFileToString(*dir + "/spm.model"), spm);
+}
+
 // Contents that do not match the sha256 the Hub reports are deleted: nothing corrupt stays in
 // blobs/ or snapshots/, and the next run fetches the file anew.
 TEST_F(HubDownloadTest, AWrongChecksumLeavesNothingCorrupt) {
