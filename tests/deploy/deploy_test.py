@@ -921,7 +921,7 @@ class SelfTest(unittest.TestCase):
         self.assertIn("HF_HUB_CACHE", check_hub_models("t", pod, other_cache, arg, ["org/repo@v1"], ["c"])[0])
         other_image = dict(ctr, image="relserve:cuda")
         self.assertIn("runs relserve:latest", check_hub_models("t", pod, other_image, arg, ["org/repo@v1"], ["c"])[0])
-        self.assertTrue(HUB_ID.fullmatch("cross-encoder/nli-deberta-v3-xsmall"))
+        self.assertTrue(HUB_ID.fullmatch("cross-encoder/nli-deberta-v3-small"))
         self.assertFalse(HUB_ID.fullmatch("/models/default"))
 
     def test_args(self):
