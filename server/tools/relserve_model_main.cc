@@ -1,4 +1,5 @@
-// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info).
+// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info,
+// accuracy) and checkpoint conversion (convert).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -48,6 +49,10 @@ const std::vector<Command>& Commands() {
       {"accuracy", "--model DIR --dtype bfloat16|float16 [--batch B --seq L]",
        "cosine of pooled embeddings and max |logit difference| against float32", true,
        relserve::RunAccuracyCommand},
+      {"convert", "--model DIR --out DIR [--overwrite]",
+       "writes the model's weights (pytorch_model.bin, sharded or not, or safetensors) as model.safetensors\n"
+       "in --out, with copies of its config, tokenizer and sentence-transformers files; a summary as JSON",
+       false, relserve::RunConvertCommand},
   };
   return kCommands;
 }

@@ -3,6 +3,7 @@
 // strides into shared storages, tied weights, shards, half precision), safetensors wins when both
 // are there, and a broken checkpoint gets the error safetensors gets.
 #include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <string>
@@ -14,6 +15,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
+#include "server/safetensors/checkpoint.h"
+#include "server/tools/checkpoint_converter.h"
+#include "server/tools/model_creator.h"
 #include "server/util/file_util.h"
 #include "tests/checkpoint/libtorch_archive.h"
 #include "tests/model/model_dir_builder.h"
@@ -279,6 +283,57 @@ TEST(PytorchBinEngineTest, ARefusedPickleFailsTheLoadNamingTheFile) {
   EXPECT_THAT(std::string(engine.status().message()),
               ::testing::AllOf(::testing::HasSubstr(b.dir() + "/pytorch_model.bin"),
                                ::testing::HasSubstr("refused global \"posix.system\"")));
+}
+
+// model.safetensors of `dir` rewritten as pytorch_model.bin.
+void ReplaceWithPytorchBin(const std::string& dir) {
+  auto checkpoint = SafetensorsCheckpoint::OpenDirectory(dir);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  TensorMap tensors;
+  for (const std::string& name : (*checkpoint)->Names()) {
+    const TensorView* v = (*checkpoint)->Find(name);
+    tensors[name] = HostTensor{v->dtype, v->shape, std::string(reinterpret_cast<const char*>(v->data), v->nbytes)};
+  }
+  WriteTorchSaveArchive(dir + "/pytorch_model.bin", StateDict(tensors, Layout::kSharedViews));
+  ASSERT_EQ(std::remove((dir + "/model.safetensors").c_str()), 0);
+}
+
+// A sentence-transformers model whose weights, its Dense module's included, are all in
+// pytorch_model.bin; then the same directory after relserve-model convert.
+TEST(PytorchBinEngineTest, SentenceTransformersModelAndItsConversion) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/relserve-bin-st-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  CreateModelOptions o;
+  o.family = "deberta-v3";
+  o.hidden = 32;
+  o.layers = 2;
+  o.heads = 4;
+  o.intermediate = 64;
+  o.vocab = 100;
+  o.sentence_transformers = true;
+  o.dense_out = 16;
+  ASSERT_TRUE(CreateModelDirectory(o, root + "/st").ok());
+  fs::copy(root + "/st", root + "/bin", fs::copy_options::recursive);
+  ReplaceWithPytorchBin(root + "/bin");
+  ReplaceWithPytorchBin(root + "/bin/2_Dense");
+  ASSERT_FALSE(fs::exists(root + "/bin/2_Dense/model.safetensors"));
+
+  std::vector<SequenceInput> seqs(3);
+  seqs[0].input_ids = {1, 5, 9, 2};
+  seqs[1].input_ids = {1, 50, 2};
+  seqs[2].input_ids = {1, 7, 7, 7, 7, 7, 2};
+  const auto want = RunOrDie(root + "/st", seqs);
+  ASSERT_FALSE(want.empty());
+  EXPECT_EQ(want[0].pooled.size(), 16u) << "the Dense module ran";
+  ExpectSameOutputs(RunOrDie(root + "/bin", seqs), want);
+
+  auto report = ConvertModelDirectory(root + "/bin", root + "/converted", /*overwrite=*/false);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->written, (std::vector<std::string>{"model.safetensors", "2_Dense/model.safetensors"}));
+  ExpectSameOutputs(RunOrDie(root + "/converted", seqs), want);
+  RemoveTree(root);
 }
 
 }  // namespace
