@@ -286,8 +286,8 @@ class Machine {
                                   "element count)"));
     };
     if (pid.kind != Kind::kTuple) return bad(absl::StrCat("the id is ", KindName(pid.kind)));
-    const std::vector<Value> f = ObjectOf(pid).items;
-    if (f.size() != 5) return bad(absl::StrCat("the id has ", f.size(), " fields"));
+    if (ObjectOf(pid).items.size() != 5) return bad(absl::StrCat("the id has ", ObjectOf(pid).items.size(), " fields"));
+    const std::vector<Value> f = ObjectOf(pid).items;  // a copy: new objects may move the arena
     if (f[0].kind != Kind::kString || StringOf(f[0]) != "storage") return bad("the first field is not 'storage'");
     if (f[1].kind != Kind::kGlobal || globals_[f[1].ref].callable != Callable::kStorageType) {
       return bad("the second field is not a storage type");
@@ -374,6 +374,10 @@ class Machine {
     if (callable.kind != Kind::kGlobal) return Invalid(absl::StrCat("REDUCE calls ", KindName(callable.kind)));
     const Global& g = globals_[callable.ref];
     if (args.kind != Kind::kTuple) return Invalid(absl::StrCat("REDUCE of ", g.name, " with ", KindName(args.kind), " for arguments"));
+    // Every call takes a handful of arguments: check the count before copying them, so that
+    // calls on one huge memoized tuple cannot cost time quadratic in the input.
+    const size_t count = ObjectOf(args).items.size();
+    if (count > 7) return Invalid(absl::StrCat("REDUCE of ", g.name, " with ", count, " arguments"));
     const std::vector<Value> a = ObjectOf(args).items;
     switch (g.callable) {
       case Callable::kOrderedDict:
