@@ -33,6 +33,7 @@ runtime_pkgs=(
   libprometheus-cpp-core1.0
   libcpp-httplib0.11      # the HTTP/JSON API (server/http)
   libssl3                 # API keys: SHA-256 and constant-time comparison (server/auth)
+  zlib1g                  # CRC-32 of pytorch_model.bin entries (server/checkpoint)
   ca-certificates
 )
 compile_pkgs=(
@@ -46,6 +47,7 @@ compile_pkgs=(
   nlohmann-json3-dev
   libcpp-httplib-dev      # the HTTP/JSON API (server/http)
   libssl-dev              # API keys (server/auth)
+  zlib1g-dev              # pytorch_model.bin (server/checkpoint)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev

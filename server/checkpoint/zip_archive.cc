@@ -1,11 +1,12 @@
 #include "server/checkpoint/zip_archive.h"
 
+#include <zlib.h>
+
 #include <cstring>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/checkpoint/crc32.h"
 #include "server/util/quote.h"
 #include "server/util/status_macros.h"
 
@@ -246,7 +247,7 @@ absl::Status ZipArchive::Verify(const Entry& entry) const {
                                                    "the file with torch.save instead of re-zipping it"));
   }
   if (entry.crc32 == 0) return absl::OkStatus();
-  const uint32_t actual = Crc32(entry.data, entry.size);
+  const uint32_t actual = static_cast<uint32_t>(crc32_z(0, entry.data, entry.size));
   if (actual == entry.crc32) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(label_, ": entry ", Quote(entry.name),
                                           " is corrupt: its CRC-32 is ", absl::Hex(actual, absl::kZeroPad8),

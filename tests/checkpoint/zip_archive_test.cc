@@ -3,7 +3,6 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/checkpoint/crc32.h"
 #include "tests/checkpoint/zip_builder.h"
 #include "tests/safetensors/test_files.h"
 
@@ -23,16 +22,6 @@ void ExpectError(const absl::StatusOr<ZipArchive>& zip, absl::StatusCode code, c
   EXPECT_EQ(zip.status().code(), code) << zip.status();
   EXPECT_NE(zip.status().message().find(needle), std::string::npos) << zip.status();
   EXPECT_NE(zip.status().message().find("test.zip"), std::string::npos) << zip.status();
-}
-
-TEST(Crc32Test, MatchesTheStandardCheckValue) {
-  const std::string check = "123456789";  // the CRC-32 catalogue's check input
-  EXPECT_EQ(Crc32(reinterpret_cast<const uint8_t*>(check.data()), check.size()), 0xCBF43926u);
-  // In pieces, and through the eight-byte path and the byte tail alike.
-  const std::string long_text(1000, 'x');
-  const auto* p = reinterpret_cast<const uint8_t*>(long_text.data());
-  EXPECT_EQ(Crc32(p + 3, 997, Crc32(p, 3)), Crc32(p, 1000));
-  EXPECT_EQ(Crc32(p, 0), 0u);
 }
 
 TEST(ZipArchiveTest, ReadsWhatTorchSaveWrote) {

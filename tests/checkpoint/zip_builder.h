@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/checkpoint/crc32.h"
+#include <zlib.h>
 
 namespace relserve::testing {
 
@@ -118,7 +118,7 @@ class ZipBuilder {
 
  private:
   static uint32_t Crc(const Entry& e) {
-    const uint32_t crc = Crc32(reinterpret_cast<const uint8_t*>(e.data.data()), e.data.size());
+    const auto crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const uint8_t*>(e.data.data()), e.data.size()));
     return e.corrupt_crc ? crc ^ 1 : crc;
   }
   static void U16(std::string* out, uint64_t v) { Le(out, v, 2); }
