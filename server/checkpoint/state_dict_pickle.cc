@@ -610,7 +610,8 @@ class Machine {
       const Value& value = items[i + 1];
       if (key.kind != Kind::kString) return Invalid(absl::StrCat("the state dict has a key that is ", KindName(key.kind)));
       const std::string& name = StringOf(key);
-      RETURN_IF_ERROR(ValidateUtf8(name, absl::StrCat(label_, ": tensor name ", Quote(name))));
+      // Not quoted: the bytes that are not UTF-8 would travel in the message.
+      RETURN_IF_ERROR(ValidateUtf8(name, absl::StrCat(label_, ": the name of state dict entry ", i / 2)));
       if (value.kind != Kind::kTensor) {
         return Invalid(absl::StrCat("the state dict's entry ", Quote(name), " is ", KindName(value.kind),
                                     ", not a tensor"));

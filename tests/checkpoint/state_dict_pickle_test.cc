@@ -236,7 +236,8 @@ TEST(StateDictPickleTest, RefusesMalformedPickles) {
   ExpectRefused(PickleBuilder().Proto().EmptyDict().Mark().Stop().bytes(), "1 marks");
   ExpectRefused(StateDictPickle({{"t", "0", "FloatStorage", 1, 0, {1}, {1}}, {"t", "1", "FloatStorage", 1, 0, {1}, {1}}}),
                 "holds \"t\" twice");
-  ExpectRefused(StateDictPickle({{"bad\xff", "0", "FloatStorage", 1, 0, {1}, {1}}}), "invalid UTF-8");
+  ExpectRefused(StateDictPickle({{"ok", "0", "FloatStorage", 1, 0, {1}, {1}}, {"bad\xff", "1", "FloatStorage", 1, 0, {1}, {1}}}),
+                "the name of state dict entry 1: invalid UTF-8 at byte offset 3");
 }
 
 // Minimal deterministic generator for the mutation tests.
