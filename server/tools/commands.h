@@ -18,6 +18,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& args);
 absl::Status RunInfoCommand(const std::vector<std::string>& args);
 absl::Status RunAccuracyCommand(const std::vector<std::string>& args);
 absl::Status RunDownloadCommand(const std::vector<std::string>& args);
+absl::Status RunConvertCommand(const std::vector<std::string>& args);
 
 }  // namespace relserve
 

@@ -1,5 +1,5 @@
 // relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info,
-// accuracy) and Hub downloads (download).
+// accuracy), Hub downloads (download) and checkpoint conversion (convert).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -54,6 +54,10 @@ const std::vector<Command>& Commands() {
        "~/.cache/huggingface/hub; HF_ENDPOINT, HF_TOKEN) and prints its snapshot's folder; --offline\n"
        "checks the cache only",
        false, relserve::RunDownloadCommand},
+      {"convert", "--model DIR --out DIR [--overwrite]",
+       "writes the model's weights (pytorch_model.bin, sharded or not, or safetensors) as model.safetensors\n"
+       "in --out, with copies of its config, tokenizer and sentence-transformers files; a summary as JSON",
+       false, relserve::RunConvertCommand},
   };
   return kCommands;
 }
