@@ -181,6 +181,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ServingLimits limits;
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
+  limits.auto_truncate = config.auto_truncate;
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
   state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
                                                     state->api_keys.get());
@@ -240,6 +241,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.max_batch_requests = config.max_batch_size;
     routes.limits.max_client_batch_size = config.max_inputs_per_request;
     routes.limits.max_concurrent_requests = config.http_threads;
+    routes.limits.auto_truncate = config.auto_truncate;
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));

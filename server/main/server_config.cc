@@ -160,6 +160,10 @@ const std::vector<Flag>& Flags() {
               &ServerConfig::max_inputs_per_request, 1),
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               &ServerConfig::max_input_length, 0),
+      BoolFlag("auto-truncate",
+               "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
+               "(a request's own truncate wins)",
+               &ServerConfig::auto_truncate),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace relserve {
 
@@ -30,6 +31,9 @@ struct ServerConfig {
   int max_queue_sequences = 10000;
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
+  // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
+  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
+  bool auto_truncate = false;
   int max_message_bytes = 16 << 20;
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;

@@ -224,6 +224,37 @@ TEST_F(HttpApiTest, TeiEmbedEqualsGrpcWithTeiDefaults) {
   EXPECT_EQ(single.body.size(), 1u);
 }
 
+// A text of about 600 tokens whose start and end differ.
+std::string LongText() {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += " word" + std::to_string(i);
+  return text;
+}
+
+// TEI's truncation_direction "Left" is the gRPC API's TRUNCATION_DIRECTION_LEFT: the end of the
+// text is kept.
+TEST_F(HttpApiTest, TeiLeftTruncationEqualsGrpc) {
+  const Reply left = Post(http(), "/embed", {{"inputs", LongText()}, {"truncate", true}, {"truncation_direction", "Left"}});
+  ASSERT_EQ(left.status, 200) << left.raw;
+  const Reply right = Post(http(), "/embed", {{"inputs", LongText()}, {"truncate", true}});
+  ASSERT_EQ(right.status, 200) << right.raw;
+  v1::EmbedRequest req;
+  req.set_normalize(true);
+  req.set_truncate(true);
+  req.add_inputs()->set_text(LongText());
+  req.set_truncation_direction(v1::TRUNCATION_DIRECTION_LEFT);
+  const v1::EmbedResponse want_left = GrpcEmbed(req);
+  req.set_truncation_direction(v1::TRUNCATION_DIRECTION_RIGHT);
+  const v1::EmbedResponse want_right = GrpcEmbed(req);
+  EXPECT_LE(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_left.embeddings(0))), 1e-6);
+  EXPECT_LE(MaxDiff(right.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-6);
+  EXPECT_GT(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
+  // Without truncate the direction alone cuts nothing: refused as over-long.
+  const Reply refused = Post(http(), "/embed", {{"inputs", LongText()}, {"truncation_direction", "Left"}});
+  EXPECT_EQ(refused.status, 422) << refused.raw;
+  EXPECT_THAT(refused.body["error"].get<std::string>(), HasSubstr("truncation is off"));
+}
+
 TEST_F(HttpApiTest, CohereRerankEqualsGrpc) {
   const std::vector<std::string> docs = {"a model server", "a recipe for soup", "relative attention encoders"};
   const Reply r = Post(http(), "/v1/rerank",
