@@ -233,6 +233,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     hc.threads = config.http_threads;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
     hc.api_keys = state->api_keys.get();
+    hc.request_timeout = config.http_request_timeout;
     RouteContext routes;
     routes.serving = state->encoder_serving.get();
     routes.registry = &state->registry;

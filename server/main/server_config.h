@@ -19,6 +19,9 @@ struct ServerConfig {
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
   std::string http_address = "0.0.0.0:8080";  // the HTTP/JSON API; "" or "-1": none; port 0: a free port
   int http_threads = 64;                       // HTTP requests served at once
+  // How long an HTTP call may take before it is answered 504 (zero: no limit); a request's
+  // X-Request-Timeout header may ask for less.
+  absl::Duration http_request_timeout = absl::Seconds(60);
   std::string device = "cpu";
   std::string dtype = "float32";
   int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)
