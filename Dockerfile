@@ -4,7 +4,7 @@
 #
 #   scripts/docker-base-image.sh            # once: makes sure debian:bookworm-slim exists locally
 #   docker build -t relserve:latest .
-#   docker run -p 50051:50051 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
+#   docker run --rm -p 50051:50051 -p 8080:8080 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
 #
 # The default command serves /models/default; pass other flags to serve other models, e.g.
 #   docker run ... relserve:latest --model reranker=/models/reranker --grpc-address 0.0.0.0:50051
@@ -37,7 +37,7 @@ ENV PATH=/opt/relserve/bin:${PATH} \
     HF_HUB_CACHE=/hf-cache
 # Models are mounted here (read-only is enough): one Hugging Face model directory per model.
 VOLUME ["/models", "/hf-cache"]
-# gRPC API, then Prometheus /metrics and /healthz.
+# gRPC API, HTTP/JSON API (OpenAI and TEI routes), then Prometheus /metrics and /healthz.
 EXPOSE 50051 8080 9090
 USER 10001:10001
 # gRPC health (grpc.health.v1): healthy once every model has loaded and warmed up. The start

@@ -205,6 +205,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ServingLimits limits;
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
+  limits.auto_truncate = config.auto_truncate;
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
   state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
                                                     state->api_keys.get());
@@ -256,6 +257,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     hc.threads = config.http_threads;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
     hc.api_keys = state->api_keys.get();
+    hc.request_timeout = config.http_request_timeout;
     RouteContext routes;
     routes.serving = state->encoder_serving.get();
     routes.registry = &state->registry;
@@ -264,6 +266,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.max_batch_requests = config.max_batch_size;
     routes.limits.max_client_batch_size = config.max_inputs_per_request;
     routes.limits.max_concurrent_requests = config.http_threads;
+    routes.limits.auto_truncate = config.auto_truncate;
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));

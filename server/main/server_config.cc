@@ -12,6 +12,7 @@
 #include "server/auth/api_keys.h"
 #include "server/http/http_server.h"
 #include "server/hub/model_resolver.h"
+#include "server/http/request_deadline.h"
 
 extern char** environ;
 
@@ -116,6 +117,16 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig& c) { return c.http_address; }},
       IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
               &ServerConfig::http_threads, 1),
+      {"http-request-timeout", "DURATION",
+       "how long an HTTP call may take before it is answered 504 and its queued work dropped: seconds or a number "
+       "with a unit (500ms, 2m; 0: no limit); a request's X-Request-Timeout header may ask for less",
+       [](const std::string& v, ServerConfig* c) {
+         auto d = ParseTimeout(v, "--http-request-timeout");
+         if (!d.ok()) return d.status();
+         c->http_request_timeout = *d;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_request_timeout), "s"); }},
       {"device", "cpu|cuda|cuda:N",
        "where models run: the CPU, or a GPU (a build against a CUDA LibTorch; cuda is cuda:0)",
        [](const std::string& v, ServerConfig* c) {
@@ -162,6 +173,10 @@ const std::vector<Flag>& Flags() {
               &ServerConfig::max_inputs_per_request, 1),
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               &ServerConfig::max_input_length, 0),
+      BoolFlag("auto-truncate",
+               "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
+               "(a request's own truncate wins)",
+               &ServerConfig::auto_truncate),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "

@@ -292,7 +292,8 @@ def check_probes(name, ctr, arg, grpc_port, metrics_port):
     every probe, so they also fail when the listener stops accepting (gRPC 1.51 after EMFILE),
     and they exercise the gRPC server itself. The kubelet's gRPC probe cannot speak TLS, so a
     server with --tls-cert is probed with httpGet /healthz on the metrics port instead: relserve's
-    listener self-check makes /healthz fail in the same case (and it works for TLS)."""
+    listener self-check makes /healthz fail in the same case (and it works for TLS). Never the
+    HTTP API's GET /health: it waits for one of the HTTP threads that load keeps busy."""
     problems = []
     tls = arg.get("tls-cert") not in (None, "")
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -403,8 +404,14 @@ def check_overlay(c, name, objs, flags):
             "%s: every --model must be NAME=/models/DIR or NAME=org/repo[@revision]: %s" % (name, models))
 
     ports = {p["name"]: p["containerPort"] for p in ctr.get("ports", [])}
-    c.check(set(ports) == {"grpc", "metrics"}, "%s: container ports %s, expected grpc and metrics" % (name, ports))
+    c.check(set(ports) == {"grpc", "http", "metrics"},
+            "%s: container ports %s, expected grpc, http and metrics" % (name, ports))
     grpc_port, metrics_port = ports.get("grpc"), ports.get("metrics")
+    http_addr = arg.get("http-address", "0.0.0.0:8080")
+    c.check(http_addr.rsplit(":", 1)[-1] == str(ports.get("http")),
+            "%s: --http-address %s vs containerPort http %s" % (name, http_addr, ports.get("http")))
+    c.check(not http_addr.startswith("127.") and not http_addr.startswith("localhost"),
+            "%s: --http-address %s is loopback" % (name, http_addr))
     addr = arg.get("grpc-address", "0.0.0.0:50051")
     c.check(addr.rsplit(":", 1)[-1] == str(grpc_port), "%s: --grpc-address %s vs containerPort grpc %s" % (name, addr, grpc_port))
     c.check(not addr.startswith("127.") and not addr.startswith("localhost"), "%s: --grpc-address %s is loopback" % (name, addr))
@@ -466,6 +473,8 @@ def check_overlay(c, name, objs, flags):
                     "%s: Service %s port %s (%s -> %s) does not match the container" % (name, sname, p["name"], p["port"], target))
     for h in headless:
         c.check([p["name"] for p in h["spec"]["ports"]] == ["grpc"], "%s: headless Service must carry the grpc port" % name)
+    c.check(any("http" in [p["name"] for p in s["spec"]["ports"]] for s in services.values() if s not in headless),
+            "%s: no ClusterIP Service carries the http port" % name)
 
     sm = by_kind(objs, "ServiceMonitor")[0]
     scraped = [s for s in services.values() if selects(sm["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
@@ -898,6 +907,11 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(check_probes("t", healthz, tls, 50051, 9090), [])
         self.assertEqual(len(check_probes("t", healthz, tls, 50051, 9091)), 3)
         self.assertEqual(len(check_probes("t", {}, {}, 50051, 9090)), 3)
+        # The HTTP API's GET /health waits for a free HTTP thread: never a probe, TLS or not.
+        api_health = {p: {"httpGet": {"path": "/health", "port": 8080}}
+                      for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertEqual(len(check_probes("t", api_health, {}, 50051, 9090)), 3)
+        self.assertEqual(len(check_probes("t", api_health, tls, 50051, 9090)), 3)
 
     def test_hub_models(self):
         cache_mount = {"name": "hf-cache", "mountPath": "/hf-cache"}

@@ -47,6 +47,28 @@ TEST(ServerConfigTest, HubModelsAndOffline) {
   EXPECT_TRUE(env->offline);
 }
 
+TEST(ServerConfigTest, AutoTruncateAndHttpRequestTimeout) {
+  auto c = ParseServerFlags({"--model", "a=/m/a"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->auto_truncate);  // over-long inputs are refused unless a request says
+  EXPECT_EQ(c->http_request_timeout, absl::Seconds(60));
+  auto set = ParseServerFlags({"--model", "a=/m/a", "--auto-truncate", "--http-request-timeout", "1500ms"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->auto_truncate);
+  EXPECT_EQ(set->http_request_timeout, absl::Milliseconds(1500));
+  auto seconds = ParseServerFlags({"--model", "a=/m/a", "--http-request-timeout=0"}, {{"RELSERVE_AUTO_TRUNCATE", "true"}});
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_EQ(seconds->http_request_timeout, absl::ZeroDuration());  // no limit
+  EXPECT_TRUE(seconds->auto_truncate);
+  for (const char* bad : {"soon", "-1", "10 s"}) {
+    auto r = ParseServerFlags({"--model", "a=/m/a", "--http-request-timeout", bad});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("--http-request-timeout")) << bad;
+  }
+  EXPECT_THAT(ServerUsage(), HasSubstr("--http-request-timeout DURATION"));
+  EXPECT_THAT(ServerUsage(), HasSubstr("(default: 60s)"));
+}
+
 TEST(ServerConfigTest, ErrorsNameTheFlag) {
   struct Case {
     std::vector<std::string> args;
