@@ -12,6 +12,7 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "tests/model/naive_mpnet_reference.h"
 
 namespace relserve::naive {
 namespace {
@@ -912,6 +913,7 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
     const std::string model_type = GetString(*j, "model_type", "");
     if (model_type == "deberta-v2") return DebertaForward(*j, weights, batch);
     if (model_type == "t5" || model_type == "mt5") return T5Forward(*j, weights, batch);
+    if (model_type == "mpnet") return MpnetForward(*j, model_dir, batch);
     return absl::InvalidArgumentError("naive reference: unsupported model_type " + model_type);
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("naive reference: ") + e.what());

@@ -1,0 +1,60 @@
+#include "server/model/families/mpnet/mpnet_config.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/model/model_config.h"
+#include "server/model/model_limits.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+// nn.LayerNorm(eps=layer_norm_eps): at 0 a constant row divides 0 by 0; no model uses 1.
+constexpr double kMaxLayerNormEps = 1.0;
+
+absl::Status ParseMpnetConfig(const JsonFieldReader& r, MpnetConfig* c) {
+  // nn.Embedding(vocab_size, hidden, padding_idx=1) needs row 1.
+  RETURN_IF_ERROR(r.Int("vocab_size", &c->vocab_size, kMpnetPaddingIdx + 1, kMaxVocabSize));
+  RETURN_IF_ERROR(r.Int("hidden_size", &c->hidden_size, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("num_hidden_layers", &c->num_hidden_layers, 0, kMaxLayers));
+  RETURN_IF_ERROR(r.Int("num_attention_heads", &c->num_attention_heads, 1, kMaxModelWidth));
+  RETURN_IF_ERROR(r.Int("intermediate_size", &c->intermediate_size, 1, kMaxFeedForwardSize));
+  RETURN_IF_ERROR(r.String("hidden_act", &c->hidden_act));
+  // One token reads position padding_idx + 1: the table needs padding_idx + 2 rows.
+  RETURN_IF_ERROR(r.Int("max_position_embeddings", &c->max_position_embeddings, kMpnetPaddingIdx + 2,
+                        kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Double("layer_norm_eps", &c->layer_norm_eps, 0, kMaxLayerNormEps, /*min_exclusive=*/true));
+  RETURN_IF_ERROR(r.Int("relative_attention_num_buckets", &c->relative_attention_num_buckets, 1, kMaxSequenceLength));
+  RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id, 0, kMaxVocabSize));
+
+  // MPNetSelfAttention splits hidden_size into heads of int(hidden_size / heads), and its output
+  // projection takes hidden_size inputs: with a remainder the reference cannot run.
+  if (c->hidden_size % c->num_attention_heads != 0) {
+    return r.Error("num_attention_heads", absl::StrCat(c->num_attention_heads, " does not divide hidden_size ",
+                                                       c->hidden_size));
+  }
+  if (!IsSupportedActivation(c->hidden_act)) {
+    return r.Error("hidden_act", absl::StrCat("names activation \"", c->hidden_act,
+                                              "\", which is not supported (supported: ",
+                                              absl::StrJoin(SupportedActivations(), ", "), ")"));
+  }
+  if (c->relative_attention_num_buckets < kMpnetBiasBuckets) {
+    return r.Error("relative_attention_num_buckets",
+                   absl::StrCat("is ", c->relative_attention_num_buckets, ": compute_position_bias always looks up ",
+                                kMpnetBiasBuckets, " buckets, so encoder.relative_attention_bias needs at least ",
+                                kMpnetBiasBuckets, " rows"));
+  }
+  // The engine pads batches with it: padded positions must be valid embedding rows.
+  if (c->pad_token_id >= c->vocab_size) {
+    return r.Error("pad_token_id", absl::StrCat("is ", c->pad_token_id, ", outside the vocabulary [0, ",
+                                                c->vocab_size, ") of vocab_size"));
+  }
+  return absl::OkStatus();
+}
+
+const std::vector<std::string>& MpnetArchitectures() {
+  static const std::vector<std::string> kNames = {"MPNetModel", "MPNetForSequenceClassification",
+                                                  "MPNetForMaskedLM"};
+  return kNames;
+}
+
+}  // namespace relserve
