@@ -22,7 +22,8 @@ namespace relserve {
 
 struct CreateModelOptions {
   // "deberta-v3", "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge),
-  // "t5" (T5-base-like, ReLU feed-forward) or "t5-v1.1" (gated-GELU, untied embeddings).
+  // "t5" (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings) or "mpnet"
+  // (all-mpnet-base-v2's layout).
   std::string family;
   // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
   // 3072 (t5-v1.1: 2048) / 32128). For T5, hidden is d_model, intermediate d_ff, and
@@ -31,7 +32,7 @@ struct CreateModelOptions {
   // DeBERTa only: 0 = hidden; anything else is written as "embedding_size" (and adds
   // embeddings.embed_proj when it differs from hidden).
   int embedding_size = 0;
-  // DeBERTa only: > 0 makes a DebertaV2ForSequenceClassification with that many labels
+  // DeBERTa and MPNet: > 0 makes a *ForSequenceClassification with that many labels
   // (id2label / label2id "LABEL_i").
   int num_labels = 0;
   // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), together with

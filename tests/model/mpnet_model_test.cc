@@ -13,9 +13,10 @@
 
 #include "gtest/gtest.h"
 #include "server/model/biased_attention.h"
+#include "server/model/families/family_registry.h"
+#include "server/model/families/mpnet/mpnet_family.h"
 #include "server/safetensors/checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
-#include "server/util/json_util.h"
 #include "tests/model/model_dir_builder.h"
 #include "tests/model/naive_mpnet_reference.h"
 #include "tests/model/reference_fixture.h"
@@ -33,19 +34,17 @@ struct Loaded {
   std::vector<std::string> unused;
 };
 
-absl::StatusOr<Loaded> LoadModel(const std::string& dir, int num_labels = 0) {
-  auto json = ReadJsonFile(dir + "/config.json");
-  if (!json.ok()) return json.status();
-  MpnetConfig config;
-  absl::Status parsed = ParseMpnetConfig(JsonFieldReader(*json, "config.json"), &config);
-  if (!parsed.ok()) return parsed;
+absl::StatusOr<Loaded> LoadModel(const std::string& dir) {
+  auto config = LoadModelConfig(dir);
+  if (!config.ok()) return config.status();
+  if (config->family != &MpnetFamily()) return absl::InvalidArgumentError("not an MPNet config");
   auto checkpoint = SafetensorsCheckpoint::OpenDirectory(dir);
   if (!checkpoint.ok()) return checkpoint.status();
   c10::InferenceMode guard;
   WeightLoader weights(**checkpoint, at::kFloat);
-  auto model = MpnetModel::Load(config, num_labels, weights);
+  auto model = MpnetModel::Load(*config, weights);
   if (!model.ok()) return model.status();
-  return Loaded{std::move(*model), weights.Unused(MpnetIgnoredPrefixes(num_labels > 0))};
+  return Loaded{std::move(*model), weights.Unused(MpnetFamily().IgnoredPrefixes(*config))};
 }
 
 EncoderInputs ToInputs(const PaddedBatch& b) {

@@ -1,15 +1,10 @@
 #include "server/model/families/mpnet/mpnet_config.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "server/model/model_config.h"
 #include "server/model/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
-
-// nn.LayerNorm(eps=layer_norm_eps): at 0 a constant row divides 0 by 0; no model uses 1.
-constexpr double kMaxLayerNormEps = 1.0;
 
 absl::Status ParseMpnetConfig(const JsonFieldReader& r, MpnetConfig* c) {
   // nn.Embedding(vocab_size, hidden, padding_idx=1) needs row 1.
@@ -24,7 +19,8 @@ absl::Status ParseMpnetConfig(const JsonFieldReader& r, MpnetConfig* c) {
                         kMaxSequenceLength));
   RETURN_IF_ERROR(r.Double("layer_norm_eps", &c->layer_norm_eps, 0, kMaxLayerNormEps, /*min_exclusive=*/true));
   RETURN_IF_ERROR(r.Int("relative_attention_num_buckets", &c->relative_attention_num_buckets, 1, kMaxSequenceLength));
-  RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id, 0, kMaxVocabSize));
+  // The engine pads batches with it: padded positions must be valid embedding rows.
+  RETURN_IF_ERROR(ReadTokenId(r, "pad_token_id", c->vocab_size, &c->pad_token_id));
 
   // MPNetSelfAttention splits hidden_size into heads of int(hidden_size / heads), and its output
   // projection takes hidden_size inputs: with a remainder the reference cannot run.
@@ -32,29 +28,14 @@ absl::Status ParseMpnetConfig(const JsonFieldReader& r, MpnetConfig* c) {
     return r.Error("num_attention_heads", absl::StrCat(c->num_attention_heads, " does not divide hidden_size ",
                                                        c->hidden_size));
   }
-  if (!IsSupportedActivation(c->hidden_act)) {
-    return r.Error("hidden_act", absl::StrCat("names activation \"", c->hidden_act,
-                                              "\", which is not supported (supported: ",
-                                              absl::StrJoin(SupportedActivations(), ", "), ")"));
-  }
+  RETURN_IF_ERROR(CheckActivation(r, "hidden_act", c->hidden_act));
   if (c->relative_attention_num_buckets < kMpnetBiasBuckets) {
     return r.Error("relative_attention_num_buckets",
                    absl::StrCat("is ", c->relative_attention_num_buckets, ": compute_position_bias always looks up ",
                                 kMpnetBiasBuckets, " buckets, so encoder.relative_attention_bias needs at least ",
                                 kMpnetBiasBuckets, " rows"));
   }
-  // The engine pads batches with it: padded positions must be valid embedding rows.
-  if (c->pad_token_id >= c->vocab_size) {
-    return r.Error("pad_token_id", absl::StrCat("is ", c->pad_token_id, ", outside the vocabulary [0, ",
-                                                c->vocab_size, ") of vocab_size"));
-  }
   return absl::OkStatus();
-}
-
-const std::vector<std::string>& MpnetArchitectures() {
-  static const std::vector<std::string> kNames = {"MPNetModel", "MPNetForSequenceClassification",
-                                                  "MPNetForMaskedLM"};
-  return kNames;
 }
 
 }  // namespace relserve

@@ -2,9 +2,9 @@
 #define RELSERVE_SERVER_MODEL_FAMILIES_MPNET_MPNET_CONFIG_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
+#include "server/model/model_config.h"
 #include "server/util/json_util.h"
 
 namespace relserve {
@@ -21,7 +21,7 @@ inline constexpr int kMpnetBiasMaxDistance = 128;
 
 // transformers' MPNetConfig (configuration_mpnet.py, 4.40.2), with its defaults: the keys the
 // modeling code reads.
-struct MpnetConfig {
+struct MpnetConfig : FamilyConfig {
   int vocab_size = 30527;
   int hidden_size = 768;
   int num_hidden_layers = 12;
@@ -48,10 +48,6 @@ struct MpnetConfig {
 // relative_attention_num_buckets than the 32 that compute_position_bias looks up, or a
 // pad_token_id outside the vocabulary.
 absl::Status ParseMpnetConfig(const JsonFieldReader& reader, MpnetConfig* config);
-
-// The architectures served, first the default (no `architectures` key): MPNetModel,
-// MPNetForSequenceClassification, MPNetForMaskedLM (run as its encoder; lm_head is dropped).
-const std::vector<std::string>& MpnetArchitectures();
 
 }  // namespace relserve
 

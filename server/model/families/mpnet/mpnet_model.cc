@@ -28,23 +28,11 @@ at::Tensor MpnetRelativePositionBucket(int64_t length) {
   return T5RelativePositionBucket(length, length, kMpnetBiasBuckets, kMpnetBiasMaxDistance);
 }
 
-std::vector<std::string> MpnetIgnoredPrefixes(bool sequence_classification) {
-  // MPNetForMaskedLM's lm_head, MPNetForQuestionAnswering's qa_outputs; the pooler of
-  // MPNetModel checkpoints, which MPNetForSequenceClassification (add_pooling_layer=False) drops.
-  std::vector<std::string> ignored = {"lm_head.", "qa_outputs.", "mpnet.pooler."};
-  if (sequence_classification) {
-    ignored.push_back("pooler.");
-  } else {
-    ignored.push_back("classifier.");  // other task heads, dropped by MPNetModel
-  }
-  return ignored;
-}
-
 MpnetModel::MpnetModel(const MpnetConfig& config, int num_labels) : c_(config), num_labels_(num_labels) {}
 
-absl::StatusOr<std::unique_ptr<MpnetModel>> MpnetModel::Load(const MpnetConfig& config, int num_labels,
-                                                             WeightLoader& weights) {
-  std::unique_ptr<MpnetModel> model(new MpnetModel(config, num_labels));
+absl::StatusOr<std::unique_ptr<MpnetModel>> MpnetModel::Load(const ModelConfig& config, WeightLoader& weights) {
+  const int num_labels = config.head == HeadKind::kSequenceClassification ? config.num_labels : 0;
+  std::unique_ptr<MpnetModel> model(new MpnetModel(config.family_config_as<MpnetConfig>(), num_labels));
   RETURN_IF_ERROR(model->LoadWeights(weights));
   return model;
 }

@@ -13,6 +13,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/mpnet/mpnet_config.h"
 #include "server/model/layers.h"
+#include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
 namespace relserve {
@@ -36,15 +37,15 @@ class TokenPacking;
 // threads at once (the per-length bias tables are cached under a mutex).
 class MpnetModel : public EncoderModel {
  public:
-  // num_labels > 0 loads MPNetForSequenceClassification's head (classifier.dense,
-  // classifier.out_proj) and makes Forward return logits; 0 is MPNetModel. The backbone is read
-  // under "mpnet." when the checkpoint has that prefix (task-head checkpoints), else at the top
-  // level, as from_pretrained loads either into either. Errors name the config key or tensor:
-  // INVALID_ARGUMENT for sizes of config.json that disagree with the checkpoint, NOT_FOUND for a
-  // missing tensor. Tensors Load does not take are left to the caller's
-  // WeightLoader::CheckNoneUnused (see MpnetIgnoredPrefixes).
-  static absl::StatusOr<std::unique_ptr<MpnetModel>> Load(const MpnetConfig& config, int num_labels,
-                                                          WeightLoader& weights);
+  // `config` is an MPNet config (family_config MpnetConfig). For
+  // MPNetForSequenceClassification the head (classifier.dense, classifier.out_proj, num_labels
+  // outputs) is loaded and Forward returns logits. The backbone is read under "mpnet." when the
+  // checkpoint has that prefix (task-head checkpoints), else at the top level, as from_pretrained
+  // loads either into either. Errors name the config key or tensor: INVALID_ARGUMENT for sizes of
+  // config.json that disagree with the checkpoint, NOT_FOUND for a missing tensor. Tensors Load
+  // does not take are left to the caller's WeightLoader::CheckNoneUnused with the descriptor's
+  // IgnoredPrefixes.
+  static absl::StatusOr<std::unique_ptr<MpnetModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
 
@@ -98,11 +99,6 @@ at::Tensor MpnetPositionIds(const at::Tensor& input_ids);
 // [L, L], bucket[i][j] of query i and key j. The same buckets as T5's bidirectional ones with 32
 // buckets and distance 128: keys after the query take the upper half.
 at::Tensor MpnetRelativePositionBucket(int64_t length);
-
-// Checkpoint prefixes that transformers drops, with a warning, when it loads `architecture`
-// (and that the engine leaves unused): the heads of the other MPNet classes (lm_head,
-// qa_outputs, ...) and the pooler, whose output is not served.
-std::vector<std::string> MpnetIgnoredPrefixes(bool sequence_classification);
 
 }  // namespace relserve
 
