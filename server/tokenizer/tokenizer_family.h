@@ -7,6 +7,8 @@ namespace relserve {
 enum class TokenizerFamily {
   kDeberta,  // DeBERTa-v2/v3: [CLS] a [SEP] (b [SEP])
   kT5,       // T5: a </s> (b </s>)
+  kBert,     // BERT, ELECTRA (WordPiece vocab.txt): [CLS] a [SEP] (b [SEP])
+  kRoberta,  // RoBERTa, XLM-RoBERTa: <s> a </s> (</s> b </s>)
   kMpnet,    // MPNet: <s> a </s> (</s> b </s>)
 };
 

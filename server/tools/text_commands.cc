@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
@@ -35,12 +36,23 @@ void StripCarriageReturn(std::string* line) {
   if (!line->empty() && line->back() == '\r') line->pop_back();
 }
 
+// Text input needs a tokenizer file of the model's family in the directory.
+absl::Status NoTokenizerError(const std::string& dir, const ModelConfig& config) {
+  const std::vector<std::string> files = config.family->tokenizer_files(config);
+  if (files.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(dir, ": relserve reads no tokenizer for model_type \"",
+                                                      config.model_type, "\"; the model takes token ids only"));
+  }
+  return absl::FailedPreconditionError(absl::StrCat(dir, " has no tokenizer (", absl::StrJoin(files, " or "), ")"));
+}
+
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, {"no-truncate"}));
   ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
+  if (config.family->tokenizer_files(config).empty()) return NoTokenizerError(dir, config);
   ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, config.family->tokenizer_family(config), config.max_length));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   std::string line;
@@ -72,9 +84,7 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
-  if (engine->tokenizer() == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(args.String("model"), " has no tokenizer (spm.model or spiece.model)"));
-  }
+  if (engine->tokenizer() == nullptr) return NoTokenizerError(args.String("model"), engine->config());
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   if (opts.max_length == 0) opts.max_length = engine->info().max_length;
 

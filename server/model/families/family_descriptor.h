@@ -96,6 +96,16 @@ struct CreateTokenizerSpec {
   nlohmann::json special_tokens_map = nlohmann::json::object();
 };
 
+// A `relserve-model create` option of a family: `--flag VALUE` sets config.json's `config_key`
+// (as --config would), parsed as `type`.
+struct CreateOption {
+  enum class Type { kString, kInt, kNumber, kBool };
+  std::string flag;        // without the dashes: "position-embedding-type"
+  std::string config_key;  // "position_embedding_type"
+  Type type = Type::kString;
+  std::string help;        // one line for --help
+};
+
 class FamilyDescriptor {
  public:
   virtual ~FamilyDescriptor() = default;
@@ -141,6 +151,8 @@ class FamilyDescriptor {
   // After the overrides: re-derives keys that follow an overridden key unless overridden too.
   virtual absl::Status RederiveAfterOverrides(const nlohmann::json& overrides, nlohmann::json* config) const = 0;
   virtual CreateTokenizerSpec CreateTokenizer(const std::string& variant) const = 0;
+  // Options of `create` beyond the shared ones; none by default.
+  virtual std::vector<CreateOption> create_options() const { return {}; }
 };
 
 }  // namespace relserve

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/model/families/bert/bert_family.h"
 #include "server/model/families/deberta_v2/deberta_v2_family.h"
 #include "server/model/families/mpnet/mpnet_family.h"
 #include "server/model/families/t5/t5_family.h"
@@ -20,6 +21,7 @@ const std::vector<const FamilyDescriptor*>& AllFamilies() {
   static const std::vector<const FamilyDescriptor*> kFamilies = {
       &DebertaV2Family(),
       &T5Family(),
+      &BertFamily(),
       &MpnetFamily(),
   };
   return kFamilies;
