@@ -33,8 +33,8 @@ class TokenPacking;
 // the input ids (kMpnetPaddingIdx). MPNet has no token types: token_type_ids are ignored, as
 // MPNetModel.forward swallows them.
 //
-// Load: Create()-style factory; the returned model is immutable and Forward may run on several
-// threads at once (the per-length bias tables are cached under a mutex).
+// Load builds it or fails with a status; the model is then immutable and Forward may run on
+// several threads at once (the per-length bias tables are cached under a mutex).
 class MpnetModel : public EncoderModel {
  public:
   // `config` is an MPNet config (family_config MpnetConfig). For
