@@ -21,24 +21,26 @@
 namespace relserve {
 
 struct CreateModelOptions {
-  // "deberta-v3", "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge),
-  // "t5" (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings) or "mpnet"
-  // (all-mpnet-base-v2's layout).
+  // A create variant of a family descriptor (FamilyDescriptor::create_variants): "deberta-v3",
+  // "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge), "t5"
+  // (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings), "bert",
+  // "roberta", "xlm-roberta", "electra", "mpnet" (all-mpnet-base-v2's layout).
   std::string family;
   // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
-  // 3072 (t5-v1.1: 2048) / 32128). For T5, hidden is d_model, intermediate d_ff, and
-  // d_kv = hidden / heads.
+  // 3072 (t5-v1.1: 2048) / 32128; BERT family: 768 / 12 / 12 / 3072 / 30522 (roberta 50265,
+  // xlm-roberta 250002)). For T5, hidden is d_model, intermediate d_ff, and d_kv = hidden / heads.
   int hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0;
-  // DeBERTa only: 0 = hidden; anything else is written as "embedding_size" (and adds
-  // embeddings.embed_proj when it differs from hidden).
+  // DeBERTa and ELECTRA only: 0 = hidden; anything else is written as "embedding_size" (and
+  // adds DeBERTa's embeddings.embed_proj or ELECTRA's embeddings_project when it differs).
   int embedding_size = 0;
-  // DeBERTa and MPNet: > 0 makes a *ForSequenceClassification with that many labels
-  // (id2label / label2id "LABEL_i").
+  // > 0 makes the family's *ForSequenceClassification with that many labels (id2label /
+  // label2id "LABEL_i"); T5 has none.
   int num_labels = 0;
-  // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), together with
-  // tokenizer_config.json and special_tokens_map.json. When `vocab` is 0 the vocabulary size
-  // becomes the model's piece count plus one per special token that is not a piece (the
-  // tokenizer appends those, e.g. DeBERTa-v3's "[MASK]"). Empty: no tokenizer files.
+  // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), or a WordPiece
+  // vocab.txt (bert, electra), together with tokenizer_config.json and special_tokens_map.json
+  // (FamilyDescriptor::CreateTokenizer). When `vocab` is 0 the vocabulary size becomes the
+  // model's piece count plus one per special token that is not a piece (the tokenizer appends
+  // those, e.g. DeBERTa-v3's "[MASK]"), or vocab.txt's line count. Empty: no tokenizer files.
   std::string vocab_file;
   // Every tensor draws from its own std::mt19937_64 stream, seeded from `seed` and the
   // tensor's name: the same options give the same bytes.

@@ -139,20 +139,6 @@ TEST_F(MpnetSwitchTest, LogBucketsAndDistancesPastMaxDistance) {
   EXPECT_LE(Diff(log_bucket, base, OnlyRows(long_batch, {3})), kTolerance);
 }
 
-const std::vector<std::string>& AllActivations() {
-  static const std::vector<std::string> kNames = {
-      "gelu",       "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python",
-      "quick_gelu", "gelu_10",  "relu",              "relu2",     "relu6",         "leaky_relu",
-      "silu",       "swish",    "mish",              "tanh",      "sigmoid",       "linear"};
-  return kNames;
-}
-
-// Activations whose outputs at these scales are within a few 1e-4 of the exact gelu.
-bool CloseToGelu(const std::string& act) {
-  return act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate" ||
-         act == "gelu_python" || act == "gelu_10";
-}
-
 TEST_F(MpnetSwitchTest, HiddenActVariants) {
   std::map<std::string, EngineOutputs> out;
   for (const std::string& act : AllActivations()) {

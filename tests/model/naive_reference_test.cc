@@ -1,4 +1,4 @@
-// The naive port (naive_reference.h) against transformers 4.40.2 itself: the three reference
+// The naive port (naive_reference.h) against transformers 4.40.2 itself: the reference
 // fixtures (tests/data/reference, computed by transformers in float64) within 1e-5 at every
 // unpadded position, for every hidden state and the logits. This is what entitles the switch
 // tests to use the port as the reference on configurations no fixture covers.
@@ -69,6 +69,16 @@ TEST(NaiveReferenceTest, ReproducesDebertaV3SequenceClassification) {
 TEST(NaiveReferenceTest, ReproducesT5V10Encoder) {
   // relu feed-forward, relative buckets past max_exact, final layer norm in the last state
   CheckFixture("t5_v1_0", 4);
+}
+
+TEST(NaiveReferenceTest, ReproducesBertAbsolute) {
+  // absolute positions, no token_type_ids (row 0 of the table): last_hidden_state + hidden_state_0..2
+  CheckFixture("bert_absolute", 4);
+}
+
+TEST(NaiveReferenceTest, ReproducesBertRelativeKey) {
+  // relative_key: q . distance_embedding[i - j + 511] before the 1/sqrt(d) scaling; token types fed
+  CheckFixture("bert_relative_key", 4);
 }
 
 TEST(NaiveReferenceTest, ReproducesMpnet) {

@@ -29,7 +29,8 @@
 //     relserve_family_models). family_registry_test fails for a descriptor without a loader.
 //
 // `relserve-model create --family V` finds the descriptor whose create_variants() holds V,
-// builds config.json with CreateConfig (then the user's --config overrides and
+// builds config.json with CreateConfig (then the user's --config overrides, the family's own
+// options from create_options() such as --position-embedding-type, and
 // RederiveAfterOverrides), parses it back with ParseModelConfig and writes exactly the tensors
 // CheckpointLayout lists, with random values (ModelTensorSpec::init). So a family's tests
 // build a model directory with CreateModelDirectory (server/tools/model_creator.h; see
