@@ -69,5 +69,25 @@ TEST(FamilyRegistryTest, EveryCreateVariantLoadsWithItsLayout) {
   }
 }
 
+// The BERT family's count: projections, feed-forward, q.k and p.v per layer; the relative terms
+// over the 2L - 1 distance rows a length reaches (once for relative_key, twice for
+// relative_key_query); ELECTRA's embeddings_project once per token.
+TEST(FamilyRegistryTest, BertFlopsPerToken) {
+  auto flops = [](const nlohmann::json& overrides) {
+    nlohmann::json j = {{"model_type", "bert"}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                        {"num_hidden_layers", 2}, {"intermediate_size", 64}, {"vocab_size", 100}};
+    j.update(overrides);
+    auto config = ParseModelConfig(j, "config.json");
+    EXPECT_TRUE(config.ok()) << config.status();
+    return config.ok() ? config->family->FlopsPerToken(*config, 10) : 0.0;
+  };
+  const double per_layer = 2 * 32 * 3 * 32 + 2 * 32 * 32 + 2 * 2 * 32 * 64 + 2 * 2 * 10 * 32;
+  const double relative = 2 * 32 * 19;  // 2L - 1 = 19 distance rows
+  EXPECT_DOUBLE_EQ(flops(nlohmann::json::object()), 2 * per_layer);
+  EXPECT_DOUBLE_EQ(flops({{"position_embedding_type", "relative_key"}}), 2 * (per_layer + relative));
+  EXPECT_DOUBLE_EQ(flops({{"position_embedding_type", "relative_key_query"}}), 2 * (per_layer + 2 * relative));
+  EXPECT_DOUBLE_EQ(flops({{"model_type", "electra"}, {"embedding_size", 16}}), 2 * per_layer + 2 * 16 * 32);
+}
+
 }  // namespace
 }  // namespace relserve

@@ -7,10 +7,11 @@
 // `relserve-model create` writes for it. Its model (LibTorch) lives in the same folder.
 //
 // How a new family plugs in (everything in server/model/families/<name>/):
-//  1. <name>_config.{h,cc} (torch-free, CMake target relserve_family_<name>_config): the
-//     family's config struct, derived from FamilyConfig, with transformers' defaults.
+//  1. <name>_config.h (torch-free, CMake target relserve_family_<name>_config): the family's
+//     config struct, derived from FamilyConfig, with transformers' defaults.
 //  2. <name>_family.{h,cc} (same torch-free target): a FamilyDescriptor subclass and a
-//     function returning its one instance (`const FamilyDescriptor& <Name>Family()`).
+//     function returning its one instance (`const FamilyDescriptor& <Name>Family()`); see
+//     bert/ for a complete one.
 //     ParseConfig fills the family struct and the shared fields of ModelConfig (hidden_size,
 //     num_layers, vocab_size, type_vocab_size, pad_token_id, max_length, max_length_limit);
 //     the registry has already read model_type, architectures (checked against
@@ -18,13 +19,15 @@
 //     every tensor transformers 4.40.2 saves for the config, in module registration order.
 //  3. <name>_model.{h,cc} (LibTorch, target relserve_family_<name>): an EncoderModel
 //     (server/model/encoder_model.h) built from the shared blocks of relserve_model_layers
-//     (layers.h, weight_loader.h, relative_attention.h, token_packing.h), and a loader
-//     `absl::StatusOr<std::unique_ptr<EncoderModel>> Load<Name>Model(const ModelConfig&,
-//     WeightLoader&)`. The loader takes every tensor it uses with WeightLoader::Get (which
-//     names a missing or misshaped tensor) and Skips buffers; the engine then refuses any
-//     tensor neither taken nor under IgnoredPrefixes().
-//  4. Register: the descriptor in families/family_registry.cc (AllFamilies), the loader in
-//     families/family_models.cc (kLoaders), and both targets in families/CMakeLists.txt
+//     (layers.h, weight_loader.h, relative_attention.h, token_packing.h), with
+//     `static absl::StatusOr<std::unique_ptr<<Name>Model>> Load(const ModelConfig&,
+//     WeightLoader&)`. Load takes every tensor it uses with WeightLoader::Get (which names a
+//     missing or misshaped tensor) and Skips buffers; the engine then refuses any tensor
+//     neither taken nor under IgnoredPrefixes(). Forward returns hidden_states[0] (embedding
+//     output) ... [N] as transformers' output_hidden_states, and logits for classifiers.
+//  4. Register: the descriptor in families/family_registry.cc (AllFamilies), the model in
+//     families/family_models.cc (kLoaders: {"<name>", &LoadAs<<Name>Model>}, the name being
+//     the descriptor's name()), and both targets in families/CMakeLists.txt
 //     (add_subdirectory, and the link lines of relserve_family_registry and
 //     relserve_family_models). family_registry_test fails for a descriptor without a loader.
 //
