@@ -12,6 +12,7 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "tests/model/naive_mpnet_reference.h"
 
 namespace relserve::naive {
 namespace {
@@ -1125,6 +1126,7 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
     if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta" || model_type == "electra") {
       return BertForward(*j, weights, batch);
     }
+    if (model_type == "mpnet") return MpnetForward(*j, model_dir, batch);
     return absl::InvalidArgumentError("naive reference: unsupported model_type " + model_type);
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("naive reference: ") + e.what());

@@ -244,6 +244,26 @@ TEST(ModelCreatorTest, MatchesTransformersReferenceCheckpoint) {
 #endif
 }
 
+// MPNet: the reference MPNetModel saved by transformers has the config and layout create
+// writes for its sizes (all-mpnet-base-v2's layout: 514 positions, 32 buckets, a pooler).
+TEST(ModelCreatorTest, MpnetMatchesTransformersReferenceCheckpoint) {
+  const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/mpnet_like";
+  const json ref_config = ReadJson(ref + "/config.json");
+  CreateModelOptions o;
+  o.family = "mpnet";
+  o.hidden = ref_config["hidden_size"];
+  o.layers = ref_config["num_hidden_layers"];
+  o.heads = ref_config["num_attention_heads"];
+  o.intermediate = ref_config["intermediate_size"];
+  o.vocab = ref_config["vocab_size"];
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+}
+
 TEST(ModelCreatorTest, SeparatePositionProjectionsForC2POnly) {
   CreateModelOptions o = SmallDeberta();
   // The old string form of pos_att_type, as DebertaV2Config still accepts it.

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/families/bert/bert_model.h"
 #include "server/model/families/deberta_v2/deberta_v2_model.h"
+#include "server/model/families/mpnet/mpnet_model.h"
 #include "server/model/families/t5/t5_encoder_model.h"
 
 namespace relserve {
@@ -29,6 +30,7 @@ constexpr Loader kLoaders[] = {
     {"deberta-v2", &LoadAs<DebertaV2Model>},
     {"t5", &LoadAs<T5EncoderModel>},
     {"bert", &LoadAs<BertModel>},
+    {"mpnet", &LoadAs<MpnetModel>},
 };
 
 const Loader* FindLoader(const FamilyDescriptor& family) {
