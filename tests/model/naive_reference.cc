@@ -12,6 +12,7 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "tests/model/naive_xlnet.h"
 
 namespace relserve::naive {
 namespace {
@@ -908,8 +909,9 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
         (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size())) {
       return absl::InvalidArgumentError("naive reference: batch sizes disagree");
     }
-    const Weights weights(model_dir);
     const std::string model_type = GetString(*j, "model_type", "");
+    if (model_type == "xlnet") return XlnetForward(*j, model_dir, batch);
+    const Weights weights(model_dir);
     if (model_type == "deberta-v2") return DebertaForward(*j, weights, batch);
     if (model_type == "t5" || model_type == "mt5") return T5Forward(*j, weights, batch);
     return absl::InvalidArgumentError("naive reference: unsupported model_type " + model_type);
