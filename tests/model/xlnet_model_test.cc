@@ -25,7 +25,7 @@ using testing::ReferenceDir;
 
 constexpr double kTolerance = 1e-4;
 
-std::unique_ptr<XlnetModel> LoadModel(const std::string& dir) {
+std::unique_ptr<XlnetModel> LoadModel(const std::string& dir, at::ScalarType dtype = at::kFloat) {
   auto j = ReadJsonFile(dir + "/config.json");
   EXPECT_TRUE(j.ok()) << j.status();
   XlnetConfig config;
@@ -33,7 +33,7 @@ std::unique_ptr<XlnetModel> LoadModel(const std::string& dir) {
   EXPECT_TRUE(ParseXlnetConfig(r, *j, &config).ok());
   auto checkpoint = SafetensorsCheckpoint::OpenDirectory(dir);
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
-  WeightLoader weights(**checkpoint, at::kFloat);
+  WeightLoader weights(**checkpoint, dtype);
   auto model = XlnetModel::Load(config, /*num_labels=*/0, weights);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(weights.CheckNoneUnused({}).ok());
@@ -107,6 +107,8 @@ class XlnetModelTest : public ::testing::Test {
                      with_types ? Matrix(batch.token_type_ids, B, L) : at::Tensor(), true, at::Tensor()};
     EncoderOutputs out = model.Forward(in, /*all_hidden_states=*/true);
     EXPECT_EQ(out.hidden_states.size(), 3u);
+    for (at::Tensor& t : out.hidden_states) t = t.to(at::kFloat);
+    out.last_hidden_state = out.last_hidden_state.to(at::kFloat);
     double worst = MaxDiffRealTokens(out.last_hidden_state, batch, expected_.at("last_hidden_state"), reference_);
     for (size_t i = 0; i < out.hidden_states.size(); ++i) {
       worst = std::max(worst, MaxDiffRealTokens(out.hidden_states[i], batch,
@@ -142,6 +144,16 @@ TEST_F(XlnetModelTest, BiasedAttentionPathMatchesTransformers) {
   SetBiasedAttentionOnCpuForTesting(false);
   EXPECT_LE(left, kTolerance);
   EXPECT_LE(right, kTolerance);
+}
+
+TEST_F(XlnetModelTest, BFloat16StaysClose) {
+  // bfloat16 weights and activations (the softmax in float32; LibTorch's CPU has no float16
+  // matrix products): within the rounding of 8 significant bits over two layers.
+  auto model = LoadModel(dir_, at::kBFloat16);
+  ASSERT_NE(model, nullptr);
+  const double diff = Compare(*model, reference_);
+  EXPECT_LE(diff, 0.25);
+  EXPECT_GT(diff, kTolerance);  // it did run in bfloat16
 }
 
 TEST_F(XlnetModelTest, SegmentTermMatters) {
