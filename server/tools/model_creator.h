@@ -4,7 +4,9 @@
 // Writes randomly initialised model directories in Hugging Face's on-disk format (config.json as
 // transformers 4.40.2 `save_pretrained` writes it, model.safetensors under transformers' names),
 // loadable by relserve and by `AutoModel.from_pretrained`. Backs `relserve-model create`.
-// Torch-free: only the safetensors writer, JSON and the file utilities.
+// Torch-free: what each family writes comes from its descriptor
+// (server/model/families/family_descriptor.h); here are the options, the random weights and
+// the files.
 
 #include <cstdint>
 #include <string>
@@ -14,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "server/model/families/family_descriptor.h"
 
 namespace relserve {
 
@@ -72,18 +75,10 @@ absl::Status CreateModelDirectory(const CreateModelOptions& options, const std::
 absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& options,
                                                 int64_t vocab_from_file = 0);
 
-// One state_dict entry of the model a config describes.
-struct ModelTensorSpec {
-  enum class Init { kNormal, kZeros, kOnes };
-  std::string name;
-  std::vector<int64_t> shape;
-  Init init;
-};
-
 // Every tensor transformers 4.40.2 builds (and saves) for this config.json, in module
-// registration order. Reads keys with transformers' defaults for absent ones; INVALID_ARGUMENT
-// naming the key for values it cannot build a model from. T5 lists encoder.embed_tokens.weight
-// after shared.weight; both hold the same values.
+// registration order: the config read by ParseModelConfig, then its family's
+// CheckpointLayout. INVALID_ARGUMENT naming the key for values it cannot build a model from.
+// T5 lists encoder.embed_tokens.weight after shared.weight, tied to it.
 absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::json& config);
 
 // The pieces of a serialized SentencePiece ModelProto, read from the protobuf wire format

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
-#include "server/model/model_config.h"
+#include "server/model/families/family_registry.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
@@ -41,8 +41,7 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, {"no-truncate"}));
   ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  const TokenizerFamily family = config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
-  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
+  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, config.family->tokenizer_family(config), config.max_length));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   std::string line;
   int failures = 0;

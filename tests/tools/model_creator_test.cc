@@ -613,7 +613,7 @@ TEST(ModelCreatorTest, ValidatesOptions) {
   const std::string dir = ScratchDir();
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
   CreateModelOptions o = SmallDeberta();
-  o.family = "bert";
+  o.family = "bort";
   EXPECT_EQ(CreateCode(o, dir, "family"), kInvalid);
   o.family = "";
   EXPECT_EQ(CreateCode(o, dir, "family"), kInvalid);
