@@ -7,6 +7,7 @@ namespace relserve {
 enum class TokenizerFamily {
   kDeberta,  // DeBERTa-v2/v3: [CLS] a [SEP] (b [SEP])
   kT5,       // T5: a </s> (b </s>)
+  kXlnet,    // XLNet, SentencePiece:           a <sep> (b <sep>) <cls>, padded on the left
 };
 
 // A C string: Debian's Abseil cannot StrCat a std::string_view.

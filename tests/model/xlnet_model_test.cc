@@ -12,9 +12,9 @@
 
 #include "gtest/gtest.h"
 #include "server/model/biased_attention.h"
+#include "server/model/families/family_registry.h"
 #include "server/safetensors/checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
-#include "server/util/json_util.h"
 #include "tests/model/reference_fixture.h"
 
 namespace relserve {
@@ -26,15 +26,13 @@ using testing::ReferenceDir;
 constexpr double kTolerance = 1e-4;
 
 std::unique_ptr<XlnetModel> LoadModel(const std::string& dir, at::ScalarType dtype = at::kFloat) {
-  auto j = ReadJsonFile(dir + "/config.json");
-  EXPECT_TRUE(j.ok()) << j.status();
-  XlnetConfig config;
-  JsonFieldReader r(*j, "config.json");
-  EXPECT_TRUE(ParseXlnetConfig(r, *j, &config).ok());
+  auto config = LoadModelConfig(dir);
+  EXPECT_TRUE(config.ok()) << config.status();
+  if (!config.ok()) return nullptr;
   auto checkpoint = SafetensorsCheckpoint::OpenDirectory(dir);
   EXPECT_TRUE(checkpoint.ok()) << checkpoint.status();
   WeightLoader weights(**checkpoint, dtype);
-  auto model = XlnetModel::Load(config, /*num_labels=*/0, weights);
+  auto model = XlnetModel::Load(*config, weights);
   EXPECT_TRUE(model.ok()) << model.status();
   EXPECT_TRUE(weights.CheckNoneUnused({}).ok());
   return model.ok() ? std::move(*model) : nullptr;

@@ -11,21 +11,14 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include <ATen/ATen.h>
-#include <c10/core/InferenceMode.h>
-
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/model/families/xlnet/xlnet_model.h"
-#include "server/safetensors/checkpoint.h"
-#include "server/safetensors/safetensors_writer.h"
-#include "server/util/file_util.h"
-#include "server/util/json_util.h"
+#include "server/model/engine.h"
+#include "server/tools/model_creator.h"
 #include "tests/model/naive_reference.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/model/switch_test_support.h"
@@ -117,148 +110,30 @@ double RealTokenDiff(const NamedTensor& a, const PaddedBatch& batch_a, const Nam
   return worst;
 }
 
-class XlnetSwitchTest : public ::testing::Test {
+class XlnetSwitchTest : public SwitchTestBase {
  protected:
-  static constexpr double kTolerance = 1e-4;
-  static constexpr double kMatters = 100 * kTolerance;
-  static constexpr int64_t kVocab = 128;
-
-  // config.json of a tiny XLNetModel (or XLNetForSequenceClassification with num_labels > 0),
-  // as XLNetConfig.to_dict writes it, with `overrides` merged in (null removes a key).
-  static json TinyConfig(const json& overrides, int num_labels) {
-    json c = {{"model_type", "xlnet"},       {"architectures", {"XLNetModel"}},
-              {"vocab_size", kVocab},         {"d_model", 32},
-              {"n_layer", 2},                 {"n_head", 4},
-              {"d_head", 8},                  {"d_inner", 64},
-              {"ff_activation", "gelu"},      {"attn_type", "bi"},
-              {"layer_norm_eps", 1e-12},      {"bi_data", false},
-              {"clamp_len", -1},              {"same_length", false},
-              {"untie_r", true},              {"mem_len", nullptr},
-              {"reuse_len", nullptr},         {"use_mems_eval", true},
-              {"summary_type", "last"},       {"summary_use_proj", true},
-              {"summary_activation", "tanh"}, {"summary_last_dropout", 0.1},
-              {"pad_token_id", 5},            {"bos_token_id", 1},
-              {"eos_token_id", 2},            {"dropout", 0.1},
-              {"initializer_range", 0.02},    {"torch_dtype", "float32"}};
-    if (num_labels > 0) {
-      c["architectures"] = {"XLNetForSequenceClassification"};
-      for (int i = 0; i < num_labels; ++i) {
-        c["id2label"][std::to_string(i)] = "LABEL_" + std::to_string(i);
-        c["label2id"]["LABEL_" + std::to_string(i)] = i;
+  // The creator's std 0.2 would leave the bias terms small next to q.k: the attention biases
+  // and segment embeddings are drawn 2.5x larger, so that each term shows.
+  void AdjustWeights(F32Map* weights) override {
+    for (auto& [name, t] : *weights) {
+      if (EndsWith(name, "_bias") || EndsWith(name, "seg_embed")) {
+        for (float& v : t.data) v *= 2.5f;
       }
     }
-    for (const auto& [key, value] : overrides.items()) {
-      if (value.is_null()) {
-        c.erase(key);
-      } else {
-        c[key] = value;
-      }
-    }
-    return c;
   }
 
-  // Every tensor XLNetModel (and the classification head) saves for `config`, with random
-  // values: matrices N(0, 0.2), the attention biases and seg_embed N(0, 0.5), norms 1 +- 0.2.
-  static F32Map TinyWeights(const json& config, uint64_t seed) {
-    XlnetConfig c;
-    absl::Status parsed = ParseXlnetConfig(JsonFieldReader(config, "config.json"), config, &c);
-    if (!parsed.ok()) throw std::runtime_error(std::string(parsed.message()));
-    const bool classifier = config.at("architectures").at(0) == "XLNetForSequenceClassification";
-    const int64_t H = c.d_model, N = c.n_head, D = c.d_head, F = c.d_inner;
-    const std::string p = classifier ? "transformer." : "";
-    F32Map w;
-    auto add = [&](const std::string& name, std::vector<int64_t> shape, float mean, float std) {
-      std::mt19937_64 rng(seed * 1000003u ^ std::hash<std::string>{}(name));
-      std::normal_distribution<float> normal(mean, std);
-      int64_t n = 1;
-      for (int64_t d : shape) n *= d;
-      F32Tensor t{shape, std::vector<float>(static_cast<size_t>(n))};
-      for (float& v : t.data) v = normal(rng);
-      w[name] = std::move(t);
-    };
-    add(p + "word_embedding.weight", {c.vocab_size, H}, 0, 0.2f);
-    add(p + "mask_emb", {1, 1, H}, 0, 0.2f);
-    for (int i = 0; i < c.n_layer; ++i) {
-      const std::string a = p + "layer." + std::to_string(i) + ".rel_attn.";
-      for (const char* m : {"q", "k", "v", "o", "r"}) add(a + m, {H, N, D}, 0, 0.2f);
-      for (const char* b : {"r_r_bias", "r_s_bias", "r_w_bias"}) add(a + b, {N, D}, 0, 0.5f);
-      add(a + "seg_embed", {2, N, D}, 0, 0.5f);
-      add(a + "layer_norm.weight", {H}, 1, 0.2f);
-      add(a + "layer_norm.bias", {H}, 0, 0.2f);
-      const std::string f = p + "layer." + std::to_string(i) + ".ff.";
-      add(f + "layer_norm.weight", {H}, 1, 0.2f);
-      add(f + "layer_norm.bias", {H}, 0, 0.2f);
-      add(f + "layer_1.weight", {F, H}, 0, 0.2f);
-      add(f + "layer_1.bias", {F}, 0, 0.2f);
-      add(f + "layer_2.weight", {H, F}, 0, 0.2f);
-      add(f + "layer_2.bias", {H}, 0, 0.2f);
-    }
-    if (classifier) {
-      const int64_t labels = config.contains("id2label") ? static_cast<int64_t>(config.at("id2label").size()) : 2;
-      if (c.summary_use_proj) {
-        add("sequence_summary.summary.weight", {c.summary_width(static_cast<int>(labels)), H}, 0, 0.2f);
-        add("sequence_summary.summary.bias", {c.summary_width(static_cast<int>(labels))}, 0, 0.2f);
-      }
-      add("logits_proj.weight", {labels, H}, 0, 0.2f);
-      add("logits_proj.bias", {labels}, 0, 0.2f);
-    }
-    return w;
-  }
-
+  // A tiny XLNetModel (d_model 32, 2 layers, 4 heads, d_inner 64, vocab 128) from
+  // `relserve-model create --family xlnet`, or XLNetForSequenceClassification with
+  // num_labels > 0; `overrides` are merged into config.json (null removes a key), `edit` runs
+  // on the written config and weights.
   std::string Create(const std::string& name, const json& overrides, int num_labels = 0, const Edit& edit = nullptr) {
-    const std::string dir = scratch_.Path(name);
-    fs::create_directories(dir);
-    json config = TinyConfig(overrides, num_labels);
-    F32Map weights = TinyWeights(config, 7);
-    if (edit) edit(config, weights);
-    WriteWeights(dir, weights);
-    auto written = WriteStringToFile(JoinPath(dir, "config.json"), config.dump(2));
-    if (!written.ok()) throw std::runtime_error(std::string(written.message()));
-    return dir;
+    CreateModelOptions o = TinyOptions("xlnet", overrides);
+    o.num_labels = num_labels;
+    return CreateFrom(name, o, edit);
   }
 
-  // The model on `batch`: hidden_state_0..N, last_hidden_state and logits, as the engine names them.
-  EngineOutputs Run(const std::string& dir, const PaddedBatch& batch) {
-    c10::InferenceMode guard;
-    (void)TestEngineOptions();  // RELSERVE_TEST_BIASED_ATTENTION=1 takes the attention path of GPUs
-    auto config = ReadJsonFile(JoinPath(dir, "config.json"));
-    if (!config.ok()) throw std::runtime_error(std::string(config.status().message()));
-    XlnetConfig c;
-    const JsonFieldReader r(*config, "config.json");
-    absl::Status parsed = ParseXlnetConfig(r, *config, &c);
-    if (!parsed.ok()) throw std::runtime_error(std::string(parsed.message()));
-    int num_labels = 0;
-    if (config->at("architectures").at(0) == "XLNetForSequenceClassification") {
-      num_labels = config->contains("id2label") ? static_cast<int>(config->at("id2label").size()) : 2;
-      absl::Status summary = CheckXlnetSequenceSummary(r, c, num_labels);
-      if (!summary.ok()) throw std::runtime_error(std::string(summary.message()));
-    }
-    auto checkpoint = SafetensorsCheckpoint::OpenDirectory(dir);
-    if (!checkpoint.ok()) throw std::runtime_error(std::string(checkpoint.status().message()));
-    WeightLoader weights(**checkpoint, at::kFloat);
-    auto model = XlnetModel::Load(c, num_labels, weights);
-    if (!model.ok()) throw std::runtime_error(std::string(model.status().message()));
-    absl::Status unused = weights.CheckNoneUnused({"lm_loss."});
-    if (!unused.ok()) throw std::runtime_error(std::string(unused.message()));
-    const int64_t B = batch.batch, L = batch.length;
-    auto matrix = [&](const std::vector<int64_t>& v) {
-      return at::from_blob(const_cast<int64_t*>(v.data()), {B, L}, at::kLong).clone();
-    };
-    bool padded = false;
-    for (int64_t m : batch.attention_mask) padded = padded || m == 0;
-    EncoderInputs in{matrix(batch.input_ids), matrix(batch.attention_mask),
-                     batch.token_type_ids.empty() ? at::Tensor() : matrix(batch.token_type_ids), padded, at::Tensor()};
-    EncoderOutputs out = (*model)->Forward(in, /*all_hidden_states=*/true);
-    EngineOutputs named;
-    auto add = [&](const std::string& name, const at::Tensor& t) {
-      at::Tensor f = t.to(at::kFloat).contiguous();
-      named[name] = NamedTensor{name, f.sizes().vec(), std::vector<float>(f.data_ptr<float>(), f.data_ptr<float>() + f.numel())};
-    };
-    add("last_hidden_state", out.last_hidden_state);
-    for (size_t i = 0; i < out.hidden_states.size(); ++i) add("hidden_state_" + std::to_string(i), out.hidden_states[i]);
-    if (out.logits.defined()) add("logits", out.logits);
-    return named;
-  }
+  // The engine on `batch`; throws with the engine's message when it refuses the model.
+  EngineOutputs Run(const std::string& dir, const PaddedBatch& batch) { return RunEngine(dir, batch); }
 
   // The model against the port on `batch` (right-padded), the same rows padded on the left,
   // and (logits) each row alone. Returns the right-padded batch's outputs.
@@ -295,10 +170,9 @@ class XlnetSwitchTest : public ::testing::Test {
     }
     return got;
   }
-  EngineOutputs Check(const std::string& dir, const std::string& label) { return Check(dir, label, batch_); }
+  EngineOutputs Check(const std::string& dir, const std::string& label) { return Check(dir, label, pairs_); }
 
-  ScratchDir scratch_;
-  PaddedBatch batch_ = PairBatch({70, 33, 17, 1}, kVocab, 11);
+  PaddedBatch pairs_ = PairBatch({70, 33, 17, 1}, kVocab, 11);
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -311,17 +185,17 @@ TEST_F(XlnetSwitchTest, TransformersFixtureLayoutLoads) {
 TEST_F(XlnetSwitchTest, AttnTypeUniIsCausal) {
   const auto bi = Check(Create("bi", json::object()), "attn_type bi");
   const auto uni = Check(Create("uni", {{"attn_type", "uni"}}), "attn_type uni");
-  EXPECT_GT(Diff(bi, uni, batch_), kMatters);
+  EXPECT_GT(Diff(bi, uni, pairs_), kMatters);
 }
 
 TEST_F(XlnetSwitchTest, SameLengthMattersOnlyWithUni) {
   // create_mask with same_length and no memory leaves each query its own key alone.
   const auto uni = Check(Create("uni", {{"attn_type", "uni"}}), "uni");
   const auto same = Check(Create("uni_same", {{"attn_type", "uni"}, {"same_length", true}}), "uni, same_length");
-  EXPECT_GT(Diff(uni, same, batch_), kMatters);
+  EXPECT_GT(Diff(uni, same, pairs_), kMatters);
   const auto bi = Check(Create("bi", json::object()), "bi");
   const auto bi_same = Check(Create("bi_same", {{"same_length", true}}), "bi, same_length");
-  EXPECT_LE(Diff(bi, bi_same, batch_), kTolerance);
+  EXPECT_LE(Diff(bi, bi_same, pairs_), kTolerance);
 }
 
 TEST_F(XlnetSwitchTest, ClampLen) {
@@ -331,14 +205,14 @@ TEST_F(XlnetSwitchTest, ClampLen) {
   const auto large = Check(Create("large", {{"clamp_len", 1000}}), "clamp_len 1000");
   const auto five = Check(Create("five", {{"clamp_len", 5}}), "clamp_len 5");
   const auto one = Check(Create("one", {{"clamp_len", 1}}), "clamp_len 1");
-  EXPECT_LE(Diff(none, zero, batch_), kTolerance);  // 0 and below: no clamping
-  EXPECT_LE(Diff(none, negative, batch_), kTolerance);
-  EXPECT_LE(Diff(none, large, batch_), kTolerance);  // beyond every distance
-  EXPECT_GT(Diff(none, five, batch_), kMatters);
-  EXPECT_GT(Diff(five, one, batch_), kMatters);
+  EXPECT_LE(Diff(none, zero, pairs_), kTolerance);  // 0 and below: no clamping
+  EXPECT_LE(Diff(none, negative, pairs_), kTolerance);
+  EXPECT_LE(Diff(none, large, pairs_), kTolerance);  // beyond every distance
+  EXPECT_GT(Diff(none, five, pairs_), kMatters);
+  EXPECT_GT(Diff(five, one, pairs_), kMatters);
   // With uni too (the table of distances >= 0 only).
   const auto uni_five = Check(Create("uni_five", {{"attn_type", "uni"}, {"clamp_len", 5}}), "uni, clamp_len 5");
-  EXPECT_GT(Diff(five, uni_five, batch_), kMatters);
+  EXPECT_GT(Diff(five, uni_five, pairs_), kMatters);
 }
 
 TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
@@ -346,7 +220,7 @@ TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
   // whatever untie_r says (only its TensorFlow converter reads it).
   const auto tied = Check(Create("untie_false", {{"untie_r", false}}), "untie_r false");
   const auto untied = Check(Create("untie_true", {{"untie_r", true}}), "untie_r true");
-  EXPECT_LE(Diff(tied, untied, batch_), kTolerance);
+  EXPECT_LE(Diff(tied, untied, pairs_), kTolerance);
   // Layer 1's own biases are read: giving it layer 0's changes the result.
   const auto shared = Check(Create("shared_values", {{"untie_r", false}}, 0,
                                    [](json&, F32Map& w) {
@@ -355,7 +229,7 @@ TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
                                      }
                                    }),
                             "untie_r false, layer 1 with layer 0's biases");
-  EXPECT_GT(Diff(tied, shared, batch_), kMatters);
+  EXPECT_GT(Diff(tied, shared, pairs_), kMatters);
   // One bias for all layers at the top level (TensorFlow's untie_r false layout): refused with
   // a message naming untie_r, where transformers would initialise the layers' biases at random.
   const std::string dir = Create("top_level", {{"untie_r", false}}, 0, [](json&, F32Map& w) {
@@ -365,7 +239,7 @@ TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
     }
   });
   try {
-    Run(dir, batch_);
+    Run(dir, pairs_);
     ADD_FAILURE() << "a top-level r_w_bias loaded";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("\"untie_r\" false"), std::string::npos) << e.what();
@@ -375,19 +249,19 @@ TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
 TEST_F(XlnetSwitchTest, FfActivation) {
   const auto gelu = Check(Create("gelu", json::object()), "gelu");
   const auto relu = Check(Create("relu", {{"ff_activation", "relu"}}), "relu");
-  EXPECT_GT(Diff(gelu, relu, batch_), kMatters);
+  EXPECT_GT(Diff(gelu, relu, pairs_), kMatters);
   for (const char* act : {"gelu_new", "silu", "swish", "tanh"}) {
     const auto other = Check(Create(act, {{"ff_activation", act}}), act);
-    EXPECT_GT(Diff(relu, other, batch_), kMatters) << act;
+    EXPECT_GT(Diff(relu, other, pairs_), kMatters) << act;
   }
   // gelu_new, the tanh approximation, stays near gelu but is not it.
-  EXPECT_GT(Diff(gelu, Check(Create("gelu_new_2", {{"ff_activation", "gelu_new"}}), "gelu_new"), batch_), 5 * kTolerance);
+  EXPECT_GT(Diff(gelu, Check(Create("gelu_new_2", {{"ff_activation", "gelu_new"}}), "gelu_new"), pairs_), 5 * kTolerance);
 }
 
 TEST_F(XlnetSwitchTest, LayerNormEps) {
   const auto tiny = Check(Create("eps_tiny", json::object()), "layer_norm_eps 1e-12");
   const auto large = Check(Create("eps_large", {{"layer_norm_eps", 0.5}}), "layer_norm_eps 0.5");
-  EXPECT_GT(Diff(tiny, large, batch_), kMatters);
+  EXPECT_GT(Diff(tiny, large, pairs_), kMatters);
 }
 
 TEST_F(XlnetSwitchTest, HeadWidthFromAliases) {
@@ -396,25 +270,25 @@ TEST_F(XlnetSwitchTest, HeadWidthFromAliases) {
   // in a d_model of 32.
   const auto narrow = Check(Create("alias", {{"num_attention_heads", 2}}), "num_attention_heads 2 after n_head 4");
   const auto base = Check(Create("base", json::object()), "n_head 4");
-  EXPECT_GT(Diff(narrow, base, batch_), kMatters);
-  EXPECT_THROW(Run(Create("bad_d_head", {{"d_head", 16}}), batch_), std::runtime_error);
+  EXPECT_GT(Diff(narrow, base, pairs_), kMatters);
+  EXPECT_THROW(Run(Create("bad_d_head", {{"d_head", 16}}), pairs_), std::runtime_error);
 }
 
 TEST_F(XlnetSwitchTest, TokenTypes) {
   const std::string dir = Create("types", json::object());
   const auto pairs = Check(dir, "pairs (types 0, 1, 2)");
-  PaddedBatch none = batch_;
+  PaddedBatch none = pairs_;
   none.token_type_ids.clear();
   const auto without = Check(dir, "no token_type_ids", none);
-  PaddedBatch zeros = batch_;
+  PaddedBatch zeros = pairs_;
   std::fill(zeros.token_type_ids.begin(), zeros.token_type_ids.end(), 0);
   const auto single = Check(dir, "token types all 0", zeros);
-  EXPECT_GT(Diff(pairs, without, batch_), kMatters);
-  EXPECT_GT(Diff(pairs, single, batch_), kMatters);
+  EXPECT_GT(Diff(pairs, without, pairs_), kMatters);
+  EXPECT_GT(Diff(pairs, single, pairs_), kMatters);
   // Segment ids are only compared: types 7 and 9 where pairs have 0 and 1 give the same.
-  PaddedBatch renamed = batch_;
+  PaddedBatch renamed = pairs_;
   for (int64_t& t : renamed.token_type_ids) t = t == 0 ? 7 : t == 1 ? 9 : t;
-  EXPECT_LE(Diff(pairs, Run(dir, renamed), batch_), kTolerance);
+  EXPECT_LE(Diff(pairs, Run(dir, renamed), pairs_), kTolerance);
 }
 
 TEST_F(XlnetSwitchTest, SummaryTypes) {
@@ -422,11 +296,11 @@ TEST_F(XlnetSwitchTest, SummaryTypes) {
   for (const char* type : {"last", "first", "mean", "cls_index"}) {
     out[type] = Check(Create(type, {{"summary_type", type}}, 3), std::string("summary_type ") + type);
   }
-  EXPECT_LE(Diff(out["last"], out["cls_index"], batch_, "logits"), kTolerance);  // cls_index None: the last token
-  EXPECT_GT(Diff(out["last"], out["first"], batch_, "logits"), kMatters);
-  EXPECT_GT(Diff(out["last"], out["mean"], batch_, "logits"), kMatters);
-  EXPECT_GT(Diff(out["first"], out["mean"], batch_, "logits"), kMatters);
-  EXPECT_THROW(Run(Create("attn", {{"summary_type", "attn"}}, 3), batch_), std::runtime_error);
+  EXPECT_LE(Diff(out["last"], out["cls_index"], pairs_, "logits"), kTolerance);  // cls_index None: the last token
+  EXPECT_GT(Diff(out["last"], out["first"], pairs_, "logits"), kMatters);
+  EXPECT_GT(Diff(out["last"], out["mean"], pairs_, "logits"), kMatters);
+  EXPECT_GT(Diff(out["first"], out["mean"], pairs_, "logits"), kMatters);
+  EXPECT_THROW(Run(Create("attn", {{"summary_type", "attn"}}, 3), pairs_), std::runtime_error);
 }
 
 TEST_F(XlnetSwitchTest, SummaryProjection) {
@@ -441,22 +315,22 @@ TEST_F(XlnetSwitchTest, SummaryProjection) {
                                         w.erase("sequence_summary.summary.bias");
                                       }),
                                "summary_use_proj null");
-  EXPECT_GT(Diff(proj, no_proj, batch_, "logits"), kMatters);
-  EXPECT_LE(Diff(proj, absent, batch_, "logits"), kTolerance);
-  EXPECT_LE(Diff(no_proj, null_proj, batch_, "logits"), kTolerance);
+  EXPECT_GT(Diff(proj, no_proj, pairs_, "logits"), kMatters);
+  EXPECT_LE(Diff(proj, absent, pairs_, "logits"), kTolerance);
+  EXPECT_LE(Diff(no_proj, null_proj, pairs_, "logits"), kTolerance);
   // To the labels: only where num_labels equals d_model can logits_proj take the summary.
   const auto to_labels = Check(Create("to_labels", {{"summary_proj_to_labels", true}}, 32),
                                "summary_proj_to_labels true, 32 labels");
   const auto to_hidden = Check(Create("to_hidden", {{"summary_proj_to_labels", false}}, 32),
                                "summary_proj_to_labels false, 32 labels");
-  EXPECT_LE(Diff(to_labels, to_hidden, batch_, "logits"), kTolerance);  // same shapes, same values
-  EXPECT_THROW(Run(Create("to_3_labels", {{"summary_proj_to_labels", true}}, 3), batch_), std::runtime_error);
+  EXPECT_LE(Diff(to_labels, to_hidden, pairs_, "logits"), kTolerance);  // same shapes, same values
+  EXPECT_THROW(Run(Create("to_3_labels", {{"summary_proj_to_labels", true}}, 3), pairs_), std::runtime_error);
   // summary_use_proj false with a summary tensor in the checkpoint: the config disagrees.
   EXPECT_THROW(Run(Create("stray", {{"summary_use_proj", false}}, 3,
                           [](json&, F32Map& w) {
                             w["sequence_summary.summary.weight"] = F32Tensor{{32, 32}, std::vector<float>(32 * 32)};
                           }),
-                   batch_),
+                   pairs_),
                std::runtime_error);
 }
 
@@ -466,14 +340,14 @@ TEST_F(XlnetSwitchTest, SummaryActivation) {
   const auto none = Check(Create("none", json::object(), 3, [](json& c, F32Map&) { c["summary_activation"] = nullptr; }),
                           "summary_activation null");
   const auto absent = Check(Create("absent", {{"summary_activation", nullptr}}, 3), "summary_activation absent");
-  EXPECT_LE(Diff(tanh, absent, batch_, "logits"), kTolerance);
+  EXPECT_LE(Diff(tanh, absent, pairs_, "logits"), kTolerance);
   const auto empty = Check(Create("empty", {{"summary_activation", ""}}, 3), "summary_activation \"\"");
   const auto gelu = Check(Create("gelu", {{"summary_activation", "gelu"}}, 3), "summary_activation gelu");
   const auto linear = Check(Create("linear", {{"summary_activation", "linear"}}, 3), "summary_activation linear");
-  EXPECT_GT(Diff(tanh, none, batch_, "logits"), kMatters);
-  EXPECT_GT(Diff(tanh, gelu, batch_, "logits"), kMatters);
-  EXPECT_LE(Diff(none, empty, batch_, "logits"), kTolerance);
-  EXPECT_LE(Diff(none, linear, batch_, "logits"), kTolerance);
+  EXPECT_GT(Diff(tanh, none, pairs_, "logits"), kMatters);
+  EXPECT_GT(Diff(tanh, gelu, pairs_, "logits"), kMatters);
+  EXPECT_LE(Diff(none, empty, pairs_, "logits"), kTolerance);
+  EXPECT_LE(Diff(none, linear, pairs_, "logits"), kTolerance);
 }
 
 TEST_F(XlnetSwitchTest, NumLabels) {
@@ -488,13 +362,13 @@ TEST_F(XlnetSwitchTest, PaddingInvariance) {
   // the right (the engine's batches) and on the left (XLNet's tokenizer), for bi and uni.
   for (const char* attn : {"bi", "uni"}) {
     const std::string dir = Create(std::string("padding_") + attn, {{"attn_type", attn}}, 3);
-    const PaddedBatch left = ToLeftPadding(batch_);
-    const EngineOutputs right_out = Run(dir, batch_);
+    const PaddedBatch left = ToLeftPadding(pairs_);
+    const EngineOutputs right_out = Run(dir, pairs_);
     const EngineOutputs left_out = Run(dir, left);
-    for (int64_t b = 0; b < batch_.batch; ++b) {
-      const EngineOutputs alone = Run(dir, Row(batch_, b));
-      const std::vector<float> want = RealTokensOfRow(alone.at("last_hidden_state"), Row(batch_, b), 0);
-      for (const auto& [out, batch] : {std::pair<const EngineOutputs*, const PaddedBatch*>{&right_out, &batch_},
+    for (int64_t b = 0; b < pairs_.batch; ++b) {
+      const EngineOutputs alone = Run(dir, Row(pairs_, b));
+      const std::vector<float> want = RealTokensOfRow(alone.at("last_hidden_state"), Row(pairs_, b), 0);
+      for (const auto& [out, batch] : {std::pair<const EngineOutputs*, const PaddedBatch*>{&right_out, &pairs_},
                                        {&left_out, &left}}) {
         const std::vector<float> got = RealTokensOfRow(out->at("last_hidden_state"), *batch, b);
         ASSERT_EQ(got.size(), want.size());
@@ -512,7 +386,7 @@ TEST_F(XlnetSwitchTest, PaddingInvariance) {
 
 TEST_F(XlnetSwitchTest, BiDataRefused) {
   try {
-    Run(Create("bi_data", {{"bi_data", true}}), batch_);
+    Run(Create("bi_data", json::object(), 0, [](json& c, F32Map&) { c["bi_data"] = true; }), pairs_);
     ADD_FAILURE() << "bi_data true loaded";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("\"bi_data\" is true"), std::string::npos) << e.what();

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/families/deberta_v2/deberta_v2_model.h"
 #include "server/model/families/t5/t5_encoder_model.h"
+#include "server/model/families/xlnet/xlnet_model.h"
 
 namespace relserve {
 namespace {
@@ -27,6 +28,7 @@ struct Loader {
 constexpr Loader kLoaders[] = {
     {"deberta-v2", &LoadAs<DebertaV2Model>},
     {"t5", &LoadAs<T5EncoderModel>},
+    {"xlnet", &LoadAs<XlnetModel>},
 };
 
 const Loader* FindLoader(const FamilyDescriptor& family) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "server/model/families/deberta_v2/deberta_v2_family.h"
 #include "server/model/families/t5/t5_family.h"
+#include "server/model/families/xlnet/xlnet_family.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -19,6 +20,7 @@ const std::vector<const FamilyDescriptor*>& AllFamilies() {
   static const std::vector<const FamilyDescriptor*> kFamilies = {
       &DebertaV2Family(),
       &T5Family(),
+      &XlnetFamily(),
   };
   return kFamilies;
 }

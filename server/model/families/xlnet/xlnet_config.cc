@@ -1,7 +1,6 @@
 #include "server/model/families/xlnet/xlnet_config.h"
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "server/model/model_config.h"
 #include "server/model/model_limits.h"
 #include "server/util/status_macros.h"
@@ -10,9 +9,6 @@ namespace relserve {
 namespace {
 
 using nlohmann::json;
-
-// transformers reads layer_norm_eps into nn.LayerNorm: at 0 a constant row divides 0 by 0.
-constexpr double kMaxLayerNormEps = 1.0;
 
 bool IsNull(const json& j, const char* key) {
   auto it = j.find(key);
@@ -26,12 +22,6 @@ absl::Status FalsyBool(const JsonFieldReader& r, const json& j, const char* key,
     return absl::OkStatus();
   }
   return r.Bool(key, out);
-}
-
-absl::Status CheckActivation(const JsonFieldReader& r, const char* key, const std::string& name) {
-  if (IsSupportedActivation(name)) return absl::OkStatus();
-  return r.Error(key, absl::StrCat("names activation \"", name, "\", which is not supported (supported: ",
-                                   absl::StrJoin(SupportedActivations(), ", "), ")"));
 }
 
 }  // namespace
@@ -94,11 +84,7 @@ absl::Status ParseXlnetConfig(const JsonFieldReader& r, const json& j, XlnetConf
   RETURN_IF_ERROR(r.Int("clamp_len", &c->clamp_len, INT32_MIN, INT32_MAX));
   RETURN_IF_ERROR(r.Bool("same_length", &c->same_length));
   RETURN_IF_ERROR(r.Bool("untie_r", &c->untie_r));
-  RETURN_IF_ERROR(r.Int("pad_token_id", &c->pad_token_id, 0, kMaxVocabSize));
-  if (c->pad_token_id >= c->vocab_size) {
-    return r.Error("pad_token_id", absl::StrCat("is ", c->pad_token_id, ", outside the vocabulary [0, ", c->vocab_size,
-                                                ") of vocab_size"));
-  }
+  RETURN_IF_ERROR(ReadTokenId(r, "pad_token_id", c->vocab_size, &c->pad_token_id));
 
   RETURN_IF_ERROR(r.String("summary_type", &c->summary_type));
   RETURN_IF_ERROR(FalsyBool(r, j, "summary_use_proj", &c->summary_use_proj));

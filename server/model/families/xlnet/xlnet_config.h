@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "server/model/model_config.h"
 #include "server/util/json_util.h"
 
 namespace relserve {
@@ -13,7 +14,7 @@ namespace relserve {
 // XLNetConfig (configuration_xlnet.py) at inference, with its defaults. Keys that only matter
 // in training or generation (dropout, mem_len, reuse_len, use_mems_*, start_n_top, end_n_top)
 // are not read: without input memories they change nothing.
-struct XlnetConfig {
+struct XlnetConfig : FamilyConfig {
   int vocab_size = 32000;
   int d_model = 1024;
   int n_layer = 24;

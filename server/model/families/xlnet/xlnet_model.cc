@@ -34,9 +34,9 @@ at::Tensor XlnetSinusoidTable(int64_t reach, int64_t d_model) {
 
 XlnetModel::XlnetModel(const XlnetConfig& config, int num_labels) : c_(config), num_labels_(num_labels) {}
 
-absl::StatusOr<std::unique_ptr<XlnetModel>> XlnetModel::Load(const XlnetConfig& config, int num_labels,
-                                                            WeightLoader& weights) {
-  std::unique_ptr<XlnetModel> model(new XlnetModel(config, num_labels));
+absl::StatusOr<std::unique_ptr<XlnetModel>> XlnetModel::Load(const ModelConfig& config, WeightLoader& weights) {
+  const int num_labels = config.head == HeadKind::kSequenceClassification ? config.num_labels : 0;
+  std::unique_ptr<XlnetModel> model(new XlnetModel(config.family_config_as<XlnetConfig>(), num_labels));
   RETURN_IF_ERROR(model->LoadWeights(weights));
   return model;
 }

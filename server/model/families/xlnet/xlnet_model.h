@@ -14,6 +14,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/xlnet/xlnet_config.h"
 #include "server/model/layers.h"
+#include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
 namespace relserve {
@@ -42,11 +43,11 @@ namespace relserve {
 // over the real tokens, as transformers computes them for the sequence alone.
 class XlnetModel : public EncoderModel {
  public:
-  // num_labels > 0 loads XLNetForSequenceClassification's head. The backbone's tensors are
-  // found with or without the "transformer." prefix. Shapes are checked against the config,
-  // naming the key that disagrees.
-  static absl::StatusOr<std::unique_ptr<XlnetModel>> Load(const XlnetConfig& config, int num_labels,
-                                                          WeightLoader& weights);
+  // `config` as the XLNet descriptor parsed it (family_config an XlnetConfig); a
+  // sequence-classification head loads XLNetForSequenceClassification's summary and
+  // logits_proj. The backbone's tensors are found with or without the "transformer." prefix.
+  // Shapes are checked against the config, naming the key that disagrees.
+  static absl::StatusOr<std::unique_ptr<XlnetModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
 
