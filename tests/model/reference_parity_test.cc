@@ -62,6 +62,11 @@ TEST(ReferenceParityTest, T5V10Encoder) {
   CheckAgainstReference("t5_v1_0", 4);
 }
 
+TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
+  // Left-padded pairs (token types 0, 1, 2; 3 on padding): last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("xlnet_like", 4);
+}
+
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
 // run on the CPU against the same references.
 TEST(ReferenceParityTest, BiasedAttentionPath) {
@@ -69,6 +74,7 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
   CheckAgainstReference("deberta_v3_like", 5);
   CheckAgainstReference("deberta_v3_cls", 6);
   CheckAgainstReference("t5_v1_0", 4);
+  CheckAgainstReference("xlnet_like", 4);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

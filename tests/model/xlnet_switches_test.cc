@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/backend/inference_backend.h"
 #include "server/model/engine.h"
 #include "server/tools/model_creator.h"
 #include "tests/model/naive_reference.h"
@@ -382,6 +383,68 @@ TEST_F(XlnetSwitchTest, PaddingInvariance) {
       }
     }
   }
+}
+
+TEST_F(XlnetSwitchTest, ServingPathPassesTokenTypes) {
+  // Engine::Run pads its batches on the right itself and hands the token types to the model
+  // as segment ids (XLNet has no token-type embeddings): each sequence's token states and
+  // logits are the port's for it alone.
+  const std::string dir = Create("serving", json::object(), 3);
+  auto engine = Engine::Load(dir, TestEngineOptions());
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  for (const bool with_types : {true, false}) {
+    std::vector<SequenceInput> inputs;
+    for (int64_t b = 0; b < pairs_.batch; ++b) {
+      const PaddedBatch row = Row(pairs_, b);
+      SequenceInput in;
+      in.input_ids.assign(row.input_ids.begin(), row.input_ids.end());
+      if (with_types) in.token_type_ids.assign(row.token_type_ids.begin(), row.token_type_ids.end());
+      inputs.push_back(std::move(in));
+    }
+    auto out = (*engine)->Run(inputs, kOutputTokenStates | kOutputLogits);
+    ASSERT_TRUE(out.ok()) << out.status();
+    double worst_states = 0, worst_logits = 0;
+    for (int64_t b = 0; b < pairs_.batch; ++b) {
+      PaddedBatch row = Row(pairs_, b);
+      if (!with_types) row.token_type_ids.clear();
+      const naive::Outputs want = RunNaive(dir, row);
+      const std::vector<double>& states = want.at("last_hidden_state").data;
+      ASSERT_EQ((*out)[b].token_states.size(), states.size());
+      for (size_t i = 0; i < states.size(); ++i) {
+        worst_states = std::max(worst_states, std::fabs((*out)[b].token_states[i] - states[i]));
+      }
+      for (size_t k = 0; k < 3; ++k) {
+        worst_logits = std::max(worst_logits, std::fabs((*out)[b].logits[k] - want.at("logits").data[k]));
+      }
+    }
+    EXPECT_LE(worst_states, kTolerance) << "token types " << with_types;
+    EXPECT_LE(worst_logits, kTolerance) << "token types " << with_types;
+  }
+}
+
+TEST_F(XlnetSwitchTest, OtherArchitecturesLoadAsTheBackbone) {
+  // XLNetLMHeadModel (the published base checkpoints): the backbone under "transformer.",
+  // lm_loss ignored.
+  const auto base = Check(Create("base", json::object()), "XLNetModel");
+  const auto lm = Check(Create("lm", json::object(), 0,
+                               [](json& c, F32Map& w) {
+                                 c["architectures"] = {"XLNetLMHeadModel"};
+                                 F32Map renamed;
+                                 for (auto& [name, t] : w) renamed["transformer." + name] = t;
+                                 renamed["lm_loss.weight"] = F32Tensor{{kVocab, 32}, std::vector<float>(kVocab * 32, 0.5f)};
+                                 renamed["lm_loss.bias"] = F32Tensor{{kVocab}, std::vector<float>(kVocab, 0.5f)};
+                                 w = std::move(renamed);
+                               }),
+                        "XLNetLMHeadModel");
+  EXPECT_LE(Diff(base, lm, pairs_), kTolerance);
+  EXPECT_EQ(lm.count("logits"), 0u);
+  // An XLNetForSequenceClassification checkpoint named XLNetModel: its head is ignored.
+  const auto classifier = Check(Create("classifier", json::object(), 3), "XLNetForSequenceClassification");
+  const auto backbone = Check(Create("classifier_as_model", json::object(), 3,
+                                     [](json& c, F32Map&) { c["architectures"] = {"XLNetModel"}; }),
+                              "classifier checkpoint as XLNetModel");
+  EXPECT_LE(Diff(classifier, backbone, pairs_), kTolerance);
+  EXPECT_EQ(backbone.count("logits"), 0u);
 }
 
 TEST_F(XlnetSwitchTest, BiDataRefused) {
