@@ -22,7 +22,8 @@ namespace relserve {
 
 struct CreateModelOptions {
   // "deberta-v3", "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge),
-  // "t5" (T5-base-like, ReLU feed-forward) or "t5-v1.1" (gated-GELU, untied embeddings).
+  // "t5" (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings) or "xlnet"
+  // (xlnet-base-cased's configuration).
   std::string family;
   // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
   // 3072 (t5-v1.1: 2048) / 32128). For T5, hidden is d_model, intermediate d_ff, and
@@ -31,8 +32,8 @@ struct CreateModelOptions {
   // DeBERTa only: 0 = hidden; anything else is written as "embedding_size" (and adds
   // embeddings.embed_proj when it differs from hidden).
   int embedding_size = 0;
-  // DeBERTa only: > 0 makes a DebertaV2ForSequenceClassification with that many labels
-  // (id2label / label2id "LABEL_i").
+  // DeBERTa and XLNet: > 0 makes a DebertaV2ForSequenceClassification or an
+  // XLNetForSequenceClassification with that many labels (id2label / label2id "LABEL_i").
   int num_labels = 0;
   // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), together with
   // tokenizer_config.json and special_tokens_map.json. When `vocab` is 0 the vocabulary size

@@ -34,7 +34,7 @@ const std::vector<Command>& Commands() {
        "per batch, default 32)",
        true, relserve::RunEmbedCommand},
       {"create",
-       "--family deberta-v3|deberta-v2|t5|t5-v1.1 --out DIR [--hidden N --layers N --heads N\n"
+       "--family deberta-v3|deberta-v2|t5|t5-v1.1|xlnet --out DIR [--hidden N --layers N --heads N\n"
        "--intermediate N --vocab N --vocab-file spm.model --labels N --embedding-size N\n"
        "--seed N --init-std X --dtype float32|bfloat16|float16 --config JSON\n"
        "--sentence-transformers --dense-out N --overwrite]",
