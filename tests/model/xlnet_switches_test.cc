@@ -216,6 +216,14 @@ TEST_F(XlnetSwitchTest, ClampLen) {
   EXPECT_GT(Diff(five, uni_five, pairs_), kMatters);
 }
 
+TEST_F(XlnetSwitchTest, RowsLongerThanTheKeptPositionTable) {
+  // Distances up to 1023 are projected once and kept; a row of 1100 tokens projects its own
+  // in its forward, and the kept table still serves the shorter batch after it.
+  const std::string dir = Create("long", json::object());
+  Check(dir, "1100 tokens", PairBatch({1100}, kVocab, 5));
+  Check(dir, "after the long row");
+}
+
 TEST_F(XlnetSwitchTest, UntieRKeepsPerLayerBiases) {
   // transformers' PyTorch XLNet holds r_w_bias, r_r_bias, r_s_bias and seg_embed per layer
   // whatever untie_r says (only its TensorFlow converter reads it).

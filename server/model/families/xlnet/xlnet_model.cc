@@ -18,6 +18,10 @@ namespace {
 // Position tables grow in steps of this many distances, so that a server whose batches get
 // longer rebuilds them a few times only.
 constexpr int64_t kReachStep = 128;
+// Distances kept at most: (2 x 1023 + 1) rows of heads x d_head per layer, 200 MB for
+// xlnet-large in float32. Longer batches project the rows they reach in each forward, which
+// costs about 1/(6 x batch) of the forward's own projections.
+constexpr int64_t kMaxKeptReach = 1023;
 
 }  // namespace
 
@@ -146,7 +150,8 @@ std::shared_ptr<const XlnetModel::PositionKeys> XlnetModel::PositionKeysFor(int6
   // Built outside the lock; a thread that built a larger table meanwhile wins.
   int64_t rows = (reach + kReachStep) / kReachStep * kReachStep - 1;
   if (c_.clamp_len > 0) rows = std::min<int64_t>(rows, c_.clamp_len);
-  rows = std::max(rows, reach);
+  rows = std::max(reach, std::min(rows, kMaxKeptReach));
+  const bool keep = rows <= kMaxKeptReach;
   auto keys = std::make_shared<PositionKeys>();
   keys->reach = rows;
   const at::Tensor& any = word_embedding_;
@@ -155,6 +160,7 @@ std::shared_ptr<const XlnetModel::PositionKeys> XlnetModel::PositionKeysFor(int6
   for (const Layer& layer : layers_) {
     keys->per_layer.push_back(layer.r(table).view({2 * rows + 1, c_.n_head, c_.d_head}).permute({1, 0, 2}).contiguous());
   }
+  if (!keep) return keys;  // this forward's alone
   SynchronizeDevice(any.device());  // read next by other threads' streams
   std::lock_guard<std::mutex> lock(cache_mu_);
   if (!position_keys_ || position_keys_->reach < keys->reach) position_keys_ = keys;

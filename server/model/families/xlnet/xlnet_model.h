@@ -31,7 +31,8 @@ namespace relserve {
 // - The position term is the c2p term: the position query times the projected sinusoid table,
 //   rows indexed by j - i (transformers' rel_shift_bnij of a [L, 2L] product does the same).
 //   The projections W_r pe(r) do not depend on the input; they are computed once for every
-//   distance a batch has reached so far (clamp_len bounds them) and kept.
+//   distance a batch has reached so far (clamp_len bounds them) and kept, up to distances of
+//   1023; longer batches project the distances they reach in each forward.
 // - The segment term, s_ij = 0 where the token types of i and j are equal, is per query the
 //   score against seg_embed[0] and seg_embed[1]; left out without token_type_ids (as
 //   transformers does).
