@@ -87,6 +87,13 @@ TEST(NaiveReferenceTest, ReproducesMpnet) {
   CheckFixture("mpnet_like", 4);
 }
 
+TEST(NaiveReferenceTest, ReproducesXlnet) {
+  // Transformer-XL attention with r_w/r_r/r_s biases, the shifted position product, the
+  // segment term of pairs (token types 0, 1, 2 and 3 on padding), left padding:
+  // last_hidden_state + hidden_state_0..2
+  CheckFixture("xlnet_like", 4);
+}
+
 // The fixture comparison is not vacuous: the same port on a perturbed input is far off.
 TEST(NaiveReferenceTest, FixtureComparisonDetectsAChangedInput) {
   const std::string dir = ReferenceDir("deberta_v3_like");

@@ -78,6 +78,11 @@ TEST(ReferenceParityTest, MpnetModel) {
   CheckAgainstReference("mpnet_like", 4);
 }
 
+TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
+  // Left-padded pairs (token types 0, 1, 2; 3 on padding): last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("xlnet_like", 4);
+}
+
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
 // run on the CPU against the same references.
 TEST(ReferenceParityTest, BiasedAttentionPath) {
@@ -88,6 +93,7 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
   CheckAgainstReference("bert_absolute", 4);
   CheckAgainstReference("bert_relative_key", 4);
   CheckAgainstReference("mpnet_like", 4);
+  CheckAgainstReference("xlnet_like", 4);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

@@ -81,9 +81,11 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// forward writes every tensor transformers gives, matching the reference within 1e-4.
+// forward writes every tensor transformers gives, matching the reference within 1e-4 (XLNet's
+// inputs are padded on the left and name their padding_side).
 TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
-  for (const std::string name : {"deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key", "mpnet_like"}) {
+  for (const std::string name : {"deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key", "mpnet_like",
+                                  "xlnet_like"}) {
     const std::string ref = kData + "/reference/" + name;
     const std::string out = (dir_ / (name + ".safetensors")).string();
     Result r = RunCli("forward --model " + ref + " --inputs " + ref + "/inputs.json --output " + out);
@@ -112,6 +114,37 @@ TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
       EXPECT_LE(worst, 1e-4) << name << " " << w.name;
     }
   }
+}
+
+// create --family xlnet writes a directory the engine loads; forward takes left-padded rows.
+TEST_F(CliTest, CreateXlnetLoadsAndRunsLeftPaddedRows) {
+  const std::string model = (dir_ / "xlnet").string();
+  SplitResult r = RunCliSplit("create --family xlnet --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 64 "
+                              "--labels 3 --init-std 0.2 --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunCliSplit("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["model_type"], "xlnet");
+  EXPECT_EQ(info["architecture"], "XLNetForSequenceClassification");
+  EXPECT_EQ(info["labels"].size(), 3u);
+  // The same sequence padded on the left and alone: the same logits.
+  const std::string inputs = (dir_ / "inputs.json").string();
+  std::ofstream(inputs) << R"({"input_ids": [[5, 5, 9, 10, 4, 3], [7, 8, 9, 10, 4, 3], [9, 10, 4, 3, 5, 5]],
+    "attention_mask": [[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]],
+    "token_type_ids": [[3, 3, 0, 0, 0, 2], [0, 0, 1, 1, 1, 2], [0, 0, 0, 2, 3, 3]], "padding_side": "left"})";
+  const std::string out = (dir_ / "out.safetensors").string();
+  r = RunCliSplit("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = SafetensorsFile::Open(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TensorView* logits = (*got)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  ASSERT_EQ(logits->shape, (std::vector<int64_t>{3, 3}));
+  std::vector<float> v(9);
+  std::memcpy(v.data(), logits->data, logits->nbytes);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(v[k], v[6 + k], 1e-5) << "left vs right padding, label " << k;
+  EXPECT_GT(std::fabs(v[0] - v[3]) + std::fabs(v[1] - v[4]) + std::fabs(v[2] - v[5]), 1e-3);  // another sequence
 }
 
 TEST_F(CliTest, ForwardRejectsBadInputsClearly) {

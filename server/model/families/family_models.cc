@@ -7,6 +7,7 @@
 #include "server/model/families/deberta_v2/deberta_v2_model.h"
 #include "server/model/families/mpnet/mpnet_model.h"
 #include "server/model/families/t5/t5_encoder_model.h"
+#include "server/model/families/xlnet/xlnet_model.h"
 
 namespace relserve {
 namespace {
@@ -31,6 +32,7 @@ constexpr Loader kLoaders[] = {
     {"t5", &LoadAs<T5EncoderModel>},
     {"bert", &LoadAs<BertModel>},
     {"mpnet", &LoadAs<MpnetModel>},
+    {"xlnet", &LoadAs<XlnetModel>},
 };
 
 const Loader* FindLoader(const FamilyDescriptor& family) {
