@@ -111,7 +111,7 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   EXPECT_EQ(WaitExit(bad_model), 1);
   EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
   const std::string model = testing::TestModels::Get().dir("embedder");
-  Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2",
+  Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2", "--http-address", "-1",
                                 "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
@@ -156,7 +156,8 @@ TEST(RelserveBinaryTest, HostileModelsExitOneNamingModelAndField) {
                         Case{"hidden_size", "18446744073709551615", "\"hidden_size\" must be at most 65536, got 18446744073709551615"}}) {
     SCOPED_TRACE(std::string(c.key) + " = " + c.raw);
     HostileCopy model(source, c.key, c.raw);
-    Process p = Launch({"--model", "bad=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--metrics-port", "-1"});
+    Process p = Launch({"--model", "bad=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--http-address", "-1",
+                        "--metrics-port", "-1"});
     KillOnExit guard{p.pid};
     EXPECT_EQ(WaitExit(p), 1);
     EXPECT_THAT(ReadLog(p), AllOf(HasSubstr("model bad: "), HasSubstr(c.mention), Not(HasSubstr("terminate called")),
@@ -169,7 +170,7 @@ TEST(RelserveBinaryTest, HostileModelsExitOneNamingModelAndField) {
 TEST(RelserveBinaryTest, WarmsUpModelsShorterThanSixteenTokens) {
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process p = Launch({"--model", "e=" + model, "--max-input-length", "8", "--grpc-address", "127.0.0.1:0",
-                      "--metrics-port", "-1", "--shutdown-grace-seconds", "1"});
+                      "--http-address", "-1", "--metrics-port", "-1", "--shutdown-grace-seconds", "1"});
   KillOnExit guard{p.pid};
   ASSERT_GT(WaitForPort(p), 0) << ReadLog(p);
   EXPECT_THAT(ReadLog(p), HasSubstr("model e: warmed up to 8 tokens"));
