@@ -25,9 +25,10 @@ void AppendSpecial(int32_t id, int32_t type_id, Encoding* out) {
   out->sequence_ids.push_back(-1);
 }
 
-void AppendText(const std::vector<SentencePieceSpan>& pieces, int count, int32_t type_id,
-                int8_t sequence_id, Encoding* out) {
-  for (int i = 0; i < count; ++i) {
+// Appends pieces[first, first + count).
+void AppendText(const std::vector<SentencePieceSpan>& pieces, int first, int count,
+                int32_t type_id, int8_t sequence_id, Encoding* out) {
+  for (int i = first; i < first + count; ++i) {
     const SentencePieceSpan& piece = pieces[static_cast<size_t>(i)];
     out->input_ids.push_back(piece.id);
     out->token_type_ids.push_back(type_id);
@@ -161,7 +162,7 @@ absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
         "text is ", length, " tokens including special tokens, more than max_length ",
         max_length, ", and truncation is off"));
   }
-  return Assemble(pieces, nullptr, max_length);
+  return Assemble(pieces, nullptr, max_length, opts.direction);
 }
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_view b,
@@ -176,17 +177,20 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_v
         "text pair is ", length, " tokens (", pieces_a.size(), " + ", pieces_b.size(),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  return Assemble(pieces_a, &pieces_b, max_length);
+  return Assemble(pieces_a, &pieces_b, max_length, opts.direction);
 }
 
 Encoding Tokenizer::Assemble(const std::vector<SentencePieceSpan>& a,
-                             const std::vector<SentencePieceSpan>* b, int max_length) const {
+                             const std::vector<SentencePieceSpan>* b, int max_length,
+                             TruncationDirection direction) const {
   const bool pair = b != nullptr;
   const int specials = NumSpecialTokens(pair);
   // Inputs are capped at 2^31 bytes by the module, so the piece counts fit in an int.
   const int length_a = static_cast<int>(a.size());
   const int length_b = pair ? static_cast<int>(b->size()) : 0;
   const TruncatedLengths kept = TruncateLongestFirst(length_a, length_b, max_length - specials);
+  const int first_a = FirstKeptToken(length_a, kept.first, direction);
+  const int first_b = FirstKeptToken(length_b, kept.second, direction);
 
   Encoding out;
   const int64_t untruncated = int64_t{length_a} + length_b + specials;
@@ -201,18 +205,18 @@ Encoding Tokenizer::Assemble(const std::vector<SentencePieceSpan>& a,
 
   if (family_ == TokenizerFamily::kDeberta) {
     AppendSpecial(ids_.cls, 0, &out);
-    AppendText(a, kept.first, 0, 0, &out);
+    AppendText(a, first_a, kept.first, 0, 0, &out);
     AppendSpecial(ids_.sep, 0, &out);
     if (pair) {
-      AppendText(*b, kept.second, 1, 1, &out);
+      AppendText(*b, first_b, kept.second, 1, 1, &out);
       AppendSpecial(ids_.sep, 1, &out);
     }
   } else {
     // T5 has no token types: both texts get 0, as T5Tokenizer returns.
-    AppendText(a, kept.first, 0, 0, &out);
+    AppendText(a, first_a, kept.first, 0, 0, &out);
     AppendSpecial(ids_.eos, 0, &out);
     if (pair) {
-      AppendText(*b, kept.second, 0, 1, &out);
+      AppendText(*b, first_b, kept.second, 0, 1, &out);
       AppendSpecial(ids_.eos, 0, &out);
     }
   }

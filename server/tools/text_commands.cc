@@ -49,8 +49,8 @@ absl::Status NoTokenizerError(const std::string& dir, const ModelConfig& config)
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, {"no-truncate"}));
-  ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, WithModelBooleanFlags({"no-truncate"})));
+  ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   if (config.family->tokenizer_files(config).empty()) return NoTokenizerError(dir, config);
   ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, config.family->tokenizer_family(config), config.max_length));
@@ -80,7 +80,7 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
 absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert("batch-size");
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"no-truncate"}));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-truncate"})));
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
