@@ -250,7 +250,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   bool has_types = false;
   for (const SequenceInput& s : batch) {
     L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
-    has_types = has_types || (!s.token_type_ids.empty() && info_.type_vocab_size > 0);
+    has_types = has_types || (!s.token_type_ids.empty() &&
+                              (info_.type_vocab_size > 0 || config_.token_types_are_segment_ids));
   }
   try {
     c10::InferenceMode guard;

@@ -41,6 +41,9 @@ struct ModelConfig {
   int num_layers = 0;
   int vocab_size = 0;
   int type_vocab_size = 0;  // rows of token-type embeddings; 0: token_type_ids are ignored
+  // Token types reach the model without token-type embeddings, as segment ids that it only
+  // compares (XLNet): any value, and type_vocab_size stays 0.
+  bool token_types_are_segment_ids = false;
   int pad_token_id = 0;     // what padded positions hold
   int max_length = 512;     // default maximum input length in tokens
   // The longest input the weights can take (absolute position embeddings), 0 when nothing in

@@ -9,6 +9,8 @@ enum class TokenizerFamily {
   kT5,       // T5: a </s> (b </s>)
   kBert,     // BERT, ELECTRA (WordPiece vocab.txt): [CLS] a [SEP] (b [SEP])
   kRoberta,  // RoBERTa, XLM-RoBERTa: <s> a </s> (</s> b </s>)
+  kMpnet,    // MPNet: <s> a </s> (</s> b </s>)
+  kXlnet,    // XLNet, SentencePiece:           a <sep> (b <sep>) <cls>, padded on the left
 };
 
 // A C string: Debian's Abseil cannot StrCat a std::string_view.

@@ -24,7 +24,8 @@ struct CreateModelOptions {
   // A create variant of a family descriptor (FamilyDescriptor::create_variants): "deberta-v3",
   // "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge), "t5"
   // (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings), "bert",
-  // "roberta", "xlm-roberta", "electra".
+  // "roberta", "xlm-roberta", "electra", "mpnet" (all-mpnet-base-v2's layout),
+  // "xlnet" (xlnet-base-cased's configuration).
   std::string family;
   // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
   // 3072 (t5-v1.1: 2048) / 32128; BERT family: 768 / 12 / 12 / 3072 / 30522 (roberta 50265,

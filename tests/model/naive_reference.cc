@@ -12,6 +12,8 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "tests/model/naive_mpnet_reference.h"
+#include "tests/model/naive_xlnet.h"
 
 namespace relserve::naive {
 namespace {
@@ -1118,13 +1120,15 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
         (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size())) {
       return absl::InvalidArgumentError("naive reference: batch sizes disagree");
     }
-    const Weights weights(model_dir);
     const std::string model_type = GetString(*j, "model_type", "");
+    if (model_type == "xlnet") return XlnetForward(*j, model_dir, batch);
+    const Weights weights(model_dir);
     if (model_type == "deberta-v2") return DebertaForward(*j, weights, batch);
     if (model_type == "t5" || model_type == "mt5") return T5Forward(*j, weights, batch);
     if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta" || model_type == "electra") {
       return BertForward(*j, weights, batch);
     }
+    if (model_type == "mpnet") return MpnetForward(*j, model_dir, batch);
     return absl::InvalidArgumentError("naive reference: unsupported model_type " + model_type);
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("naive reference: ") + e.what());

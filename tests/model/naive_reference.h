@@ -38,6 +38,7 @@ using Outputs = std::map<std::string, Tensor>;
 // DeBERTa: DebertaV2Model or DebertaV2ForSequenceClassification (from `architectures`).
 // T5 / mT5: T5EncoderModel (any T5 architecture is run as its encoder).
 // BERT / RoBERTa / XLM-RoBERTa / ELECTRA: *Model, or *ForSequenceClassification with its head.
+// MPNet: naive_mpnet_reference.h.
 absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch& batch);
 
 // ACT2FN[name](x) in float64. Throws std::invalid_argument for a name ACT2FN lacks.

@@ -72,6 +72,17 @@ TEST(ReferenceParityTest, BertRelativeKey) {
   CheckAgainstReference("bert_relative_key", 4);
 }
 
+TEST(ReferenceParityTest, MpnetModel) {
+  // positions after padding_idx 1, the bucketed relative bias shared by both layers, a row of
+  // 160 tokens past the exact buckets and max_distance: last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("mpnet_like", 4);
+}
+
+TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
+  // Left-padded pairs (token types 0, 1, 2; 3 on padding): last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("xlnet_like", 4);
+}
+
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
 // run on the CPU against the same references.
 TEST(ReferenceParityTest, BiasedAttentionPath) {
@@ -81,6 +92,8 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
   CheckAgainstReference("t5_v1_0", 4);
   CheckAgainstReference("bert_absolute", 4);
   CheckAgainstReference("bert_relative_key", 4);
+  CheckAgainstReference("mpnet_like", 4);
+  CheckAgainstReference("xlnet_like", 4);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

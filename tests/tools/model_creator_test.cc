@@ -244,6 +244,64 @@ TEST(ModelCreatorTest, MatchesTransformersReferenceCheckpoint) {
 #endif
 }
 
+// MPNet: the reference MPNetModel saved by transformers has the config and layout create
+// writes for its sizes (all-mpnet-base-v2's layout: 514 positions, 32 buckets, a pooler).
+TEST(ModelCreatorTest, MpnetMatchesTransformersReferenceCheckpoint) {
+  const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/mpnet_like";
+  const json ref_config = ReadJson(ref + "/config.json");
+  CreateModelOptions o;
+  o.family = "mpnet";
+  o.hidden = ref_config["hidden_size"];
+  o.layers = ref_config["num_hidden_layers"];
+  o.heads = ref_config["num_attention_heads"];
+  o.intermediate = ref_config["intermediate_size"];
+  o.vocab = ref_config["vocab_size"];
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+}
+
+// XLNet: the creator's config.json and layout are those transformers saved for xlnet_like.
+TEST(ModelCreatorTest, XlnetMatchesTransformersReferenceCheckpoint) {
+#ifndef RELSERVE_TEST_DATA_DIR
+  GTEST_SKIP() << "RELSERVE_TEST_DATA_DIR not defined";
+#else
+  const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/xlnet_like";
+  if (!Exists(ref + "/config.json")) GTEST_SKIP() << "no reference checkpoint";
+  const json ref_config = ReadJson(ref + "/config.json");
+  CreateModelOptions o;
+  o.family = "xlnet";
+  o.hidden = ref_config["d_model"];
+  o.layers = ref_config["n_layer"];
+  o.heads = ref_config["n_head"];
+  o.intermediate = ref_config["d_inner"];
+  o.vocab = ref_config["vocab_size"];
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+  // XLNetForSequenceClassification: the backbone under "transformer.", the summary and logits_proj.
+  o.num_labels = 3;
+  const std::string cls = ScratchDir();
+  Shapes cls_shapes = CreateAndReadShapes(o, cls);
+  EXPECT_EQ(cls_shapes.count("transformer.word_embedding.weight"), 1u);
+  EXPECT_EQ(cls_shapes["sequence_summary.summary.weight"], (std::vector<int64_t>{48, 48}));
+  EXPECT_EQ(cls_shapes["logits_proj.weight"], (std::vector<int64_t>{3, 48}));
+  EXPECT_EQ(ReadJson(cls + "/config.json")["architectures"][0], "XLNetForSequenceClassification");
+  // d_head follows an overridden d_model or n_head.
+  o.num_labels = 0;
+  o.config_overrides = {{"n_head", 8}};
+  const std::string narrow = ScratchDir();
+  CreateAndReadShapes(o, narrow);
+  EXPECT_EQ(ReadJson(narrow + "/config.json")["d_head"], 6);
+#endif
+}
+
 TEST(ModelCreatorTest, SeparatePositionProjectionsForC2POnly) {
   CreateModelOptions o = SmallDeberta();
   // The old string form of pos_att_type, as DebertaV2Config still accepts it.

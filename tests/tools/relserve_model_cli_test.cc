@@ -81,9 +81,11 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// forward writes every tensor transformers gives, matching the reference within 1e-4.
+// forward writes every tensor transformers gives, matching the reference within 1e-4 (XLNet's
+// inputs are padded on the left and name their padding_side).
 TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
-  for (const std::string name : {"deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key"}) {
+  for (const std::string name : {"deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key", "mpnet_like",
+                                  "xlnet_like"}) {
     const std::string ref = kData + "/reference/" + name;
     const std::string out = (dir_ / (name + ".safetensors")).string();
     Result r = RunCli("forward --model " + ref + " --inputs " + ref + "/inputs.json --output " + out);
@@ -112,6 +114,37 @@ TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
       EXPECT_LE(worst, 1e-4) << name << " " << w.name;
     }
   }
+}
+
+// create --family xlnet writes a directory the engine loads; forward takes left-padded rows.
+TEST_F(CliTest, CreateXlnetLoadsAndRunsLeftPaddedRows) {
+  const std::string model = (dir_ / "xlnet").string();
+  SplitResult r = RunCliSplit("create --family xlnet --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 64 "
+                              "--labels 3 --init-std 0.2 --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunCliSplit("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["model_type"], "xlnet");
+  EXPECT_EQ(info["architecture"], "XLNetForSequenceClassification");
+  EXPECT_EQ(info["labels"].size(), 3u);
+  // The same sequence padded on the left and alone: the same logits.
+  const std::string inputs = (dir_ / "inputs.json").string();
+  std::ofstream(inputs) << R"({"input_ids": [[5, 5, 9, 10, 4, 3], [7, 8, 9, 10, 4, 3], [9, 10, 4, 3, 5, 5]],
+    "attention_mask": [[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]],
+    "token_type_ids": [[3, 3, 0, 0, 0, 2], [0, 0, 1, 1, 1, 2], [0, 0, 0, 2, 3, 3]], "padding_side": "left"})";
+  const std::string out = (dir_ / "out.safetensors").string();
+  r = RunCliSplit("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = SafetensorsFile::Open(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TensorView* logits = (*got)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  ASSERT_EQ(logits->shape, (std::vector<int64_t>{3, 3}));
+  std::vector<float> v(9);
+  std::memcpy(v.data(), logits->data, logits->nbytes);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(v[k], v[6 + k], 1e-5) << "left vs right padding, label " << k;
+  EXPECT_GT(std::fabs(v[0] - v[3]) + std::fabs(v[1] - v[4]) + std::fabs(v[2] - v[5]), 1e-3);  // another sequence
 }
 
 TEST_F(CliTest, ForwardRejectsBadInputsClearly) {
@@ -294,6 +327,45 @@ TEST_F(CliTest, BertFamilyCreateInfoForwardBench) {
   r = RunCli("create --family electra --position-embedding-type relative --out " + (dir_ / "e").string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("position_embedding_type"));
+}
+
+// An MPNet directory made by create: info, and forward with logits; an input past the positions
+// (max_position_embeddings 514 - padding_idx 1 - 1 = 512 tokens) is refused naming the key.
+TEST_F(CliTest, CreateMpnetInfoForward) {
+  const std::string model = (dir_ / "mpnet").string();
+  Result r = RunCli("create --family mpnet --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 100 --labels 2 "
+                    "--sentence-transformers --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCli("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto info = nlohmann::json::parse(r.output);
+  EXPECT_EQ(info["model_type"], "mpnet");
+  EXPECT_EQ(info["architecture"], "MPNetForSequenceClassification");
+  EXPECT_EQ(info["max_length"], 512);
+  EXPECT_EQ(info["labels"].size(), 2u);
+  EXPECT_EQ(info["normalizes"], true);
+
+  const std::string inputs = (dir_ / "inputs.json").string();
+  const std::string out = (dir_ / "out.safetensors").string();
+  std::ofstream(inputs) << R"({"input_ids": [[0, 5, 1, 7, 2], [0, 9, 2, 1, 1]],
+                                "attention_mask": [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]})";
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out + " --pooled");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto got = SafetensorsFile::Open(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TensorView* logits = (*got)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->shape, (std::vector<int64_t>{2, 2}));
+  const TensorView* last = (*got)->Find("last_hidden_state");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->shape, (std::vector<int64_t>{2, 5, 32}));
+  EXPECT_NE((*got)->Find("hidden_state_2"), nullptr);
+
+  nlohmann::json long_inputs = {{"input_ids", {std::vector<int>(513, 5)}}};
+  std::ofstream(inputs, std::ios::trunc) << long_inputs.dump();
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("max_position_embeddings 514"));
 }
 
 // Hostile numbers exit 1 with the file and the field named, never abort (exit 134): in

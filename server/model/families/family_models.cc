@@ -5,7 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/families/bert/bert_model.h"
 #include "server/model/families/deberta_v2/deberta_v2_model.h"
+#include "server/model/families/mpnet/mpnet_model.h"
 #include "server/model/families/t5/t5_encoder_model.h"
+#include "server/model/families/xlnet/xlnet_model.h"
 
 namespace relserve {
 namespace {
@@ -29,6 +31,8 @@ constexpr Loader kLoaders[] = {
     {"deberta-v2", &LoadAs<DebertaV2Model>},
     {"t5", &LoadAs<T5EncoderModel>},
     {"bert", &LoadAs<BertModel>},
+    {"mpnet", &LoadAs<MpnetModel>},
+    {"xlnet", &LoadAs<XlnetModel>},
 };
 
 const Loader* FindLoader(const FamilyDescriptor& family) {

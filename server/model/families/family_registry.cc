@@ -6,7 +6,9 @@
 #include "absl/strings/str_join.h"
 #include "server/model/families/bert/bert_family.h"
 #include "server/model/families/deberta_v2/deberta_v2_family.h"
+#include "server/model/families/mpnet/mpnet_family.h"
 #include "server/model/families/t5/t5_family.h"
+#include "server/model/families/xlnet/xlnet_family.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -21,6 +23,8 @@ const std::vector<const FamilyDescriptor*>& AllFamilies() {
       &DebertaV2Family(),
       &T5Family(),
       &BertFamily(),
+      &MpnetFamily(),
+      &XlnetFamily(),
   };
   return kFamilies;
 }
