@@ -216,8 +216,8 @@ class BertDescriptor final : public FamilyDescriptor {
                                                                               : TokenizerFamily::kBert;
   }
   std::vector<std::string> tokenizer_files(const ModelConfig&) const override {
-    // WordPiece (vocab.txt) and byte-level BPE (vocab.json, merges.txt) are not read by
-    // server/tokenizer yet: these models serve token ids only.
+    // server/tokenizer reads no WordPiece (vocab.txt) or byte-level BPE (vocab.json,
+    // merges.txt): these models serve token ids only. A tokenizer for them names its files here.
     return {};
   }
 
