@@ -59,7 +59,9 @@ class TokenizerTest : public ::testing::Test {
 };
 
 TEST_F(TokenizerTest, DebertaSpecialIdsComeFromThePieces) {
-  EXPECT_EQ(deberta_->vocab_size(), 1000);
+  // 1000 pieces, then [MASK], which the model lacks, added after them as transformers adds it.
+  EXPECT_EQ(deberta_->vocab_size(), 1001);
+  EXPECT_EQ(deberta_->mask_id(), 1000);
   EXPECT_EQ(deberta_->pad_id(), 0);
   EXPECT_EQ(deberta_->cls_id(), 1);
   EXPECT_EQ(deberta_->sep_id(), 2);
@@ -70,7 +72,8 @@ TEST_F(TokenizerTest, DebertaSpecialIdsComeFromThePieces) {
   EXPECT_EQ(deberta_->IdToPiece(1), "[CLS]");
   EXPECT_EQ(deberta_->IdToPiece(713), "\xE2\x96\x81world");
   EXPECT_EQ(deberta_->IdToPiece(-1), "");
-  EXPECT_EQ(deberta_->IdToPiece(1000), "");
+  EXPECT_EQ(deberta_->IdToPiece(1000), "[MASK]");
+  EXPECT_EQ(deberta_->IdToPiece(1001), "");
 }
 
 TEST_F(TokenizerTest, DebertaSingleTemplate) {
