@@ -190,10 +190,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   // A tokenizer file that is there but unreadable as a file (a directory) is an error, not a
   // model served without text input.
   bool has_tokenizer_file = false;
-  for (const char* name : {"spm.model", "spiece.model"}) {
-    if (!options.load_tokenizer) break;
-    ASSIGN_OR_RETURN(const bool present, OptionalFileExists(JoinPath(dir, name)));
-    has_tokenizer_file = has_tokenizer_file || present;
+  if (options.load_tokenizer) {
+    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, family));
   }
   if (has_tokenizer_file) {
     ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, family, max_length));

@@ -2,16 +2,19 @@
 #include <algorithm>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
-#include "server/model/model_config.h"
+#include "server/model/model_limits.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
+#include "server/util/file_util.h"
+#include "server/util/json_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -35,21 +38,59 @@ void StripCarriageReturn(std::string* line) {
   if (!line->empty() && line->back() == '\r') line->pop_back();
 }
 
+// The tokenizer of a model directory, its family named by config.json's model_type: tokenize
+// needs nothing else of the model, so any family's tokenizer can be checked here. The default
+// maximum length is the model's (max_position_embeddings, less the two positions RoBERTa and
+// MPNet keep before the first token), else 512; tokenizer_config.json's model_max_length wins.
+absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectoryTokenizer(const std::string& dir) {
+  const std::string path = JoinPath(dir, "config.json");
+  ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonFile(path));
+  const JsonFieldReader reader(json, path);
+  std::string model_type;
+  RETURN_IF_ERROR(reader.String("model_type", &model_type));
+  if (model_type.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": has no \"model_type\""));
+  const std::optional<TokenizerFamily> family = TokenizerFamilyForModelType(model_type);
+  if (!family.has_value()) {
+    return reader.Error("model_type", absl::StrCat("is \"", model_type, "\", which has no tokenizer here "
+                                                   "(known: deberta-v2, t5, mt5, bert, mpnet, xlnet, roberta)"));
+  }
+  int max_length = 512;
+  if (reader.Has("max_position_embeddings")) {
+    const int reserved = *family == TokenizerFamily::kRoberta || *family == TokenizerFamily::kMpnet ? 2 : 0;
+    RETURN_IF_ERROR(reader.Int("max_position_embeddings", &max_length, reserved + 1, kMaxSequenceLength + reserved));
+    max_length -= reserved;
+  }
+  return Tokenizer::Load(dir, *family, max_length);
+}
+
+enum class Padding { kNone, kLongest, kMaxLength };
+
+absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
+  const std::string padding = args.String("padding");
+  if (padding.empty()) return Padding::kNone;
+  if (padding == "longest") return Padding::kLongest;
+  if (padding == "max_length") return Padding::kMaxLength;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--padding must be longest or max_length, got \"", padding, "\""));
+}
+
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, {"no-truncate"}));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length", "padding"}, {"no-truncate"}));
   ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
-  ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  const TokenizerFamily family = config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
-  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
+  ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
+  ASSIGN_OR_RETURN(auto tokenizer, LoadDirectoryTokenizer(dir));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
-  std::string line;
+  // Padding to the longest line needs every line first; otherwise lines go out as they come.
+  std::vector<absl::StatusOr<Encoding>> pending;
   int failures = 0;
-  while (std::getline(std::cin, line)) {
-    StripCarriageReturn(&line);
-    auto enc = EncodeLine(*tokenizer, line, opts);
+  auto print = [&](absl::StatusOr<Encoding>& enc, int pad_to) {
     nlohmann::json out;
+    if (enc.ok()) {
+      const absl::Status padded = tokenizer->Pad(&*enc, pad_to);
+      if (!padded.ok()) enc = padded;
+    }
     if (!enc.ok()) {
       ++failures;
       out["error"] = std::string(enc.status().message());
@@ -60,7 +101,25 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
       out["truncated"] = enc->truncated;
     }
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  };
+  const int max_length_pad = padding == Padding::kMaxLength
+                                 ? (opts.max_length > 0 ? opts.max_length : tokenizer->default_max_length())
+                                 : 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    StripCarriageReturn(&line);
+    absl::StatusOr<Encoding> enc = EncodeLine(*tokenizer, line, opts);
+    if (padding == Padding::kLongest) {
+      pending.push_back(std::move(enc));
+    } else {
+      print(enc, max_length_pad);
+    }
   }
+  size_t longest = 0;
+  for (const auto& enc : pending) {
+    if (enc.ok()) longest = std::max(longest, enc->input_ids.size());
+  }
+  for (auto& enc : pending) print(enc, static_cast<int>(longest));
   std::cout.flush();
   if (failures > 0) return absl::InvalidArgumentError(absl::StrCat(failures, " line(s) could not be tokenized"));
   return absl::OkStatus();
