@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/added_tokens.h"
+#include "server/tokenizer/byte_level_bpe_text_model.h"
 #include "server/tokenizer/mapped_text.h"
 #include "server/tokenizer/sentencepiece_model.h"
 #include "server/tokenizer/sentencepiece_text_model.h"
@@ -91,12 +92,13 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, Tokenizer
       loaded.model = std::make_unique<WordPieceTextModel>(std::move(vocab), std::move(options));
       return loaded;
     }
-    case TokenizerFamily::kRoberta:
-      break;
+    case TokenizerFamily::kRoberta: {
+      ASSIGN_OR_RETURN(ByteLevelBpeVocab vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));
+      loaded.model = std::make_unique<ByteLevelBpeTextModel>(std::move(vocab));
+      return loaded;
+    }
   }
-  return absl::UnimplementedError(absl::StrCat(
-      TokenizerFamilyName(family), " tokenization (byte-level BPE) is not supported: send "
-      "token ids instead of text"));
+  return absl::InternalError("unknown tokenizer family");
 }
 
 // The template's special tokens must exist.
