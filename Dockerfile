@@ -4,7 +4,7 @@
 #
 #   scripts/docker-base-image.sh            # once: makes sure debian:bookworm-slim exists locally
 #   docker build -t relserve:latest .
-#   docker run -p 50051:50051 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
+#   docker run --rm -p 50051:50051 -p 8080:8080 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
 #
 # The default command serves /models/default; pass other flags to serve other models, e.g.
 #   docker run ... relserve:latest --model reranker=/models/reranker --grpc-address 0.0.0.0:50051
@@ -29,12 +29,15 @@ RUN /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-d
  && groupadd --system --gid 10001 relserve \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin relserve \
- && mkdir -p /models
+ && mkdir -p /models /hf-cache && chown 10001:10001 /hf-cache
 COPY --from=build /opt/relserve /opt/relserve
-ENV PATH=/opt/relserve/bin:${PATH}
+# Hub models (--model NAME=org/repo) go to the Hugging Face cache in /hf-cache, writable by the
+# server's user; mount a volume there to keep it between containers.
+ENV PATH=/opt/relserve/bin:${PATH} \
+    HF_HUB_CACHE=/hf-cache
 # Models are mounted here (read-only is enough): one Hugging Face model directory per model.
-VOLUME ["/models"]
-# gRPC API, then Prometheus /metrics and /healthz.
+VOLUME ["/models", "/hf-cache"]
+# gRPC API, HTTP/JSON API (OpenAI and TEI routes), then Prometheus /metrics and /healthz.
 EXPOSE 50051 8080 9090
 USER 10001:10001
 # gRPC health (grpc.health.v1): healthy once every model has loaded and warmed up. The start

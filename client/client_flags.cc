@@ -138,8 +138,16 @@ const std::vector<Flag>& Flags() {
        String("model", &C::request, &RequestOptions::model)},
       {"normalize", "", "embed,bench", "L2-normalise the embeddings",
        Switch("normalize", &C::request, &RequestOptions::normalize)},
-      {"truncate", "", kRpcs, "cut over-long inputs to the model's maximum instead of failing",
-       Switch("truncate", &C::request, &RequestOptions::truncate)},
+      {"truncate", "", kRpcs,
+       "cut over-long inputs to the model's maximum instead of failing (--truncate=false: refuse them even on a "
+       "server with --auto-truncate; default: the server's choice)",
+       [](const std::string& v, ClientCommand* c) {
+         if (v != "true" && v != "false") return Invalid("truncate", v, "true or false");
+         c->request.truncate = v == "true";
+         return absl::OkStatus();
+       }},
+      {"truncation-direction", "DIR", kRpcs, "which end of an over-long text is cut: right (default) or left",
+       String("truncation-direction", &C::request, &RequestOptions::truncation_direction, {"right", "left"})},
       {"dimensions", "N", "embed,bench", "keep the first N values of each embedding, renormalised (Matryoshka)",
        Int("dimensions", &C::request, &RequestOptions::dimensions, 0)},
       {"request-id", "ID", "embed", "echoed back in the response",

@@ -2,6 +2,7 @@
 #define RELSERVE_CLIENT_CLIENT_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,8 @@ struct ConnectionOptions {
 struct RequestOptions {
   std::string model;  // "": the server's default model
   bool normalize = false;
-  bool truncate = false;
+  std::optional<bool> truncate;  // unset: not sent, so the server's --auto-truncate decides
+  std::string truncation_direction;  // "", "right" or "left"
   int dimensions = 0;
   std::string request_id;
   int top_n = 0;

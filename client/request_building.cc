@@ -8,6 +8,14 @@ void AddInputs(std::vector<v1::Input> inputs, Request* request) {
   for (v1::Input& input : inputs) *request->add_inputs() = std::move(input);
 }
 
+// `truncate` only when the command line says, so that the server's default applies otherwise.
+template <typename Request>
+void SetTruncation(const RequestOptions& options, Request* request) {
+  if (options.truncate.has_value()) request->set_truncate(*options.truncate);
+  if (options.truncation_direction == "left") request->set_truncation_direction(v1::TRUNCATION_DIRECTION_LEFT);
+  if (options.truncation_direction == "right") request->set_truncation_direction(v1::TRUNCATION_DIRECTION_RIGHT);
+}
+
 }  // namespace
 
 v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
@@ -15,7 +23,7 @@ v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1
   r.set_model(options.model);
   AddInputs(std::move(inputs), &r);
   r.set_normalize(options.normalize);
-  r.set_truncate(options.truncate);
+  SetTruncation(options, &r);
   r.set_dimensions(options.dimensions);
   r.set_request_id(options.request_id);
   return r;
@@ -25,7 +33,7 @@ v1::EmbedTokensRequest BuildEmbedTokensRequest(const RequestOptions& options, st
   v1::EmbedTokensRequest r;
   r.set_model(options.model);
   AddInputs(std::move(inputs), &r);
-  r.set_truncate(options.truncate);
+  SetTruncation(options, &r);
   return r;
 }
 
@@ -33,7 +41,7 @@ v1::ClassifyRequest BuildClassifyRequest(const RequestOptions& options, std::vec
   v1::ClassifyRequest r;
   r.set_model(options.model);
   AddInputs(std::move(inputs), &r);
-  r.set_truncate(options.truncate);
+  SetTruncation(options, &r);
   r.set_raw_scores(options.raw_scores);
   r.set_top_k(options.top_k);
   return r;
@@ -43,7 +51,7 @@ v1::TokenizeRequest BuildTokenizeRequest(const RequestOptions& options, std::vec
   v1::TokenizeRequest r;
   r.set_model(options.model);
   AddInputs(std::move(inputs), &r);
-  r.set_truncate(options.truncate);
+  SetTruncation(options, &r);
   return r;
 }
 
@@ -55,7 +63,7 @@ v1::RerankRequest BuildRerankRequest(const RequestOptions& options, const std::s
   for (const std::string& d : documents) r.add_documents(d);
   r.set_top_n(options.top_n);
   r.set_return_documents(options.return_documents);
-  r.set_truncate(options.truncate);
+  SetTruncation(options, &r);
   r.set_raw_scores(options.raw_scores);
   return r;
 }

@@ -34,6 +34,8 @@ runtime_pkgs=(
   libprometheus-cpp-core1.0
   libcpp-httplib0.11      # the HTTP/JSON API (server/http)
   libssl3                 # API keys: SHA-256 and constant-time comparison (server/auth)
+  libcurl4                # Hub downloads over HTTPS (server/hub)
+  zlib1g                  # CRC-32 of pytorch_model.bin entries (server/checkpoint)
   ca-certificates
 )
 compile_pkgs=(
@@ -47,7 +49,9 @@ compile_pkgs=(
   libicu-dev              # server/tokenizer: Unicode categories, case mapping, normalization
   nlohmann-json3-dev
   libcpp-httplib-dev      # the HTTP/JSON API (server/http)
-  libssl-dev              # API keys (server/auth)
+  libssl-dev              # API keys (server/auth), Hub download checksums (server/hub)
+  libcurl4-openssl-dev    # Hub downloads over HTTPS (server/hub)
+  zlib1g-dev              # pytorch_model.bin (server/checkpoint)
 )
 test_pkgs=(
   libgtest-dev libgmock-dev libbenchmark-dev

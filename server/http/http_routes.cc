@@ -1,5 +1,6 @@
 #include "server/http/http_routes.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <memory>
@@ -7,8 +8,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "server/http/cohere_api.h"
 #include "server/http/openai_api.h"
+#include "server/http/request_deadline.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
@@ -17,22 +20,35 @@ namespace {
 using nlohmann::json;
 
 // Waits for the serving layer's answer to an asynchronous call, cancelling it if the client
-// goes away meanwhile (checked from 100 ms on, every 50 ms: most calls are answered sooner).
-// The promise is shared with the callback, which may still be inside set_value when the
-// waiter wakes up.
+// goes away meanwhile (checked from 100 ms on, every 50 ms: most calls are answered sooner),
+// and no longer than the call's deadline. The promise is shared with the callback, which may
+// still be inside set_value when the waiter wakes up, or run after the waiter gave up.
 template <typename T, typename Call>
 absl::StatusOr<T> Await(const HttpCall& http, Call&& call) {
   auto promise = std::make_shared<std::promise<absl::StatusOr<T>>>();
   std::future<absl::StatusOr<T>> answer = promise->get_future();
   call([promise](absl::StatusOr<T> r) { promise->set_value(std::move(r)); });
-  auto wait = std::chrono::milliseconds(100);
-  while (answer.wait_for(wait) != std::future_status::ready) {
-    wait = std::chrono::milliseconds(50);
+  const absl::Time deadline = http.context.deadline;
+  absl::Duration wait = absl::Milliseconds(100);
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      // Its queued sequences expire with the same deadline in the batcher (counted there as
+      // rejected for deadline_exceeded); a batch already running is not interrupted.
+      if (answer.wait_for(std::chrono::seconds(0)) == std::future_status::ready) return answer.get();
+      return absl::DeadlineExceededError(
+          absl::StrCat("the request did not finish within its timeout of ", absl::FormatDuration(http.timeout),
+                       " (--http-request-timeout, or the request's ", kRequestTimeoutHeader, " header)"));
+    }
+    if (answer.wait_for(absl::ToChronoMilliseconds(std::min(wait, left)) + std::chrono::milliseconds(1)) ==
+        std::future_status::ready) {
+      return answer.get();
+    }
+    wait = absl::Milliseconds(50);
     if (http.cancel != nullptr && !http.cancel->load() && http.client_gone && http.client_gone()) {
       http.cancel->store(true);  // the serving layer answers CANCELLED once its sequences are dropped
     }
   }
-  return answer.get();
 }
 
 // The serving layer names Rerank's documents "documents"; TEI's request calls them "texts".

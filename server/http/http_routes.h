@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "server/http/tei_api.h"
 #include "server/serving/encoder_serving.h"
@@ -19,13 +20,14 @@ namespace relserve {
 // {"error", "error_type"}.
 enum class ErrorStyle { kOpenAI, kTei };
 
-// What a route's handler knows of its call: the serving layer's context, and whether the
-// client is still there (checked while the call waits; a client gone sets `cancel`, which
-// drops its queued sequences).
+// What a route's handler knows of its call: the serving layer's context (its deadline
+// included), and whether the client is still there (checked while the call waits; a client
+// gone sets `cancel`, which drops its queued sequences).
 struct HttpCall {
   CallContext context;
   std::shared_ptr<std::atomic<bool>> cancel;  // the flag context.cancelled reads
   std::function<bool()> client_gone;          // may be empty
+  absl::Duration timeout = absl::InfiniteDuration();  // what context.deadline came from, for messages
 };
 
 // One route of the JSON API: a thin adapter from JSON to the serving layer and back. `handle`
@@ -53,7 +55,10 @@ struct RouteContext {
 
 // Every route: OpenAI's /v1/embeddings and /v1/models, TEI's /embed, /rerank, /predict,
 // /tokenize, /info and /health (the one open route), Cohere's and Jina's /v1/rerank. The handlers block until the
-// serving layer answers (they run on the HTTP server's own threads).
+// serving layer answers (they run on the HTTP server's own threads), or until the call's
+// deadline: then they answer DEADLINE_EXCEEDED at once, and the serving layer, which has the
+// same deadline, drops the call's sequences still queued (a batch already running finishes,
+// its answer unused).
 std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& context);
 
 }  // namespace relserve

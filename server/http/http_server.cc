@@ -15,6 +15,7 @@
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
+#include "server/http/request_deadline.h"
 #include "server/http/tei_api.h"
 #include "server/rpc/status_mapping.h"
 
@@ -84,8 +85,9 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   s.set_keep_alive_max_count(static_cast<size_t>(std::max(1, config.keep_alive_max_requests)));
 
   const ApiKeys* api_keys = config.api_keys;
+  const absl::Duration timeout = config.request_timeout;
   for (HttpRoute& route : MakeHttpRoutes(context)) {
-    auto handler = [self, route, api_keys](const httplib::Request& req, httplib::Response& res) {
+    auto handler = [self, route, api_keys, timeout](const httplib::Request& req, httplib::Response& res) {
       const absl::Time start = absl::Now();
       self->tracker_.CallStarted();
       std::string model;
@@ -107,13 +109,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
       } else {
         absl::StatusOr<json> body = json::object();
         if (route.method == "POST") body = ParseJsonObject(req.body);
+        const std::string asked = req.get_header_value(kRequestTimeoutHeader);  // held: read as a view
+        const absl::StatusOr<absl::Time> deadline = RequestDeadline(
+            start, timeout,
+            req.has_header(kRequestTimeoutHeader) ? std::optional<std::string_view>(asked) : std::nullopt);
         if (!body.ok()) {
           readable = false;
           answer = body.status();
+        } else if (!deadline.ok()) {
+          answer = deadline.status();
         } else {
           HttpCall call;
           call.cancel = std::make_shared<std::atomic<bool>>(false);
           call.context.cancelled = call.cancel;
+          call.context.deadline = *deadline;
+          call.timeout = *deadline - start;
           auto watch = std::make_shared<ClientWatch>(req.remote_addr, req.remote_port, req.local_port);
           call.client_gone = [watch] { return watch->Gone(); };
           try {

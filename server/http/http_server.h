@@ -27,6 +27,10 @@ struct HttpServerConfig {
   absl::Duration write_timeout = absl::Seconds(30);  // the client must take the response within this
   absl::Duration keep_alive_timeout = absl::Seconds(5);  // idle keep-alive connections are closed after this
   int keep_alive_max_requests = 1000;                    // requests per connection before it is closed
+  // How long a call may take (--http-request-timeout; zero: no limit). A request's
+  // X-Request-Timeout header may ask for less (request_deadline.h). Past it the call is
+  // answered 504 and its queued sequences are dropped, as a gRPC deadline does.
+  absl::Duration request_timeout = absl::Seconds(60);
   // Not null: every route but the open ones (GET /health) needs "Authorization: Bearer KEY"
   // with one of these keys; others get 401 with "WWW-Authenticate: Bearer" and the route's JSON
   // error, counted in relserve_unauthenticated_requests_total{transport="http"}. Outlives the

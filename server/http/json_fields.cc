@@ -150,17 +150,25 @@ absl::StatusOr<std::vector<Input>> ReadEmbedInputs(const json& value, const std:
   return inputs;
 }
 
-absl::Status CheckTruncationDirection(const json& object) {
+absl::Status ReadTruncation(const json& object, Truncation* out) {
+  if (!Absent(object, "truncate")) {
+    bool truncate = false;
+    if (absl::Status s = ReadBool(object, "truncate", &truncate); !s.ok()) return s;
+    out->truncate = truncate;
+  }
   if (Absent(object, "truncation_direction")) return absl::OkStatus();
   const json& v = object.at("truncation_direction");
   if (!v.is_string()) return WrongType("truncation_direction", "a string", v);
   const std::string& d = v.get_ref<const std::string&>();
-  if (d == "right" || d == "Right") return absl::OkStatus();
-  if (d == "left" || d == "Left") {
+  if (d == "Right" || d == "right") {
+    out->direction = TruncationDirection::kRight;
+  } else if (d == "Left" || d == "left") {
+    out->direction = TruncationDirection::kLeft;
+  } else {
     return absl::InvalidArgumentError(
-        "truncation_direction \"left\" is not supported: relserve truncates on the right");
+        absl::StrCat("truncation_direction must be \"Right\" or \"Left\", not ", v.dump()));
   }
-  return absl::InvalidArgumentError(absl::StrCat("truncation_direction must be \"right\" or \"left\", not ", v.dump()));
+  return absl::OkStatus();
 }
 
 std::string DumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }

@@ -39,8 +39,9 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& value, c
 // token ids. An empty array or string is refused (400).
 absl::StatusOr<std::vector<Input>> ReadEmbedInputs(const nlohmann::json& value, const std::string& field);
 
-// TEI's truncation_direction: "right"/"Right" is what relserve does; "left" is refused (422).
-absl::Status CheckTruncationDirection(const nlohmann::json& object);
+// TEI's `truncate` (absent or null: unset, so the server's --auto-truncate decides) and
+// `truncation_direction`: "Right" (the default) or "Left", as TEI spells them, or in lower case.
+absl::Status ReadTruncation(const nlohmann::json& object, Truncation* out);
 
 // Serialises a response; strings that are not UTF-8 (a tokenizer piece cut inside a
 // character) have the bad bytes replaced by U+FFFD instead of failing.

@@ -47,8 +47,7 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   r.inputs = std::move(*inputs);
   r.normalize = true;  // TEI's default
   if (absl::Status s = ReadBool(body, "normalize", &r.normalize); !s.ok()) return s;
-  if (absl::Status s = ReadBool(body, "truncate", &r.truncate); !s.ok()) return s;
-  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.dimensions); !s.ok()) return s;
   std::string prompt_name;
   if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
@@ -77,8 +76,7 @@ absl::StatusOr<RerankRequest> ParseTeiRerank(const json& body) {
     if (absl::Status s = NonEmptyString(t, absl::StrCat("texts[", i, "]")); !s.ok()) return s;
     r.documents.push_back(t.get<std::string>());
   }
-  if (absl::Status s = ReadBool(body, "truncate", &r.truncate); !s.ok()) return s;
-  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "raw_scores", &r.raw_scores); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "return_text", &r.return_documents); !s.ok()) return s;
   return r;
@@ -117,8 +115,7 @@ absl::StatusOr<TeiPredictRequest> ParseTeiPredict(const json& body) {
   } else {
     return WrongType("inputs", "a string, a pair [string, string] or an array of [string] and [string, string]", v);
   }
-  if (absl::Status s = ReadBool(body, "truncate", &r.classify.truncate); !s.ok()) return s;
-  if (absl::Status s = CheckTruncationDirection(body); !s.ok()) return s;
+  if (absl::Status s = ReadTruncation(body, &r.classify.truncation); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "raw_scores", &r.classify.raw_scores); !s.ok()) return s;
   return r;
 }
@@ -156,7 +153,7 @@ absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
   if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
   if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
   // Tokenize as the model will: over-long inputs are cut, not refused.
-  r.tokenize.truncate = true;
+  r.tokenize.truncation.truncate = true;
   return r;
 }
 
@@ -213,7 +210,7 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
           {"max_batch_tokens", limits.max_batch_tokens},
           {"max_batch_requests", limits.max_batch_requests},
           {"max_client_batch_size", limits.max_client_batch_size},
-          {"auto_truncate", false},
+          {"auto_truncate", limits.auto_truncate},
           {"tokenization_workers", limits.max_concurrent_requests},
           {"version", limits.version},
           {"sha", nullptr},

@@ -17,6 +17,7 @@
 #include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
 #include "server/http/http_server.h"
+#include "server/hub/model_resolver.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
@@ -65,6 +66,26 @@ namespace {
 int MaxSendMessageBytes(const ServerConfig& config) { return config.max_response_bytes; }
 
 absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interrupted by a shutdown signal"); }
+
+// The directory the engine loads for --model's value: the value itself, or the snapshot of a
+// Hub model in the Hugging Face cache, fetched where files are missing unless offline.
+// Downloads stop when a shutdown signal arrives (CANCELLED, resumable).
+absl::StatusOr<std::string> ModelDirectory(const std::string& name, const std::string& spec, const ServerConfig& config,
+                                           const std::function<bool()>& stop_requested) {
+  if (!NamesHubModel(spec)) return spec;
+  // The HF_ variables are read only when a Hub model needs them.
+  absl::StatusOr<HubSettings> settings = HubSettingsFromEnvironment();
+  if (!settings.ok()) return settings.status();
+  if (config.offline) {
+    settings->offline = true;
+    settings->offline_source = "--offline";
+  }
+  settings->cancelled = stop_requested;
+  DownloadProgress progress = DownloadProgress::ForStandardError();
+  ASSIGN_OR_RETURN(std::string dir, ResolveModelDir(spec, *settings, &progress));
+  LogInfo(absl::StrCat("model ", name, ": ", spec, " is ", dir));
+  return dir;
+}
 
 // Runs every model once per length bucket, so that the first real requests do not pay for
 // allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
@@ -124,20 +145,23 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   }
   SetComputeThreads(threads);
 
-  for (const auto& [name, dir] : config.models) {
+  for (const auto& [name, spec] : config.models) {
     if (stop_requested()) return StartUpInterrupted();
+    const absl::StatusOr<std::string> dir = ModelDirectory(name, spec, config, stop_requested);
+    if (stop_requested()) return StartUpInterrupted();
+    if (!dir.ok()) return absl::Status(dir.status().code(), absl::StrCat("model ", name, ": ", dir.status().message()));
     const absl::Time t0 = absl::Now();
     EngineOptions options;
     options.dtype = config.dtype;
     options.device = config.device;
     options.max_length = config.max_input_length;
     options.pooling = config.pooling;
-    auto engine = Engine::Load(dir, options);
+    auto engine = Engine::Load(*dir, options);
     if (!engine.ok()) {
       return absl::Status(engine.status().code(), absl::StrCat("model ", name, ": ", engine.status().message()));
     }
     const ModelInfo& info = (*engine)->info();
-    LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", dir, " (", info.num_layers,
+    LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
                          info.has_tokenizer ? ", tokenizer" : ", no tokenizer", ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
@@ -181,6 +205,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   ServingLimits limits;
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
+  limits.auto_truncate = config.auto_truncate;
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
   state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
                                                     state->api_keys.get());
@@ -232,6 +257,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     hc.threads = config.http_threads;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
     hc.api_keys = state->api_keys.get();
+    hc.request_timeout = config.http_request_timeout;
     RouteContext routes;
     routes.serving = state->encoder_serving.get();
     routes.registry = &state->registry;
@@ -240,6 +266,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.max_batch_requests = config.max_batch_size;
     routes.limits.max_client_batch_size = config.max_inputs_per_request;
     routes.limits.max_concurrent_requests = config.http_threads;
+    routes.limits.auto_truncate = config.auto_truncate;
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));

@@ -11,6 +11,8 @@
 #include "absl/strings/str_split.h"
 #include "server/auth/api_keys.h"
 #include "server/http/http_server.h"
+#include "server/hub/model_resolver.h"
+#include "server/http/request_deadline.h"
 
 extern char** environ;
 
@@ -80,14 +82,15 @@ Flag StringFlag(const char* name, const char* value_name, const char* help, std:
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> kFlags = {
       {"model", "NAME=DIR",
-       "a Hugging Face model directory to serve under NAME (repeatable; the first is the default model; "
-       "a bare DIR is served under its folder name)",
+       "a Hugging Face model directory, or a Hub model org/repo[@revision] (fetched into the Hugging Face cache), "
+       "to serve under NAME (repeatable; the first is the default model; a bare DIR is served under its folder "
+       "name, a bare Hub id under its repository name; a path that exists wins over a Hub id)",
        [](const std::string& v, ServerConfig* c) {
          const auto eq = v.find('=');
          std::string name = eq == std::string::npos ? "" : v.substr(0, eq);
          std::string dir = eq == std::string::npos ? v : v.substr(eq + 1);
          while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-         if (name.empty()) name = dir.substr(dir.find_last_of('/') + 1);
+         if (name.empty()) name = DefaultModelName(dir);
          if (dir.empty() || name.empty()) return absl::InvalidArgumentError("--model: expected NAME=DIR");
          for (const auto& m : c->models) {
            if (m.first == name) return absl::InvalidArgumentError(absl::StrCat("--model: name \"", name, "\" given twice"));
@@ -114,6 +117,16 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig& c) { return c.http_address; }},
       IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
               &ServerConfig::http_threads, 1),
+      {"http-request-timeout", "DURATION",
+       "how long an HTTP call may take before it is answered 504 and its queued work dropped: seconds or a number "
+       "with a unit (500ms, 2m; 0: no limit); a request's X-Request-Timeout header may ask for less",
+       [](const std::string& v, ServerConfig* c) {
+         auto d = ParseTimeout(v, "--http-request-timeout");
+         if (!d.ok()) return d.status();
+         c->http_request_timeout = *d;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_request_timeout), "s"); }},
       {"device", "cpu|cuda|cuda:N",
        "where models run: the CPU, or a GPU (a build against a CUDA LibTorch; cuda is cuda:0)",
        [](const std::string& v, ServerConfig* c) {
@@ -160,6 +173,10 @@ const std::vector<Flag>& Flags() {
               &ServerConfig::max_inputs_per_request, 1),
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               &ServerConfig::max_input_length, 0),
+      BoolFlag("auto-truncate",
+               "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
+               "(a request's own truncate wins)",
+               &ServerConfig::auto_truncate),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "
@@ -221,6 +238,10 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig&) { return std::string(); }},
       BoolFlag("metrics-api-key-required", "/metrics needs the API key too (/healthz never does)",
                &ServerConfig::metrics_api_key_required),
+      BoolFlag("offline",
+               "Hub models (org/repo) come from the Hugging Face cache only, never over the network (as "
+               "HF_HUB_OFFLINE=1)",
+               &ServerConfig::offline),
   };
   return kFlags;
 }
@@ -306,7 +327,7 @@ std::vector<std::string> UnknownRelserveVariables(const std::map<std::string, st
 }
 
 std::string ServerUsage() {
-  std::string out = "usage: relserve --model NAME=DIR [--model NAME=DIR ...] [flags]\n\nflags:\n";
+  std::string out = "usage: relserve --model NAME=DIR|ORG/REPO[@REVISION] [--model ...] [flags]\n\nflags:\n";
   ServerConfig defaults;
   for (const Flag& f : Flags()) {
     absl::StrAppend(&out, "  --", f.name, " ", f.value_name, "\n      ", f.help, " (default: ", f.get_default(defaults),

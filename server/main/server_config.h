@@ -7,17 +7,23 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace relserve {
 
 // Everything `relserve` takes on its command line, with the defaults documented in README.
 struct ServerConfig {
-  std::vector<std::pair<std::string, std::string>> models;  // name, directory
+  // name, and a directory or a Hugging Face Hub id (org/repo[@revision]; server/hub resolves it
+  // to a snapshot of the cache before the engine loads).
+  std::vector<std::pair<std::string, std::string>> models;
   std::string grpc_address = "0.0.0.0:50051";
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
   std::string http_address = "0.0.0.0:8080";  // the HTTP/JSON API; "" or "-1": none; port 0: a free port
   int http_threads = 64;                       // HTTP requests served at once
+  // How long an HTTP call may take before it is answered 504 (zero: no limit); a request's
+  // X-Request-Timeout header may ask for less.
+  absl::Duration http_request_timeout = absl::Seconds(60);
   std::string device = "cpu";
   std::string dtype = "float32";
   int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)
@@ -30,6 +36,9 @@ struct ServerConfig {
   int max_queue_sequences = 10000;
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
+  // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
+  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
+  bool auto_truncate = false;
   int max_message_bytes = 16 << 20;
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;
@@ -49,6 +58,8 @@ struct ServerConfig {
   std::string api_key;       // never logged
   std::string api_key_file;  // one key per line
   bool metrics_api_key_required = false;  // /metrics needs the key too (/healthz never does)
+  // Hub models come from the cache only, never over the network (as HF_HUB_OFFLINE=1 does).
+  bool offline = false;
 };
 
 // Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is

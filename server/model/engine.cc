@@ -19,7 +19,7 @@
 #include "server/model/pooler.h"
 #include "server/model/t5_encoder_model.h"
 #include "server/model/weight_loader.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/file_util.h"
 #include "server/util/process_tuning.h"
@@ -133,7 +133,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     max_length = options.max_length;
   }
 
-  ASSIGN_OR_RETURN(auto checkpoint, SafetensorsCheckpoint::OpenDirectory(dir));
+  ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
   try {
     c10::InferenceMode guard;
     WeightLoader weights(*checkpoint, engine->impl_->dtype, device);

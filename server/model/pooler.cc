@@ -3,8 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/safetensors/checkpoint.h"
-#include "server/util/file_util.h"
+#include "server/checkpoint/model_checkpoint.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -25,12 +24,7 @@ absl::StatusOr<Pooler> Pooler::Create(const PoolingConfig& pooling, const std::v
       return absl::InvalidArgumentError(absl::StrCat(d.directory, ": in_features ", d.in_features,
                                                      " does not match the ", dim, " features before it"));
     }
-    ASSIGN_OR_RETURN(const bool has_weights, OptionalFileExists(JoinPath(d.directory, "model.safetensors")));
-    if (!has_weights) {
-      return absl::NotFoundError(absl::StrCat(d.directory, ": no model.safetensors (pickled pytorch_model.bin "
-                                                           "weights are not read; convert them to safetensors)"));
-    }
-    ASSIGN_OR_RETURN(auto checkpoint, SafetensorsCheckpoint::OpenDirectory(d.directory));
+    ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(d.directory));
     WeightLoader w(*checkpoint, at::kFloat);
     Dense layer;
     ASSIGN_OR_RETURN(layer.linear, LoadLinear(w, "linear", d.in_features, d.out_features, d.bias));

@@ -30,7 +30,7 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
   return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
 }
 
-WeightLoader::WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype, c10::Device device)
+WeightLoader::WeightLoader(const Checkpoint& checkpoint, at::ScalarType dtype, c10::Device device)
     : checkpoint_(checkpoint), dtype_(dtype), device_(device) {}
 
 std::string ConfigSize(const char* key, int64_t value) { return absl::StrCat("\"", key, "\" ", value); }

@@ -12,13 +12,13 @@
 
 namespace relserve {
 
-// Takes tensors out of a checkpoint by their transformers names, checking shape and dtype,
-// converting to the engine's dtype, and remembering which names were used so that the
-// rest can be reported as unexpected.
+// Takes tensors out of a checkpoint (safetensors or pytorch_model.bin: OpenModelCheckpoint) by
+// their transformers names, checking shape and dtype, converting to the engine's dtype, and
+// remembering which names were used so that the rest can be reported as unexpected.
 class WeightLoader {
  public:
   // Tensors come out in `dtype` on `device`.
-  WeightLoader(const SafetensorsCheckpoint& checkpoint, at::ScalarType dtype,
+  WeightLoader(const Checkpoint& checkpoint, at::ScalarType dtype,
                c10::Device device = c10::Device(c10::kCPU));
 
   // The tensor `name`, which must have exactly `shape`. NOT_FOUND names the tensor and the
@@ -52,7 +52,7 @@ class WeightLoader {
   at::ScalarType dtype() const { return dtype_; }
 
  private:
-  const SafetensorsCheckpoint& checkpoint_;
+  const Checkpoint& checkpoint_;
   at::ScalarType dtype_;
   c10::Device device_;
   std::set<std::string> used_;

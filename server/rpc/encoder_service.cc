@@ -52,7 +52,9 @@ absl::Status EncoderService::Authenticate(const grpc::CallbackServerContext* ctx
 
 void EncoderService::HandleEmbed(absl::Time deadline, std::shared_ptr<const std::atomic<bool>> cancelled,
                                  const v1::EmbedRequest& request, v1::EmbedResponse* response, Reply reply) const {
-  serving_->Embed(FromProto(request), CallContext{deadline, std::move(cancelled)},
+  auto embed = FromProto(request);
+  if (!embed.ok()) return reply(embed.status(), request.model());
+  serving_->Embed(*embed, CallContext{deadline, std::move(cancelled)},
                   [response, reply = std::move(reply), model = request.model()](absl::StatusOr<EmbedResult> r) {
                     if (r.ok()) ToProto(std::move(*r), response);
                     reply(r.status(), model);
@@ -72,7 +74,12 @@ grpc::ServerUnaryReactor* EncoderService::EmbedTokens(grpc::CallbackServerContex
                                                       grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::EmbedTokensRequest, v1::EmbedTokensResponse>(&tracker_, metrics_, "EmbedTokens", out);
   if (!call->Begin(*bytes, Authenticate(ctx))) return call;
-  serving_->EmbedTokens(FromProto(call->request), ContextOf(ctx, call), Answer(call));
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  serving_->EmbedTokens(*request, ContextOf(ctx, call), Answer(call));
   return call;
 }
 
@@ -80,7 +87,12 @@ grpc::ServerUnaryReactor* EncoderService::Rerank(grpc::CallbackServerContext* ct
                                                  grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::RerankRequest, v1::RerankResponse>(&tracker_, metrics_, "Rerank", out);
   if (!call->Begin(*bytes, Authenticate(ctx))) return call;
-  serving_->Rerank(FromProto(call->request), ContextOf(ctx, call), Answer(call));
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  serving_->Rerank(*request, ContextOf(ctx, call), Answer(call));
   return call;
 }
 
@@ -88,7 +100,12 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::ClassifyRequest, v1::ClassifyResponse>(&tracker_, metrics_, "Classify", out);
   if (!call->Begin(*bytes, Authenticate(ctx))) return call;
-  serving_->Classify(FromProto(call->request), ContextOf(ctx, call), Answer(call));
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  serving_->Classify(*request, ContextOf(ctx, call), Answer(call));
   return call;
 }
 
@@ -96,7 +113,12 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::TokenizeRequest, v1::TokenizeResponse>(&tracker_, metrics_, "Tokenize", out);
   if (!call->Begin(*bytes, Authenticate(ctx))) return call;
-  Answer(call)(serving_->Tokenize(FromProto(call->request)));
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  Answer(call)(serving_->Tokenize(*request));
   return call;
 }
 

@@ -1,5 +1,7 @@
 #include "server/rpc/proto_conversion.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace relserve {
 namespace {
 
@@ -42,54 +44,84 @@ void Offsets(const std::vector<std::pair<int32_t, int32_t>>& offsets, Proto* out
   }
 }
 
+// `truncate` (unset: the server's default) and `truncation_direction`.
+template <typename Request>
+absl::StatusOr<Truncation> TruncationOf(const Request& r) {
+  Truncation t;
+  if (r.has_truncate()) t.truncate = r.truncate();
+  switch (r.truncation_direction()) {
+    case v1::TRUNCATION_DIRECTION_UNSPECIFIED:
+    case v1::TRUNCATION_DIRECTION_RIGHT:
+      t.direction = TruncationDirection::kRight;
+      return t;
+    case v1::TRUNCATION_DIRECTION_LEFT:
+      t.direction = TruncationDirection::kLeft;
+      return t;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat("truncation_direction ", r.truncation_direction(),
+                                                 " is not a TruncationDirection (RIGHT = 1, LEFT = 2)"));
+}
+
 }  // namespace
 
-EmbedRequest FromProto(const v1::EmbedRequest& r) {
+absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
   EmbedRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
   out.model = r.model();
   out.inputs = Inputs(r.inputs());
   out.normalize = r.normalize();
-  out.truncate = r.truncate();
   out.dimensions = r.dimensions();
   out.request_id = r.request_id();
   return out;
 }
 
-EmbedTokensRequest FromProto(const v1::EmbedTokensRequest& r) {
+absl::StatusOr<EmbedTokensRequest> FromProto(const v1::EmbedTokensRequest& r) {
   EmbedTokensRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
   out.model = r.model();
   out.inputs = Inputs(r.inputs());
-  out.truncate = r.truncate();
   return out;
 }
 
-RerankRequest FromProto(const v1::RerankRequest& r) {
+absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r) {
   RerankRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
   out.model = r.model();
   out.query = r.query();
   out.documents.assign(r.documents().begin(), r.documents().end());
   out.top_n = r.top_n();
   out.return_documents = r.return_documents();
-  out.truncate = r.truncate();
   out.raw_scores = r.raw_scores();
   return out;
 }
 
-ClassifyRequest FromProto(const v1::ClassifyRequest& r) {
+absl::StatusOr<ClassifyRequest> FromProto(const v1::ClassifyRequest& r) {
   ClassifyRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
   out.model = r.model();
   out.inputs = Inputs(r.inputs());
-  out.truncate = r.truncate();
   out.raw_scores = r.raw_scores();
   out.top_k = r.top_k();
   return out;
 }
 
-TokenizeRequest FromProto(const v1::TokenizeRequest& r) {
+absl::StatusOr<TokenizeRequest> FromProto(const v1::TokenizeRequest& r) {
   TokenizeRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
   out.model = r.model();
   out.inputs = Inputs(r.inputs());
-  out.truncate = r.truncate();
   return out;
 }
 

@@ -3,17 +3,20 @@
 
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "relserve/v1/encoder.pb.h"
 #include "server/serving/serving_types.h"
 
 namespace relserve {
 
-// relserve.v1 messages to and from the serving layer's values, field for field.
-EmbedRequest FromProto(const v1::EmbedRequest& r);
-EmbedTokensRequest FromProto(const v1::EmbedTokensRequest& r);
-RerankRequest FromProto(const v1::RerankRequest& r);
-ClassifyRequest FromProto(const v1::ClassifyRequest& r);
-TokenizeRequest FromProto(const v1::TokenizeRequest& r);
+// relserve.v1 messages to and from the serving layer's values, field for field. A request is
+// INVALID_ARGUMENT when a field holds a value its type does not define (an enum number from a
+// newer proto), naming the field.
+absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r);
+absl::StatusOr<EmbedTokensRequest> FromProto(const v1::EmbedTokensRequest& r);
+absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r);
+absl::StatusOr<ClassifyRequest> FromProto(const v1::ClassifyRequest& r);
+absl::StatusOr<TokenizeRequest> FromProto(const v1::TokenizeRequest& r);
 
 void ToProto(EmbedResult&& r, v1::EmbedResponse* out);
 void ToProto(EmbedTokensResult&& r, v1::EmbedTokensResponse* out);

@@ -55,38 +55,44 @@ absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::Op
     const std::string& dir) {
   if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
   std::unique_ptr<SafetensorsCheckpoint> checkpoint(new SafetensorsCheckpoint(dir));
+  SafetensorsCheckpoint* self = checkpoint.get();
+  auto open = [self](const std::string& path) -> absl::StatusOr<const std::vector<TensorView>*> {
+    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::Open(path));
+    self->files_.push_back(std::move(file));
+    return &self->files_.back()->tensors();
+  };
 
   const std::string single = JoinPath(dir, kSingleFile);
   const std::string index = JoinPath(dir, kIndexFile);
   ASSIGN_OR_RETURN(const bool has_single, OptionalFileExists(single));
   if (has_single) {
-    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::Open(single));
-    RETURN_IF_ERROR(checkpoint->AddFile(std::move(file), kSingleFile));
+    ASSIGN_OR_RETURN(const std::vector<TensorView>* tensors, open(single));
+    RETURN_IF_ERROR(checkpoint->AddTensors(*tensors, kSingleFile));
     return checkpoint;
   }
   ASSIGN_OR_RETURN(const bool has_index, OptionalFileExists(index));
-  if (has_index) {
-    RETURN_IF_ERROR(checkpoint->OpenShards(index));
-  } else {
+  if (!has_index) {
     return absl::NotFoundError(
         absl::StrCat(dir, ": has neither ", kSingleFile, " nor ", kIndexFile));
   }
+  RETURN_IF_ERROR(checkpoint->AddShards(index, open));
   return checkpoint;
 }
 
-absl::Status SafetensorsCheckpoint::OpenShards(const std::string& index_path) {
+absl::Status Checkpoint::AddShards(const std::string& index_path, const ShardOpener& open_shard) {
   ASSIGN_OR_RETURN(auto weight_map, ReadWeightMap(index_path));
-  // Open each shard once, in name order so that files() and error messages are deterministic.
+  // Open each shard once, in name order so that file_names() and error messages are
+  // deterministic.
   std::map<std::string, std::string> first_tensor_of_shard;
   for (const auto& [tensor, shard] : weight_map) first_tensor_of_shard.emplace(shard, tensor);
   for (const auto& [shard, tensor] : first_tensor_of_shard) {
-    auto file = SafetensorsFile::Open(JoinPath(dir_, shard));
-    if (!file.ok()) {
-      return absl::Status(file.status().code(),
+    auto tensors = open_shard(JoinPath(dir_, shard));
+    if (!tensors.ok()) {
+      return absl::Status(tensors.status().code(),
                           absl::StrCat(index_path, ": shard '", shard, "' (holding tensor '",
-                                       tensor, "'): ", file.status().message()));
+                                       tensor, "'): ", tensors.status().message()));
     }
-    RETURN_IF_ERROR(AddFile(std::move(file).value(), shard));
+    RETURN_IF_ERROR(AddTensors(**tensors, shard));
   }
   for (const auto& [tensor, shard] : weight_map) {
     auto it = by_name_.find(tensor);
@@ -99,10 +105,10 @@ absl::Status SafetensorsCheckpoint::OpenShards(const std::string& index_path) {
   return absl::OkStatus();
 }
 
-absl::Status SafetensorsCheckpoint::AddFile(std::unique_ptr<SafetensorsFile> file,
-                                            const std::string& label) {
-  const size_t file_index = files_.size();
-  for (const TensorView& view : file->tensors()) {
+absl::Status Checkpoint::AddTensors(const std::vector<TensorView>& tensors,
+                                    const std::string& label) {
+  const size_t file_index = labels_.size();
+  for (const TensorView& view : tensors) {
     auto [it, inserted] = by_name_.emplace(view.name, Located{&view, file_index});
     if (!inserted) {
       return absl::InvalidArgumentError(
@@ -110,17 +116,16 @@ absl::Status SafetensorsCheckpoint::AddFile(std::unique_ptr<SafetensorsFile> fil
                        labels_[it->second.file], "' and shard '", label, "'"));
     }
   }
-  files_.push_back(std::move(file));
   labels_.push_back(label);
   return absl::OkStatus();
 }
 
-const TensorView* SafetensorsCheckpoint::Find(std::string_view name) const {
+const TensorView* Checkpoint::Find(std::string_view name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : it->second.view;
 }
 
-absl::StatusOr<const TensorView*> SafetensorsCheckpoint::Get(std::string_view name) const {
+absl::StatusOr<const TensorView*> Checkpoint::Get(std::string_view name) const {
   const TensorView* view = Find(name);
   if (view == nullptr) {
     return absl::NotFoundError(
@@ -129,7 +134,7 @@ absl::StatusOr<const TensorView*> SafetensorsCheckpoint::Get(std::string_view na
   return view;
 }
 
-std::vector<std::string> SafetensorsCheckpoint::Names() const {
+std::vector<std::string> Checkpoint::Names() const {
   std::vector<std::string> names;
   names.reserve(by_name_.size());
   for (const auto& entry : by_name_) names.push_back(entry.first);  // std::map: already sorted

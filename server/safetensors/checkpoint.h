@@ -14,10 +14,57 @@
 
 namespace relserve {
 
+// A model's weights by name, whatever format they came in: what WeightLoader reads. A format
+// (SafetensorsCheckpoint here, PytorchBinCheckpoint in server/checkpoint) opens its files, keeps
+// them alive, and registers their tensors through AddTensors/AddShards; views stay valid for
+// the checkpoint's lifetime. Immutable once opened, so any thread may read it.
+class Checkpoint {
+ public:
+  virtual ~Checkpoint() = default;
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
+
+  // nullptr if absent.
+  const TensorView* Find(std::string_view name) const;
+  // Like Find, but NOT_FOUND naming the directory and the tensor.
+  absl::StatusOr<const TensorView*> Get(std::string_view name) const;
+  // All tensor names, sorted.
+  std::vector<std::string> Names() const;
+  const std::string& dir() const { return dir_; }
+  // The files read, relative to dir(): one, or the shards in name order.
+  const std::vector<std::string>& file_names() const { return labels_; }
+
+ protected:
+  explicit Checkpoint(std::string dir) : dir_(std::move(dir)) {}
+
+  // Registers the tensors of one file, known by `label` in messages (its name relative to
+  // dir()); INVALID_ARGUMENT if one is already held by another file. `tensors` must outlive
+  // this object.
+  absl::Status AddTensors(const std::vector<TensorView>& tensors, const std::string& label);
+  // Reads the index at `index_path` ({"metadata": {...}, "weight_map": {tensor: shard file}}),
+  // opens every shard it names once, in name order, through `open_shard` (given the shard's
+  // path; it keeps the file alive and returns its tensors), and checks that each tensor the
+  // index lists is in its shard. INVALID_ARGUMENT for a malformed index or a tensor in two
+  // shards; a shard's error comes back with its code, prefixed by the index and the shard;
+  // DATA_LOSS when a shard does not hold a tensor the index lists.
+  using ShardOpener = std::function<absl::StatusOr<const std::vector<TensorView>*>(const std::string& path)>;
+  absl::Status AddShards(const std::string& index_path, const ShardOpener& open_shard);
+
+ private:
+  struct Located {
+    const TensorView* view;
+    size_t file;  // index into labels_
+  };
+
+  std::string dir_;
+  std::vector<std::string> labels_;
+  std::map<std::string, Located, std::less<>> by_name_;
+};
+
 // A model's weights as Hugging Face saves them: one model.safetensors, or shards listed by
-// model.safetensors.index.json ({"metadata": {...}, "weight_map": {tensor: shard file}}).
-// All files stay mapped for the checkpoint's lifetime; views point into them.
-class SafetensorsCheckpoint {
+// model.safetensors.index.json. All files stay mapped for the checkpoint's lifetime; views
+// point into them.
+class SafetensorsCheckpoint : public Checkpoint {
  public:
   static constexpr char kSingleFile[] = "model.safetensors";
   static constexpr char kIndexFile[] = "model.safetensors.index.json";
@@ -29,36 +76,13 @@ class SafetensorsCheckpoint {
   static absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> OpenDirectory(
       const std::string& dir);
 
-  SafetensorsCheckpoint(const SafetensorsCheckpoint&) = delete;
-  SafetensorsCheckpoint& operator=(const SafetensorsCheckpoint&) = delete;
-
-  // nullptr if absent.
-  const TensorView* Find(std::string_view name) const;
-  // Like Find, but NOT_FOUND naming the directory and the tensor.
-  absl::StatusOr<const TensorView*> Get(std::string_view name) const;
-  // All tensor names, sorted.
-  std::vector<std::string> Names() const;
-  const std::string& dir() const { return dir_; }
   // One file, or the shards in name order.
   const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
 
  private:
-  explicit SafetensorsCheckpoint(std::string dir) : dir_(std::move(dir)) {}
+  explicit SafetensorsCheckpoint(std::string dir) : Checkpoint(std::move(dir)) {}
 
-  // Registers every tensor of `file`, known by `label` in messages; INVALID_ARGUMENT if one is
-  // already held by another file.
-  absl::Status AddFile(std::unique_ptr<SafetensorsFile> file, const std::string& label);
-  absl::Status OpenShards(const std::string& index_path);
-
-  struct Located {
-    const TensorView* view;
-    size_t file;  // index into files_ and labels_
-  };
-
-  std::string dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
-  std::vector<std::string> labels_;
-  std::map<std::string, Located, std::less<>> by_name_;
 };
 
 }  // namespace relserve

@@ -68,8 +68,14 @@ struct Prepared {
   absl::Duration tokenize;
 };
 
-absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs, bool truncate,
-                                 const ModelRegistry& registry, const ServingLimits& limits, ServerMetrics* metrics) {
+// How a request's inputs are cut: its own choice, else the server's default.
+InputLimits LimitsOf(const ServedModel& m, const Truncation& t, const ServingLimits& limits) {
+  return InputLimits{m.max_length, t.truncate.value_or(limits.auto_truncate), t.direction};
+}
+
+absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs,
+                                 const Truncation& truncation, const ModelRegistry& registry,
+                                 const ServingLimits& limits, ServerMetrics* metrics) {
   auto model = registry.Find(model_name);
   if (!model.ok()) return model.status();
   Prepared p;
@@ -78,7 +84,7 @@ absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vecto
   const absl::Time t0 = absl::Now();
   p.inputs = std::make_shared<std::vector<EncodedInput>>();
   p.inputs->reserve(inputs.size());
-  const InputLimits input_limits{p.model->max_length, truncate};
+  const InputLimits input_limits = LimitsOf(*p.model, truncation, limits);
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto e = EncodeInput(inputs[i], absl::StrCat("inputs[", i, "]"), p.model->tokenizer, *p.model->backend,
                          input_limits);
@@ -157,7 +163,7 @@ EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* met
 
 void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const {
   const absl::Time start = absl::Now();
-  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const int dim = m.backend->info().embedding_dim;
@@ -192,7 +198,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
 void EncoderServing::EmbedTokens(const EmbedTokensRequest& request, const CallContext& call,
                                  Done<EmbedTokensResult> done) const {
   const absl::Time start = absl::Now();
-  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const int hidden = m.backend->info().hidden_size;
@@ -234,7 +240,7 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   if (request.top_n < 0) return done(absl::InvalidArgumentError("top_n must not be negative"));
   const absl::Time t0 = absl::Now();
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
-  const InputLimits limits{m.max_length, request.truncate};
+  const InputLimits limits = LimitsOf(m, request.truncation, limits_);
   for (size_t i = 0; i < request.documents.size(); ++i) {
     auto e = EncodePair(request.query, request.documents[i], absl::StrCat("documents[", i, "]"), m.tokenizer,
                         *m.backend, limits);
@@ -284,7 +290,7 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
                               Done<ClassifyResult> done) const {
   const absl::Time start = absl::Now();
   if (request.top_k < 0) return done(absl::InvalidArgumentError("top_k must not be negative"));
-  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const ModelInfo& info = m.backend->info();
@@ -321,7 +327,7 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
 }
 
 absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request) const {
-  auto prepared = Prepare(request.model, request.inputs, request.truncate, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
   if (!prepared.ok()) return prepared.status();
   const ServedModel& m = *prepared->model;
   TokenizeResult out;

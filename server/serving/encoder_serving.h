@@ -15,6 +15,9 @@ namespace relserve {
 struct ServingLimits {
   int max_inputs_per_request = 256;      // inputs of Embed/EmbedTokens/Classify/Tokenize, documents of Rerank
   size_t max_response_bytes = 64 << 20;  // EmbedTokens answers larger than this are refused before computing
+  // Whether over-long inputs are cut to the model's maximum in requests that do not say
+  // (Truncation.truncate unset); a request's own choice wins (--auto-truncate).
+  bool auto_truncate = false;
 };
 
 // What relserve does for a call, whatever transport carried it: validation, tokenization,

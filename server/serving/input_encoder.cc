@@ -33,6 +33,7 @@ TokenizeOptions Options(const InputLimits& limits) {
   TokenizeOptions o;
   o.max_length = limits.max_length;
   o.truncate = limits.truncate;
+  o.direction = limits.direction;
   return o;
 }
 
@@ -58,9 +59,16 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
                                                          " ids, more than the maximum of ", limits.max_length,
                                                          " (set truncate to cut it)"));
         }
-        out.sequence.input_ids.resize(limits.max_length);
-        if (out.sequence.token_type_ids.size() > out.sequence.input_ids.size()) {
-          out.sequence.token_type_ids.resize(limits.max_length);
+        // Ids are cut as they are: the special tokens they hold are not put back.
+        std::vector<int32_t>& ids = out.sequence.input_ids;
+        std::vector<int32_t>& types = out.sequence.token_type_ids;
+        if (limits.direction == TruncationDirection::kLeft) {
+          const auto cut = static_cast<std::ptrdiff_t>(ids.size()) - limits.max_length;
+          if (types.size() == ids.size()) types.erase(types.begin(), types.begin() + cut);
+          ids.erase(ids.begin(), ids.begin() + cut);
+        } else {
+          ids.resize(limits.max_length);
+          if (types.size() > ids.size()) types.resize(limits.max_length);
         }
         out.truncated = true;
       }

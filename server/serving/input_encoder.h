@@ -23,6 +23,7 @@ struct EncodedInput {
 struct InputLimits {
   int max_length = 512;  // the model's (or the server's) longest sequence
   bool truncate = false;
+  TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
 };
 
 // Tokenizes (or checks) one Input for a model. Errors are INVALID_ARGUMENT naming

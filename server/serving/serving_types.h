@@ -4,11 +4,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/tokenizer/truncation.h"
 
 namespace relserve {
 
@@ -60,6 +62,14 @@ struct CallContext {
   std::shared_ptr<const std::atomic<bool>> cancelled;  // may be null
 };
 
+// What a request says about over-long inputs: whether to cut them to the model's maximum
+// instead of refusing them (unset: the server's --auto-truncate), and from which end of each
+// text (TruncationDirection: right by default, as transformers and TEI).
+struct Truncation {
+  std::optional<bool> truncate;
+  TruncationDirection direction = TruncationDirection::kRight;
+};
+
 struct Usage {
   int64_t tokens = 0;  // tokens computed, special tokens included
   int32_t sequences = 0;
@@ -76,7 +86,7 @@ struct EmbedRequest {
   std::string model;  // empty: the default model
   std::vector<Input> inputs;
   bool normalize = false;
-  bool truncate = false;
+  Truncation truncation;
   int dimensions = 0;  // > 0: keep the first k values, then renormalise
   std::string request_id;
 };
@@ -96,7 +106,7 @@ struct EmbedResult {
 struct EmbedTokensRequest {
   std::string model;
   std::vector<Input> inputs;
-  bool truncate = false;
+  Truncation truncation;
 };
 struct TokenStates {
   std::vector<int32_t> token_ids;
@@ -118,7 +128,7 @@ struct RerankRequest {
   std::vector<std::string> documents;
   int top_n = 0;  // > 0: only the best n
   bool return_documents = false;
-  bool truncate = false;
+  Truncation truncation;
   bool raw_scores = false;
 };
 struct RerankHit {
@@ -136,7 +146,7 @@ struct RerankResult {
 struct ClassifyRequest {
   std::string model;
   std::vector<Input> inputs;
-  bool truncate = false;
+  Truncation truncation;
   bool raw_scores = false;
   int top_k = 0;  // > 0: only the k best labels per input
 };
@@ -159,7 +169,7 @@ struct ClassifyResult {
 struct TokenizeRequest {
   std::string model;
   std::vector<Input> inputs;
-  bool truncate = false;
+  Truncation truncation;
 };
 struct Tokenized {
   std::vector<int32_t> input_ids;

@@ -35,9 +35,10 @@ void AppendSpecial(int32_t id, int32_t type_id, Encoding* out) {
   out->sequence_ids.push_back(-1);
 }
 
-void AppendText(const std::vector<TokenSpan>& tokens, int count, int32_t type_id,
+// Appends tokens[first, first + count).
+void AppendText(const std::vector<TokenSpan>& tokens, int first, int count, int32_t type_id,
                 int8_t sequence_id, Encoding* out) {
-  for (int i = 0; i < count; ++i) {
+  for (int i = first; i < first + count; ++i) {
     const TokenSpan& token = tokens[static_cast<size_t>(i)];
     out->input_ids.push_back(token.id);
     out->token_type_ids.push_back(type_id);
@@ -276,7 +277,7 @@ absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
         "text is ", length, " tokens including special tokens, more than max_length ",
         max_length, ", and truncation is off"));
   }
-  return Assemble(tokens, nullptr, max_length);
+  return Assemble(tokens, nullptr, max_length, opts.direction);
 }
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_view b,
@@ -291,17 +292,19 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_v
         "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  return Assemble(tokens_a, &tokens_b, max_length);
+  return Assemble(tokens_a, &tokens_b, max_length, opts.direction);
 }
 
 Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
-                             int max_length) const {
+                             int max_length, TruncationDirection direction) const {
   const bool pair = b != nullptr;
   const int specials = NumSpecialTokens(pair);
   // Inputs are capped at 2^31 bytes, and no family makes more tokens than bytes plus one.
   const int length_a = static_cast<int>(a.size());
   const int length_b = pair ? static_cast<int>(b->size()) : 0;
   const TruncatedLengths kept = TruncateLongestFirst(length_a, length_b, max_length - specials);
+  const int first_a = FirstKeptToken(length_a, kept.first, direction);
+  const int first_b = FirstKeptToken(length_b, kept.second, direction);
 
   Encoding out;
   const int64_t untruncated = int64_t{length_a} + length_b + specials;
@@ -318,10 +321,10 @@ Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<
     case TokenizerFamily::kDeberta:
     case TokenizerFamily::kBert:
       AppendSpecial(ids_.cls, 0, &out);
-      AppendText(a, kept.first, 0, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
       AppendSpecial(ids_.sep, 0, &out);
       if (pair) {
-        AppendText(*b, kept.second, 1, 1, &out);
+        AppendText(*b, first_b, kept.second, 1, 1, &out);
         AppendSpecial(ids_.sep, 1, &out);
       }
       break;
@@ -329,29 +332,29 @@ Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<
     case TokenizerFamily::kRoberta:
       // No token types: MPNetTokenizer and RobertaTokenizer give 0 throughout.
       AppendSpecial(ids_.cls, 0, &out);
-      AppendText(a, kept.first, 0, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
       AppendSpecial(ids_.sep, 0, &out);
       if (pair) {
         AppendSpecial(ids_.sep, 0, &out);
-        AppendText(*b, kept.second, 0, 1, &out);
+        AppendText(*b, first_b, kept.second, 0, 1, &out);
         AppendSpecial(ids_.sep, 0, &out);
       }
       break;
     case TokenizerFamily::kT5:
       // T5 has no token types: both texts get 0, as T5Tokenizer returns.
-      AppendText(a, kept.first, 0, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
       AppendSpecial(ids_.eos, 0, &out);
       if (pair) {
-        AppendText(*b, kept.second, 0, 1, &out);
+        AppendText(*b, first_b, kept.second, 0, 1, &out);
         AppendSpecial(ids_.eos, 0, &out);
       }
       break;
     case TokenizerFamily::kXlnet:
       // Segment ids of XLNetTokenizer: A and its <sep> 0, B and its <sep> 1, <cls> 2.
-      AppendText(a, kept.first, 0, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
       AppendSpecial(ids_.sep, 0, &out);
       if (pair) {
-        AppendText(*b, kept.second, 1, 1, &out);
+        AppendText(*b, first_b, kept.second, 1, 1, &out);
         AppendSpecial(ids_.sep, 1, &out);
       }
       AppendSpecial(ids_.cls, 2, &out);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "server/tokenizer/special_tokens.h"
 #include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/truncation.h"
 
 namespace relserve {
 
@@ -23,6 +24,7 @@ struct TokenizerFiles;
 struct TokenizeOptions {
   int max_length = 0;    // total length including special tokens; 0 = the tokenizer's default
   bool truncate = true;  // false: over-long input is INVALID_ARGUMENT naming the lengths
+  TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
 };
 
 struct Encoding {
@@ -139,7 +141,7 @@ class Tokenizer {
                                                 std::string_view what) const;
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
   Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
-                    int max_length) const;
+                    int max_length, TruncationDirection direction) const;
 
   std::unique_ptr<TextModel> model_;
   TokenizerFamily family_;

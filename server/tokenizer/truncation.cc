@@ -19,4 +19,8 @@ TruncatedLengths TruncateLongestFirst(int first, int second, int budget) {
   return {budget - budget / 2, budget / 2};
 }
 
+int FirstKeptToken(int length, int kept, TruncationDirection direction) {
+  return direction == TruncationDirection::kLeft ? length - kept : 0;
+}
+
 }  // namespace relserve

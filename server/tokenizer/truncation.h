@@ -10,11 +10,21 @@ struct TruncatedLengths {
 };
 
 // transformers' "longest_first" (PreTrainedTokenizerBase.truncate_sequences): while the texts
-// hold more than `budget` tokens, drop the last token of the first text if it is longer than
+// hold more than `budget` tokens, drop a token of the first text if it is longer than
 // the second, otherwise of the second. Ties therefore cut the second text. For a single text
-// pass second = 0: it is then cut from the end. Tokens are always dropped from the end.
+// pass second = 0. Which end of each text loses the tokens is FirstKeptToken's business.
 // Requires first, second, budget >= 0.
 TruncatedLengths TruncateLongestFirst(int first, int second, int budget);
+
+// Which end of a text loses its tokens: kRight its last ones (transformers' default
+// truncation_side "right"), kLeft its first ones (truncation_side "left", TEI's
+// truncation_direction "Left": the end of a long text is kept). Only text tokens are dropped;
+// the family's template ([CLS] ... [SEP], ... </s>) is built around what is kept.
+enum class TruncationDirection { kRight, kLeft };
+
+// The index of the first token kept when `kept` of a text's `length` tokens survive: 0 from
+// the right, length - kept from the left. Requires 0 <= kept <= length.
+int FirstKeptToken(int length, int kept, TruncationDirection direction);
 
 }  // namespace relserve
 

@@ -16,16 +16,17 @@ namespace relserve {
 absl::Status RunAccuracyCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert({"batch", "seq"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags()));
   ASSIGN_OR_RETURN(int batch, args.Int("batch", 8));
   ASSIGN_OR_RETURN(int seq, args.Int("seq", 128));
   if (batch < 1 || seq < 1) return absl::InvalidArgumentError("--batch and --seq must be positive");
-  ASSIGN_OR_RETURN(auto reduced, LoadEngineFromFlags(args));
+  std::string dir;
+  ASSIGN_OR_RETURN(auto reduced, LoadEngineFromFlags(args, &dir));
   EngineOptions f32_options;
   f32_options.pooling = args.String("pooling");
   f32_options.device = args.String("device", "cpu");
   ASSIGN_OR_RETURN(f32_options.max_length, args.Int("max-length", 0));
-  ASSIGN_OR_RETURN(auto full, Engine::Load(args.String("model"), f32_options));
+  ASSIGN_OR_RETURN(auto full, Engine::Load(dir, f32_options));
 
   // Lengths spread over [seq/4, seq] so that padding is part of what is compared.
   std::mt19937 rng(42);

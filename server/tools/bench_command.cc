@@ -20,7 +20,7 @@ namespace relserve {
 absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert({"batch", "seq", "iters", "warmup", "gemm-size"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"no-gemm"}));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-gemm"})));
   ASSIGN_OR_RETURN(int batch, args.Int("batch", 8));
   ASSIGN_OR_RETURN(int seq, args.Int("seq", 128));
   ASSIGN_OR_RETURN(int iters, args.Int("iters", 10));

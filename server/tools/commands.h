@@ -17,6 +17,8 @@ absl::Status RunCreateCommand(const std::vector<std::string>& args);
 absl::Status RunBenchCommand(const std::vector<std::string>& args);
 absl::Status RunInfoCommand(const std::vector<std::string>& args);
 absl::Status RunAccuracyCommand(const std::vector<std::string>& args);
+absl::Status RunDownloadCommand(const std::vector<std::string>& args);
+absl::Status RunConvertCommand(const std::vector<std::string>& args);
 
 }  // namespace relserve
 

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "server/hub/model_resolver.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -11,8 +12,26 @@ const std::set<std::string>& EngineFlagNames() {
   return kNames;
 }
 
-absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args) {
-  ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
+std::set<std::string> WithModelBooleanFlags(std::set<std::string> own) {
+  own.insert("offline");
+  return own;
+}
+
+absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args) {
+  ASSIGN_OR_RETURN(std::string spec, args.Required("model"));
+  if (!NamesHubModel(spec)) return spec;
+  ASSIGN_OR_RETURN(HubSettings settings, HubSettingsFromEnvironment());
+  if (args.Bool("offline")) {
+    settings.offline = true;
+    settings.offline_source = "--offline";
+  }
+  DownloadProgress progress = DownloadProgress::ForStandardError();
+  return ResolveModelDir(spec, settings, &progress);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args, std::string* loaded_dir) {
+  ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
+  if (loaded_dir != nullptr) *loaded_dir = dir;
   ASSIGN_OR_RETURN(int threads, args.Int("threads", static_cast<int>(std::thread::hardware_concurrency())));
   SetComputeThreads(threads);
   EngineOptions options;

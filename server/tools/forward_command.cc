@@ -71,7 +71,7 @@ absl::Status ReadMatrix(const nlohmann::json& j, const char* key, const std::str
 absl::Status RunForwardCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert({"inputs", "output"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"pooled"}));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"pooled"})));
   ASSIGN_OR_RETURN(std::string inputs_path, args.Required("inputs"));
   ASSIGN_OR_RETURN(std::string output_path, args.Required("output"));
   ASSIGN_OR_RETURN(nlohmann::json inputs, ReadJsonFile(inputs_path));

@@ -9,7 +9,7 @@
 namespace relserve {
 
 absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, EngineFlagNames()));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, EngineFlagNames(), WithModelBooleanFlags()));
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
   const ModelInfo& i = engine->info();
   nlohmann::json out = {{"architecture", i.architecture}, {"model_type", i.model_type},

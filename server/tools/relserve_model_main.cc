@@ -1,4 +1,5 @@
-// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info).
+// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info,
+// accuracy), Hub downloads (download) and checkpoint conversion (convert).
 #include <exception>
 #include <iostream>
 #include <string>
@@ -25,7 +26,9 @@ const std::vector<Command>& Commands() {
        "transformers' forward on a padded batch (input_ids, attention_mask, token_type_ids);\n"
        "writes last_hidden_state, hidden_state_0..N and logits as float32 (--pooled: the pooled output too)",
        true, relserve::RunForwardCommand},
-      {"tokenize", "--model DIR [--max-length N] [--no-truncate] [--padding longest|max_length]",
+      {"tokenize",
+       "--model DIR|ORG/REPO[@REVISION] [--max-length N] [--no-truncate] [--offline]\n"
+       "[--padding longest|max_length]",
        "one text per line on stdin (a tab separates a pair); JSON lines out (input_ids, attention_mask,\n"
        "token_type_ids, truncated); a line that fails prints {\"error\": ...} and the exit code is 1;\n"
        "--padding pads every line to the longest one, or to the max length, on the family's side\n"
@@ -50,11 +53,23 @@ const std::vector<Command>& Commands() {
       {"accuracy", "--model DIR --dtype bfloat16|float16 [--batch B --seq L]",
        "cosine of pooled embeddings and max |logit difference| against float32", true,
        relserve::RunAccuracyCommand},
+      {"download", "--model ORG/REPO[@REVISION] [--offline]",
+       "fetches what the Hub model needs into the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or\n"
+       "~/.cache/huggingface/hub; HF_ENDPOINT, HF_TOKEN) and prints its snapshot's folder; --offline\n"
+       "checks the cache only",
+       false, relserve::RunDownloadCommand},
+      {"convert", "--model DIR --out DIR [--overwrite]",
+       "writes the model's weights (pytorch_model.bin, sharded or not, or safetensors) as model.safetensors\n"
+       "in --out, with copies of its config, tokenizer and sentence-transformers files; a summary as JSON",
+       false, relserve::RunConvertCommand},
   };
   return kCommands;
 }
 
 constexpr char kEngineOptions[] = R"(options of commands that load a model:
+  --model DIR|ORG/REPO[@REVISION]    a model directory, or a Hub model fetched into the Hugging Face
+                                     cache (a path that exists wins)
+  --offline                          Hub models from the cache only, no network (as HF_HUB_OFFLINE=1)
   --dtype float32|bfloat16|float16   weights and activations (default float32)
   --device cpu|cuda|cuda:N          where the model runs (default cpu; cuda needs a CUDA build)
   --threads N                        compute threads (default: all cores)

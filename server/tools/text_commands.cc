@@ -77,8 +77,9 @@ absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length", "padding"}, {"no-truncate"}));
-  ASSIGN_OR_RETURN(std::string dir, args.Required("model"));
+  ASSIGN_OR_RETURN(CliArgs args,
+                   CliArgs::Parse(argv, {"model", "max-length", "padding"}, WithModelBooleanFlags({"no-truncate"})));
+  ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
   ASSIGN_OR_RETURN(auto tokenizer, LoadDirectoryTokenizer(dir));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
@@ -128,7 +129,7 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
 absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert("batch-size");
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"no-truncate"}));
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-truncate"})));
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));

@@ -15,7 +15,8 @@ TEST(ClientFlagsTest, EmbedWithOptionsAndTexts) {
   EXPECT_EQ(c->name, "embed");
   EXPECT_EQ(c->request.model, "m");
   EXPECT_TRUE(c->request.normalize);
-  EXPECT_FALSE(c->request.truncate);
+  EXPECT_FALSE(c->request.truncate.has_value());  // not sent: the server decides
+  EXPECT_EQ(c->request.truncation_direction, "");
   EXPECT_EQ(c->request.dimensions, 64);
   EXPECT_THAT(c->args, ElementsAre("text one", "text two"));
   EXPECT_EQ(c->connection.target, "127.0.0.1:50051");
@@ -107,7 +108,13 @@ TEST(ClientFlagsTest, SwitchesTakeExplicitValues) {
   auto c = ParseClientArgs({"embed", "--normalize=false", "--truncate=true", "x"});
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_FALSE(c->request.normalize);
-  EXPECT_TRUE(c->request.truncate);
+  EXPECT_EQ(c->request.truncate, std::optional<bool>(true));
+  auto refuse = ParseClientArgs({"embed", "--truncate=false", "--truncation-direction", "left", "x"});
+  ASSERT_TRUE(refuse.ok()) << refuse.status();
+  EXPECT_EQ(refuse->request.truncate, std::optional<bool>(false));
+  EXPECT_EQ(refuse->request.truncation_direction, "left");
+  auto bad = ParseClientArgs({"embed", "--truncation-direction", "Left", "x"});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClientFlagsTest, DoubleDashEndsFlags) {

@@ -161,5 +161,23 @@ TEST(RequestBuildingTest, FlagsBecomeRequestFields) {
   EXPECT_TRUE(rerank.truncate());
 }
 
+TEST(RequestBuildingTest, TruncateIsSentOnlyWhenGiven) {
+  RequestOptions o;
+  auto inputs = *InputsFromArgs({"a"}, false, false);
+  const v1::EmbedRequest unsaid = BuildEmbedRequest(o, inputs);
+  EXPECT_FALSE(unsaid.has_truncate());  // the server's --auto-truncate decides
+  EXPECT_EQ(unsaid.truncation_direction(), v1::TRUNCATION_DIRECTION_UNSPECIFIED);
+  o.truncate = false;
+  o.truncation_direction = "left";
+  for (const bool has : {BuildEmbedRequest(o, inputs).has_truncate(), BuildClassifyRequest(o, inputs).has_truncate(),
+                         BuildEmbedTokensRequest(o, inputs).has_truncate(),
+                         BuildTokenizeRequest(o, inputs).has_truncate(), BuildRerankRequest(o, "q", {"d"}).has_truncate()}) {
+    EXPECT_TRUE(has);
+  }
+  EXPECT_FALSE(BuildEmbedRequest(o, inputs).truncate());
+  EXPECT_EQ(BuildRerankRequest(o, "q", {"d"}).truncation_direction(), v1::TRUNCATION_DIRECTION_LEFT);
+  EXPECT_EQ(BuildTokenizeRequest(o, inputs).truncation_direction(), v1::TRUNCATION_DIRECTION_LEFT);
+}
+
 }  // namespace
 }  // namespace relserve::client

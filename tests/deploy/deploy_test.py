@@ -32,7 +32,10 @@ except ImportError:  # Debian package python3-yaml (scripts/install-deps.sh)
 
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
-OVERLAYS = ["overlays/cpu", "overlays/gpu"]
+OVERLAYS = ["overlays/cpu", "overlays/gpu", "overlays/hub-cpu"]
+
+# A Hugging Face Hub id as --model takes it: org/repo[@revision].
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@\S+)?")
 
 # Labels that Prometheus attaches to every scraped series (the ServiceMonitor's target labels),
 # and series that Prometheus makes itself; neither comes from relserve.
@@ -289,7 +292,8 @@ def check_probes(name, ctr, arg, grpc_port, metrics_port):
     every probe, so they also fail when the listener stops accepting (gRPC 1.51 after EMFILE),
     and they exercise the gRPC server itself. The kubelet's gRPC probe cannot speak TLS, so a
     server with --tls-cert is probed with httpGet /healthz on the metrics port instead: relserve's
-    listener self-check makes /healthz fail in the same case (and it works for TLS)."""
+    listener self-check makes /healthz fail in the same case (and it works for TLS). Never the
+    HTTP API's GET /health: it waits for one of the HTTP threads that load keeps busy."""
     problems = []
     tls = arg.get("tls-cert") not in (None, "")
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -308,6 +312,63 @@ def check_probes(name, ctr, arg, grpc_port, metrics_port):
             problems.append("%s: %s is not a gRPC probe" % (name, probe))
         elif p["grpc"].get("port") != grpc_port:
             problems.append("%s: %s port %s vs grpc %s" % (name, probe, p["grpc"].get("port"), grpc_port))
+    return problems
+
+
+def env_value(container, name):
+    for e in container.get("env", []):
+        if e.get("name") == name:
+            return e.get("value")
+    return None
+
+
+def check_hub_models(name, pod, ctr, arg, hub_models, claims):
+    """Problems with serving Hub models: each must be fetched before relserve starts by an init
+    container that runs `relserve-model download --model ID` with the same image, into a cache
+    volume that relserve mounts read-only at the same HF_HUB_CACHE; relserve runs --offline, so
+    it never reaches the network and fails clearly if the cache lacks something."""
+    problems = []
+    inits = pod.get("initContainers", [])
+    downloads = {}
+    for init in inits:
+        line = [str(x) for x in init.get("command", []) + init.get("args", [])]
+        if len(line) >= 4 and line[0].endswith("relserve-model") and line[1] == "download":
+            downloads[dict(zip(line[2::2], line[3::2])).get("--model")] = init
+    for model in hub_models:
+        init = downloads.get(model)
+        if init is None:
+            problems.append("%s: no init container runs `relserve-model download --model %s` (downloads: %s)"
+                            % (name, model, sorted(k for k in downloads if k)))
+            continue
+        if init.get("image") != ctr.get("image"):
+            problems.append("%s: init container %s runs %s, relserve runs %s" % (name, init["name"], init.get("image"), ctr.get("image")))
+        cache = env_value(init, "HF_HUB_CACHE")
+        if cache is None or env_value(ctr, "HF_HUB_CACHE") != cache:
+            problems.append("%s: HF_HUB_CACHE %s in init container %s, %s in relserve" % (name, cache, init["name"], env_value(ctr, "HF_HUB_CACHE")))
+            continue
+        init_mount = {m["mountPath"]: m for m in init.get("volumeMounts", [])}.get(cache)
+        ctr_mount = {m["mountPath"]: m for m in ctr.get("volumeMounts", [])}.get(cache)
+        if init_mount is None or init_mount.get("readOnly"):
+            problems.append("%s: init container %s does not mount %s writable" % (name, init["name"], cache))
+        if ctr_mount is None or ctr_mount.get("readOnly") is not True:
+            problems.append("%s: relserve does not mount the cache %s read-only" % (name, cache))
+        if init_mount is not None and ctr_mount is not None and init_mount["name"] != ctr_mount["name"]:
+            problems.append("%s: the init container and relserve mount different volumes at %s" % (name, cache))
+        vols = {v["name"]: v for v in pod.get("volumes", [])}
+        vol = vols.get((ctr_mount or {}).get("name"))
+        if vol is None:
+            problems.append("%s: no volume for the cache %s" % (name, cache))
+        elif "persistentVolumeClaim" in vol and vol["persistentVolumeClaim"].get("claimName") not in claims:
+            problems.append("%s: the cache's claim %s is not among the objects" % (name, vol["persistentVolumeClaim"].get("claimName")))
+        isc = init.get("securityContext", {})
+        if isc.get("readOnlyRootFilesystem") is not True or isc.get("allowPrivilegeEscalation") is not False \
+                or isc.get("capabilities", {}).get("drop") != ["ALL"]:
+            problems.append("%s: init container %s is not locked down as relserve is" % (name, init["name"]))
+        res = init.get("resources", {})
+        if res.get("requests") != res.get("limits"):
+            problems.append("%s: init container %s requests differ from its limits (the pod loses Guaranteed QoS)" % (name, init["name"]))
+    if hub_models and arg.get("offline", "absent") not in (None, "true"):
+        problems.append("%s: relserve serves Hub models without --offline: it would reach the network at start" % name)
     return problems
 
 
@@ -337,12 +398,20 @@ def check_overlay(c, name, objs, flags):
             if flag != "model":
                 c.check(flag not in arg, "%s: --%s given twice" % (name, flag))
             arg[flag] = value
-    c.check(any(f == "model" and v and "=/models/" in v for f, v in args),
-            "%s: no --model NAME=/models/DIR" % name)
+    models = [v for f, v in args if f == "model"]
+    hub_models = [v.split("=", 1)[1] for v in models if v and "=" in v and HUB_ID.fullmatch(v.split("=", 1)[1])]
+    c.check(models and all(v and ("=/models/" in v or v.split("=", 1)[1] in hub_models) for v in models),
+            "%s: every --model must be NAME=/models/DIR or NAME=org/repo[@revision]: %s" % (name, models))
 
     ports = {p["name"]: p["containerPort"] for p in ctr.get("ports", [])}
-    c.check(set(ports) == {"grpc", "metrics"}, "%s: container ports %s, expected grpc and metrics" % (name, ports))
+    c.check(set(ports) == {"grpc", "http", "metrics"},
+            "%s: container ports %s, expected grpc, http and metrics" % (name, ports))
     grpc_port, metrics_port = ports.get("grpc"), ports.get("metrics")
+    http_addr = arg.get("http-address", "0.0.0.0:8080")
+    c.check(http_addr.rsplit(":", 1)[-1] == str(ports.get("http")),
+            "%s: --http-address %s vs containerPort http %s" % (name, http_addr, ports.get("http")))
+    c.check(not http_addr.startswith("127.") and not http_addr.startswith("localhost"),
+            "%s: --http-address %s is loopback" % (name, http_addr))
     addr = arg.get("grpc-address", "0.0.0.0:50051")
     c.check(addr.rsplit(":", 1)[-1] == str(grpc_port), "%s: --grpc-address %s vs containerPort grpc %s" % (name, addr, grpc_port))
     c.check(not addr.startswith("127.") and not addr.startswith("localhost"), "%s: --grpc-address %s is loopback" % (name, addr))
@@ -377,13 +446,18 @@ def check_overlay(c, name, objs, flags):
 
     mounts = {m["mountPath"]: m for m in ctr.get("volumeMounts", [])}
     vols = {v["name"]: v for v in pod.get("volumes", [])}
-    m = mounts.get("/models")
-    c.check(m is not None and m.get("readOnly") is True, "%s: /models not mounted read-only" % name)
-    if m is not None:
-        claim = vols.get(m["name"], {}).get("persistentVolumeClaim", {}).get("claimName")
-        c.check(claim == "relserve-models", "%s: /models is not the relserve-models claim" % name)
     pvcs = [p["metadata"]["name"] for p in by_kind(objs, "PersistentVolumeClaim")]
-    c.check(pvcs == ["relserve-models"], "%s: PVCs %s" % (name, pvcs))
+    claims = sorted(v["persistentVolumeClaim"]["claimName"] for v in vols.values() if "persistentVolumeClaim" in v)
+    c.check(sorted(pvcs) == claims, "%s: PVCs %s, claims the pods use %s" % (name, pvcs, claims))
+    if hub_models:
+        c.extend(check_hub_models(name, pod, ctr, arg, hub_models, pvcs))
+    else:
+        m = mounts.get("/models")
+        c.check(m is not None and m.get("readOnly") is True, "%s: /models not mounted read-only" % name)
+        if m is not None:
+            claim = vols.get(m["name"], {}).get("persistentVolumeClaim", {}).get("claimName")
+            c.check(claim == "relserve-models", "%s: /models is not the relserve-models claim" % name)
+        c.check(pvcs == ["relserve-models"], "%s: PVCs %s" % (name, pvcs))
 
     # Services: the headless one for client-side balancing, the ClusterIP one with the metrics port.
     services = {s["metadata"]["name"]: s for s in by_kind(objs, "Service")}
@@ -399,6 +473,8 @@ def check_overlay(c, name, objs, flags):
                     "%s: Service %s port %s (%s -> %s) does not match the container" % (name, sname, p["name"], p["port"], target))
     for h in headless:
         c.check([p["name"] for p in h["spec"]["ports"]] == ["grpc"], "%s: headless Service must carry the grpc port" % name)
+    c.check(any("http" in [p["name"] for p in s["spec"]["ports"]] for s in services.values() if s not in headless),
+            "%s: no ClusterIP Service carries the http port" % name)
 
     sm = by_kind(objs, "ServiceMonitor")[0]
     scraped = [s for s in services.values() if selects(sm["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
@@ -831,6 +907,36 @@ class SelfTest(unittest.TestCase):
         self.assertEqual(check_probes("t", healthz, tls, 50051, 9090), [])
         self.assertEqual(len(check_probes("t", healthz, tls, 50051, 9091)), 3)
         self.assertEqual(len(check_probes("t", {}, {}, 50051, 9090)), 3)
+        # The HTTP API's GET /health waits for a free HTTP thread: never a probe, TLS or not.
+        api_health = {p: {"httpGet": {"path": "/health", "port": 8080}}
+                      for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertEqual(len(check_probes("t", api_health, {}, 50051, 9090)), 3)
+        self.assertEqual(len(check_probes("t", api_health, tls, 50051, 9090)), 3)
+
+    def test_hub_models(self):
+        cache_mount = {"name": "hf-cache", "mountPath": "/hf-cache"}
+        init = {"name": "download-model", "image": "relserve:latest", "command": ["relserve-model"],
+                "args": ["download", "--model", "org/repo@v1"], "env": [{"name": "HF_HUB_CACHE", "value": "/hf-cache"}],
+                "volumeMounts": [cache_mount],
+                "securityContext": {"readOnlyRootFilesystem": True, "allowPrivilegeEscalation": False,
+                                    "capabilities": {"drop": ["ALL"]}},
+                "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}
+        ctr = {"image": "relserve:latest", "env": [{"name": "HF_HUB_CACHE", "value": "/hf-cache"}],
+               "volumeMounts": [dict(cache_mount, readOnly=True)]}
+        pod = {"initContainers": [init], "volumes": [{"name": "hf-cache", "persistentVolumeClaim": {"claimName": "c"}}]}
+        arg = {"offline": "true"}
+        self.assertEqual(check_hub_models("t", pod, ctr, arg, ["org/repo@v1"], ["c"]), [])
+        self.assertIn("no init container runs", check_hub_models("t", pod, ctr, arg, ["org/other"], ["c"])[0])
+        self.assertIn("without --offline", check_hub_models("t", pod, ctr, {}, ["org/repo@v1"], ["c"])[0])
+        self.assertIn("is not among the objects", check_hub_models("t", pod, ctr, arg, ["org/repo@v1"], [])[0])
+        writable = dict(ctr, volumeMounts=[cache_mount])
+        self.assertIn("read-only", check_hub_models("t", pod, writable, arg, ["org/repo@v1"], ["c"])[0])
+        other_cache = dict(ctr, env=[{"name": "HF_HUB_CACHE", "value": "/cache"}])
+        self.assertIn("HF_HUB_CACHE", check_hub_models("t", pod, other_cache, arg, ["org/repo@v1"], ["c"])[0])
+        other_image = dict(ctr, image="relserve:cuda")
+        self.assertIn("runs relserve:latest", check_hub_models("t", pod, other_image, arg, ["org/repo@v1"], ["c"])[0])
+        self.assertTrue(HUB_ID.fullmatch("cross-encoder/nli-deberta-v3-small"))
+        self.assertFalse(HUB_ID.fullmatch("/models/default"))
 
     def test_args(self):
         self.assertEqual(parse_args_list(["--model", "a=/m", "--metrics-port=9090", "x"]),

@@ -2,7 +2,8 @@
 # The Docker image, run for real: a container of relserve:latest (or $RELSERVE_DOCKER_IMAGE)
 # serves a model directory mounted read-only at /models/default. Checks that Docker's own
 # HEALTHCHECK turns healthy, that an Embed through the published port equals what the engine
-# computes offline for the same text, that /metrics answers, that the server runs as the
+# computes offline for the same text, that the HTTP API on its published port gives the same
+# embedding, that /metrics answers, that the server runs as the
 # unprivileged user, that it sizes its workers by the container's CPU limit, that every binary
 # finds its libraries, that `docker stop` drains and exits
 # 0, and that a missing model directory stops the container with a message naming it.
@@ -40,11 +41,12 @@ missing=$(docker run --rm --entrypoint sh "$image" -c \
 [ -z "$missing" ] || { echo "FAILED: libraries missing in the image:"; echo "$missing"; exit 1; }
 
 # A CPU limit of 1.5: relserve must plan for one CPU, not for the host's cores.
-docker run -d --name "$name" --cpus 1.5 -p 127.0.0.1::50051 -p 127.0.0.1::9090 \
+docker run -d --name "$name" --cpus 1.5 -p 127.0.0.1::50051 -p 127.0.0.1::8080 -p 127.0.0.1::9090 \
   -v "$work/models:/models:ro" "$image" > /dev/null
 grpc_port=$(docker port "$name" 50051/tcp | sed -n '1s/.*://p')
+http_port=$(docker port "$name" 8080/tcp | sed -n '1s/.*://p')
 metrics_port=$(docker port "$name" 9090/tcp | sed -n '1s/.*://p')
-echo "container $name: gRPC on 127.0.0.1:$grpc_port, metrics on 127.0.0.1:$metrics_port"
+echo "container $name: gRPC on 127.0.0.1:$grpc_port, HTTP on 127.0.0.1:$http_port, metrics on 127.0.0.1:$metrics_port"
 
 # Docker's HEALTHCHECK (relserve-client health inside the container) decides.
 health=""
@@ -71,6 +73,21 @@ assert len(served) == len(offline) == 32, (len(served), len(offline))
 diff = max(abs(a - b) for a, b in zip(served, offline))
 assert diff < 1e-5, "served and offline embeddings differ by %g" % diff
 print("embedding matches the offline engine (max |diff| %.2g)" % diff)
+PY
+
+# The HTTP API on its published port (OpenAI's route, as the README's curl example calls it):
+# the same embedding (the model normalises, so OpenAI's normalisation changes nothing).
+$py - "$http_port" "$text" "$work/served.json" <<'PY'
+import json, sys, urllib.request
+request = urllib.request.Request("http://127.0.0.1:%s/v1/embeddings" % sys.argv[1],
+                                 data=json.dumps({"input": sys.argv[2]}).encode(),
+                                 headers={"Content-Type": "application/json"})
+answer = json.load(urllib.request.urlopen(request, timeout=30))
+got = answer["data"][0]["embedding"]
+served = json.load(open(sys.argv[3]))["embeddings"][0]["values"]
+diff = max(abs(a - b) for a, b in zip(got, served))
+assert len(got) == len(served) and diff < 1e-5, "HTTP and gRPC embeddings differ by %g" % diff
+print("HTTP /v1/embeddings matches gRPC (max |diff| %.2g)" % diff)
 PY
 
 # /metrics on the published metrics port counts the call.

@@ -69,11 +69,17 @@ const Tokenizer& Pick(bool t5, bool lower_case) {
 
 // Checks the tokens of one text inside an encoding against that text's raw pieces.
 void CheckText(const Tokenizer& tokenizer, const Encoding& enc, int8_t sequence,
-               std::string_view text) {
+               std::string_view text, TruncationDirection direction) {
   auto raw = tokenizer.EncodeRaw(text);
   FUZZ_CHECK(raw.ok(), "EncodeRaw refused what Encode accepted: %s",
              raw.status().ToString().c_str());
-  size_t kept = 0;
+  size_t count = 0;
+  for (int8_t s : enc.sequence_ids) count += s == sequence ? 1 : 0;
+  FUZZ_CHECK(count <= raw->size(), "text %d has %zu tokens, more than its %zu pieces", sequence,
+             count, raw->size());
+  // The kept pieces are a run of the raw ones: their start (right) or their end (left).
+  size_t kept = direction == TruncationDirection::kLeft ? raw->size() - count : 0;
+  const size_t first = kept;
   for (size_t i = 0; i < enc.input_ids.size(); ++i) {
     if (enc.sequence_ids[i] != sequence) continue;
     const auto [begin, end] = enc.offsets[i];
@@ -84,9 +90,8 @@ void CheckText(const Tokenizer& tokenizer, const Encoding& enc, int8_t sequence,
                "token %zu of text %d is not raw piece %zu", i, sequence, kept);
     ++kept;
   }
-  // Truncation only ever drops pieces from the end.
-  FUZZ_CHECK(enc.truncated || kept == raw->size(), "text %d lost %zu pieces without truncation",
-             sequence, raw->size() - kept);
+  FUZZ_CHECK(enc.truncated || (first == 0 && kept == raw->size()),
+             "text %d lost %zu pieces without truncation", sequence, raw->size() - count);
 }
 
 }  // namespace
@@ -100,6 +105,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   TokenizeOptions opts;
   opts.truncate = !(data[0] & 4);
   const bool lower_case = data[0] & 8;
+  opts.direction = data[0] & 16 ? TruncationDirection::kLeft : TruncationDirection::kRight;
   opts.max_length = data[1] <= 250 ? data[1] : 250 - data[1];
   const std::string_view text(reinterpret_cast<const char*>(data + 3), size - 3);
   const size_t split = text.size() * data[2] / 256;
@@ -136,7 +142,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (sequence == -1) ++specials;
   }
   FUZZ_CHECK(specials == tokenizer.NumSpecialTokens(pair), "%d special tokens", specials);
-  CheckText(tokenizer, *enc, 0, a);
-  if (pair) CheckText(tokenizer, *enc, 1, b);
+  CheckText(tokenizer, *enc, 0, a, opts.direction);
+  if (pair) CheckText(tokenizer, *enc, 1, b, opts.direction);
   return 0;
 }

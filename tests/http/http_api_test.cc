@@ -224,6 +224,37 @@ TEST_F(HttpApiTest, TeiEmbedEqualsGrpcWithTeiDefaults) {
   EXPECT_EQ(single.body.size(), 1u);
 }
 
+// A text of about 600 tokens whose start and end differ.
+std::string LongText() {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += " word" + std::to_string(i);
+  return text;
+}
+
+// TEI's truncation_direction "Left" is the gRPC API's TRUNCATION_DIRECTION_LEFT: the end of the
+// text is kept.
+TEST_F(HttpApiTest, TeiLeftTruncationEqualsGrpc) {
+  const Reply left = Post(http(), "/embed", {{"inputs", LongText()}, {"truncate", true}, {"truncation_direction", "Left"}});
+  ASSERT_EQ(left.status, 200) << left.raw;
+  const Reply right = Post(http(), "/embed", {{"inputs", LongText()}, {"truncate", true}});
+  ASSERT_EQ(right.status, 200) << right.raw;
+  v1::EmbedRequest req;
+  req.set_normalize(true);
+  req.set_truncate(true);
+  req.add_inputs()->set_text(LongText());
+  req.set_truncation_direction(v1::TRUNCATION_DIRECTION_LEFT);
+  const v1::EmbedResponse want_left = GrpcEmbed(req);
+  req.set_truncation_direction(v1::TRUNCATION_DIRECTION_RIGHT);
+  const v1::EmbedResponse want_right = GrpcEmbed(req);
+  EXPECT_LE(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_left.embeddings(0))), 1e-6);
+  EXPECT_LE(MaxDiff(right.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-6);
+  EXPECT_GT(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
+  // Without truncate the direction alone cuts nothing: refused as over-long.
+  const Reply refused = Post(http(), "/embed", {{"inputs", LongText()}, {"truncation_direction", "Left"}});
+  EXPECT_EQ(refused.status, 422) << refused.raw;
+  EXPECT_THAT(refused.body["error"].get<std::string>(), HasSubstr("truncation is off"));
+}
+
 TEST_F(HttpApiTest, CohereRerankEqualsGrpc) {
   const std::vector<std::string> docs = {"a model server", "a recipe for soup", "relative attention encoders"};
   const Reply r = Post(http(), "/v1/rerank",
@@ -398,6 +429,87 @@ TEST(HttpApiDefaultModelTest, TeiRerankAndPredictUseTheDefaultModelAndEqualGrpc)
       }
     }
   }
+}
+
+// --auto-truncate on every route: requests that do not say are cut (OpenAI's and Cohere's
+// have no such field); TEI's "truncate": false still refuses; /info reports it.
+TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
+  auto refusing = StartServer({}, 16 << 20);
+  ASSERT_NE(refusing, nullptr);
+  EXPECT_EQ(Post(refusing->http_port(), "/v1/embeddings", {{"input", LongText()}}).status, 422);
+  EXPECT_EQ(Call(refusing->http_port(), "GET", "/info").body["auto_truncate"], false);
+  refusing.reset();
+
+  ServerConfig config = TestServerConfig();
+  config.auto_truncate = true;
+  auto server = RelserveServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->http_port();
+  const Reply openai = Post(port, "/v1/embeddings", {{"input", {LongText(), "short"}}});
+  ASSERT_EQ(openai.status, 200) << openai.raw;
+  EXPECT_EQ(openai.body["data"].size(), 2u);
+  const Reply tei = Post(port, "/embed", {{"inputs", LongText()}});
+  ASSERT_EQ(tei.status, 200) << tei.raw;
+  const Reply tei_null = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", nullptr}});
+  EXPECT_EQ(tei_null.status, 200) << tei_null.raw;
+  const Reply tei_no = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", false}});
+  EXPECT_EQ(tei_no.status, 422) << tei_no.raw;
+  EXPECT_THAT(tei_no.body["error"].get<std::string>(), HasSubstr("inputs[0].text"));
+  const Reply cohere =
+      Post(port, "/v1/rerank", {{"model", "reranker"}, {"query", "what"}, {"documents", {LongText(), "short"}}});
+  ASSERT_EQ(cohere.status, 200) << cohere.raw;
+  EXPECT_EQ(cohere.body["results"].size(), 2u);
+  EXPECT_EQ(Call(port, "GET", "/info").body["auto_truncate"], true);
+  // The same embedding as gRPC's for the same request without `truncate`.
+  v1::EmbedRequest req;
+  req.set_normalize(true);
+  req.add_inputs()->set_text(LongText());
+  v1::EmbedResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(Connect((*server)->grpc_port())->Embed(&ctx, req, &want).ok());
+  EXPECT_TRUE(want.embeddings(0).truncated());
+  EXPECT_LE(MaxDiff(tei.body[0].get<std::vector<float>>(), Values(want.embeddings(0))), 1e-6);
+}
+
+// Deadlines end to end: X-Request-Timeout (shorter than --http-request-timeout) and the flag
+// itself. A call too large to finish in time is 504 in its route's error shape and counted as
+// DEADLINE_EXCEEDED; the server goes on serving.
+TEST(HttpApiDeadlineTest, ACallPastItsDeadlineIs504AndTheServerGoesOn) {
+  auto server = StartServer({}, 16 << 20);
+  ASSERT_NE(server, nullptr);
+  const int port = server->http_port();
+  json inputs = json::array();
+  for (int i = 0; i < 200; ++i) inputs.push_back(LongText().substr(0, 400) + std::to_string(i));  // ~280 tokens
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(120, 0);
+  auto openai = client.Post("/v1/embeddings", {{"X-Request-Timeout", "1ms"}}, json{{"input", inputs}}.dump(),
+                            "application/json");
+  ASSERT_TRUE(openai);
+  EXPECT_EQ(openai->status, 504) << openai->body.substr(0, 600);
+  EXPECT_EQ(json::parse(openai->body)["error"]["code"], "deadline_exceeded");
+  auto tei = client.Post("/embed", {{"X-Request-Timeout", "0.001"}}, json{{"inputs", inputs}}.dump(),
+                         "application/json");
+  ASSERT_TRUE(tei);
+  EXPECT_EQ(tei->status, 504) << tei->body.substr(0, 300);
+  EXPECT_EQ(json::parse(tei->body)["error_type"], "Backend");
+  EXPECT_EQ(Post(port, "/embed", {{"inputs", "still served"}}).status, 200);
+  auto bad = client.Post("/embed", {{"X-Request-Timeout", "later"}}, R"({"inputs": "x"})", "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("X-Request-Timeout"));
+  int code = 0;
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics", &code);
+  EXPECT_THAT(metrics, HasSubstr("relserve_requests_total{code=\"DEADLINE_EXCEEDED\",model=\"embedder\",rpc=\"POST "
+                                 "/v1/embeddings\"} 1"));
+  server.reset();
+
+  ServerConfig config = TestServerConfig();
+  config.http_request_timeout = absl::Milliseconds(1);
+  auto strict = RelserveServer::Start(config);
+  ASSERT_TRUE(strict.ok()) << strict.status();
+  const Reply late = Post((*strict)->http_port(), "/embed", {{"inputs", inputs}});
+  EXPECT_EQ(late.status, 504) << late.raw.substr(0, 300);
+  EXPECT_EQ(Call((*strict)->http_port(), "GET", "/v1/models").status, 200);  // answered without waiting
 }
 
 // A client that disconnects while its call waits cancels the call: its sequences still queued

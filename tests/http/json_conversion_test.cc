@@ -166,19 +166,38 @@ TEST(TeiTest, EmbedDefaultsAndOptions) {
   auto r = ParseTeiEmbed(Body(R"({"inputs": "hello"})"));
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_TRUE(r->normalize);  // TEI's default
-  EXPECT_FALSE(r->truncate);
+  EXPECT_FALSE(r->truncation.truncate.has_value());  // absent: the server's --auto-truncate decides
+  EXPECT_EQ(r->truncation.direction, TruncationDirection::kRight);
   EXPECT_EQ(r->model, "");
   auto o = ParseTeiEmbed(
       Body(R"({"inputs": ["a", [1, 2]], "normalize": false, "truncate": true, "truncation_direction": "Right",
                "dimensions": 8})"));
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_FALSE(o->normalize);
-  EXPECT_TRUE(o->truncate);
+  EXPECT_EQ(o->truncation.truncate, std::optional<bool>(true));
+  EXPECT_EQ(o->truncation.direction, TruncationDirection::kRight);
   EXPECT_EQ(o->dimensions, 8);
+  for (const char* left : {R"({"inputs": "a", "truncate": false, "truncation_direction": "Left"})",
+                           R"({"inputs": "a", "truncate": false, "truncation_direction": "left"})"}) {
+    auto l = ParseTeiEmbed(Body(left));
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ(l->truncation.truncate, std::optional<bool>(false)) << left;
+    EXPECT_EQ(l->truncation.direction, TruncationDirection::kLeft) << left;
+  }
+  auto null_truncate = ParseTeiEmbed(Body(R"({"inputs": "a", "truncate": null})"));
+  ASSERT_TRUE(null_truncate.ok());
+  EXPECT_FALSE(null_truncate->truncation.truncate.has_value());
+  auto rerank = ParseTeiRerank(Body(R"({"query": "q", "texts": ["a"], "truncation_direction": "Left"})"));
+  ASSERT_TRUE(rerank.ok()) << rerank.status();
+  EXPECT_EQ(rerank->truncation.direction, TruncationDirection::kLeft);
+  auto predict = ParseTeiPredict(Body(R"({"inputs": "a", "truncate": true, "truncation_direction": "Left"})"));
+  ASSERT_TRUE(predict.ok()) << predict.status();
+  EXPECT_EQ(predict->classify.truncation.direction, TruncationDirection::kLeft);
+  EXPECT_EQ(predict->classify.truncation.truncate, std::optional<bool>(true));
   ASSERT_EQ(o->inputs.size(), 2u);
   EXPECT_EQ(o->inputs[1].kind, Input::Kind::kTokens);
   for (const char* bad : {R"({"inputs": "a", "normalize": "yes"})", R"({"inputs": "a", "truncate": 1})",
-                          R"({"inputs": "a", "truncation_direction": "left"})",
+                          R"({"inputs": "a", "truncation_direction": 1})",
                           R"({"inputs": "a", "truncation_direction": "up"})", R"({"inputs": "a", "prompt_name": "q"})",
                           R"({"input": "a"})"}) {
     auto b = ParseTeiEmbed(Body(bad));
@@ -187,6 +206,8 @@ TEST(TeiTest, EmbedDefaultsAndOptions) {
   }
   EXPECT_THAT(std::string(ParseTeiEmbed(Body(R"({"inputs": "a", "normalize": "yes"})")).status().message()),
               HasSubstr("normalize must be true or false, not a string"));
+  EXPECT_EQ(ParseTeiEmbed(Body(R"({"inputs": "a", "truncation_direction": "up"})")).status().message(),
+            "truncation_direction must be \"Right\" or \"Left\", not \"up\"");
   EmbedResult result;
   result.embeddings.resize(2);
   result.embeddings[0].values = {1, 2};
@@ -310,6 +331,8 @@ TEST(TeiTest, InfoAndErrorShape) {
   EXPECT_EQ(info["max_input_length"], 512);
   EXPECT_EQ(info["max_client_batch_size"], 256);
   EXPECT_EQ(info["auto_truncate"], false);
+  limits.auto_truncate = true;  // --auto-truncate
+  EXPECT_EQ(TeiInfoJson(m, limits)["auto_truncate"], true);
   EXPECT_TRUE(info["model_sha"].is_null());
   m.has_classifier = false;
   m.labels.clear();

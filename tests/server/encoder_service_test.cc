@@ -206,6 +206,137 @@ TEST_F(EncoderServiceTest, TokenizeAndListModels) {
   EXPECT_EQ(models.models(3).model_type(), "t5");
 }
 
+// A text of about 600 tokens whose start and end differ.
+std::string LongText() {
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += " word" + std::to_string(i);
+  return text;
+}
+
+// truncation_direction LEFT: the end of the text is kept, inside [CLS] ... [SEP], and the
+// embedding is the engine's for those tokens.
+TEST_F(EncoderServiceTest, LeftTruncationKeepsTheEndOfTheText) {
+  auto engine = Offline("embedder");
+  TokenizeOptions left;
+  left.max_length = 512;
+  left.direction = TruncationDirection::kLeft;
+  auto want = engine->tokenizer()->Encode(LongText(), left);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(want->truncated);
+
+  v1::TokenizeRequest tokenize;
+  tokenize.add_inputs()->set_text(LongText());
+  tokenize.set_truncate(true);
+  tokenize.set_truncation_direction(v1::TRUNCATION_DIRECTION_LEFT);
+  v1::TokenizeResponse tokens;
+  grpc::ClientContext tctx;
+  ASSERT_TRUE(stub_->Tokenize(&tctx, tokenize, &tokens).ok());
+  const auto& ids = tokens.results(0).input_ids();
+  EXPECT_EQ(std::vector<int32_t>(ids.begin(), ids.end()), want->input_ids);
+  EXPECT_EQ(tokens.results(0).pieces(0), "[CLS]");
+  EXPECT_EQ(tokens.results(0).pieces(511), "[SEP]");
+  EXPECT_EQ(tokens.results(0).offset_end(510), static_cast<int32_t>(LongText().size()));  // the text's end
+  EXPECT_TRUE(tokens.results(0).truncated());
+
+  v1::EmbedRequest embed;
+  embed.add_inputs()->set_text(LongText());
+  embed.set_truncate(true);
+  embed.set_truncation_direction(v1::TRUNCATION_DIRECTION_LEFT);
+  v1::EmbedResponse got;
+  grpc::ClientContext ectx;
+  ASSERT_TRUE(stub_->Embed(&ectx, embed, &got).ok());
+  auto offline = engine->Run({{want->input_ids, want->token_type_ids}}, kOutputPooled);
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  EXPECT_LE(MaxAbsDiff((*offline)[0].pooled, got.embeddings(0).values()), 1e-5);
+  EXPECT_EQ(got.embeddings(0).num_tokens(), 512);
+  // RIGHT (and unset) keep the start instead: another embedding.
+  embed.set_truncation_direction(v1::TRUNCATION_DIRECTION_RIGHT);
+  v1::EmbedResponse right;
+  grpc::ClientContext rctx;
+  ASSERT_TRUE(stub_->Embed(&rctx, embed, &right).ok());
+  EXPECT_GT(MaxAbsDiff((*offline)[0].pooled, right.embeddings(0).values()), 1e-3);
+
+  // A value no TruncationDirection has (a newer client's) is refused, naming the field.
+  embed.set_truncation_direction(static_cast<v1::TruncationDirection>(7));
+  v1::EmbedResponse refused;
+  grpc::ClientContext bctx;
+  grpc::Status s = stub_->Embed(&bctx, embed, &refused);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("truncation_direction 7 is not a TruncationDirection"));
+  v1::RerankRequest rerank;
+  rerank.set_model("reranker");
+  rerank.set_query("q");
+  rerank.add_documents("d");
+  rerank.set_truncation_direction(static_cast<v1::TruncationDirection>(-1));
+  v1::RerankResponse ranked;
+  grpc::ClientContext rrctx;
+  EXPECT_EQ(stub_->Rerank(&rrctx, rerank, &ranked).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  grpc::ClientContext sctx;
+  auto stream = stub_->EmbedStream(&sctx);
+  ASSERT_TRUE(stream->Write(embed));
+  stream->WritesDone();
+  while (stream->Read(&refused)) {
+  }
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// --auto-truncate: requests that leave `truncate` unset are cut; `truncate: false` said
+// explicitly is still refused.
+TEST(EncoderServiceAutoTruncateTest, RequestsThatDoNotSayAreTruncated) {
+  ServerConfig config = TestServerConfig();
+  config.auto_truncate = true;
+  auto server = RelserveServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = Connect((*server)->grpc_port());
+
+  v1::EmbedRequest embed;
+  embed.add_inputs()->set_text(LongText());
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Embed(&ctx, embed, &resp).ok());
+  EXPECT_TRUE(resp.embeddings(0).truncated());
+  EXPECT_EQ(resp.embeddings(0).num_tokens(), 512);
+  embed.set_truncate(false);
+  grpc::ClientContext refused_ctx;
+  grpc::Status refused = stub->Embed(&refused_ctx, embed, &resp);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("truncation is off"));
+  // On the wire an explicit false is field 4 with 0; a client built from the earlier proto
+  // (a plain bool) never sends it, and gets the server's default.
+  EXPECT_NE(embed.SerializeAsString().find(std::string("\x20\x00", 2)), std::string::npos);
+
+  v1::EmbedTokensRequest states;
+  states.set_model("t5");
+  states.add_inputs()->set_text(LongText());
+  v1::EmbedTokensResponse states_resp;
+  grpc::ClientContext sctx;
+  ASSERT_TRUE(stub->EmbedTokens(&sctx, states, &states_resp).ok());
+  EXPECT_TRUE(states_resp.sequences(0).truncated());
+  v1::RerankRequest rerank;
+  rerank.set_model("reranker");
+  rerank.set_query("what");
+  rerank.add_documents(LongText());
+  v1::RerankResponse ranked;
+  grpc::ClientContext rctx;
+  ASSERT_TRUE(stub->Rerank(&rctx, rerank, &ranked).ok());
+  EXPECT_EQ(ranked.usage().tokens(), 512);
+  v1::ClassifyRequest classify;
+  classify.set_model("classifier");
+  classify.add_inputs()->set_text(LongText());
+  v1::ClassifyResponse classified;
+  grpc::ClientContext cctx;
+  EXPECT_TRUE(stub->Classify(&cctx, classify, &classified).ok());
+  v1::TokenizeRequest tokenize;
+  tokenize.add_inputs()->set_text(LongText());
+  v1::TokenizeResponse tokens;
+  grpc::ClientContext tctx;
+  ASSERT_TRUE(stub->Tokenize(&tctx, tokenize, &tokens).ok());
+  EXPECT_EQ(tokens.results(0).input_ids_size(), 512);
+  tokenize.set_truncate(false);
+  grpc::ClientContext tctx2;
+  EXPECT_EQ(stub->Tokenize(&tctx2, tokenize, &tokens).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(EncoderServiceTest, EmbedStreamAnswersEachMessageInOrder) {
   grpc::ClientContext ctx;
   auto stream = stub_->EmbedStream(&ctx);

@@ -31,6 +31,44 @@ TEST(ServerConfigTest, DefaultsAndRepeatedModels) {
   EXPECT_EQ(aged->max_connection_age_seconds, 300);
 }
 
+// A Hub id is kept as it is (resolved at start-up); bare, it is served under its repository's
+// name without the revision.
+TEST(ServerConfigTest, HubModelsAndOffline) {
+  auto c = ParseServerFlags({"--model", "org/reranker-base@v2", "--model", "emb=BAAI/bge-small", "--offline"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"reranker-base", "org/reranker-base@v2"}));
+  EXPECT_EQ(c->models[1], (std::pair<std::string, std::string>{"emb", "BAAI/bge-small"}));
+  EXPECT_TRUE(c->offline);
+  EXPECT_FALSE(ParseServerFlags({"--model", "a=/m/a"})->offline);
+  auto env = ParseServerFlags({}, {{"RELSERVE_MODEL", "org/a,b=org/b@main"}, {"RELSERVE_OFFLINE", "true"}});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->models[0].first, "a");
+  EXPECT_EQ(env->models[1], (std::pair<std::string, std::string>{"b", "org/b@main"}));
+  EXPECT_TRUE(env->offline);
+}
+
+TEST(ServerConfigTest, AutoTruncateAndHttpRequestTimeout) {
+  auto c = ParseServerFlags({"--model", "a=/m/a"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->auto_truncate);  // over-long inputs are refused unless a request says
+  EXPECT_EQ(c->http_request_timeout, absl::Seconds(60));
+  auto set = ParseServerFlags({"--model", "a=/m/a", "--auto-truncate", "--http-request-timeout", "1500ms"});
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->auto_truncate);
+  EXPECT_EQ(set->http_request_timeout, absl::Milliseconds(1500));
+  auto seconds = ParseServerFlags({"--model", "a=/m/a", "--http-request-timeout=0"}, {{"RELSERVE_AUTO_TRUNCATE", "true"}});
+  ASSERT_TRUE(seconds.ok()) << seconds.status();
+  EXPECT_EQ(seconds->http_request_timeout, absl::ZeroDuration());  // no limit
+  EXPECT_TRUE(seconds->auto_truncate);
+  for (const char* bad : {"soon", "-1", "10 s"}) {
+    auto r = ParseServerFlags({"--model", "a=/m/a", "--http-request-timeout", bad});
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(r.status().message()), HasSubstr("--http-request-timeout")) << bad;
+  }
+  EXPECT_THAT(ServerUsage(), HasSubstr("--http-request-timeout DURATION"));
+  EXPECT_THAT(ServerUsage(), HasSubstr("(default: 60s)"));
+}
+
 TEST(ServerConfigTest, ErrorsNameTheFlag) {
   struct Case {
     std::vector<std::string> args;

@@ -315,6 +315,77 @@ TEST_F(EncoderServingTest, ExpiredAndCancelledCallsAreNotComputed) {
   EXPECT_EQ(backend(0).runs(), 0);
 }
 
+// --auto-truncate: requests that do not say are cut; a request's own truncate wins either way.
+TEST_F(EncoderServingTest, AutoTruncateIsTheDefaultOfRequestsThatDoNotSay) {
+  TokenizeRequest req;
+  req.inputs = {Input::Tokens(std::vector<int32_t>(20, 1))};
+  ServingLimits limits = serving_->limits();
+  limits.auto_truncate = true;
+  const EncoderServing automatic(&registry_, &metrics_, limits);
+  auto cut = automatic.Tokenize(req);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_TRUE(cut->results[0].truncated);
+  EXPECT_EQ(cut->results[0].input_ids.size(), 16u);
+  req.truncation.truncate = false;  // said: refused even so
+  EXPECT_THAT(std::string(automatic.Tokenize(req).status().message()), HasSubstr("more than the maximum of 16"));
+  req.truncation.truncate.reset();  // without --auto-truncate: refused
+  EXPECT_EQ(serving_->Tokenize(req).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Every call resolves it the same way: Embed, and Rerank's pairs.
+  EmbedRequest embed;
+  embed.inputs = {Input::Tokens(std::vector<int32_t>(20, 2))};
+  EXPECT_EQ(Call(&EncoderServing::Embed, embed).status().code(), absl::StatusCode::kInvalidArgument);
+  std::promise<absl::StatusOr<EmbedResult>> answer;
+  automatic.Embed(embed, {}, [&answer](absl::StatusOr<EmbedResult> r) { answer.set_value(std::move(r)); });
+  auto embedded = answer.get_future().get();
+  ASSERT_TRUE(embedded.ok()) << embedded.status();
+  EXPECT_TRUE(embedded->embeddings[0].truncated);
+  EXPECT_EQ(embedded->embeddings[0].num_tokens, 16);
+  RerankRequest rerank;
+  rerank.model = "reranker";
+  rerank.query = "a query";
+  rerank.documents = {"The GNU General Public License is a free, copyleft license for software"};
+  EXPECT_EQ(Call(&EncoderServing::Rerank, rerank).status().code(), absl::StatusCode::kInvalidArgument);
+  std::promise<absl::StatusOr<RerankResult>> ranked;
+  automatic.Rerank(rerank, {}, [&ranked](absl::StatusOr<RerankResult> r) { ranked.set_value(std::move(r)); });
+  auto reranked = ranked.get_future().get();
+  ASSERT_TRUE(reranked.ok()) << reranked.status();
+  EXPECT_EQ(reranked->usage.tokens, 16);
+}
+
+// truncation_direction left: token ids keep their end; texts keep their end inside the template.
+TEST_F(EncoderServingTest, LeftTruncationKeepsTheEndOfEachInput) {
+  TokenizeRequest req;
+  std::vector<int32_t> ids(20);
+  for (int i = 0; i < 20; ++i) ids[i] = 100 + i;
+  std::vector<int32_t> types(20, 0);
+  types[19] = 1;
+  req.inputs = {Input::Tokens(ids, types)};
+  req.truncation = {true, TruncationDirection::kLeft};
+  auto cut = serving_->Tokenize(req);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->results[0].input_ids, std::vector<int32_t>(ids.begin() + 4, ids.end()));
+  EXPECT_EQ(cut->results[0].token_type_ids, std::vector<int32_t>(types.begin() + 4, types.end()));
+  EXPECT_TRUE(cut->results[0].truncated);
+
+  const std::string text = "The GNU General Public License is a free, copyleft license for software and other kinds";
+  auto raw = tokenizer_->EncodeRaw(text);
+  ASSERT_TRUE(raw.ok());
+  ASSERT_GT(raw->size(), 14u);
+  req.model = "reranker";  // the model with the tokenizer
+  req.inputs = {Input::Text(text)};
+  auto left = serving_->Tokenize(req);
+  ASSERT_TRUE(left.ok()) << left.status();
+  std::vector<int32_t> want = {tokenizer_->cls_id()};
+  want.insert(want.end(), raw->end() - 14, raw->end());
+  want.push_back(tokenizer_->sep_id());
+  EXPECT_EQ(left->results[0].input_ids, want);
+  req.truncation.direction = TruncationDirection::kRight;
+  auto right = serving_->Tokenize(req);
+  ASSERT_TRUE(right.ok()) << right.status();
+  EXPECT_EQ(right->results[0].input_ids[1], (*raw)[0]);
+}
+
 TEST_F(EncoderServingTest, TokenizeAndListModels) {
   TokenizeRequest req;
   req.model = "tagger";
@@ -327,7 +398,7 @@ TEST_F(EncoderServingTest, TokenizeAndListModels) {
   EXPECT_TRUE(t->results[0].pieces.empty());                   // no tokenizer
   req.inputs = {Input::Tokens(std::vector<int32_t>(20, 1))};
   EXPECT_THAT(std::string(serving_->Tokenize(req).status().message()), HasSubstr("more than the maximum of 16"));
-  req.truncate = true;
+  req.truncation.truncate = true;
   auto cut = serving_->Tokenize(req);
   ASSERT_TRUE(cut.ok());
   EXPECT_TRUE(cut->results[0].truncated);

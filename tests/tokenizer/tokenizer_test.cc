@@ -31,6 +31,10 @@ std::vector<int32_t> Head(const std::vector<int32_t>& ids, size_t n) {
   return std::vector<int32_t>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(n));
 }
 
+std::vector<int32_t> Tail(const std::vector<int32_t>& ids, size_t n) {
+  return std::vector<int32_t>(ids.end() - static_cast<std::ptrdiff_t>(n), ids.end());
+}
+
 class TokenizerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -214,6 +218,56 @@ TEST_F(TokenizerTest, PairIsTruncatedLongestFirst) {
   enc = deberta_->EncodePair(kHello, kHello, opts);
   ASSERT_TRUE(enc.ok()) << enc.status();
   EXPECT_EQ(enc->input_ids, Concat({{1}, b, {2}, Head(b, 5), {2}}));
+}
+
+// truncation_side="left" in transformers: the same number of tokens is cut from each text as
+// on the right (longest first), but from its start; the template's tokens stay where they are.
+TEST_F(TokenizerTest, LeftTruncationCutsTheStartOfEachTextNotTheTemplate) {
+  const std::vector<int32_t> a = Raw(kLicense), b = Raw(kHello);  // 21 and 6 pieces
+  TokenizeOptions opts;
+  opts.direction = TruncationDirection::kLeft;
+  opts.max_length = 7;
+  auto single = deberta_->Encode(kLicense, opts);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ(single->input_ids, Concat({{1}, Tail(a, 5), {2}}));
+  EXPECT_TRUE(single->truncated);
+  EXPECT_EQ(single->untruncated_length, 23);
+  EXPECT_EQ(single->sequence_ids, (std::vector<int8_t>{-1, 0, 0, 0, 0, 0, -1}));
+  // The offsets are those of the kept pieces: the end of the text.
+  auto whole = deberta_->Encode(kLicense);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(single->offsets[1], whole->offsets[1 + 21 - 5]);
+  EXPECT_EQ(single->offsets[5].second, static_cast<int32_t>(std::string(kLicense).size()));
+  EXPECT_EQ(single->offsets[6], std::make_pair(0, 0));
+
+  opts.max_length = 3 + 12;  // only the longer first text is cut, down to its last 6
+  auto pair = deberta_->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_EQ(pair->input_ids, Concat({{1}, Tail(a, 6), {2}, b, {2}}));
+  opts.max_length = 3 + 7;  // both are cut, 4 + 3, each keeping its end
+  pair = deberta_->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  EXPECT_EQ(pair->input_ids, Concat({{1}, Tail(a, 4), {2}, Tail(b, 3), {2}}));
+  EXPECT_EQ(pair->token_type_ids, (std::vector<int32_t>{0, 0, 0, 0, 0, 0, 1, 1, 1, 1}));
+
+  // Nothing to cut: the direction changes nothing.
+  opts.max_length = 512;
+  auto fits = deberta_->Encode(kLicense, opts);
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->input_ids, whole->input_ids);
+  EXPECT_FALSE(fits->truncated);
+
+  // T5's template ends in </s>: that stays, the text loses its start.
+  std::unique_ptr<Tokenizer> t5 = LoadT5();
+  ASSERT_NE(t5, nullptr);
+  opts.max_length = 6;
+  auto t5_single = t5->Encode(kLicense, opts);
+  ASSERT_TRUE(t5_single.ok()) << t5_single.status();
+  EXPECT_EQ(t5_single->input_ids, Concat({Tail(a, 5), {t5->eos_id()}}));
+  opts.max_length = 2 + 7;
+  auto t5_pair = t5->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(t5_pair.ok()) << t5_pair.status();
+  EXPECT_EQ(t5_pair->input_ids, Concat({Tail(a, 4), {t5->eos_id()}, Tail(b, 3), {t5->eos_id()}}));
 }
 
 TEST_F(TokenizerTest, OverLongInputWithoutTruncationIsInvalidArgument) {

@@ -55,5 +55,13 @@ TEST(TruncationTest, MatchesTransformersLoopEverywhere) {
   }
 }
 
+TEST(TruncationTest, FirstKeptTokenFollowsTheDirection) {
+  EXPECT_EQ(FirstKeptToken(10, 4, TruncationDirection::kRight), 0);
+  EXPECT_EQ(FirstKeptToken(10, 4, TruncationDirection::kLeft), 6);  // the last 4 stay
+  EXPECT_EQ(FirstKeptToken(10, 10, TruncationDirection::kLeft), 0);  // nothing cut
+  EXPECT_EQ(FirstKeptToken(10, 0, TruncationDirection::kLeft), 10);  // everything cut
+  EXPECT_EQ(FirstKeptToken(0, 0, TruncationDirection::kLeft), 0);
+}
+
 }  // namespace
 }  // namespace relserve

@@ -255,6 +255,18 @@ TEST(WordPieceTokenizerTest, BertPairsAreTruncatedLongestFirst) {
   EXPECT_EQ(enc->untruncated_length, 11);
 }
 
+TEST(WordPieceTokenizerTest, LeftTruncationKeepsTheEndOfEachText) {
+  auto tokenizer = LoadBert("truncate_left");
+  TokenizeOptions opts;
+  opts.max_length = 8;
+  opts.direction = TruncationDirection::kLeft;
+  auto enc = tokenizer->EncodePair("a b c d x", "hello world x", opts);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  // The same counts as from the right (3 + 2), taken from the start of each text.
+  EXPECT_EQ(enc->input_ids, (Ids{2, IdOf("c"), IdOf("d"), IdOf("x"), 3, IdOf("world"), IdOf("x"), 3}));
+  EXPECT_EQ(enc->offsets[1], std::make_pair(4, 5));
+}
+
 // MPNet: <s> a </s></s> b </s> from the reference vocabulary, its literal special tokens, and
 // BERT's [MASK], which is only a word for MPNet.
 TEST(WordPieceTokenizerTest, MpnetTemplateAndSpecialTokens) {

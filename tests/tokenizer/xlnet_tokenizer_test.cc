@@ -120,6 +120,16 @@ TEST_F(XlnetTokenizerTest, PairTemplateTruncationAndLeftPadding) {
   EXPECT_EQ(enc->sequence_ids[0], -1);
 }
 
+TEST_F(XlnetTokenizerTest, LeftTruncationKeepsTheTemplateAtTheEnd) {
+  const Ids a = Raw(*xlnet_, "only the first segment");  // 7 pieces
+  TokenizeOptions opts;
+  opts.max_length = 5;
+  opts.direction = TruncationDirection::kLeft;
+  auto enc = xlnet_->Encode("only the first segment", opts);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->input_ids, (Ids{a[4], a[5], a[6], xlnet_->sep_id(), xlnet_->cls_id()}));
+}
+
 TEST_F(XlnetTokenizerTest, BadSwitchIsAnErrorNamingTheKey) {
   const std::string dir = MakeTempDir("xlnet_bad_switch");
   CopyFile(JoinPath(RELSERVE_TEST_DATA_DIR, "reference/tokenizer_xlnet/spiece.model"), JoinPath(dir, "spiece.model"));

@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/checkpoint/model_checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
 
 namespace relserve {
@@ -144,7 +145,8 @@ bool ListsOption(const std::string& usage, const std::string& option) {
 // the line), and that usage lists every option the command accepts: the options an unknown
 // one is refused with (exit 2, on standard error).
 TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
-  for (const std::string command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+  for (const std::string command :
+       {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download", "convert"}) {
     const SplitResult help = RunCliSplit(command + " --help");
     EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
     EXPECT_EQ(help.out.rfind("usage: relserve-model " + command + " ", 0), 0u) << command << ": " << help.out;
@@ -176,7 +178,8 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   EXPECT_THAT(no_value.err, HasSubstr("option --model needs a value"));
   const SplitResult top = RunCliSplit("--help");
   EXPECT_EQ(top.exit_code, 0);
-  for (const char* command : {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy"}) {
+  for (const char* command :
+       {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download", "convert"}) {
     EXPECT_THAT(top.out, HasSubstr(std::string("\n  ") + command + " ")) << command;
   }
   EXPECT_EQ(RunCliSplit("frobnicate --help").exit_code, 2);
@@ -270,6 +273,116 @@ TEST_F(CliTest, HostileNumbersExitOneNamingTheField) {
   r = RunCli("create --family t5 --out " + (dir_ / "c2").string() + " --config '{\"d_model\": 18446744073709551615}'");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"d_model\" must be at most 65536, got 18446744073709551615"));
+}
+
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteAll(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// Every tensor of `a` is in `b` with the same dtype, shape and bytes, and nothing else is.
+void ExpectSameTensors(const std::string& a, const std::string& b) {
+  auto from = OpenModelCheckpoint(a);
+  auto to = OpenModelCheckpoint(b);
+  ASSERT_TRUE(from.ok()) << from.status();
+  ASSERT_TRUE(to.ok()) << to.status();
+  ASSERT_EQ((*from)->Names(), (*to)->Names());
+  for (const std::string& name : (*from)->Names()) {
+    const TensorView* x = (*from)->Find(name);
+    const TensorView* y = (*to)->Find(name);
+    EXPECT_EQ(x->dtype, y->dtype) << name;
+    EXPECT_EQ(x->shape, y->shape) << name;
+    ASSERT_EQ(x->nbytes, y->nbytes) << name;
+    EXPECT_EQ(std::memcmp(x->data, y->data, x->nbytes), 0) << name;
+  }
+}
+
+// A model directory as older Hub repositories hold it: pytorch_model.bin shards and their index
+// (written by Python's torch.save, tests/data/pytorch_bin), tokenizer and sentence-transformers
+// files with a Dense module in pytorch_model.bin, and files relserve has no use for.
+void WriteBinModel(const fs::path& d) {
+  const std::string bins = kData + "/pytorch_bin/";
+  for (const char* name : {"pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
+                           "pytorch_model.bin.index.json"}) {
+    WriteAll(d / name, ReadAll(bins + "sharded/" + name));
+  }
+  WriteAll(d / "config.json", ReadAll(kData + "/reference/deberta_v3_like/config.json"));
+  WriteAll(d / "spm.model", ReadAll(kData + "/reference/tokenizer/spm.model"));
+  WriteAll(d / "tokenizer_config.json", R"({"do_lower_case": false})");
+  WriteAll(d / "modules.json", "[]");
+  WriteAll(d / "README.md", "# a model");
+  WriteAll(d / "1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true})");
+  WriteAll(d / "2_Dense/config.json", R"({"in_features": 2})");
+  WriteAll(d / "2_Dense/pytorch_model.bin", ReadAll(bins + "protocol4.bin"));
+  WriteAll(d / "training_args.bin", "not weights");
+  WriteAll(d / ".gitattributes", "*.bin filter=lfs");
+  WriteAll(d / "onnx/model.onnx", "onnx");
+}
+
+TEST_F(CliTest, ConvertWritesSafetensorsBesideCopiesOfTheOtherFiles) {
+  const fs::path model = dir_ / "model";
+  const fs::path out = dir_ / "converted";
+  WriteBinModel(model);
+  const SplitResult r = RunCliSplit("convert --model " + model.string() + " --out " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json summary = nlohmann::json::parse(r.out);
+  EXPECT_EQ(summary["written"], nlohmann::json({"model.safetensors", "2_Dense/model.safetensors"}));
+  EXPECT_EQ(summary["tensors"], 5);
+  EXPECT_EQ(summary["copied"], nlohmann::json({"README.md", "modules.json", "spm.model", "tokenizer_config.json",
+                                               "1_Pooling/config.json", "2_Dense/config.json", "config.json"}));
+  EXPECT_EQ(summary["skipped"],
+            nlohmann::json({".gitattributes", "pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin",
+                            "pytorch_model.bin.index.json", "training_args.bin", "2_Dense/pytorch_model.bin",
+                            "onnx/model.onnx"}));
+  ExpectSameTensors(model.string(), out.string());
+  ExpectSameTensors((model / "2_Dense").string(), (out / "2_Dense").string());
+  auto file = SafetensorsFile::Open((out / "model.safetensors").string());
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->metadata().at("format"), "pt");  // what transformers expects
+  for (const char* copied : {"config.json", "spm.model", "tokenizer_config.json", "2_Dense/config.json"}) {
+    EXPECT_EQ(ReadAll(out / copied), ReadAll(model / copied)) << copied;
+  }
+  for (const char* skipped : {"pytorch_model.bin.index.json", "training_args.bin", ".gitattributes", "onnx"}) {
+    EXPECT_FALSE(fs::exists(out / skipped)) << skipped;
+  }
+
+  // An existing output is replaced only when asked.
+  const SplitResult again = RunCliSplit("convert --model " + model.string() + " --out " + out.string());
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr(out.string() + ": exists and is not empty; pass --overwrite"));
+  EXPECT_EQ(RunCliSplit("convert --model " + model.string() + " --out " + out.string() + " --overwrite").exit_code, 0);
+  const SplitResult inside = RunCliSplit("convert --model " + model.string() + " --out " + (model / "st").string());
+  EXPECT_EQ(inside.exit_code, 1);
+  EXPECT_THAT(inside.err, HasSubstr("is the model directory or inside it"));
+}
+
+TEST_F(CliTest, ConvertRefusesWhatItCannotRead) {
+  const fs::path model = dir_ / "model";
+  WriteAll(model / "config.json", "{}");
+  WriteAll(model / "pytorch_model.bin", ReadAll(kData + "/pytorch_bin/malicious_system.bin"));
+  SplitResult r = RunCliSplit("convert --model " + model.string() + " --out " + (dir_ / "a").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("refused global \"posix.system\""));
+  EXPECT_FALSE(fs::exists(dir_ / "a" / "config.json"));
+  WriteAll(model / "pytorch_model.bin", ReadAll(kData + "/pytorch_bin/legacy.bin"));
+  r = RunCliSplit("convert --model " + model.string() + " --out " + (dir_ / "b").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("legacy serialization format"));
+  fs::remove(model / "pytorch_model.bin");
+  r = RunCliSplit("convert --model " + model.string() + " --out " + (dir_ / "c").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("holds no weights"));
+  r = RunCliSplit("convert --model " + model.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("--out is required"));
 }
 
 }  // namespace
