@@ -42,7 +42,8 @@ at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in) {
   if (in.pos_key.defined()) {
     at::Tensor index = in.c2p_gather.defined() ? in.c2p_gather : OffsetIndexMatrix(in.c2p_index, L, false, device);
     // c2p[h, b, i, r] = q[h, b, i] . pos_key[h, r]; the bias takes c2p[h, b, i, index[i][j]].
-    at::Tensor c2p = at::matmul(in.q, in.pos_key.unsqueeze(1).transpose(-1, -2));
+    const at::Tensor& query = in.c2p_query.defined() ? in.c2p_query : in.q;
+    at::Tensor c2p = at::matmul(query, in.pos_key.unsqueeze(1).transpose(-1, -2));
     bias = at::gather(c2p, 3, index.expand({heads, B, L, L}));
     owned = true;
   }
@@ -66,7 +67,38 @@ at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in) {
     at::Tensor pb = matrix.unsqueeze(1);  // [heads, 1, L, L]
     bias = bias.defined() ? bias.add_(pb) : pb;
   }
-  if (in.attention_mask.defined()) {
+  if (in.segment_scores.defined()) {
+    // segment_scores[h, b, i, 0] where query i and key j share a segment, else [.., 1].
+    at::Tensor ids = in.segment_ids.to(device);
+    at::Tensor same = ids.unsqueeze(2).eq(ids.unsqueeze(1)).unsqueeze(0);  // [1, B, L, L]
+    at::Tensor seg = in.segment_scores.to(device).to(dtype);
+    at::Tensor term = at::where(same, seg.narrow(3, 0, 1), seg.narrow(3, 1, 1));  // [heads, B, L, L]
+    if (!bias.defined()) {
+      bias = term;
+    } else if (owned && bias.size(1) == B) {
+      bias.add_(term);
+    } else {
+      bias = bias + term;  // a shared position-bias matrix is never written
+    }
+    owned = true;
+  }
+  if (in.causal) {
+    // Keys after the query, and padded keys, are masked, but never a query's own key (as
+    // XLNet's non_tgt_mask): a padded query of a left-padded row then keeps one key, where a
+    // row of -inf alone would make the kernel's softmax NaN.
+    at::Tensor i = at::arange(L, at::TensorOptions().dtype(at::kLong).device(device)).unsqueeze(1);
+    at::Tensor j = at::arange(L, i.options()).unsqueeze(0);
+    at::Tensor masked = j.gt(i).view({1, 1, L, L});
+    if (in.attention_mask.defined()) {
+      masked = masked.logical_or(in.attention_mask.to(device).eq(0).view({1, B, 1, L})).logical_and(j.ne(i));
+    }
+    const double neg_inf = -std::numeric_limits<double>::infinity();
+    if (!bias.defined()) {
+      bias = at::zeros({1, masked.size(1), L, L}, in.q.options()).masked_fill_(masked, neg_inf);
+    } else {
+      bias = bias.expand({heads, std::max(bias.size(1), masked.size(1)), L, L}).masked_fill(masked, neg_inf);
+    }
+  } else if (in.attention_mask.defined()) {
     at::Tensor padded_key = in.attention_mask.to(device).eq(0).view({1, B, 1, L});
     const double neg_inf = -std::numeric_limits<double>::infinity();
     if (!bias.defined()) {

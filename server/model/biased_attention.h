@@ -16,7 +16,8 @@ namespace relserve {
 // them in the model's dtype), built by gathering the [L, R] relative products through their
 // [L, L] index matrices; T5's bias is one [heads, L, L] matrix shared by the batch when
 // nothing is padded. Padded keys get -inf: every row keeps at least one real key, since no
-// sequence is empty.
+// sequence is empty. Causal attention also masks keys after the query, but never the query's
+// own key (XLNet's non_tgt_mask), so that a padded query before every real token still has one.
 //
 // Returns the context, [heads, batch, L, head_dim]. Padded queries' rows are zero when
 // zero_padded_queries, else what the kernel computes for them.

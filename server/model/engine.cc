@@ -12,12 +12,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "server/model/cpu_tensor_allocator.h"
-#include "server/model/deberta_v2_model.h"
 #include "server/model/device.h"
 #include "server/model/encoder_model.h"
+#include "server/model/families/family_models.h"
+#include "server/model/families/family_registry.h"
 #include "server/model/model_limits.h"
 #include "server/model/pooler.h"
-#include "server/model/t5_encoder_model.h"
 #include "server/model/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
@@ -123,12 +123,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                                                    kMaxSequenceLength, " tokens"));
   }
   if (options.max_length > 0) {
-    const bool absolute_positions =
-        config.family == ModelFamily::kDebertaV2 && config.deberta.position_biased_input;
-    if (absolute_positions && options.max_length > config.deberta.max_position_embeddings) {
-      return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length,
-                                                     " exceeds the model's max_position_embeddings ",
-                                                     config.deberta.max_position_embeddings));
+    if (config.max_length_limit > 0 && options.max_length > config.max_length_limit) {
+      return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the model's ",
+                                                     config.max_length_limit_source));
     }
     max_length = options.max_length;
   }
@@ -137,24 +134,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   try {
     c10::InferenceMode guard;
     WeightLoader weights(*checkpoint, engine->impl_->dtype, device);
-    std::vector<std::string> ignored;
-    if (config.family == ModelFamily::kDebertaV2) {
-      auto model = DebertaV2Model::Load(config, weights);
-      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
-      engine->impl_->model = std::move(*model);
-      // Heads of other DeBERTa architectures, which transformers also drops with a warning.
-      ignored = {"lm_predictions.", "mask_predictions.", "cls.", "qa_outputs."};
-      if (config.head != HeadKind::kSequenceClassification) {
-        ignored.push_back("pooler.");
-        ignored.push_back("classifier.");
-      }
-    } else {
-      auto model = T5EncoderModel::Load(config, weights);
-      if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
-      engine->impl_->model = std::move(*model);
-      ignored = {"decoder.", "lm_head."};  // T5ForConditionalGeneration / T5Model: the encoder is all we run
-    }
-    absl::Status unused = weights.CheckNoneUnused(ignored);
+    auto model = LoadFamilyModel(config, weights);
+    if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
+    engine->impl_->model = std::move(*model);
+    absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
   } catch (const std::exception& e) {
     return TorchError(e, "loading weights");
@@ -166,18 +149,18 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   std::vector<DenseConfig> dense;
   bool normalize = false;
   if (!options.pooling.empty()) {
-    ASSIGN_OR_RETURN(pooling, PoolingFromMode(options.pooling, config.hidden_size()));
+    ASSIGN_OR_RETURN(pooling, PoolingFromMode(options.pooling, config.hidden_size));
   } else if (st.present) {
     pooling = st.pooling;
   } else {
-    ASSIGN_OR_RETURN(pooling, PoolingFromMode("mean", config.hidden_size()));
+    ASSIGN_OR_RETURN(pooling, PoolingFromMode("mean", config.hidden_size));
   }
   if (st.present) {
     dense = st.dense;
     normalize = st.normalize;
   }
   try {
-    ASSIGN_OR_RETURN(Pooler pooler, Pooler::Create(pooling, dense, normalize, config.hidden_size()));
+    ASSIGN_OR_RETURN(Pooler pooler, Pooler::Create(pooling, dense, normalize, config.hidden_size));
     engine->impl_->pooler = std::make_unique<Pooler>(std::move(pooler));
     engine->impl_->pooler->MoveTo(device);
     SynchronizeDevice(device);  // the weights are read next by the workers' own streams
@@ -185,25 +168,24 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     return TorchError(e, "loading pooling modules");
   }
 
-  const TokenizerFamily family =
-      config.family == ModelFamily::kT5 ? TokenizerFamily::kT5 : TokenizerFamily::kDeberta;
-  // A tokenizer file that is there but unreadable as a file (a directory) is an error, not a
-  // model served without text input.
+  // The tokenizer family names the files that make a tokenizer; without them the model serves token ids
+  // only. A file that is there but unreadable as a file (a directory) is an error, not a model
+  // served without text input.
   bool has_tokenizer_file = false;
   if (options.load_tokenizer) {
-    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, family));
+    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, config.family->tokenizer_family(config)));
   }
   if (has_tokenizer_file) {
-    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, family, max_length));
+    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, config.family->tokenizer_family(config), max_length));
   }
 
   ModelInfo& info = engine->info_;
   info.architecture = config.architecture;
   info.model_type = config.model_type;
-  info.hidden_size = config.hidden_size();
-  info.num_layers = config.num_layers();
-  info.vocab_size = config.vocab_size();
-  info.type_vocab_size = config.family == ModelFamily::kDebertaV2 ? config.deberta.type_vocab_size : 0;
+  info.hidden_size = config.hidden_size;
+  info.num_layers = config.num_layers;
+  info.vocab_size = config.vocab_size;
+  info.type_vocab_size = config.type_vocab_size;
   info.max_length = max_length;
   info.embedding_dim = engine->impl_->pooler->output_dim();
   info.pooling = engine->impl_->pooler->Describe();
@@ -216,7 +198,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.dtype = DTypeName(engine->impl_->dtype);
   info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
-  engine->impl_->pad_id = config.family == ModelFamily::kT5 ? config.t5.pad_token_id : config.deberta.pad_token_id;
+  engine->impl_->pad_id = config.pad_token_id;
   return engine;
 }
 
@@ -266,7 +248,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   bool has_types = false;
   for (const SequenceInput& s : batch) {
     L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
-    has_types = has_types || (!s.token_type_ids.empty() && info_.type_vocab_size > 0);
+    has_types = has_types || (!s.token_type_ids.empty() &&
+                              (info_.type_vocab_size > 0 || config_.token_types_are_segment_ids));
   }
   try {
     c10::InferenceMode guard;
@@ -356,9 +339,8 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
       (!batch.token_type_ids.empty() && batch.token_type_ids.size() != n)) {
     return absl::InvalidArgumentError(absl::StrCat("input arrays must each hold batch*length = ", n, " values"));
   }
-  if (L > info_.max_length && config_.family == ModelFamily::kDebertaV2 && config_.deberta.position_biased_input) {
-    return absl::InvalidArgumentError(absl::StrCat("length ", L, " exceeds max_position_embeddings ",
-                                                   config_.deberta.max_position_embeddings));
+  if (config_.max_length_limit > 0 && L > config_.max_length_limit) {
+    return absl::InvalidArgumentError(absl::StrCat("length ", L, " exceeds ", config_.max_length_limit_source));
   }
   bool padded = false;
   for (size_t i = 0; i < n; ++i) {

@@ -1,108 +1,86 @@
 #ifndef RELSERVE_SERVER_MODEL_MODEL_CONFIG_H_
 #define RELSERVE_SERVER_MODEL_MODEL_CONFIG_H_
 
-#include <map>
+// What config.json says, in the part every model family shares, and the readers the families'
+// own config parsers have in common. No LibTorch: the config fuzzer links this without the
+// engine. Each family's own keys are read by its descriptor (families/family_descriptor.h),
+// and ParseModelConfig (families/family_registry.h) picks the descriptor by model_type.
+
+#include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
+#include "absl/status/status.h"
 #include "nlohmann/json.hpp"
+#include "server/util/json_util.h"
 
 namespace relserve {
 
-enum class ModelFamily { kDebertaV2, kT5 };
+class FamilyDescriptor;
 
 // What the checkpoint's head computes, from `architectures`.
 enum class HeadKind { kNone, kSequenceClassification };
 
-// transformers' DebertaV2Config, with its defaults (configuration_deberta_v2.py).
-struct DebertaV2Config {
-  int vocab_size = 128100;
-  int hidden_size = 1536;
-  int num_hidden_layers = 24;
-  int num_attention_heads = 24;
-  int attention_head_size = 0;  // hidden_size / heads unless the config names it
-  int intermediate_size = 6144;
-  std::string hidden_act = "gelu";
-  int max_position_embeddings = 512;
-  int type_vocab_size = 0;
-  double layer_norm_eps = 1e-7;
-  bool relative_attention = false;
-  int max_relative_positions = -1;
-  int position_buckets = -1;
-  int pad_token_id = 0;
-  bool position_biased_input = true;
-  std::vector<std::string> pos_att_type;  // subset of {"c2p", "p2c"} (and "p2p", which v2 ignores)
-  bool share_att_key = false;
-  std::vector<std::string> norm_rel_ebd = {"none"};
-  int embedding_size = 0;  // hidden_size unless the config names it
-  int conv_kernel_size = 0;
-  int conv_groups = 1;
-  std::string conv_act = "tanh";
-  int pooler_hidden_size = 0;  // hidden_size unless the config names it
-  std::string pooler_hidden_act = "gelu";
-
-  bool has_c2p() const;
-  bool has_p2c() const;
-  bool layer_norm_rel_embeddings() const;
-  // max_relative_positions after transformers' "< 1 means max_position_embeddings".
-  int effective_max_relative_positions() const;
-  // Rows of the relative embedding table (DebertaV2Encoder.rel_embeddings).
-  int rel_embeddings_rows() const;
-  // att_span of DisentangledSelfAttention (pos_ebd_size).
-  int attention_span() const;
-  int all_head_size() const { return num_attention_heads * attention_head_size; }
-};
-
-// transformers' T5Config (also MT5Config), encoder side.
-struct T5Config {
-  int vocab_size = 32128;
-  int d_model = 512;
-  int d_kv = 64;
-  int d_ff = 2048;
-  int num_layers = 6;
-  int num_heads = 8;
-  int relative_attention_num_buckets = 32;
-  int relative_attention_max_distance = 128;
-  double layer_norm_epsilon = 1e-6;
-  std::string feed_forward_proj = "relu";
-  std::string dense_act_fn = "relu";
-  bool is_gated_act = false;
-  int pad_token_id = 0;
-  int eos_token_id = 1;
-  int inner_dim() const { return num_heads * d_kv; }
+// Base of each family's own config struct (DebertaV2Config, T5Config, BertConfig...): the keys
+// of transformers' config class for that family, with its defaults.
+struct FamilyConfig {
+  virtual ~FamilyConfig() = default;
 };
 
 struct ModelConfig {
-  ModelFamily family = ModelFamily::kDebertaV2;
-  std::string model_type;    // "deberta-v2", "t5", "mt5"
-  std::string architecture;  // first of `architectures`
+  // The family that read this config; never null in a config ParseModelConfig returned.
+  const FamilyDescriptor* family = nullptr;
+  std::string model_type;    // as in config.json: "deberta-v2", "t5", "mt5", "bert", ...
+  std::string architecture;  // first of `architectures`, or the family's default
   HeadKind head = HeadKind::kNone;
-  DebertaV2Config deberta;
-  T5Config t5;
+  // The family's own struct; read it with family_config_as<T>() in that family's code.
+  std::shared_ptr<const FamilyConfig> family_config;
+
+  // What every family states, filled by its descriptor.
+  int hidden_size = 0;
+  int num_layers = 0;
+  int vocab_size = 0;
+  int type_vocab_size = 0;  // rows of token-type embeddings; 0: token_type_ids are ignored
+  // Token types reach the model without token-type embeddings, as segment ids that it only
+  // compares (XLNet): any value, and type_vocab_size stays 0.
+  bool token_types_are_segment_ids = false;
+  int pad_token_id = 0;     // what padded positions hold
+  int max_length = 512;     // default maximum input length in tokens
+  // The longest input the weights can take (absolute position embeddings), 0 when nothing in
+  // the weights bounds it; max_length_limit_source says where it comes from in messages
+  // ("max_position_embeddings 512").
+  int max_length_limit = 0;
+  std::string max_length_limit_source;
+
   // Classification heads.
   int num_labels = 0;
   std::vector<std::string> id2label;  // index -> name
   std::string problem_type;           // "", "single_label_classification", "multi_label_classification", "regression"
   std::string torch_dtype;            // as stored in config.json ("float32", ...), informational
-  int max_length = 512;               // default maximum input length in tokens
 
-  int hidden_size() const;
-  int num_layers() const;
-  int vocab_size() const;
+  template <typename T>
+  const T& family_config_as() const {
+    return static_cast<const T&>(*family_config);
+  }
 };
 
-// Parses config.json text as transformers would: unknown keys are ignored, known keys with
-// values of the wrong type or outside what the reference implementation accepts are errors
-// that name the key. `source` names the file in messages.
-absl::StatusOr<ModelConfig> ParseModelConfig(const nlohmann::json& json, const std::string& source);
-absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& model_dir);
+// transformers reads layer_norm_eps into nn.LayerNorm: at 0 a constant row divides 0 by 0, and
+// no trained model uses a value near 1.
+inline constexpr double kMaxLayerNormEps = 1.0;
+
+// A token id the model's embedding table holds: an integer in [0, vocab_size).
+absl::Status ReadTokenId(const JsonFieldReader& r, const char* key, int vocab_size, int* out);
+
+// `name` must be an activation the engine implements; the error names `key` and the choices.
+absl::Status CheckActivation(const JsonFieldReader& r, const char* key, const std::string& name);
+
+// num_labels, id2label and problem_type as PretrainedConfig derives them: id2label wins, else
+// num_labels (default 2) with names LABEL_i.
+absl::Status ReadClassificationLabels(const JsonFieldReader& r, const nlohmann::json& j, ModelConfig* config);
 
 // Activation names of transformers' ACT2FN that the engine implements.
 bool IsSupportedActivation(const std::string& name);
 const std::vector<std::string>& SupportedActivations();
-
-const char* ModelFamilyName(ModelFamily family);
 
 }  // namespace relserve
 

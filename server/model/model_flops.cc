@@ -8,25 +8,12 @@
 #include <c10/core/InferenceMode.h>
 
 #include "server/model/device.h"
+#include "server/model/families/family_descriptor.h"
 
 namespace relserve {
 
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length) {
-  const double L = static_cast<double>(length);
-  if (config.family == ModelFamily::kT5) {
-    const T5Config& c = config.t5;
-    const double D = c.d_model, I = c.inner_dim(), F = c.d_ff;
-    const double per_layer = 2 * D * 3 * I + 2 * I * D + (c.is_gated_act ? 3 : 2) * 2 * D * F + 2 * 2 * L * I;
-    return per_layer * c.num_layers;
-  }
-  const DebertaV2Config& c = config.deberta;
-  const double H = c.hidden_size, A = c.all_head_size(), I = c.intermediate_size;
-  double per_layer = 2 * H * 3 * A + 2 * A * H + 2 * 2 * H * I + 2 * 2 * L * A;
-  if (c.relative_attention) {
-    const double rows = std::min<double>(2 * L - 1, 2.0 * c.attention_span());
-    per_layer += (c.has_c2p() ? 2 * A * rows : 0) + (c.has_p2c() ? 2 * A * rows : 0);
-  }
-  return per_layer * c.num_hidden_layers;
+  return config.family == nullptr ? 0 : config.family->FlopsPerToken(config, length);
 }
 
 double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device_name) {

@@ -8,10 +8,9 @@
 
 namespace relserve {
 
-// Multiply-add FLOPs (2 per MAC) per token of one forward pass over sequences of `length`:
-// every projection, the feed-forward, q.k and p.v, and for DeBERTa the c2p/p2c products with
-// the relative rows a sequence of that length reaches. Embedding look-ups, norms, softmax and
-// activations are not counted. The numerator of model-FLOPs utilisation.
+// Multiply-add FLOPs (2 per MAC) per token of one forward pass over sequences of `length`, as
+// the config's family counts them (FamilyDescriptor::FlopsPerToken). The numerator of
+// model-FLOPs utilisation.
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length);
 
 // FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16")

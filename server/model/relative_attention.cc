@@ -20,7 +20,8 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   at::Tensor v = in.v.narrow(0, h0, nh).narrow(1, b0, n);
   RelativeScoreTerms terms;
   if (in.pos_key.defined()) {
-    terms.c2p = at::bmm(q.reshape({nh, n * L, D}), in.pos_key.narrow(0, h0, nh).transpose(1, 2))
+    at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.narrow(0, h0, nh).narrow(1, b0, n) : q;
+    terms.c2p = at::bmm(cq.reshape({nh, n * L, D}), in.pos_key.narrow(0, h0, nh).transpose(1, 2))
                     .view({nh * n, L, -1});
     terms.c2p_index = in.c2p_index;
   }
@@ -31,7 +32,12 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   }
   if (in.position_bias.defined()) terms.position_bias = in.position_bias.narrow(0, h0, nh);
   if (in.attention_mask.defined()) terms.attention_mask = in.attention_mask.narrow(0, b0, n);
+  if (in.segment_scores.defined()) {
+    terms.segment = in.segment_scores.narrow(0, h0, nh).narrow(1, b0, n).reshape({nh * n, L, 2});
+    terms.segment_ids = in.segment_ids.narrow(0, b0, n);
+  }
   terms.zero_padded_queries = in.zero_padded_queries;
+  terms.causal = in.causal;
 
   at::Tensor q3 = q.reshape({nh * n, L, D});
   at::Tensor k3 = k.reshape({nh * n, L, D});

@@ -20,6 +20,15 @@ struct RelativeAttentionInputs {
   at::Tensor position_bias;  // float32 [heads, 2L - 1] or undefined
   at::Tensor attention_mask; // [batch, L], nonzero = real token (uint8 is used as is); undefined = no padding
   bool zero_padded_queries = false;  // see RelativeScoreTerms
+  // Transformer-XL / XLNet: the query that multiplies pos_key when it is not q (XLNet adds one
+  // bias to the query of the content term and another to that of the position term).
+  // [heads, batch, L, head_dim] like q; undefined = q.
+  at::Tensor c2p_query;
+  // XLNet's segment term: segment_scores float32 [heads, batch, L, 2] (per query: the score
+  // for keys of its own segment, then for keys of another), segment_ids int32 [batch, L]
+  // (compared for equality only). Undefined = no segment term.
+  at::Tensor segment_scores, segment_ids;
+  bool causal = false;  // see RelativeScoreTerms
   // Optional, for the biased path (biased_attention.h), on q's device; derived from the tables
   // above when undefined. c2p_gather[i][j] = c2p_index[j - i + L - 1] and
   // p2c_gather[i][j] = p2c_index[j - i + L - 1], int64 [L, L]; position_bias_matrix
@@ -28,12 +37,14 @@ struct RelativeAttentionInputs {
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
 };
 
-// Self-attention with relative-position terms, for both encoder families:
-//   probs = softmax(q.k + c2p + p2c + position_bias, padded keys masked)
+// Self-attention with relative-position terms, for every encoder family:
+//   probs = softmax(q.k + c2p + p2c + position_bias + segment, padded keys masked)
 //   context = probs . v
-// where c2p = q . pos_key[index(j - i)] and p2c = k_j . pos_query[index(j - i)] (DeBERTa's
-// disentangled terms) and position_bias[head, j - i] (T5). Any scaling is already folded into
-// q and pos_query. Terms that are undefined are left out.
+// where c2p = c2p_query . pos_key[index(j - i)] and p2c = k_j . pos_query[index(j - i)]
+// (DeBERTa's disentangled terms; XLNet's position term is a c2p term with its own query),
+// position_bias[head, j - i] (T5) and segment = segment_scores[head, b, i, same segment ? 0 : 1]
+// (XLNet). Any scaling is already folded into q, c2p_query, pos_query and segment_scores.
+// Terms that are undefined are left out.
 //
 // Returns the context, [heads, batch, L, head_dim] contiguous.
 //

@@ -32,9 +32,12 @@ struct RowArgs {
   const int32_t* p2c_index = nullptr;
   int64_t p2c_cols = 0;
   const float* position_bias = nullptr;  // [heads, 2L - 1]
+  const float* segment = nullptr;        // [G, L, 2]
+  const int32_t* segment_ids = nullptr;  // [batch, L]
   const uint8_t* keep = nullptr;         // [batch, L], 1 = real token; nullptr = all real
   const int64_t* key_end = nullptr;      // [batch]: one past the last real key
   bool zero_padded_queries = false;
+  bool causal = false;
 };
 
 inline float ToFloat(float v) { return v; }
@@ -179,8 +182,9 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
       for (int64_t j = 0; j < L; ++j) out[j] = FromFloat<T>(0.0f);
       continue;
     }
-    // Keys at or past key_end are padding: probability 0, no work.
-    const int64_t n = a.key_end ? a.key_end[b] : L;
+    // Keys at or past key_end are padding (or, causal, after the query): probability 0, no work.
+    int64_t n = a.key_end ? a.key_end[b] : L;
+    if (a.causal) n = std::min(n, i + 1);
     if (n == 0) {  // every key padded: transformers' finite mask leaves a uniform row
       const T u = FromFloat<T>(1.0f / static_cast<float>(L));
       for (int64_t j = 0; j < L; ++j) out[j] = u;
@@ -200,6 +204,12 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
     if (a.position_bias) {
       const float* __restrict pb = a.position_bias + h * (2 * L - 1) + d0;
       for (int64_t j = 0; j < n; ++j) buf[j] += pb[j];
+    }
+    if (a.segment) {
+      const float same = a.segment[row * 2], other = a.segment[row * 2 + 1];
+      const int32_t* __restrict ids = a.segment_ids + b * L;
+      const int32_t mine = ids[i];
+      for (int64_t j = 0; j < n; ++j) buf[j] += ids[j] == mine ? same : other;
     }
     for (int64_t j = 0; j < n; ++j) buf[j] = ToFloat(out[j]) + buf[j];
     if (keep) {
@@ -274,12 +284,23 @@ void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const Relativ
     pb = pb.unsqueeze(1).expand({heads, batch, L, L}).reshape({G, L, L});
     rel = rel.defined() ? rel + pb : pb;
   }
+  if (terms.segment.defined()) {
+    // [batch, L, L]: whether query i and key j share a segment, for every head.
+    at::Tensor ids = terms.segment_ids.to(device);
+    at::Tensor same = ids.unsqueeze(2).eq(ids.unsqueeze(1)).unsqueeze(0).expand({heads, batch, L, L}).reshape({G, L, L});
+    at::Tensor seg = terms.segment.to(device).to(at::kFloat);
+    at::Tensor term = at::where(same, seg.narrow(2, 0, 1), seg.narrow(2, 1, 1));
+    rel = rel.defined() ? rel + term : term;
+  }
   at::Tensor s = scores.to(at::kFloat);
   if (rel.defined()) s = s + rel;
   at::Tensor keep;
   if (terms.attention_mask.defined()) {
     keep = terms.attention_mask.to(device).ne(0).unsqueeze(0).expand({heads, batch, L}).reshape({G, 1, L});
     s = s.masked_fill(keep.logical_not(), std::numeric_limits<float>::lowest());
+  }
+  if (terms.causal) {
+    s = s.masked_fill(offset.gt(L - 1), std::numeric_limits<float>::lowest());  // j > i
   }
   at::Tensor p = at::softmax(s, -1);
   if (keep.defined() && terms.zero_padded_queries) p = p * keep.transpose(1, 2).to(at::kFloat);
@@ -337,7 +358,19 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
     a.keep = k;
     a.key_end = e;
   }
+  at::Tensor segment, segment_ids;
+  if (terms.segment.defined()) {
+    segment = terms.segment.to(at::kFloat).contiguous();
+    segment_ids = terms.segment_ids.to(at::kInt).contiguous();
+    TORCH_CHECK(segment.dim() == 3 && segment.size(0) == G && segment.size(1) == L && segment.size(2) == 2,
+                "segment: expected [G, L, 2]");
+    TORCH_CHECK(segment_ids.dim() == 2 && segment_ids.size(0) == batch && segment_ids.size(1) == L,
+                "segment_ids: expected [batch, L]");
+    a.segment = segment.data_ptr<float>();
+    a.segment_ids = segment_ids.data_ptr<int32_t>();
+  }
   a.zero_padded_queries = terms.zero_padded_queries;
+  a.causal = terms.causal;
 
   void (*fn)(const RowArgs&, int64_t, int64_t, float*) = nullptr;
   switch (scores.scalar_type()) {

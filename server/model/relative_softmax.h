@@ -25,12 +25,18 @@ struct RelativeScoreTerms {
   at::Tensor p2c_index;
   // T5 position bias: float32 [heads, 2L - 1]. Adds position_bias[head, j - i + L - 1].
   at::Tensor position_bias;
+  // XLNet segment term: segment float32 [G, L, 2] (row = query), segment_ids int32 [batch, L].
+  // Adds segment[g, i, 0] where segment_ids[b][i] == segment_ids[b][j], else segment[g, i, 1].
+  at::Tensor segment;
+  at::Tensor segment_ids;
   // [batch, L], nonzero = real token, 0 = padding (uint8 is used as is; other dtypes are
   // converted on every call); undefined = no padding. Padded keys get probability 0.
   at::Tensor attention_mask;
   // DeBERTa's XSoftmax masks query rows too: a padded query's probabilities are all 0.
   // T5 leaves them as computed (its rows still attend to the real keys).
   bool zero_padded_queries = false;
+  // Keys after the query (j > i) get probability 0: XLNet's attn_type "uni".
+  bool causal = false;
 };
 
 // scores [G, L, L] (float32, bfloat16 or float16, contiguous) holds q.k on entry and

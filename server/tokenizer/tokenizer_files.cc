@@ -66,6 +66,10 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
       " (looked for ", absl::StrJoin(names, " and "), ")"));
 }
 
+std::string TokenizerFilesDescription(TokenizerFamily family) {
+  return absl::StrJoin(CandidateNames(family), family == TokenizerFamily::kRoberta ? " and " : " or ");
+}
+
 absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family) {
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, CandidateNames(family)));
   for (const bool here : present) {

@@ -22,6 +22,10 @@ struct TokenizerFiles {
 absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
                                                   TokenizerFamily family);
 
+// The files a family's tokenizer reads, for messages: "spm.model or spiece.model", "vocab.txt",
+// "vocab.json and merges.txt".
+std::string TokenizerFilesDescription(TokenizerFamily family);
+
 // Whether the directory holds any of the family's vocabulary files, so that a model is served
 // with text input; the same errors for a directory in a file's place.
 absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family);

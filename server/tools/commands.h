@@ -20,6 +20,9 @@ absl::Status RunAccuracyCommand(const std::vector<std::string>& args);
 absl::Status RunDownloadCommand(const std::vector<std::string>& args);
 absl::Status RunConvertCommand(const std::vector<std::string>& args);
 
+// create's options for --help: the shared ones, then each family's own (create_options()).
+std::string CreateCommandSynopsis();
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_TOOLS_COMMANDS_H_

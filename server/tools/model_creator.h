@@ -4,7 +4,9 @@
 // Writes randomly initialised model directories in Hugging Face's on-disk format (config.json as
 // transformers 4.40.2 `save_pretrained` writes it, model.safetensors under transformers' names),
 // loadable by relserve and by `AutoModel.from_pretrained`. Backs `relserve-model create`.
-// Torch-free: only the safetensors writer, JSON and the file utilities.
+// Torch-free: what each family writes comes from its descriptor
+// (server/model/families/family_descriptor.h); here are the options, the random weights and
+// the files.
 
 #include <cstdint>
 #include <string>
@@ -14,27 +16,32 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "server/model/families/family_descriptor.h"
 
 namespace relserve {
 
 struct CreateModelOptions {
-  // "deberta-v3", "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge),
-  // "t5" (T5-base-like, ReLU feed-forward) or "t5-v1.1" (gated-GELU, untied embeddings).
+  // A create variant of a family descriptor (FamilyDescriptor::create_variants): "deberta-v3",
+  // "deberta-v2" (v3 plus the convolution layer of microsoft/deberta-v2-xlarge), "t5"
+  // (T5-base-like, ReLU feed-forward), "t5-v1.1" (gated-GELU, untied embeddings), "bert",
+  // "roberta", "xlm-roberta", "electra", "mpnet" (all-mpnet-base-v2's layout),
+  // "xlnet" (xlnet-base-cased's configuration).
   std::string family;
   // 0 = the family's default (DeBERTa: 768 / 12 / 12 / 3072 / 128100; T5: 768 / 12 / 12 /
-  // 3072 (t5-v1.1: 2048) / 32128). For T5, hidden is d_model, intermediate d_ff, and
-  // d_kv = hidden / heads.
+  // 3072 (t5-v1.1: 2048) / 32128; BERT family: 768 / 12 / 12 / 3072 / 30522 (roberta 50265,
+  // xlm-roberta 250002)). For T5, hidden is d_model, intermediate d_ff, and d_kv = hidden / heads.
   int hidden = 0, layers = 0, heads = 0, intermediate = 0, vocab = 0;
-  // DeBERTa only: 0 = hidden; anything else is written as "embedding_size" (and adds
-  // embeddings.embed_proj when it differs from hidden).
+  // DeBERTa and ELECTRA only: 0 = hidden; anything else is written as "embedding_size" (and
+  // adds DeBERTa's embeddings.embed_proj or ELECTRA's embeddings_project when it differs).
   int embedding_size = 0;
-  // DeBERTa only: > 0 makes a DebertaV2ForSequenceClassification with that many labels
-  // (id2label / label2id "LABEL_i").
+  // > 0 makes the family's *ForSequenceClassification with that many labels (id2label /
+  // label2id "LABEL_i"); T5 has none.
   int num_labels = 0;
-  // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), together with
-  // tokenizer_config.json and special_tokens_map.json. When `vocab` is 0 the vocabulary size
-  // becomes the model's piece count plus one per special token that is not a piece (the
-  // tokenizer appends those, e.g. DeBERTa-v3's "[MASK]"). Empty: no tokenizer files.
+  // SentencePiece model copied in as spm.model (DeBERTa) or spiece.model (T5), or a WordPiece
+  // vocab.txt (bert, electra), together with tokenizer_config.json and special_tokens_map.json
+  // (FamilyDescriptor::CreateTokenizer). When `vocab` is 0 the vocabulary size becomes the
+  // model's piece count plus one per special token that is not a piece (the tokenizer appends
+  // those, e.g. DeBERTa-v3's "[MASK]"), or vocab.txt's line count. Empty: no tokenizer files.
   std::string vocab_file;
   // Every tensor draws from its own std::mt19937_64 stream, seeded from `seed` and the
   // tensor's name: the same options give the same bytes.
@@ -72,18 +79,10 @@ absl::Status CreateModelDirectory(const CreateModelOptions& options, const std::
 absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& options,
                                                 int64_t vocab_from_file = 0);
 
-// One state_dict entry of the model a config describes.
-struct ModelTensorSpec {
-  enum class Init { kNormal, kZeros, kOnes };
-  std::string name;
-  std::vector<int64_t> shape;
-  Init init;
-};
-
 // Every tensor transformers 4.40.2 builds (and saves) for this config.json, in module
-// registration order. Reads keys with transformers' defaults for absent ones; INVALID_ARGUMENT
-// naming the key for values it cannot build a model from. T5 lists encoder.embed_tokens.weight
-// after shared.weight; both hold the same values.
+// registration order: the config read by ParseModelConfig, then its family's
+// CheckpointLayout. INVALID_ARGUMENT naming the key for values it cannot build a model from.
+// T5 lists encoder.embed_tokens.weight after shared.weight, tied to it.
 absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::json& config);
 
 // The pieces of a serialized SentencePiece ModelProto, read from the protobuf wire format

@@ -14,7 +14,7 @@ namespace {
 
 struct Command {
   const char* name;
-  const char* synopsis;     // its options, as `relserve-model NAME` takes them
+  std::string synopsis;     // its options, as `relserve-model NAME` takes them
   const char* description;  // what it does
   bool engine_options;      // takes the options of commands that load a model
   absl::Status (*run)(const std::vector<std::string>&);
@@ -38,13 +38,10 @@ const std::vector<Command>& Commands() {
        "one text per line on stdin; pooled embeddings as JSON lines, in input order (--batch-size: lines\n"
        "per batch, default 32)",
        true, relserve::RunEmbedCommand},
-      {"create",
-       "--family deberta-v3|deberta-v2|t5|t5-v1.1 --out DIR [--hidden N --layers N --heads N\n"
-       "--intermediate N --vocab N --vocab-file spm.model --labels N --embedding-size N\n"
-       "--seed N --init-std X --dtype float32|bfloat16|float16 --config JSON\n"
-       "--sentence-transformers --dense-out N --overwrite]",
+      {"create", relserve::CreateCommandSynopsis(),
        "writes a randomly initialised model directory in Hugging Face's format (--config: JSON keys merged\n"
-       "into config.json; --sentence-transformers: pooling files, with a Dense layer of --dense-out outputs)",
+       "into config.json; --sentence-transformers: pooling files, with a Dense layer of --dense-out outputs;\n"
+       "a family's own options set their config.json keys)",
        false, relserve::RunCreateCommand},
       {"bench", "--model DIR --batch B --seq L [--iters N --warmup N --gemm-size N --no-gemm]",
        "tokens per second, and the efficiency against this machine's matmul throughput, as one JSON line",

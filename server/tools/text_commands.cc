@@ -2,19 +2,17 @@
 #include <algorithm>
 #include <iostream>
 #include <numeric>
-#include <optional>
 #include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
-#include "server/model/model_limits.h"
+#include "server/model/families/family_registry.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/tokenizer/tokenizer_files.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
-#include "server/util/file_util.h"
-#include "server/util/json_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -38,31 +36,6 @@ void StripCarriageReturn(std::string* line) {
   if (!line->empty() && line->back() == '\r') line->pop_back();
 }
 
-// The tokenizer of a model directory, its family named by config.json's model_type: tokenize
-// needs nothing else of the model, so any family's tokenizer can be checked here. The default
-// maximum length is the model's (max_position_embeddings, less the two positions RoBERTa and
-// MPNet keep before the first token), else 512; tokenizer_config.json's model_max_length wins.
-absl::StatusOr<std::unique_ptr<Tokenizer>> LoadDirectoryTokenizer(const std::string& dir) {
-  const std::string path = JoinPath(dir, "config.json");
-  ASSIGN_OR_RETURN(nlohmann::json json, ReadJsonFile(path));
-  const JsonFieldReader reader(json, path);
-  std::string model_type;
-  RETURN_IF_ERROR(reader.String("model_type", &model_type));
-  if (model_type.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": has no \"model_type\""));
-  const std::optional<TokenizerFamily> family = TokenizerFamilyForModelType(model_type);
-  if (!family.has_value()) {
-    return reader.Error("model_type", absl::StrCat("is \"", model_type, "\", which has no tokenizer here "
-                                                   "(known: deberta-v2, t5, mt5, bert, mpnet, xlnet, roberta)"));
-  }
-  int max_length = 512;
-  if (reader.Has("max_position_embeddings")) {
-    const int reserved = *family == TokenizerFamily::kRoberta || *family == TokenizerFamily::kMpnet ? 2 : 0;
-    RETURN_IF_ERROR(reader.Int("max_position_embeddings", &max_length, reserved + 1, kMaxSequenceLength + reserved));
-    max_length -= reserved;
-  }
-  return Tokenizer::Load(dir, *family, max_length);
-}
-
 enum class Padding { kNone, kLongest, kMaxLength };
 
 absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
@@ -74,6 +47,13 @@ absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
       absl::StrCat("--padding must be longest or max_length, got \"", padding, "\""));
 }
 
+// Text input needs the tokenizer files of the model's family in the directory.
+absl::Status NoTokenizerError(const std::string& dir, const ModelConfig& config) {
+  return absl::FailedPreconditionError(
+      absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(config.family->tokenizer_family(config)),
+                   "): the model takes token ids only"));
+}
+
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
@@ -81,7 +61,11 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
                    CliArgs::Parse(argv, {"model", "max-length", "padding"}, WithModelBooleanFlags({"no-truncate"})));
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
-  ASSIGN_OR_RETURN(auto tokenizer, LoadDirectoryTokenizer(dir));
+  ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
+  const TokenizerFamily family = config.family->tokenizer_family(config);
+  ASSIGN_OR_RETURN(const bool has_tokenizer, Tokenizer::HasFiles(dir, family));
+  if (!has_tokenizer) return NoTokenizerError(dir, config);
+  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   // Padding to the longest line needs every line first; otherwise lines go out as they come.
   std::vector<absl::StatusOr<Encoding>> pending;
@@ -133,9 +117,7 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
-  if (engine->tokenizer() == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat(args.String("model"), " has no tokenizer (spm.model or spiece.model)"));
-  }
+  if (engine->tokenizer() == nullptr) return NoTokenizerError(args.String("model"), engine->config());
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   if (opts.max_length == 0) opts.max_length = engine->info().max_length;
 

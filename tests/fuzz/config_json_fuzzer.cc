@@ -12,6 +12,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "server/model/families/deberta_v2/deberta_v2_config.h"
+#include "server/model/families/family_registry.h"
+#include "server/model/families/t5/t5_config.h"
 #include "server/model/model_config.h"
 #include "server/model/sentence_transformers_config.h"
 #include "server/safetensors/checkpoint.h"
@@ -77,12 +80,24 @@ void CheckModelConfig(const nlohmann::json& json) {
                config.status().ToString().c_str());
     return;
   }
-  FUZZ_CHECK(config->hidden_size() > 0, "hidden size %d", config->hidden_size());
-  FUZZ_CHECK(config->num_layers() >= 0, "%d layers", config->num_layers());
-  FUZZ_CHECK(config->vocab_size() > 0, "vocabulary of %d", config->vocab_size());
+  FUZZ_CHECK(config->family != nullptr, "no family for %s", config->model_type.c_str());
+  FUZZ_CHECK(config->hidden_size > 0, "hidden size %d", config->hidden_size);
+  FUZZ_CHECK(config->num_layers >= 0, "%d layers", config->num_layers);
+  FUZZ_CHECK(config->vocab_size > 0, "vocabulary of %d", config->vocab_size);
   FUZZ_CHECK(config->max_length > 0, "max length %d", config->max_length);
-  if (config->family == ModelFamily::kDebertaV2) {
-    const DebertaV2Config& d = config->deberta;
+  FUZZ_CHECK(config->type_vocab_size >= 0, "type vocabulary of %d", config->type_vocab_size);
+  FUZZ_CHECK(config->max_length_limit >= 0, "max length limit %d", config->max_length_limit);
+  // The layout `create` would write: every shape positive or zero, nothing overflowing.
+  auto layout = config->family->CheckpointLayout(*config);
+  if (layout.ok()) {
+    for (const ModelTensorSpec& t : *layout) {
+      for (int64_t d : t.shape) FUZZ_CHECK(d >= 0, "%s has a negative dimension", t.name.c_str());
+    }
+  }
+  const double flops = config->family->FlopsPerToken(*config, config->max_length);
+  FUZZ_CHECK(flops >= 0, "%g FLOPs per token", flops);
+  if (std::string(config->family->name()) == "deberta-v2") {
+    const DebertaV2Config& d = config->family_config_as<DebertaV2Config>();
     FUZZ_CHECK(d.attention_head_size > 0, "head size %d", d.attention_head_size);
     // Sizes the engine derives when it loads the weights.
     FUZZ_CHECK(d.all_head_size() > 0, "all heads %d", d.all_head_size());
@@ -91,9 +106,9 @@ void CheckModelConfig(const nlohmann::json& json) {
                  d.rel_embeddings_rows());
       FUZZ_CHECK(d.attention_span() > 0, "attention span %d", d.attention_span());
     }
-  } else {
-    FUZZ_CHECK(config->t5.inner_dim() > 0, "T5 heads %d x %d", config->t5.num_heads,
-               config->t5.d_kv);
+  } else if (std::string(config->family->name()) == "t5") {
+    const T5Config& t5 = config->family_config_as<T5Config>();
+    FUZZ_CHECK(t5.inner_dim() > 0, "T5 heads %d x %d", t5.num_heads, t5.d_kv);
   }
   if (config->head == HeadKind::kSequenceClassification) {
     FUZZ_CHECK(config->num_labels > 0 &&

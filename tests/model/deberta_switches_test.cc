@@ -244,21 +244,6 @@ TEST_F(DebertaSwitchTest, EmbeddingSizeWithEmbedProj) {
   EXPECT_GT(Diff(proj, plain, pairs), kMatters);
 }
 
-const std::vector<std::string>& AllActivations() {
-  static const std::vector<std::string> kNames = {
-      "gelu",       "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python",
-      "quick_gelu", "gelu_10",  "relu",              "relu2",     "relu6",         "leaky_relu",
-      "silu",       "swish",    "mish",              "tanh",      "sigmoid",       "linear"};
-  return kNames;
-}
-
-// Activations whose outputs at these scales are within a few 1e-4 of the exact gelu (tanh
-// approximations) or equal to it (gelu_python; gelu_10 below |x| = 10), or to each other.
-bool CloseToGelu(const std::string& act) {
-  return act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate" ||
-         act == "gelu_python" || act == "gelu_10";
-}
-
 TEST_F(DebertaSwitchTest, HiddenActVariants) {
   std::map<std::string, EngineOutputs> out;
   for (const std::string& act : AllActivations()) {

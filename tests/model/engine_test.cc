@@ -257,7 +257,7 @@ TEST(EngineLoadErrorTest, ConfigProblems) {
     const char* message;
   };
   const std::vector<Case> cases = {
-      {[](nlohmann::json& c) { c["model_type"] = "bert"; }, "\"model_type\" \"bert\" is not supported"},
+      {[](nlohmann::json& c) { c["model_type"] = "gpt2"; }, "\"model_type\" \"gpt2\" is not supported"},
       {[](nlohmann::json& c) { c.erase("model_type"); }, "no \"model_type\""},
       {[](nlohmann::json& c) { c["architectures"] = {"DebertaV2ForTokenClassification"}; }, "DebertaV2ForTokenClassification"},
       {[](nlohmann::json& c) { c["hidden_act"] = "swiglu"; }, "\"hidden_act\""},

@@ -62,7 +62,7 @@ uint32_t AllOutputs(const Engine& e) {
   return kOutputTokenStates | kOutputPooled | (e.info().labels.empty() ? 0u : static_cast<uint32_t>(kOutputLogits));
 }
 
-const char* const kModels[] = {"deberta_v3_like", "deberta_v3_cls", "t5_v1_0"};
+const char* const kModels[] = {"deberta_v3_like", "deberta_v3_cls", "t5_v1_0", "mpnet_like"};
 
 TEST(GpuDeviceNameTest, PreciseErrors) {
   EngineOptions options;

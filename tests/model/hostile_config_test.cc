@@ -71,6 +71,10 @@ class HostileModels {
       o.config_overrides = {{"position_biased_input", true}, {"type_vocab_size", 2}};
     });
     create("t5", "t5-v1.1", [&](CreateModelOptions& o) { o.vocab_file = spm; });
+    create("mpnet", "mpnet", [&](CreateModelOptions& o) {
+      o.vocab = 100;
+      o.num_labels = 2;
+    });
     create("sharded", "deberta-v3", [&](CreateModelOptions& o) { o.vocab = 100; });
     const std::string shard = "model-00001-of-00001.safetensors";
     fs::rename(dir("sharded") + "/model.safetensors", dir("sharded") + "/" + shard);
@@ -215,6 +219,19 @@ std::vector<Field> Fields() {
       {"t5", c, "/dense_act_fn", K::kString},
       {"t5", c, "/is_gated_act", K::kBool},
       {"t5", c, "/model_type", K::kString},
+      // MPNet config.json, with a classification head.
+      {"mpnet", c, "/vocab_size", K::kInt},
+      {"mpnet", c, "/hidden_size", K::kInt},
+      {"mpnet", c, "/num_hidden_layers", K::kInt},
+      {"mpnet", c, "/num_attention_heads", K::kInt},
+      {"mpnet", c, "/intermediate_size", K::kInt},
+      {"mpnet", c, "/max_position_embeddings", K::kInt},
+      {"mpnet", c, "/relative_attention_num_buckets", K::kInt},
+      {"mpnet", c, "/pad_token_id", K::kInt, {"0"}},  // not what positions skip (padding_idx is 1)
+      {"mpnet", c, "/layer_norm_eps", K::kFloat},
+      {"mpnet", c, "/hidden_act", K::kString},
+      {"mpnet", c, "/num_labels", K::kInt},
+      {"mpnet", c, "/architectures", K::kString},
       // Tokenizer files. model_max_length only bounds truncation; past 2^31 it is transformers'
       // "no limit" sentinel (int(1e30)).
       {"embedder", "tokenizer_config.json", "/do_lower_case", K::kBool},

@@ -12,6 +12,8 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "tests/model/naive_mpnet_reference.h"
+#include "tests/model/naive_xlnet.h"
 
 namespace relserve::naive {
 namespace {
@@ -807,6 +809,216 @@ Outputs T5Forward(const json& j, const Weights& w, const PaddedBatch& in) {
   return out;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// BERT, RoBERTa, XLM-RoBERTa, ELECTRA (modeling_bert.py, modeling_roberta.py,
+// modeling_xlm_roberta.py, modeling_electra.py).
+
+struct BertFamilyConfig {
+  std::string model_type, architecture;
+  int64_t vocab_size, hidden_size, num_hidden_layers, num_attention_heads, intermediate_size;
+  std::string hidden_act, position_embedding_type;
+  int64_t max_position_embeddings, type_vocab_size, pad_token_id, embedding_size;
+  double layer_norm_eps;
+
+  explicit BertFamilyConfig(const json& j) {
+    model_type = GetString(j, "model_type", "bert");
+    const bool roberta = model_type == "roberta" || model_type == "xlm-roberta";
+    const bool electra = model_type == "electra";
+    // BertConfig / RobertaConfig / XLMRobertaConfig / ElectraConfig defaults.
+    vocab_size = GetInt(j, "vocab_size", 30522);
+    hidden_size = GetInt(j, "hidden_size", electra ? 256 : 768);
+    num_hidden_layers = GetInt(j, "num_hidden_layers", 12);
+    num_attention_heads = GetInt(j, "num_attention_heads", electra ? 4 : 12);
+    intermediate_size = GetInt(j, "intermediate_size", electra ? 1024 : 3072);
+    hidden_act = GetString(j, "hidden_act", "gelu");
+    max_position_embeddings = GetInt(j, "max_position_embeddings", 512);
+    type_vocab_size = GetInt(j, "type_vocab_size", 2);
+    layer_norm_eps = GetDouble(j, "layer_norm_eps", 1e-12);
+    pad_token_id = GetInt(j, "pad_token_id", roberta ? 1 : 0);
+    position_embedding_type = GetString(j, "position_embedding_type", "absolute");
+    embedding_size = electra ? GetInt(j, "embedding_size", 128) : hidden_size;
+    architecture = HasKey(j, "architectures") ? j.at("architectures")[0].get<std::string>() : "";
+  }
+  bool roberta() const { return model_type == "roberta" || model_type == "xlm-roberta"; }
+  bool electra() const { return model_type == "electra"; }
+};
+
+// RobertaEmbeddings.create_position_ids_from_input_ids (past_key_values_length 0).
+std::vector<int64_t> CreatePositionIdsFromInputIds(const PaddedBatch& in, int64_t padding_idx) {
+  std::vector<int64_t> out(in.input_ids.size());
+  for (int64_t b = 0; b < in.batch; ++b) {
+    int64_t cumsum = 0;
+    for (int64_t t = 0; t < in.length; ++t) {
+      const int64_t mask = in.input_ids[b * in.length + t] != padding_idx ? 1 : 0;
+      cumsum += mask;
+      out[b * in.length + t] = cumsum * mask + padding_idx;
+    }
+  }
+  return out;
+}
+
+// BertEmbeddings / RobertaEmbeddings / ElectraEmbeddings.forward: [B * L, embedding_size].
+Vec BertEmbeddings(const BertFamilyConfig& c, const Weights& w, const std::string& p, const PaddedBatch& in) {
+  const int64_t B = in.batch, L = in.length, E = c.embedding_size;
+  if (L > c.max_position_embeddings) Fail("sequence longer than max_position_embeddings");
+  const std::string ep = p + "embeddings.";
+  const Tensor& word = w.Get(ep + "word_embeddings.weight", {c.vocab_size, E});
+  const Tensor& position = w.Get(ep + "position_embeddings.weight", {c.max_position_embeddings, E});
+  const Tensor& token_type = w.Get(ep + "token_type_embeddings.weight", {c.type_vocab_size, E});
+  std::vector<int64_t> position_ids(in.input_ids.size());
+  if (c.roberta()) {
+    position_ids = CreatePositionIdsFromInputIds(in, c.pad_token_id);
+  } else {
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0; t < L; ++t) position_ids[b * L + t] = t;  // self.position_ids[:, :seq_length]
+    }
+  }
+  Vec x(static_cast<size_t>(B * L * E));
+  for (int64_t r = 0; r < B * L; ++r) {
+    const int64_t id = in.input_ids[r];
+    // token_type_ids default: the all-zeros buffer.
+    const int64_t type = in.token_type_ids.empty() ? 0 : in.token_type_ids[r];
+    if (id < 0 || id >= c.vocab_size || type < 0 || type >= c.type_vocab_size) Fail("index out of range");
+    for (int64_t k = 0; k < E; ++k) {
+      // embeddings = inputs_embeds + token_type_embeddings; embeddings += position_embeddings
+      double v = word.data[id * E + k] + token_type.data[type * E + k];
+      if (c.position_embedding_type == "absolute") {
+        const int64_t pos = position_ids[r];
+        if (pos < 0 || pos >= c.max_position_embeddings) Fail("position id out of range");
+        v += position.data[pos * E + k];
+      }
+      x[r * E + k] = v;
+    }
+  }
+  return LayerNorm(x, B * L, E, w.Get(ep + "LayerNorm.weight", {E}), w.Get(ep + "LayerNorm.bias", {E}),
+                   c.layer_norm_eps);
+}
+
+// BertSelfAttention.forward (eager) + BertSelfOutput: hidden [B * L, H].
+Vec BertAttention(const BertFamilyConfig& c, const Weights& w, const std::string& lp, const Vec& hidden,
+                  const PaddedBatch& in) {
+  const int64_t B = in.batch, L = in.length, H = c.hidden_size, heads = c.num_attention_heads;
+  const int64_t d = H / heads;  // attention_head_size = int(hidden_size / num_attention_heads)
+  const int64_t M = c.max_position_embeddings;
+  const std::string sp = lp + "attention.self.";
+  const Vec q = Linear(hidden, B * L, w.Get(sp + "query.weight", {H, H}), &w.Get(sp + "query.bias", {H}));
+  const Vec k = Linear(hidden, B * L, w.Get(sp + "key.weight", {H, H}), &w.Get(sp + "key.bias", {H}));
+  const Vec v = Linear(hidden, B * L, w.Get(sp + "value.weight", {H, H}), &w.Get(sp + "value.bias", {H}));
+  const bool relative_key = c.position_embedding_type == "relative_key";
+  const bool relative_key_query = c.position_embedding_type == "relative_key_query";
+  const Tensor* distance = nullptr;
+  if (relative_key || relative_key_query) {
+    distance = &w.Get(sp + "distance_embedding.weight", {2 * M - 1, d});
+  }
+  // get_extended_attention_mask: (1.0 - mask) * torch.finfo(dtype).min
+  const double kMin = -DBL_MAX;
+  Vec context(static_cast<size_t>(B * L * H));
+  std::vector<double> scores(static_cast<size_t>(L));
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < L; ++i) {
+        const double* qi = &q[(b * L + i) * H + h * d];
+        for (int64_t j = 0; j < L; ++j) {
+          const double* kj = &k[(b * L + j) * H + h * d];
+          double s = 0;
+          for (int64_t e = 0; e < d; ++e) s += qi[e] * kj[e];
+          if (distance != nullptr) {
+            // distance = position_ids_l - position_ids_r; distance_embedding(distance + M - 1)
+            const int64_t row = i - j + M - 1;
+            const double* pe = &distance->data[row * d];
+            double qr = 0, kr = 0;
+            for (int64_t e = 0; e < d; ++e) {
+              qr += qi[e] * pe[e];  // einsum("bhld,lrd->bhlr", query_layer, positional_embedding)
+              kr += kj[e] * pe[e];  // einsum("bhrd,lrd->bhlr", key_layer, positional_embedding)
+            }
+            s += qr;
+            if (relative_key_query) s += kr;
+          }
+          s /= std::sqrt(static_cast<double>(d));
+          s += (1.0 - static_cast<double>(in.attention_mask[b * L + j])) * kMin;
+          scores[j] = s;
+        }
+        SoftmaxRow(scores.data(), L);
+        for (int64_t e = 0; e < d; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < L; ++j) acc += scores[j] * v[(b * L + j) * H + h * d + e];
+          context[(b * L + i) * H + h * d + e] = acc;
+        }
+      }
+    }
+  }
+  // BertSelfOutput: LayerNorm(dense(hidden_states) + input_tensor)
+  const std::string op = lp + "attention.output.";
+  Vec out = Linear(context, B * L, w.Get(op + "dense.weight", {H, H}), &w.Get(op + "dense.bias", {H}));
+  for (size_t i = 0; i < out.size(); ++i) out[i] += hidden[i];
+  return LayerNorm(out, B * L, H, w.Get(op + "LayerNorm.weight", {H}), w.Get(op + "LayerNorm.bias", {H}),
+                   c.layer_norm_eps);
+}
+
+// BertLayer.forward: attention, then BertIntermediate and BertOutput.
+Vec BertLayer(const BertFamilyConfig& c, const Weights& w, const std::string& lp, const Vec& hidden,
+              const PaddedBatch& in) {
+  const int64_t rows = in.batch * in.length, H = c.hidden_size, I = c.intermediate_size;
+  const Vec attention_output = BertAttention(c, w, lp, hidden, in);
+  Vec inter = Linear(attention_output, rows, w.Get(lp + "intermediate.dense.weight", {I, H}),
+                     &w.Get(lp + "intermediate.dense.bias", {I}));
+  ApplyActivation(c.hidden_act, &inter);
+  Vec out = Linear(inter, rows, w.Get(lp + "output.dense.weight", {H, I}), &w.Get(lp + "output.dense.bias", {H}));
+  for (size_t i = 0; i < out.size(); ++i) out[i] += attention_output[i];
+  return LayerNorm(out, rows, H, w.Get(lp + "output.LayerNorm.weight", {H}), w.Get(lp + "output.LayerNorm.bias", {H}),
+                   c.layer_norm_eps);
+}
+
+Outputs BertForward(const json& j, const Weights& w, const PaddedBatch& in) {
+  const BertFamilyConfig c(j);
+  const std::string& a = c.architecture;
+  const bool classification = a.size() > 25 && a.compare(a.size() - 25, 25, "ForSequenceClassification") == 0;
+  const std::string base = c.electra() ? "electra." : c.roberta() ? "roberta." : "bert.";
+  const std::string p = w.AnyStartsWith(base) ? base : "";
+  const int64_t B = in.batch, L = in.length, H = c.hidden_size, E = c.embedding_size;
+
+  Vec hidden = BertEmbeddings(c, w, p, in);
+  // ElectraModel: embeddings_project when embedding_size != hidden_size.
+  if (c.electra() && E != H) {
+    hidden = Linear(hidden, B * L, w.Get(p + "embeddings_project.weight", {H, E}),
+                    &w.Get(p + "embeddings_project.bias", {H}));
+  }
+  Outputs out;
+  out["hidden_state_0"] = Tensor{{B, L, H}, hidden};
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    hidden = BertLayer(c, w, p + "encoder.layer." + std::to_string(i) + ".", hidden, in);
+    out["hidden_state_" + std::to_string(i + 1)] = Tensor{{B, L, H}, hidden};
+  }
+  out["last_hidden_state"] = Tensor{{B, L, H}, hidden};
+
+  if (classification) {
+    int64_t num_labels = GetInt(j, "num_labels", 2);
+    if (HasKey(j, "id2label")) num_labels = static_cast<int64_t>(j.at("id2label").size());
+    Vec first(static_cast<size_t>(B * H));  // features[:, 0, :]
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t k = 0; k < H; ++k) first[b * H + k] = hidden[(b * L) * H + k];
+    }
+    Vec logits;
+    if (!c.electra() && !c.roberta()) {
+      // BertPooler: tanh(dense(hidden_states[:, 0])); BertForSequenceClassification.classifier
+      Vec pooled = Linear(first, B, w.Get(p + "pooler.dense.weight", {H, H}), &w.Get(p + "pooler.dense.bias", {H}));
+      ApplyActivation("tanh", &pooled);
+      logits = Linear(pooled, B, w.Get("classifier.weight", {num_labels, H}), &w.Get("classifier.bias", {num_labels}));
+    } else {
+      // RobertaClassificationHead: dense, torch.tanh, out_proj; ElectraClassificationHead:
+      // dense, get_activation("gelu"), out_proj.
+      Vec x = Linear(first, B, w.Get("classifier.dense.weight", {H, H}), &w.Get("classifier.dense.bias", {H}));
+      ApplyActivation(c.electra() ? "gelu" : "tanh", &x);
+      logits = Linear(x, B, w.Get("classifier.out_proj.weight", {num_labels, H}),
+                      &w.Get("classifier.out_proj.bias", {num_labels}));
+    }
+    out["logits"] = Tensor{{B, num_labels}, logits};
+  }
+  return out;
+}
+
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -908,10 +1120,15 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
         (!batch.token_type_ids.empty() && batch.token_type_ids.size() != batch.input_ids.size())) {
       return absl::InvalidArgumentError("naive reference: batch sizes disagree");
     }
-    const Weights weights(model_dir);
     const std::string model_type = GetString(*j, "model_type", "");
+    if (model_type == "xlnet") return XlnetForward(*j, model_dir, batch);
+    const Weights weights(model_dir);
     if (model_type == "deberta-v2") return DebertaForward(*j, weights, batch);
     if (model_type == "t5" || model_type == "mt5") return T5Forward(*j, weights, batch);
+    if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta" || model_type == "electra") {
+      return BertForward(*j, weights, batch);
+    }
+    if (model_type == "mpnet") return MpnetForward(*j, model_dir, batch);
     return absl::InvalidArgumentError("naive reference: unsupported model_type " + model_type);
   } catch (const std::exception& e) {
     return absl::InternalError(std::string("naive reference: ") + e.what());

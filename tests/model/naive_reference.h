@@ -2,7 +2,8 @@
 #define RELSERVE_TESTS_MODEL_NAIVE_REFERENCE_H_
 
 // A deliberately naive, literal port of the forward passes of transformers 4.40.2
-// (models/deberta_v2/modeling_deberta_v2.py, models/t5/modeling_t5.py, activations.py) in
+// (models/deberta_v2/modeling_deberta_v2.py, models/t5/modeling_t5.py, models/bert/modeling_bert.py,
+// models/roberta/modeling_roberta.py, models/electra/modeling_electra.py, activations.py) in
 // double precision: std::vector, explicit loops, no LibTorch. Each function names the Python
 // function or module it follows. It reads config.json and the safetensors weights itself and
 // shares no code with the engine's model implementation, so that the engine can be checked
@@ -28,7 +29,7 @@ struct Tensor {
 };
 
 // Named as Engine::ForwardPadded names them: hidden_state_0..N, last_hidden_state and, for
-// DebertaV2ForSequenceClassification, logits [batch, num_labels].
+// sequence classifiers, logits [batch, num_labels].
 using Outputs = std::map<std::string, Tensor>;
 
 // The whole forward pass of the model in `model_dir` (config.json + model.safetensors or a
@@ -36,6 +37,8 @@ using Outputs = std::map<std::string, Tensor>;
 // AutoModelForSequenceClassification with output_hidden_states=True computes it.
 // DeBERTa: DebertaV2Model or DebertaV2ForSequenceClassification (from `architectures`).
 // T5 / mT5: T5EncoderModel (any T5 architecture is run as its encoder).
+// BERT / RoBERTa / XLM-RoBERTa / ELECTRA: *Model, or *ForSequenceClassification with its head.
+// MPNet: naive_mpnet_reference.h.
 absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch& batch);
 
 // ACT2FN[name](x) in float64. Throws std::invalid_argument for a name ACT2FN lacks.

@@ -1,8 +1,9 @@
-// The naive port (naive_reference.h) against transformers 4.40.2 itself: the three reference
+// The naive port (naive_reference.h) against transformers 4.40.2 itself: the reference
 // fixtures (tests/data/reference, computed by transformers in float64) within 1e-5 at every
 // unpadded position, for every hidden state and the logits. This is what entitles the switch
 // tests to use the port as the reference on configurations no fixture covers.
 #include "tests/model/naive_reference.h"
+#include "tests/model/naive_mpnet_reference.h"
 
 #include <cmath>
 #include <cstring>
@@ -70,6 +71,29 @@ TEST(NaiveReferenceTest, ReproducesT5V10Encoder) {
   CheckFixture("t5_v1_0", 4);
 }
 
+TEST(NaiveReferenceTest, ReproducesBertAbsolute) {
+  // absolute positions, no token_type_ids (row 0 of the table): last_hidden_state + hidden_state_0..2
+  CheckFixture("bert_absolute", 4);
+}
+
+TEST(NaiveReferenceTest, ReproducesBertRelativeKey) {
+  // relative_key: q . distance_embedding[i - j + 511] before the 1/sqrt(d) scaling; token types fed
+  CheckFixture("bert_relative_key", 4);
+}
+
+TEST(NaiveReferenceTest, ReproducesMpnet) {
+  // positions after padding_idx 1 (rows right-padded with 1), the bucketed relative bias shared
+  // by both layers, log buckets (row of 160): last_hidden_state + hidden_state_0..2
+  CheckFixture("mpnet_like", 4);
+}
+
+TEST(NaiveReferenceTest, ReproducesXlnet) {
+  // Transformer-XL attention with r_w/r_r/r_s biases, the shifted position product, the
+  // segment term of pairs (token types 0, 1, 2 and 3 on padding), left padding:
+  // last_hidden_state + hidden_state_0..2
+  CheckFixture("xlnet_like", 4);
+}
+
 // The fixture comparison is not vacuous: the same port on a perturbed input is far off.
 TEST(NaiveReferenceTest, FixtureComparisonDetectsAChangedInput) {
   const std::string dir = ReferenceDir("deberta_v3_like");
@@ -102,6 +126,36 @@ TEST(NaiveReferenceTest, T5RelativePositionBucketKnownValues) {
   EXPECT_EQ(naive::T5RelativePositionBucket(-4, true, 16, 20), 4);
   EXPECT_EQ(naive::T5RelativePositionBucket(-19, true, 16, 20), 7);
   EXPECT_EQ(naive::T5RelativePositionBucket(25, true, 16, 20), 15);
+}
+
+TEST(NaiveReferenceTest, MpnetRelativePositionBucketKnownValues) {
+  // The argument is memory - context = j - i. Keys after the query (j > i) take 16 + the bucket
+  // of m = |j - i|: m below 8 is exact, else min(15, 8 + trunc(ln(m / 8) / ln(16) * 8)).
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(0), 0);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-1), 1);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(1), 17);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-7), 7);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(7), 23);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-8), 8);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-11), 8);   // 8 + trunc(0.92)
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-12), 9);   // 8 + trunc(1.17)
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-16), 10);  // 8 + log(2) / log(16) * 8
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(16), 26);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-127), 15);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-128), 15);
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(-500), 15);  // beyond max_distance
+  EXPECT_EQ(naive::MpnetRelativePositionBucket(500), 31);
+  // The same function as T5's bidirectional bucket of j - i with 32 buckets and distance 128.
+  for (int64_t r = -600; r <= 600; ++r) {
+    ASSERT_EQ(naive::MpnetRelativePositionBucket(r), naive::T5RelativePositionBucket(r, true, 32, 128)) << r;
+  }
+}
+
+TEST(NaiveReferenceTest, MpnetPositionIdsSkipPaddingIdx) {
+  // Positions start after padding_idx 1 and count only ids other than 1; id 1 reads position 1.
+  EXPECT_EQ(naive::MpnetPositionIds({0, 5, 6, 2, 1, 1}), (std::vector<int64_t>{2, 3, 4, 5, 1, 1}));
+  EXPECT_EQ(naive::MpnetPositionIds({0, 1, 6, 2}), (std::vector<int64_t>{2, 1, 3, 4}));
+  EXPECT_EQ(naive::MpnetPositionIds({0, 0, 0}), (std::vector<int64_t>{2, 3, 4}));
 }
 
 TEST(NaiveReferenceTest, DebertaRelativePositions) {

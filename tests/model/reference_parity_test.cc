@@ -62,6 +62,27 @@ TEST(ReferenceParityTest, T5V10Encoder) {
   CheckAgainstReference("t5_v1_0", 4);
 }
 
+TEST(ReferenceParityTest, BertAbsolutePositions) {
+  // last_hidden_state + hidden_state_0..2; no token_type_ids: row 0 of the table for every token
+  CheckAgainstReference("bert_absolute", 4);
+}
+
+TEST(ReferenceParityTest, BertRelativeKey) {
+  // Shaw-style relative keys (distance_embedding per layer), token types fed
+  CheckAgainstReference("bert_relative_key", 4);
+}
+
+TEST(ReferenceParityTest, MpnetModel) {
+  // positions after padding_idx 1, the bucketed relative bias shared by both layers, a row of
+  // 160 tokens past the exact buckets and max_distance: last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("mpnet_like", 4);
+}
+
+TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
+  // Left-padded pairs (token types 0, 1, 2; 3 on padding): last_hidden_state + hidden_state_0..2
+  CheckAgainstReference("xlnet_like", 4);
+}
+
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
 // run on the CPU against the same references.
 TEST(ReferenceParityTest, BiasedAttentionPath) {
@@ -69,6 +90,10 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
   CheckAgainstReference("deberta_v3_like", 5);
   CheckAgainstReference("deberta_v3_cls", 6);
   CheckAgainstReference("t5_v1_0", 4);
+  CheckAgainstReference("bert_absolute", 4);
+  CheckAgainstReference("bert_relative_key", 4);
+  CheckAgainstReference("mpnet_like", 4);
+  CheckAgainstReference("xlnet_like", 4);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

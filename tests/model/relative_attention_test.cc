@@ -52,7 +52,8 @@ at::Tensor Reference(const Fixture& f) {
   at::Tensor s = at::matmul(q, k.transpose(-1, -2));  // [H, B, L, L]
   if (in.pos_key.defined()) {
     at::Tensor rows = in.pos_key.to(at::kDouble).index({at::indexing::Slice(), Expand(in.c2p_index, kLen)});  // [H, L, L, D]
-    s = s + at::einsum("hbid,hijd->hbij", {q, rows});
+    at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.to(at::kDouble) : q;
+    s = s + at::einsum("hbid,hijd->hbij", {cq, rows});
   }
   if (in.pos_query.defined()) {
     // p2c[i][j] = k_j . pos_query[index(j - i)]
@@ -62,7 +63,22 @@ at::Tensor Reference(const Fixture& f) {
   if (in.position_bias.defined()) {
     s = s + in.position_bias.to(at::kDouble).index({at::indexing::Slice(), Expand(at::arange(2 * kLen - 1), kLen)}).unsqueeze(1);
   }
+  if (in.segment_scores.defined()) {
+    at::Tensor seg = in.segment_scores.to(at::kDouble);  // [H, B, L, 2]
+    for (int64_t b = 0; b < kBatch; ++b) {
+      for (int64_t i = 0; i < kLen; ++i) {
+        for (int64_t j = 0; j < kLen; ++j) {
+          const bool same = in.segment_ids[b][i].item<int>() == in.segment_ids[b][j].item<int>();
+          s.select(1, b).select(1, i).select(1, j).add_(seg.select(1, b).select(1, i).select(1, same ? 0 : 1));
+        }
+      }
+    }
+  }
   at::Tensor keys = f.mask.to(at::kDouble).view({1, kBatch, 1, kLen});
+  if (in.causal) {
+    at::Tensor future = at::arange(kLen).view({1, kLen}).gt(at::arange(kLen).view({kLen, 1}));
+    s = s.masked_fill(future.view({1, 1, kLen, kLen}), -1e300);
+  }
   at::Tensor p = at::softmax(s + (1 - keys) * -1e300, -1);
   if (in.zero_padded_queries) p = p * f.mask.to(at::kDouble).view({1, kBatch, kLen, 1});
   return at::matmul(p, v);
@@ -176,6 +192,70 @@ TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
   if (matrix_before.defined()) {
     EXPECT_TRUE(at::equal(pre.position_bias_matrix, matrix_before));
   }
+}
+
+// XLNet's terms: the position term through c2p with its own query, the segment term, and
+// attn_type "uni"'s causal mask, on every path.
+Fixture MakeXlnet(bool causal) {
+  at::manual_seed(causal ? 3 : 4);
+  Fixture f;
+  auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, at::kDouble).to(at::kFloat); };
+  f.in.q = randn({kHeads, kBatch, kLen, kDim});
+  f.in.k = randn({kHeads, kBatch, kLen, kDim});
+  f.in.v = randn({kHeads, kBatch, kLen, kDim});
+  f.in.c2p_query = randn({kHeads, kBatch, kLen, kDim});
+  f.in.pos_key = randn({kHeads, 2 * kLen - 1, kDim});
+  f.in.c2p_index = at::arange(2 * kLen - 1, at::kInt).flip(0).contiguous();  // row of i - j
+  f.in.segment_scores = randn({kHeads, kBatch, kLen, 2}) * 2;
+  f.in.segment_ids = at::randint(0, 3, {kBatch, kLen}, at::kInt);
+  f.in.causal = causal;
+  // Right padding in some rows, left padding in others: real queries keep a real key either way.
+  f.mask = at::ones({kBatch, kLen}, at::kLong);
+  for (int64_t b = 1; b < kBatch; ++b) f.mask[b].narrow(0, b % 2 ? kLen - 3 * b : 0, 3 * b).zero_();
+  f.in.attention_mask = f.mask;
+  return f;
+}
+
+// Largest difference over the real queries (a padded query's row is not defined alike by every path).
+double MaxDiffRealQueries(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
+  at::Tensor keep = mask.ne(0).view({1, kBatch, kLen, 1});
+  return ((a.to(at::kDouble) - b.to(at::kDouble)).abs() * keep).max().item<double>();
+}
+
+TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
+  c10::InferenceMode guard;
+  for (bool causal : {false, true}) {
+    Fixture f = MakeXlnet(causal);
+    at::Tensor expected = Reference(f);
+    const int64_t per_sequence = kLen * (3 * kLen - 1) * 4;
+    for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, int64_t{1} << 40}) {
+      f.in.slice_bytes = budget;
+      EXPECT_LT(MaxDiffRealQueries(RelativeAttention(f.in), expected, f.mask), 1e-5)
+          << "causal " << causal << " budget " << budget;
+    }
+    for (bool fused : {true, false}) {
+      SetFusedAttentionForTesting(fused);
+      at::Tensor biased = BiasedAttention(f.in);
+      EXPECT_FALSE(biased.isnan().any().item<bool>()) << "causal " << causal << " fused " << fused;
+      EXPECT_LT(MaxDiffRealQueries(biased, expected, f.mask), 1e-5) << "causal " << causal << " fused " << fused;
+    }
+    SetFusedAttentionForTesting(true);
+  }
+}
+
+TEST(RelativeAttentionXlnetTest, EachTermChangesTheResult) {
+  c10::InferenceMode guard;
+  Fixture f = MakeXlnet(false);
+  at::Tensor full = RelativeAttention(f.in);
+  RelativeAttentionInputs same_query = f.in;
+  same_query.c2p_query = at::Tensor();
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(same_query), full, f.mask), 0.05);
+  RelativeAttentionInputs no_segment = f.in;
+  no_segment.segment_scores = no_segment.segment_ids = at::Tensor();
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(no_segment), full, f.mask), 0.05);
+  RelativeAttentionInputs causal = f.in;
+  causal.causal = true;
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(causal), full, f.mask), 0.05);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RelativeAttentionTest, ::testing::Values(true, false),

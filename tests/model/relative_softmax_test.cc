@@ -15,6 +15,7 @@ struct Case {
   int64_t heads = 2, batch = 3, length = 7;
   int64_t c2p_cols = 5, p2c_cols = 4;
   bool c2p = true, p2c = true, position_bias = false, mask = false, zero_padded_queries = true;
+  bool segment = false, causal = false;  // XLNet
   at::ScalarType dtype = at::kFloat;
   double score_scale = 3.0;
 };
@@ -38,6 +39,11 @@ Inputs MakeInputs(const Case& c, uint64_t seed) {
     in.terms.p2c_index = at::randint(0, c.p2c_cols, {2 * L - 1}, at::kInt);
   }
   if (c.position_bias) in.terms.position_bias = at::randn({c.heads, 2 * L - 1}, at::kFloat);
+  if (c.segment) {
+    in.terms.segment = at::randn({G, L, 2}, at::kFloat) * 2;
+    in.terms.segment_ids = at::randint(0, 4, {c.batch, L}, at::kInt);
+  }
+  in.terms.causal = c.causal;
   if (c.mask) {
     // Row b keeps its first L - b tokens (right padding); the last row also has a hole.
     in.mask = at::ones({c.batch, L}, at::kLong);
@@ -71,7 +77,18 @@ at::Tensor Reference(const Case& c, const Inputs& in) {
     at::Tensor pb = in.terms.position_bias.to(at::kDouble).index({at::indexing::Slice(), Expand(at::arange(2 * L - 1), L)});
     rel = rel + pb.repeat_interleave(c.batch, 0);  // group g = head * batch + b
   }
+  if (c.segment) {
+    // group g = head * batch + b: segment[g, i, ids[b][i] == ids[b][j] ? 0 : 1]
+    at::Tensor ids = in.terms.segment_ids.to(at::kLong);
+    at::Tensor same = ids.unsqueeze(2).eq(ids.unsqueeze(1)).repeat({c.heads, 1, 1});  // [G, L, L]
+    at::Tensor seg = in.terms.segment.to(at::kDouble);
+    rel = rel + at::where(same, seg.narrow(2, 0, 1), seg.narrow(2, 1, 1));
+  }
   at::Tensor s = in.scores.to(at::kDouble) + rel;
+  if (c.causal) {
+    at::Tensor future = at::arange(L).view({1, L}).gt(at::arange(L).view({L, 1}));
+    s = s.masked_fill(future.unsqueeze(0), -3.4e38);
+  }
   if (c.mask) {
     at::Tensor keys = in.mask.to(at::kDouble).repeat({c.heads, 1}).unsqueeze(1);  // [G, 1, L]
     s = s + (1 - keys) * -3.4e38;
@@ -126,6 +143,55 @@ TEST_P(RelativeSoftmaxTest, AtenOpsPathAgrees) {
       EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6) << "mask " << mask << " zero rows " << zero_rows;
     }
   }
+}
+
+TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMatchFloat64) {
+  // XLNet's terms, alone and with the others, in float32 and through the ATen path.
+  for (bool causal : {false, true}) {
+    for (bool others : {false, true}) {
+      for (int64_t L : {1, 7, 37}) {
+        Case c;
+        c.length = L;
+        c.c2p = c.p2c = c.position_bias = others;
+        c.c2p_cols = 2 * L - 1;
+        c.segment = true, c.causal = causal, c.mask = true, c.zero_padded_queries = false;
+        Inputs in = MakeInputs(c, 31 + L);
+        at::Tensor expected = Reference(c, in);
+        at::Tensor got = in.scores.clone();
+        RelativeSoftmaxInPlace(got, c.batch, in.terms);
+        // A padded query whose keys up to itself are all padded has no defined row: compare
+        // the rows that keep a key.
+        at::Tensor keep = in.mask.ne(0).repeat({c.heads, 1}).unsqueeze(2).to(at::kDouble);
+        EXPECT_LT(MaxDiff(got * keep, expected * keep), 1e-6) << "causal " << causal << " others " << others << " L " << L;
+        at::Tensor aten = in.scores.clone();
+        RelativeSoftmaxWithAtenOps(aten, c.batch, in.terms);
+        EXPECT_LT(MaxDiff(aten * keep, expected * keep), 1e-6) << "aten causal " << causal << " L " << L;
+        if (causal && L > 1) {
+          // Above the diagonal is exactly 0.
+          at::Tensor future = at::arange(L).view({1, L}).gt(at::arange(L).view({L, 1})).unsqueeze(0);
+          EXPECT_EQ(got.masked_select(future.expand_as(got)).abs().max().item<float>(), 0.0f);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMoveTheResult) {
+  Case c;
+  c.segment = true;
+  Inputs in = MakeInputs(c, 17);
+  at::Tensor full = in.scores.clone();
+  RelativeSoftmaxInPlace(full, c.batch, in.terms);
+  RelativeScoreTerms t = in.terms;
+  t.segment = t.segment_ids = at::Tensor();
+  at::Tensor no_segment = in.scores.clone();
+  RelativeSoftmaxInPlace(no_segment, c.batch, t);
+  EXPECT_GT(MaxDiff(no_segment, full), 1e-2);
+  t = in.terms;
+  t.causal = true;
+  at::Tensor causal = in.scores.clone();
+  RelativeSoftmaxInPlace(causal, c.batch, t);
+  EXPECT_GT(MaxDiff(causal, full), 1e-2);
 }
 
 TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {

@@ -1,7 +1,7 @@
 #ifndef RELSERVE_TESTS_MODEL_SWITCH_TEST_SUPPORT_H_
 #define RELSERVE_TESTS_MODEL_SWITCH_TEST_SUPPORT_H_
 
-// Shared by the DeBERTa and T5 switch tests: model directories made by the creator and then
+// Shared by the switch tests of every family: model directories made by the creator and then
 // edited, random padded batches, and engine-versus-port comparisons.
 #include <unistd.h>
 #include <algorithm>
@@ -159,6 +159,22 @@ inline double Diff(const EngineOutputs& a, const naive::Outputs& b, const Padded
 }
 
 
+
+// Every activation name of transformers' ACT2FN the engine implements.
+inline const std::vector<std::string>& AllActivations() {
+  static const std::vector<std::string> kNames = {
+      "gelu",       "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_accurate", "gelu_python",
+      "quick_gelu", "gelu_10",  "relu",              "relu2",     "relu6",         "leaky_relu",
+      "silu",       "swish",    "mish",              "tanh",      "sigmoid",       "linear"};
+  return kNames;
+}
+
+// Activations whose outputs at these scales are within a few 1e-4 of the exact gelu (tanh
+// approximations) or equal to it (gelu_python; gelu_10 below |x| = 10), or to each other.
+inline bool CloseToGelu(const std::string& act) {
+  return act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" || act == "gelu_accurate" ||
+         act == "gelu_python" || act == "gelu_10";
+}
 
 // The fixture both switch suites share: scratch model directories made by the creator and
 // then edited, and the check of the engine against the port on a padded batch and on one

@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/tokenizer/tokenizer_files.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace relserve {
@@ -115,15 +116,13 @@ TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
   }
 }
 
-TEST(TokenizerFamiliesTest, ModelTypesAndNames) {
-  EXPECT_EQ(TokenizerFamilyForModelType("deberta-v2"), TokenizerFamily::kDeberta);
-  EXPECT_EQ(TokenizerFamilyForModelType("mt5"), TokenizerFamily::kT5);
-  EXPECT_EQ(TokenizerFamilyForModelType("bert"), TokenizerFamily::kBert);
-  EXPECT_EQ(TokenizerFamilyForModelType("mpnet"), TokenizerFamily::kMpnet);
-  EXPECT_EQ(TokenizerFamilyForModelType("xlnet"), TokenizerFamily::kXlnet);
-  EXPECT_EQ(TokenizerFamilyForModelType("roberta"), TokenizerFamily::kRoberta);
-  EXPECT_FALSE(TokenizerFamilyForModelType("gpt2").has_value());
+TEST(TokenizerFamiliesTest, NamesAndFileDescriptions) {
   EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kXlnet), "XLNet");
+  EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kRoberta), "RoBERTa");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kDeberta), "spm.model or spiece.model");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kXlnet), "spiece.model or spm.model");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kMpnet), "vocab.txt");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kRoberta), "vocab.json and merges.txt");
 }
 
 TEST(TokenizerFamiliesTest, EachFamilyLooksForItsOwnFiles) {

@@ -244,6 +244,64 @@ TEST(ModelCreatorTest, MatchesTransformersReferenceCheckpoint) {
 #endif
 }
 
+// MPNet: the reference MPNetModel saved by transformers has the config and layout create
+// writes for its sizes (all-mpnet-base-v2's layout: 514 positions, 32 buckets, a pooler).
+TEST(ModelCreatorTest, MpnetMatchesTransformersReferenceCheckpoint) {
+  const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/mpnet_like";
+  const json ref_config = ReadJson(ref + "/config.json");
+  CreateModelOptions o;
+  o.family = "mpnet";
+  o.hidden = ref_config["hidden_size"];
+  o.layers = ref_config["num_hidden_layers"];
+  o.heads = ref_config["num_attention_heads"];
+  o.intermediate = ref_config["intermediate_size"];
+  o.vocab = ref_config["vocab_size"];
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+}
+
+// XLNet: the creator's config.json and layout are those transformers saved for xlnet_like.
+TEST(ModelCreatorTest, XlnetMatchesTransformersReferenceCheckpoint) {
+#ifndef RELSERVE_TEST_DATA_DIR
+  GTEST_SKIP() << "RELSERVE_TEST_DATA_DIR not defined";
+#else
+  const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/xlnet_like";
+  if (!Exists(ref + "/config.json")) GTEST_SKIP() << "no reference checkpoint";
+  const json ref_config = ReadJson(ref + "/config.json");
+  CreateModelOptions o;
+  o.family = "xlnet";
+  o.hidden = ref_config["d_model"];
+  o.layers = ref_config["n_layer"];
+  o.heads = ref_config["n_head"];
+  o.intermediate = ref_config["d_inner"];
+  o.vocab = ref_config["vocab_size"];
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+  // XLNetForSequenceClassification: the backbone under "transformer.", the summary and logits_proj.
+  o.num_labels = 3;
+  const std::string cls = ScratchDir();
+  Shapes cls_shapes = CreateAndReadShapes(o, cls);
+  EXPECT_EQ(cls_shapes.count("transformer.word_embedding.weight"), 1u);
+  EXPECT_EQ(cls_shapes["sequence_summary.summary.weight"], (std::vector<int64_t>{48, 48}));
+  EXPECT_EQ(cls_shapes["logits_proj.weight"], (std::vector<int64_t>{3, 48}));
+  EXPECT_EQ(ReadJson(cls + "/config.json")["architectures"][0], "XLNetForSequenceClassification");
+  // d_head follows an overridden d_model or n_head.
+  o.num_labels = 0;
+  o.config_overrides = {{"n_head", 8}};
+  const std::string narrow = ScratchDir();
+  CreateAndReadShapes(o, narrow);
+  EXPECT_EQ(ReadJson(narrow + "/config.json")["d_head"], 6);
+#endif
+}
+
 TEST(ModelCreatorTest, SeparatePositionProjectionsForC2POnly) {
   CreateModelOptions o = SmallDeberta();
   // The old string form of pos_att_type, as DebertaV2Config still accepts it.
@@ -613,7 +671,7 @@ TEST(ModelCreatorTest, ValidatesOptions) {
   const std::string dir = ScratchDir();
   const auto kInvalid = absl::StatusCode::kInvalidArgument;
   CreateModelOptions o = SmallDeberta();
-  o.family = "bert";
+  o.family = "bort";
   EXPECT_EQ(CreateCode(o, dir, "family"), kInvalid);
   o.family = "";
   EXPECT_EQ(CreateCode(o, dir, "family"), kInvalid);
@@ -853,6 +911,139 @@ TEST(ModelCreatorTest, SentenceTransformersLayout) {
   auto file = OpenWeights(dense + "/2_Dense/model.safetensors");
   ASSERT_NE(file, nullptr);
   EXPECT_EQ(ShapesOf(*file), (Shapes{{"linear.weight", {8, 32}}, {"linear.bias", {8}}}));
+}
+
+}  // namespace
+}  // namespace relserve
+
+namespace relserve {
+namespace {
+
+// The tensors transformers 4.40.2 saves for the BERT family (hidden 32, 2 layers, 4 heads,
+// intermediate 64, vocab 100).
+Shapes BertShapes(const std::string& prefix, int64_t E, int64_t max_pos, int64_t types, bool relative) {
+  Shapes s;
+  const std::string emb = prefix + "embeddings.";
+  s[emb + "word_embeddings.weight"] = {100, E};
+  s[emb + "position_embeddings.weight"] = {max_pos, E};
+  s[emb + "token_type_embeddings.weight"] = {types, E};
+  s[emb + "LayerNorm.weight"] = {E};
+  s[emb + "LayerNorm.bias"] = {E};
+  for (int i = 0; i < 2; ++i) {
+    const std::string l = prefix + "encoder.layer." + std::to_string(i) + ".";
+    for (const char* m : {"attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense"}) {
+      s[l + m + ".weight"] = {32, 32};
+      s[l + m + ".bias"] = {32};
+    }
+    if (relative) s[l + "attention.self.distance_embedding.weight"] = {2 * max_pos - 1, 8};
+    for (const char* n : {"attention.output.LayerNorm", "output.LayerNorm"}) {
+      s[l + n + ".weight"] = {32};
+      s[l + n + ".bias"] = {32};
+    }
+    s[l + "intermediate.dense.weight"] = {64, 32};
+    s[l + "intermediate.dense.bias"] = {64};
+    s[l + "output.dense.weight"] = {32, 64};
+    s[l + "output.dense.bias"] = {32};
+  }
+  return s;
+}
+
+CreateModelOptions SmallBert(const std::string& family) { return SmallDeberta(family); }
+
+TEST(ModelCreatorTest, BertFamilyLayouts) {
+  // BertModel: with its pooler.
+  Shapes want = BertShapes("", 32, 512, 2, false);
+  want["pooler.dense.weight"] = {32, 32};
+  want["pooler.dense.bias"] = {32};
+  EXPECT_EQ(CreateAndReadShapes(SmallBert("bert"), ScratchDir("_bert")), want);
+
+  // BertForSequenceClassification with relative_key: "bert." backbone with pooler, classifier.
+  CreateModelOptions o = SmallBert("bert");
+  o.num_labels = 3;
+  o.config_overrides = {{"position_embedding_type", "relative_key"}};
+  want = BertShapes("bert.", 32, 512, 2, true);
+  want["bert.pooler.dense.weight"] = {32, 32};
+  want["bert.pooler.dense.bias"] = {32};
+  want["classifier.weight"] = {3, 32};
+  want["classifier.bias"] = {3};
+  EXPECT_EQ(CreateAndReadShapes(o, ScratchDir("_bert_cls")), want);
+
+  // RobertaForSequenceClassification: no pooler, classifier.dense / out_proj; 514 positions,
+  // one token type.
+  o = SmallBert("roberta");
+  o.num_labels = 2;
+  want = BertShapes("roberta.", 32, 514, 1, false);
+  want["classifier.dense.weight"] = {32, 32};
+  want["classifier.dense.bias"] = {32};
+  want["classifier.out_proj.weight"] = {2, 32};
+  want["classifier.out_proj.bias"] = {2};
+  const std::string roberta_dir = ScratchDir("_roberta_cls");
+  EXPECT_EQ(CreateAndReadShapes(o, roberta_dir), want);
+  const json roberta = ReadJson(roberta_dir + "/config.json");
+  EXPECT_EQ(roberta["pad_token_id"], 1);
+  EXPECT_EQ(roberta["model_type"], "roberta");
+
+  // ElectraModel with embedding_size 16: 16-wide embeddings and embeddings_project; no pooler.
+  o = SmallBert("electra");
+  o.embedding_size = 16;
+  want = BertShapes("", 16, 512, 2, false);
+  want["embeddings_project.weight"] = {32, 16};
+  want["embeddings_project.bias"] = {32};
+  const std::string electra_dir = ScratchDir("_electra");
+  EXPECT_EQ(CreateAndReadShapes(o, electra_dir), want);
+  EXPECT_EQ(ReadJson(electra_dir + "/config.json")["embedding_size"], 16);
+}
+
+TEST(ModelCreatorTest, BertDefaultConfig) {
+  CreateModelOptions o;
+  o.family = "bert";
+  auto config = BuildModelConfig(o);
+  ASSERT_TRUE(config.ok()) << config.status();
+  // As BertConfig().save_pretrained writes bert-base-uncased's shape.
+  const json expected = json::parse(R"({
+    "architectures": ["BertModel"],
+    "attention_probs_dropout_prob": 0.1,
+    "classifier_dropout": null,
+    "hidden_act": "gelu",
+    "hidden_dropout_prob": 0.1,
+    "hidden_size": 768,
+    "initializer_range": 0.02,
+    "intermediate_size": 3072,
+    "layer_norm_eps": 1e-12,
+    "max_position_embeddings": 512,
+    "model_type": "bert",
+    "num_attention_heads": 12,
+    "num_hidden_layers": 12,
+    "pad_token_id": 0,
+    "position_embedding_type": "absolute",
+    "torch_dtype": "float32",
+    "transformers_version": "4.40.2",
+    "type_vocab_size": 2,
+    "use_cache": true,
+    "vocab_size": 30522
+  })");
+  EXPECT_EQ(*config, expected) << config->dump(2);
+  // Other families take no model_type of this one.
+  o.config_overrides = {{"model_type", "roberta"}};
+  EXPECT_EQ(BuildModelConfig(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelCreatorTest, BertVocabFileIsWordPieceLines) {
+  const std::string scratch = ScratchDir("_files");
+  std::filesystem::create_directories(scratch);
+  const std::string vocab = scratch + "/vocab.txt";
+  std::ofstream(vocab) << "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\nworld";  // last line without \n
+  CreateModelOptions o = SmallBert("bert");
+  o.vocab = 0;
+  o.vocab_file = vocab;
+  const std::string dir = ScratchDir();
+  ASSERT_TRUE(CreateModelDirectory(o, dir).ok());
+  EXPECT_EQ(ReadJson(dir + "/config.json")["vocab_size"], 7);
+  EXPECT_EQ(ReadBytes(dir + "/vocab.txt"), ReadBytes(vocab));
+  EXPECT_EQ(ReadJson(dir + "/tokenizer_config.json")["tokenizer_class"], "BertTokenizer");
+  // RoBERTa's byte-level BPE needs vocab.json and merges.txt: no single vocabulary file.
+  o.family = "roberta";
+  EXPECT_EQ(CreateCode(o, ScratchDir("_roberta"), "vocab_file"), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -81,9 +81,11 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
 };
 
-// forward writes every tensor transformers gives, matching the reference within 1e-4.
+// forward writes every tensor transformers gives, matching the reference within 1e-4 (XLNet's
+// inputs are padded on the left and name their padding_side).
 TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
-  for (const std::string name : {"deberta_v3_cls", "t5_v1_0"}) {
+  for (const std::string name : {"deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key", "mpnet_like",
+                                  "xlnet_like"}) {
     const std::string ref = kData + "/reference/" + name;
     const std::string out = (dir_ / (name + ".safetensors")).string();
     Result r = RunCli("forward --model " + ref + " --inputs " + ref + "/inputs.json --output " + out);
@@ -112,6 +114,37 @@ TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
       EXPECT_LE(worst, 1e-4) << name << " " << w.name;
     }
   }
+}
+
+// create --family xlnet writes a directory the engine loads; forward takes left-padded rows.
+TEST_F(CliTest, CreateXlnetLoadsAndRunsLeftPaddedRows) {
+  const std::string model = (dir_ / "xlnet").string();
+  SplitResult r = RunCliSplit("create --family xlnet --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 64 "
+                              "--labels 3 --init-std 0.2 --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunCliSplit("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto info = nlohmann::json::parse(r.out);
+  EXPECT_EQ(info["model_type"], "xlnet");
+  EXPECT_EQ(info["architecture"], "XLNetForSequenceClassification");
+  EXPECT_EQ(info["labels"].size(), 3u);
+  // The same sequence padded on the left and alone: the same logits.
+  const std::string inputs = (dir_ / "inputs.json").string();
+  std::ofstream(inputs) << R"({"input_ids": [[5, 5, 9, 10, 4, 3], [7, 8, 9, 10, 4, 3], [9, 10, 4, 3, 5, 5]],
+    "attention_mask": [[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]],
+    "token_type_ids": [[3, 3, 0, 0, 0, 2], [0, 0, 1, 1, 1, 2], [0, 0, 0, 2, 3, 3]], "padding_side": "left"})";
+  const std::string out = (dir_ / "out.safetensors").string();
+  r = RunCliSplit("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto got = SafetensorsFile::Open(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TensorView* logits = (*got)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  ASSERT_EQ(logits->shape, (std::vector<int64_t>{3, 3}));
+  std::vector<float> v(9);
+  std::memcpy(v.data(), logits->data, logits->nbytes);
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(v[k], v[6 + k], 1e-5) << "left vs right padding, label " << k;
+  EXPECT_GT(std::fabs(v[0] - v[3]) + std::fabs(v[1] - v[4]) + std::fabs(v[2] - v[5]), 1e-3);  // another sequence
 }
 
 TEST_F(CliTest, ForwardRejectsBadInputsClearly) {
@@ -224,6 +257,115 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   auto bench = nlohmann::json::parse(r.output);
   EXPECT_GT(bench["tokens_per_second"].get<double>(), 0);
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
+}
+
+// The BERT family from the command line: create with a family option, info, forward with
+// token_type_ids and attention_mask (a padded row equals the row alone), bench, and text
+// commands refused clearly without a tokenizer.
+TEST_F(CliTest, BertFamilyCreateInfoForwardBench) {
+  const std::string model = (dir_ / "roberta").string();
+  Result r = RunCli("create --family roberta --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 100 --labels 2 "
+                    "--position-embedding-type relative_key_query --init-std 0.2 --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto config = nlohmann::json::parse(std::ifstream(model + "/config.json"));
+  EXPECT_EQ(config["position_embedding_type"], "relative_key_query");
+  EXPECT_EQ(config["architectures"], nlohmann::json::array({"RobertaForSequenceClassification"}));
+
+  r = RunCli("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto info = nlohmann::json::parse(r.output);
+  EXPECT_EQ(info["model_type"], "roberta");
+  EXPECT_EQ(info["max_length"], 514);  // relative positions: the distance table's M, no padding offset
+
+  const std::string padded = (dir_ / "padded.json").string(), alone = (dir_ / "alone.json").string();
+  std::ofstream(padded) << R"({"input_ids": [[0, 5, 6, 7, 2], [0, 8, 2, 1, 1]],
+                               "attention_mask": [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]],
+                               "token_type_ids": [[0, 0, 0, 0, 0], [0, 0, 0, 0, 0]]})";
+  std::ofstream(alone) << R"({"input_ids": [[0, 8, 2]], "attention_mask": [[1, 1, 1]]})";
+  const std::string out_padded = (dir_ / "padded.safetensors").string(), out_alone = (dir_ / "alone.safetensors").string();
+  r = RunCli("forward --model " + model + " --inputs " + padded + " --output " + out_padded);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCli("forward --model " + model + " --inputs " + alone + " --output " + out_alone);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto a = SafetensorsFile::Open(out_padded);
+  auto b = SafetensorsFile::Open(out_alone);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (const char* name : {"logits", "last_hidden_state", "hidden_state_0", "hidden_state_2"}) {
+    const TensorView* x = (*a)->Find(name);
+    const TensorView* y = (*b)->Find(name);
+    ASSERT_TRUE(x != nullptr && y != nullptr) << name;
+    const int64_t per_row = y->numel();  // row 1 of the padded batch against the row alone
+    const int64_t stride = x->numel() / 2;
+    std::vector<float> got(x->numel()), want(per_row);
+    std::memcpy(got.data(), x->data, x->nbytes);
+    std::memcpy(want.data(), y->data, y->nbytes);
+    const int64_t inner = std::string(name) == "logits" ? per_row : per_row / 3;  // values per token
+    for (int64_t i = 0; i < per_row; ++i) {
+      const int64_t t = i / inner, k = i % inner;
+      const int64_t at = std::string(name) == "logits" ? stride + i : stride + t * (x->shape[2]) + k;
+      EXPECT_NEAR(got[at], want[i], 1e-4) << name << "[" << i << "]";
+    }
+  }
+  // A token type the table (type_vocab_size 1) lacks names the position.
+  std::ofstream(padded, std::ios::trunc) << R"({"input_ids": [[0, 5, 2]], "token_type_ids": [[0, 1, 0]]})";
+  r = RunCli("forward --model " + model + " --inputs " + padded + " --output " + out_padded);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("token_type_ids[0][1] = 1 is outside [0, 1)"));
+
+  r = RunCli("bench --model " + model + " --batch 2 --seq 16 --iters 1 --warmup 0 --gemm-size 64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GT(nlohmann::json::parse(r.output)["gflops_per_token"].get<double>(), 0);
+
+  r = RunCli("embed --model " + model, "hello\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("takes token ids only"));
+
+  // Family options belong to their families, and their values are checked.
+  r = RunCli("create --family t5 --position-embedding-type relative_key --out " + (dir_ / "t5").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("--position-embedding-type is not an option of family t5"));
+  r = RunCli("create --family electra --position-embedding-type relative --out " + (dir_ / "e").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("position_embedding_type"));
+}
+
+// An MPNet directory made by create: info, and forward with logits; an input past the positions
+// (max_position_embeddings 514 - padding_idx 1 - 1 = 512 tokens) is refused naming the key.
+TEST_F(CliTest, CreateMpnetInfoForward) {
+  const std::string model = (dir_ / "mpnet").string();
+  Result r = RunCli("create --family mpnet --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 100 --labels 2 "
+                    "--sentence-transformers --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = RunCli("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto info = nlohmann::json::parse(r.output);
+  EXPECT_EQ(info["model_type"], "mpnet");
+  EXPECT_EQ(info["architecture"], "MPNetForSequenceClassification");
+  EXPECT_EQ(info["max_length"], 512);
+  EXPECT_EQ(info["labels"].size(), 2u);
+  EXPECT_EQ(info["normalizes"], true);
+
+  const std::string inputs = (dir_ / "inputs.json").string();
+  const std::string out = (dir_ / "out.safetensors").string();
+  std::ofstream(inputs) << R"({"input_ids": [[0, 5, 1, 7, 2], [0, 9, 2, 1, 1]],
+                                "attention_mask": [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]})";
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out + " --pooled");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto got = SafetensorsFile::Open(out);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TensorView* logits = (*got)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  EXPECT_EQ(logits->shape, (std::vector<int64_t>{2, 2}));
+  const TensorView* last = (*got)->Find("last_hidden_state");
+  ASSERT_NE(last, nullptr);
+  EXPECT_EQ(last->shape, (std::vector<int64_t>{2, 5, 32}));
+  EXPECT_NE((*got)->Find("hidden_state_2"), nullptr);
+
+  nlohmann::json long_inputs = {{"input_ids", {std::vector<int>(513, 5)}}};
+  std::ofstream(inputs, std::ios::trunc) << long_inputs.dump();
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("max_position_embeddings 514"));
 }
 
 // Hostile numbers exit 1 with the file and the field named, never abort (exit 134): in

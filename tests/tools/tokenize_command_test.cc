@@ -199,16 +199,17 @@ TEST_F(TokenizeCommandTest, MaxLengthTruncatesPairsAndPads) {
   EXPECT_EQ(r.lines[1]["attention_mask"], json({1, 1, 1, 0, 0, 0, 0, 0}));
 }
 
-TEST_F(TokenizeCommandTest, BadPaddingAndUnknownModelTypeAreErrors) {
+TEST_F(TokenizeCommandTest, BadPaddingAndMissingVocabularyAreErrors) {
   const fs::path data = kData / "reference/tokenizer_wordpiece";
   const fs::path model = MakeModel("bert", R"({"model_type": "bert"})", data / "vocab_uncased.txt", "vocab.txt");
   Result r = RunTokenize(model, "--padding left", "x\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("--padding must be longest or max_length"));
-  const fs::path other = MakeModel("gpt", R"({"model_type": "gpt2"})", data / "vocab_uncased.txt", "vocab.txt");
-  r = RunTokenize(other, "", "x\n");
+  // A RoBERTa directory with a WordPiece vocabulary has none of the files its family reads.
+  const fs::path roberta = MakeModel("roberta", R"({"model_type": "roberta"})", data / "vocab_uncased.txt", "vocab.txt");
+  r = RunTokenize(roberta, "", "x\n");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("\"model_type\" is \"gpt2\", which has no tokenizer here"));
+  EXPECT_THAT(r.output, HasSubstr("has no tokenizer (vocab.json and merges.txt): the model takes token ids only"));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_
-#define RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_
+#ifndef RELSERVE_SERVER_MODEL_FAMILIES_T5_T5_ENCODER_MODEL_H_
+#define RELSERVE_SERVER_MODEL_FAMILIES_T5_T5_ENCODER_MODEL_H_
 
 #include <map>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "server/model/activation.h"
 #include "server/model/encoder_model.h"
 #include "server/model/layers.h"
+#include "server/model/families/t5/t5_config.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
@@ -78,4 +79,4 @@ class T5EncoderModel : public EncoderModel {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_MODEL_T5_ENCODER_MODEL_H_
+#endif  // RELSERVE_SERVER_MODEL_FAMILIES_T5_T5_ENCODER_MODEL_H_

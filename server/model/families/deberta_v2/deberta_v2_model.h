@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_
-#define RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_
+#ifndef RELSERVE_SERVER_MODEL_FAMILIES_DEBERTA_V2_DEBERTA_V2_MODEL_H_
+#define RELSERVE_SERVER_MODEL_FAMILIES_DEBERTA_V2_DEBERTA_V2_MODEL_H_
 
 #include <map>
 #include <memory>
@@ -12,6 +12,7 @@
 #include "server/model/activation.h"
 #include "server/model/encoder_model.h"
 #include "server/model/layers.h"
+#include "server/model/families/deberta_v2/deberta_v2_config.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
@@ -103,4 +104,4 @@ class DebertaV2Model : public EncoderModel {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_MODEL_DEBERTA_V2_MODEL_H_
+#endif  // RELSERVE_SERVER_MODEL_FAMILIES_DEBERTA_V2_DEBERTA_V2_MODEL_H_

@@ -1,4 +1,4 @@
-#include "server/model/t5_encoder_model.h"
+#include "server/model/families/t5/t5_encoder_model.h"
 
 #include <ATen/ATen.h>
 
@@ -48,7 +48,7 @@ at::Tensor ClampInfinities(const at::Tensor& h) {
 
 }  // namespace
 
-T5EncoderModel::T5EncoderModel(const ModelConfig& config) : config_(config), c_(config.t5) {}
+T5EncoderModel::T5EncoderModel(const ModelConfig& config) : config_(config), c_(config.family_config_as<T5Config>()) {}
 
 absl::StatusOr<std::unique_ptr<T5EncoderModel>> T5EncoderModel::Load(const ModelConfig& config,
                                                                       WeightLoader& weights) {

@@ -1,4 +1,4 @@
-#include "server/model/deberta_v2_model.h"
+#include "server/model/families/deberta_v2/deberta_v2_model.h"
 
 #include <cmath>
 
@@ -23,7 +23,7 @@ at::Tensor SplitHeads(const at::Tensor& x, int64_t heads) {
 
 }  // namespace
 
-DebertaV2Model::DebertaV2Model(const ModelConfig& config) : config_(config), c_(config.deberta) {}
+DebertaV2Model::DebertaV2Model(const ModelConfig& config) : config_(config), c_(config.family_config_as<DebertaV2Config>()) {}
 
 absl::StatusOr<std::unique_ptr<DebertaV2Model>> DebertaV2Model::Load(const ModelConfig& config,
                                                                       WeightLoader& weights) {
