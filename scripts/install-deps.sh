@@ -28,6 +28,7 @@ runtime_pkgs=(
   libtorch1.13            # LibTorch (CPU)
   libopenblas0-pthread    # fast BLAS behind LibTorch (Debian's alternatives pick it over reference BLAS)
   libsentencepiece0
+  libicu72                # Unicode tables for the WordPiece and XLNet tokenizers (server/tokenizer)
   libgrpc++1.51 libgrpc29 libprotobuf32
   libabsl20220623
   libprometheus-cpp-core1.0
@@ -45,6 +46,7 @@ compile_pkgs=(
   libabsl-dev
   prometheus-cpp-dev
   libsentencepiece-dev sentencepiece
+  libicu-dev              # server/tokenizer: Unicode categories, case mapping, normalization
   nlohmann-json3-dev
   libcpp-httplib-dev      # the HTTP/JSON API (server/http)
   libssl-dev              # API keys (server/auth), Hub download checksums (server/hub)

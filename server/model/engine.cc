@@ -168,14 +168,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     return TorchError(e, "loading pooling modules");
   }
 
-  // The family names the files that make a tokenizer; without them the model serves token ids
+  // The tokenizer family names the files that make a tokenizer; without them the model serves token ids
   // only. A file that is there but unreadable as a file (a directory) is an error, not a model
   // served without text input.
   bool has_tokenizer_file = false;
-  for (const std::string& name : config.family->tokenizer_files(config)) {
-    if (!options.load_tokenizer) break;
-    ASSIGN_OR_RETURN(const bool present, OptionalFileExists(JoinPath(dir, name)));
-    has_tokenizer_file = has_tokenizer_file || present;
+  if (options.load_tokenizer) {
+    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, config.family->tokenizer_family(config)));
   }
   if (has_tokenizer_file) {
     ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, config.family->tokenizer_family(config), max_length));

@@ -39,10 +39,35 @@ absl::StatusOr<int32_t> ResolveOne(TokenizerFamily family, const Role& role,
 }  // namespace
 
 SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family) {
-  if (family == TokenizerFamily::kDeberta) {
-    return SpecialTokenNames{"[PAD]", "[UNK]", "[CLS]", "[SEP]", ""};
+  SpecialTokenNames names;
+  switch (family) {
+    case TokenizerFamily::kDeberta:
+      names.pad = "[PAD]", names.unk = "[UNK]", names.cls = "[CLS]", names.sep = "[SEP]";
+      names.mask = "[MASK]", names.bos = "[CLS]";
+      break;
+    case TokenizerFamily::kT5:
+      names.pad = "<pad>", names.unk = "<unk>", names.eos = "</s>";
+      break;
+    case TokenizerFamily::kBert:
+      names.pad = "[PAD]", names.unk = "[UNK]", names.cls = "[CLS]", names.sep = "[SEP]";
+      names.mask = "[MASK]";
+      break;
+    case TokenizerFamily::kMpnet:
+      // MPNetTokenizer keeps BERT's unknown token.
+      names.pad = "<pad>", names.unk = "[UNK]", names.cls = "<s>", names.sep = "</s>";
+      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
+      break;
+    case TokenizerFamily::kXlnet:
+      names.pad = "<pad>", names.unk = "<unk>", names.cls = "<cls>", names.sep = "<sep>";
+      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
+      names.additional = {"<eop>", "<eod>"};
+      break;
+    case TokenizerFamily::kRoberta:
+      names.pad = "<pad>", names.unk = "<unk>", names.cls = "<s>", names.sep = "</s>";
+      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
+      break;
   }
-  return SpecialTokenNames{"<pad>", "<unk>", "", "", "</s>"};
+  return names;
 }
 
 absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(

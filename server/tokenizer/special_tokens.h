@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/tokenizer/sentencepiece_c_api.h"
@@ -12,16 +13,21 @@
 
 namespace relserve {
 
-// The pieces that play each special role; "" where the family has no such role.
+// The tokens that play each special role; "" where the family has no such role.
 struct SpecialTokenNames {
   std::string pad;
   std::string unk;
-  std::string cls;  // DeBERTa only
-  std::string sep;  // DeBERTa only
-  std::string eos;  // T5 only (DeBERTa's end of sequence is its sep)
+  std::string cls;  // not T5
+  std::string sep;  // not T5
+  std::string eos;  // T5, XLNet, MPNet, RoBERTa (DeBERTa's and BERT's end of sequence is their sep)
+  std::string mask;
+  std::string bos;
+  std::vector<std::string> additional;  // additional_special_tokens
 };
 
-// The names transformers' DebertaV2Tokenizer and T5Tokenizer use by default.
+// The names transformers' tokenizer class of the family uses by default (DebertaV2Tokenizer,
+// T5Tokenizer without its <extra_id_N> tokens, BertTokenizer, MPNetTokenizer, XLNetTokenizer,
+// RobertaTokenizer).
 SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family);
 
 // The ids of the special roles; -1 where the family has no such role.
@@ -31,9 +37,11 @@ struct SpecialTokenIds {
   int32_t cls = -1;
   int32_t sep = -1;
   int32_t eos = -1;
+  int32_t mask = -1;
 };
 
-// Picks each role's id, in this order:
+// For the SentencePiece roles of DeBERTa and T5 (pad, unk, cls, sep, eos), picks each role's
+// id, in this order:
 //   1. the named piece, when the vocabulary holds exactly that piece;
 //   2. the id the SentencePiece model reserved for the role when it was trained (unk, pad;
 //      bos for [CLS]; eos for [SEP] and </s>), when it has one: the model's own declaration

@@ -7,12 +7,22 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/added_tokens.h"
+#include "server/tokenizer/byte_level_bpe_text_model.h"
+#include "server/tokenizer/mapped_text.h"
 #include "server/tokenizer/sentencepiece_model.h"
+#include "server/tokenizer/sentencepiece_text_model.h"
+#include "server/tokenizer/special_token_table.h"
+#include "server/tokenizer/text_model.h"
 #include "server/tokenizer/tokenizer_config.h"
+#include "server/tokenizer/tokenizer_files.h"
 #include "server/tokenizer/truncation.h"
-#include "server/util/utf8.h"
+#include "server/tokenizer/unicode_chars.h"
+#include "server/tokenizer/wordpiece_text_model.h"
+#include "server/tokenizer/xlnet_text_model.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
+#include "server/util/utf8.h"
 
 namespace relserve {
 namespace {
@@ -25,30 +35,116 @@ void AppendSpecial(int32_t id, int32_t type_id, Encoding* out) {
   out->sequence_ids.push_back(-1);
 }
 
-// Appends pieces[first, first + count).
-void AppendText(const std::vector<SentencePieceSpan>& pieces, int first, int count,
-                int32_t type_id, int8_t sequence_id, Encoding* out) {
+// Appends tokens[first, first + count).
+void AppendText(const std::vector<TokenSpan>& tokens, int first, int count, int32_t type_id,
+                int8_t sequence_id, Encoding* out) {
   for (int i = first; i < first + count; ++i) {
-    const SentencePieceSpan& piece = pieces[static_cast<size_t>(i)];
-    out->input_ids.push_back(piece.id);
+    const TokenSpan& token = tokens[static_cast<size_t>(i)];
+    out->input_ids.push_back(token.id);
     out->token_type_ids.push_back(type_id);
     out->attention_mask.push_back(1);
-    out->offsets.emplace_back(piece.begin, piece.end);
+    out->offsets.emplace_back(token.begin, token.end);
     out->sequence_ids.push_back(sequence_id);
   }
 }
 
+struct LoadedModel {
+  std::unique_ptr<TextModel> model;
+  RelserveSpmReservedIds reserved{-1, -1, -1, -1};
+};
+
+absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, TokenizerFamily family,
+                                          const TokenizerConfig& config) {
+  LoadedModel loaded;
+  switch (family) {
+    case TokenizerFamily::kDeberta:
+    case TokenizerFamily::kT5:
+    case TokenizerFamily::kXlnet: {
+      ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
+                       SentencePieceModel::Load(files.vocab));
+      loaded.reserved = spm->reserved_ids();
+      if (family == TokenizerFamily::kXlnet) {
+        XlnetTextOptions options;
+        options.do_lower_case = config.do_lower_case;
+        options.remove_space = config.remove_space;
+        options.keep_accents = config.keep_accents;
+        loaded.model = std::make_unique<XlnetTextModel>(std::move(spm), options);
+      } else {
+        loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm), config.do_lower_case);
+      }
+      return loaded;
+    }
+    case TokenizerFamily::kBert:
+    case TokenizerFamily::kMpnet: {
+      ASSIGN_OR_RETURN(WordPieceVocab vocab, WordPieceVocab::Load(files.vocab));
+      WordPieceOptions options;
+      options.do_basic_tokenize = config.do_basic_tokenize;
+      options.do_lower_case = config.do_lower_case;
+      options.strip_accents = config.strip_accents;
+      options.tokenize_chinese_chars = config.tokenize_chinese_chars;
+      options.never_split.insert(config.never_split.begin(), config.never_split.end());
+      const SpecialTokenNames& names = config.special_tokens;
+      for (const std::string* name : {&names.pad, &names.unk, &names.cls, &names.sep, &names.eos,
+                                      &names.mask, &names.bos}) {
+        if (!name->empty()) options.special_tokens.insert(*name);
+      }
+      options.special_tokens.insert(names.additional.begin(), names.additional.end());
+      options.max_input_chars_per_word = config.max_input_chars_per_word;
+      loaded.model = std::make_unique<WordPieceTextModel>(std::move(vocab), std::move(options));
+      return loaded;
+    }
+    case TokenizerFamily::kRoberta: {
+      ASSIGN_OR_RETURN(ByteLevelBpeVocab vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));
+      loaded.model = std::make_unique<ByteLevelBpeTextModel>(std::move(vocab));
+      return loaded;
+    }
+  }
+  return absl::InternalError("unknown tokenizer family");
+}
+
+// The template's special tokens must exist.
+absl::Status CheckTemplateIds(TokenizerFamily family, const SpecialTokenIds& ids) {
+  auto missing = [&](const char* role) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        TokenizerFamilyName(family), " tokenizer: no ", role, " token for its template"));
+  };
+  switch (family) {
+    case TokenizerFamily::kT5:
+      if (ids.eos < 0) return missing("eos");
+      break;
+    default:
+      if (ids.cls < 0) return missing("cls");
+      if (ids.sep < 0) return missing("sep");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-Tokenizer::Tokenizer(std::unique_ptr<SentencePieceModel> model, TokenizerFamily family,
-                     SpecialTokenIds ids, bool lower_case, int default_max_length)
+Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
+                     std::unique_ptr<AddedTokens> added, const TokenizerConfig& config,
+                     int default_max_length, int vocab_size)
     : model_(std::move(model)),
       family_(family),
       ids_(ids),
-      lower_case_(lower_case),
-      default_max_length_(default_max_length) {}
+      added_(std::move(added)),
+      lower_case_(config.do_lower_case),
+      // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case;
+      // DeBERTa's and T5's SentencePiece models get ASCII lowering only (see lower_case()).
+      lower_case_outside_tokens_(config.do_lower_case && family != TokenizerFamily::kDeberta &&
+                                 family != TokenizerFamily::kT5 &&
+                                 !((family == TokenizerFamily::kBert ||
+                                    family == TokenizerFamily::kMpnet) &&
+                                   !config.do_basic_tokenize)),
+      add_prefix_space_(family == TokenizerFamily::kRoberta && config.add_prefix_space),
+      default_max_length_(default_max_length),
+      vocab_size_(vocab_size) {}
 
 Tokenizer::~Tokenizer() = default;
+
+absl::StatusOr<bool> Tokenizer::HasFiles(const std::string& model_dir, TokenizerFamily family) {
+  return HasTokenizerFiles(model_dir, family);
+}
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& model_dir,
                                                            TokenizerFamily family,
@@ -56,19 +152,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
   if (!IsDirectory(model_dir)) {
     return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
   }
-  // Either name is a SentencePiece model; the family's usual one goes first.
-  const std::string names[2] = {family == TokenizerFamily::kT5 ? "spiece.model" : "spm.model",
-                                family == TokenizerFamily::kT5 ? "spm.model" : "spiece.model"};
-  std::string spm_path;
-  for (const std::string& name : names) {
-    // Something else than a file under either name (a directory) is an error, not an absence.
-    ASSIGN_OR_RETURN(const bool present, OptionalFileExists(JoinPath(model_dir, name)));
-    if (present && spm_path.empty()) spm_path = JoinPath(model_dir, name);
-  }
-  if (spm_path.empty()) {
-    return absl::NotFoundError(absl::StrCat(model_dir, ": no SentencePiece model (looked for ",
-                                            names[0], " and ", names[1], ")"));
-  }
+  ASSIGN_OR_RETURN(const TokenizerFiles files, FindTokenizerFiles(model_dir, family));
   ASSIGN_OR_RETURN(TokenizerConfig config, ReadTokenizerConfig(model_dir, family));
   const int max_length = config.model_max_length.value_or(default_max_length);
   if (max_length <= 0) {
@@ -76,57 +160,88 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
         model_dir, ": no max length: tokenizer_config.json sets no model_max_length and "
                    "default_max_length is ", default_max_length));
   }
-  return Create(spm_path, family, config.special_tokens, config.do_lower_case, max_length);
+  return Create(files, family, config, max_length);
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::string& spm_path,
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::string& path,
                                                                     TokenizerFamily family,
                                                                     int default_max_length) {
   if (default_max_length <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("default_max_length must be positive, got ", default_max_length));
   }
-  return Create(spm_path, family, DefaultSpecialTokenNames(family), /*lower_case=*/false,
-                default_max_length);
+  if (family == TokenizerFamily::kRoberta) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": a RoBERTa tokenizer needs vocab.json and merges.txt: load its directory"));
+  }
+  TokenizerFiles files;
+  files.vocab = path;
+  return Create(files, family, DefaultTokenizerConfig(family), default_max_length);
 }
 
-absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const std::string& spm_path,
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFiles& files,
                                                              TokenizerFamily family,
-                                                             const SpecialTokenNames& names,
-                                                             bool lower_case,
+                                                             const TokenizerConfig& config,
                                                              int default_max_length) {
-  ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> model, SentencePieceModel::Load(spm_path));
-  const SentencePieceModel& vocab = *model;
-  auto ids = ResolveSpecialTokenIds(
-      family, names, [&vocab](std::string_view piece) { return vocab.PieceToId(piece); },
-      vocab.reserved_ids(), vocab.vocab_size());
-  if (!ids.ok()) {
-    return absl::Status(ids.status().code(), absl::StrCat(spm_path, ": ", ids.status().message()));
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadTextModel(files, family, config));
+  auto table = BuildSpecialTokenTable(family, config, *loaded.model, loaded.reserved);
+  absl::Status status = table.ok() ? CheckTemplateIds(family, table->ids) : table.status();
+  if (!status.ok()) {
+    return absl::Status(status.code(), absl::StrCat(files.vocab, ": ", status.message()));
   }
-  return std::unique_ptr<Tokenizer>(
-      new Tokenizer(std::move(model), family, *ids, lower_case, default_max_length));
+  auto added = std::make_unique<AddedTokens>(std::move(table->added));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(loaded.model), family, table->ids,
+                                                  std::move(added), config, default_max_length,
+                                                  table->vocab_size));
 }
 
 int Tokenizer::NumSpecialTokens(bool pair) const {
-  if (family_ == TokenizerFamily::kDeberta) return pair ? 3 : 2;
-  return pair ? 2 : 1;
+  switch (family_) {
+    case TokenizerFamily::kT5: return pair ? 2 : 1;
+    case TokenizerFamily::kMpnet:
+    case TokenizerFamily::kRoberta: return pair ? 4 : 2;
+    default: return pair ? 3 : 2;
+  }
 }
 
-int Tokenizer::vocab_size() const { return model_->vocab_size(); }
-
-std::string Tokenizer::IdToPiece(int id) const { return model_->IdToPiece(id); }
-
-absl::StatusOr<std::vector<SentencePieceSpan>> Tokenizer::Pieces(std::string_view text,
-                                                                 std::string_view what) const {
-  RETURN_IF_ERROR(ValidateUtf8(text, what));
-  if (!lower_case_) return model_->Encode(text);
-  // ASCII only: lowering other scripts could change byte lengths and break the offsets, and
-  // full Unicode case mapping would need tables this project does not carry.
-  std::string lowered(text);
-  for (char& c : lowered) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+std::string Tokenizer::IdToPiece(int id) const {
+  if (id >= 0 && id < model_->vocab_size()) return model_->IdToPiece(id);
+  for (const AddedToken& token : added_->tokens()) {
+    if (token.id == id) return token.content;
   }
-  return model_->Encode(lowered);
+  return "";
+}
+
+absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
+                                                         std::string_view what) const {
+  RETURN_IF_ERROR(ValidateUtf8(text, what));
+  MappedText mapped;
+  // RobertaTokenizer.prepare_for_tokenization: a space before text that starts with none.
+  size_t first = 0;
+  if (add_prefix_space_ && !text.empty() &&
+      !unicode::IsPythonSpace(unicode::DecodeUtf8(text, &first))) {
+    mapped.Append(' ', 0, 0);
+    MappedText rest = MappedText::Identity(text);
+    mapped.AppendRange(rest, 0, rest.size());
+  } else {
+    mapped = MappedText::Identity(text);
+  }
+  if (lower_case_outside_tokens_) mapped = added_->LowercaseOutside(mapped);
+
+  std::vector<TokenSpan> tokens;
+  for (const AddedTokens::Segment& segment : added_->Split(mapped)) {
+    if (segment.token != nullptr) {
+      const auto [begin, end] = segment.text.Span(0, segment.text.size());
+      tokens.push_back(TokenSpan{segment.token->id, begin, end});
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::vector<TokenSpan> part, model_->Tokenize(segment.text));
+    for (TokenSpan& token : part) {
+      if (token.id < 0) token.id = ids_.unk;
+      tokens.push_back(token);
+    }
+  }
+  return tokens;
 }
 
 absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair) const {
@@ -145,47 +260,46 @@ absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair)
 }
 
 absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeRaw(std::string_view text) const {
-  ASSIGN_OR_RETURN(std::vector<SentencePieceSpan> pieces, Pieces(text, "text"));
-  std::vector<int32_t> ids(pieces.size());
-  std::transform(pieces.begin(), pieces.end(), ids.begin(),
-                 [](const SentencePieceSpan& piece) { return piece.id; });
+  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens, Tokens(text, "text"));
+  std::vector<int32_t> ids(tokens.size());
+  std::transform(tokens.begin(), tokens.end(), ids.begin(),
+                 [](const TokenSpan& token) { return token.id; });
   return ids;
 }
 
 absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
                                            const TokenizeOptions& opts) const {
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/false));
-  ASSIGN_OR_RETURN(std::vector<SentencePieceSpan> pieces, Pieces(text, "text"));
-  const size_t length = pieces.size() + static_cast<size_t>(NumSpecialTokens(false));
+  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens, Tokens(text, "text"));
+  const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "text is ", length, " tokens including special tokens, more than max_length ",
         max_length, ", and truncation is off"));
   }
-  return Assemble(pieces, nullptr, max_length, opts.direction);
+  return Assemble(tokens, nullptr, max_length, opts.direction);
 }
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_view b,
                                                const TokenizeOptions& opts) const {
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/true));
-  ASSIGN_OR_RETURN(std::vector<SentencePieceSpan> pieces_a, Pieces(a, "first text"));
-  ASSIGN_OR_RETURN(std::vector<SentencePieceSpan> pieces_b, Pieces(b, "second text"));
+  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_a, Tokens(a, "first text"));
+  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_b, Tokens(b, "second text"));
   const size_t length =
-      pieces_a.size() + pieces_b.size() + static_cast<size_t>(NumSpecialTokens(true));
+      tokens_a.size() + tokens_b.size() + static_cast<size_t>(NumSpecialTokens(true));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "text pair is ", length, " tokens (", pieces_a.size(), " + ", pieces_b.size(),
+        "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  return Assemble(pieces_a, &pieces_b, max_length, opts.direction);
+  return Assemble(tokens_a, &tokens_b, max_length, opts.direction);
 }
 
-Encoding Tokenizer::Assemble(const std::vector<SentencePieceSpan>& a,
-                             const std::vector<SentencePieceSpan>* b, int max_length,
-                             TruncationDirection direction) const {
+Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
+                             int max_length, TruncationDirection direction) const {
   const bool pair = b != nullptr;
   const int specials = NumSpecialTokens(pair);
-  // Inputs are capped at 2^31 bytes by the module, so the piece counts fit in an int.
+  // Inputs are capped at 2^31 bytes, and no family makes more tokens than bytes plus one.
   const int length_a = static_cast<int>(a.size());
   const int length_b = pair ? static_cast<int>(b->size()) : 0;
   const TruncatedLengths kept = TruncateLongestFirst(length_a, length_b, max_length - specials);
@@ -203,24 +317,67 @@ Encoding Tokenizer::Assemble(const std::vector<SentencePieceSpan>& a,
   out.offsets.reserve(total);
   out.sequence_ids.reserve(total);
 
-  if (family_ == TokenizerFamily::kDeberta) {
-    AppendSpecial(ids_.cls, 0, &out);
-    AppendText(a, first_a, kept.first, 0, 0, &out);
-    AppendSpecial(ids_.sep, 0, &out);
-    if (pair) {
-      AppendText(*b, first_b, kept.second, 1, 1, &out);
-      AppendSpecial(ids_.sep, 1, &out);
-    }
-  } else {
-    // T5 has no token types: both texts get 0, as T5Tokenizer returns.
-    AppendText(a, first_a, kept.first, 0, 0, &out);
-    AppendSpecial(ids_.eos, 0, &out);
-    if (pair) {
-      AppendText(*b, first_b, kept.second, 0, 1, &out);
+  switch (family_) {
+    case TokenizerFamily::kDeberta:
+    case TokenizerFamily::kBert:
+      AppendSpecial(ids_.cls, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
+      AppendSpecial(ids_.sep, 0, &out);
+      if (pair) {
+        AppendText(*b, first_b, kept.second, 1, 1, &out);
+        AppendSpecial(ids_.sep, 1, &out);
+      }
+      break;
+    case TokenizerFamily::kMpnet:
+    case TokenizerFamily::kRoberta:
+      // No token types: MPNetTokenizer and RobertaTokenizer give 0 throughout.
+      AppendSpecial(ids_.cls, 0, &out);
+      AppendText(a, first_a, kept.first, 0, 0, &out);
+      AppendSpecial(ids_.sep, 0, &out);
+      if (pair) {
+        AppendSpecial(ids_.sep, 0, &out);
+        AppendText(*b, first_b, kept.second, 0, 1, &out);
+        AppendSpecial(ids_.sep, 0, &out);
+      }
+      break;
+    case TokenizerFamily::kT5:
+      // T5 has no token types: both texts get 0, as T5Tokenizer returns.
+      AppendText(a, first_a, kept.first, 0, 0, &out);
       AppendSpecial(ids_.eos, 0, &out);
-    }
+      if (pair) {
+        AppendText(*b, first_b, kept.second, 0, 1, &out);
+        AppendSpecial(ids_.eos, 0, &out);
+      }
+      break;
+    case TokenizerFamily::kXlnet:
+      // Segment ids of XLNetTokenizer: A and its <sep> 0, B and its <sep> 1, <cls> 2.
+      AppendText(a, first_a, kept.first, 0, 0, &out);
+      AppendSpecial(ids_.sep, 0, &out);
+      if (pair) {
+        AppendText(*b, first_b, kept.second, 1, 1, &out);
+        AppendSpecial(ids_.sep, 1, &out);
+      }
+      AppendSpecial(ids_.cls, 2, &out);
+      break;
   }
   return out;
+}
+
+absl::Status Tokenizer::Pad(Encoding* enc, int length) const {
+  const size_t have = enc->input_ids.size();
+  if (length <= 0 || have >= static_cast<size_t>(length)) return absl::OkStatus();
+  if (ids_.pad < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(TokenizerFamilyName(family_), " tokenizer has no pad token to pad with"));
+  }
+  const size_t n = static_cast<size_t>(length) - have;
+  const auto pos = [&](auto& v) { return pads_left() ? v.begin() : v.end(); };
+  enc->input_ids.insert(pos(enc->input_ids), n, ids_.pad);
+  enc->token_type_ids.insert(pos(enc->token_type_ids), n, pad_token_type_id());
+  enc->attention_mask.insert(pos(enc->attention_mask), n, 0);
+  enc->offsets.insert(pos(enc->offsets), n, std::pair<int32_t, int32_t>{0, 0});
+  enc->sequence_ids.insert(pos(enc->sequence_ids), n, int8_t{-1});
+  return absl::OkStatus();
 }
 
 }  // namespace relserve

@@ -15,8 +15,11 @@
 
 namespace relserve {
 
-class SentencePieceModel;
-struct SentencePieceSpan;
+class AddedTokens;
+class TextModel;
+struct TokenSpan;
+struct TokenizerConfig;
+struct TokenizerFiles;
 
 struct TokenizeOptions {
   int max_length = 0;    // total length including special tokens; 0 = the tokenizer's default
@@ -26,40 +29,56 @@ struct TokenizeOptions {
 
 struct Encoding {
   std::vector<int32_t> input_ids;
-  std::vector<int32_t> token_type_ids;  // 0 for the first text, 1 for the second (DeBERTa pairs)
-  std::vector<int32_t> attention_mask;  // all 1
-  // Byte span [begin, end) in the text the token came from, as SentencePiece reports it: a
-  // "▁word" piece covers the space before the word, a bare "▁" may cover nothing (begin == end).
-  // (0, 0) for special tokens.
+  // 0 for the first text, 1 for the second (DeBERTa, BERT and XLNet pairs; all 0 for T5,
+  // MPNet and RoBERTa); XLNet's <cls> is 2; padding has pad_token_type_id().
+  std::vector<int32_t> token_type_ids;
+  std::vector<int32_t> attention_mask;  // 1, and 0 for padding
+  // Byte span [begin, end) in the text the token came from. For SentencePiece a "▁word" piece
+  // covers the space before the word, a bare "▁" may cover nothing (begin == end); a token of
+  // normalized text (lower-cased, accents stripped) covers the characters it was made from.
+  // (0, 0) for the special tokens of the template and for padding.
   std::vector<std::pair<int32_t, int32_t>> offsets;
-  std::vector<int8_t> sequence_ids;  // -1 special token, 0 first text, 1 second text
+  // -1 for the template's special tokens and padding, 0 first text, 1 second text (a special
+  // token written in a text belongs to that text).
+  std::vector<int8_t> sequence_ids;
   bool truncated = false;
   int32_t untruncated_length = 0;  // length with special tokens before truncation
 };
 
-// SentencePiece tokenization with the template of a model family, as transformers'
-// DebertaV2Tokenizer and T5Tokenizer apply it:
-//   DeBERTa: [CLS] a [SEP]    and  [CLS] a [SEP] b [SEP]  (token types 0 0 0 / 1 1)
-//   T5:      a </s>           and  a </s> b </s>          (token types all 0)
-// Text is passed to SentencePiece as is: strings like "[SEP]" inside it are ordinary text,
-// never special tokens. Immutable after loading, so Encode may run on many threads at once.
+// Tokenization with the vocabulary and template of a model family, as transformers 4.40's slow
+// tokenizers (DebertaV2Tokenizer, T5Tokenizer, BertTokenizer, MPNetTokenizer, XLNetTokenizer,
+// RobertaTokenizer) encode text:
+//   DeBERTa, BERT:   [CLS] a [SEP]    and  [CLS] a [SEP] b [SEP]      (token types 0 0 0 / 1 1)
+//   MPNet, RoBERTa:  <s> a </s>       and  <s> a </s></s> b </s>      (token types all 0)
+//   T5:              a </s>           and  a </s> b </s>              (token types all 0)
+//   XLNet:           a <sep> <cls>    and  a <sep> b <sep> <cls>      (0 0 / 1 1 / 2), padded
+//                                                                      on the left
+// Special and added tokens written in the text ("[MASK]", "</s>", "<cls>", ...) are those
+// tokens, as transformers splits text on them before the vocabulary model sees it, with their
+// lstrip/rstrip/single_word behaviour. Immutable after loading, so Encode may run on many
+// threads at once.
 class Tokenizer {
  public:
-  // Loads from a Hugging Face model directory: spm.model (DeBERTa-v2/v3) or spiece.model (T5),
-  // the family's usual name tried first; plus tokenizer_config.json (do_lower_case,
-  // model_max_length, special tokens) and special_tokens_map.json where present. The default
-  // max length is model_max_length from those files when they give a usable one, else
-  // default_max_length; INVALID_ARGUMENT when neither is positive. NOT_FOUND when the
-  // directory or the model file is missing; FAILED_PRECONDITION when the SentencePiece module
-  // cannot be found (see sentencepiece_module.h).
+  // Loads from a Hugging Face model directory: the family's vocabulary files (see
+  // tokenizer_files.h), plus tokenizer_config.json (do_lower_case, model_max_length, special
+  // and added tokens, the family's switches), special_tokens_map.json and added_tokens.json
+  // where present. The default max length is model_max_length from those files when they give
+  // a usable one, else default_max_length; INVALID_ARGUMENT when neither is positive.
+  // NOT_FOUND when the directory or the vocabulary is missing; FAILED_PRECONDITION when the
+  // SentencePiece module cannot be found (see sentencepiece_module.h).
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir,
                                                          TokenizerFamily family,
                                                          int default_max_length);
-  // Loads a given .model file with the family's default special tokens and no lower-casing.
-  // default_max_length must be positive.
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelFile(const std::string& spm_path,
+  // Loads a given vocabulary file (a SentencePiece .model, or a WordPiece vocab.txt for BERT
+  // and MPNet) with the family's default settings and special tokens; RoBERTa needs its
+  // directory. default_max_length must be positive.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelFile(const std::string& path,
                                                                   TokenizerFamily family,
                                                                   int default_max_length);
+  // Whether a model directory holds the family's vocabulary files (tokenizer_files.h):
+  // without them a model takes token ids only. INVALID_ARGUMENT for a directory (or dangling
+  // link) in a file's place.
+  static absl::StatusOr<bool> HasFiles(const std::string& model_dir, TokenizerFamily family);
 
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -67,53 +86,73 @@ class Tokenizer {
 
   // INVALID_ARGUMENT for invalid UTF-8 (naming the byte offset), a negative max_length, a
   // max_length too small for the special tokens, or over-long input with truncate == false.
-  // Empty text is allowed. NUL bytes are ordinary characters (SentencePiece maps them to unk).
+  // Empty text is allowed. NUL bytes are ordinary characters (the unknown token for
+  // SentencePiece; dropped by BERT's text cleaning).
   absl::StatusOr<Encoding> Encode(std::string_view text, const TokenizeOptions& opts = {}) const;
   absl::StatusOr<Encoding> EncodePair(std::string_view a, std::string_view b,
                                       const TokenizeOptions& opts = {}) const;
-  // Raw SentencePiece ids, no special tokens (what SentencePieceProcessor.encode(text,
-  // out_type=int) returns), after the same UTF-8 check and lower-casing as Encode.
+  // The ids of the text's tokens without the template's special tokens (transformers'
+  // encode(text, add_special_tokens=False)); for DeBERTa and T5, what
+  // SentencePieceProcessor.encode(text, out_type=int) returns for text without special tokens.
   absl::StatusOr<std::vector<int32_t>> EncodeRaw(std::string_view text) const;
 
-  int vocab_size() const;
+  // Pads enc to `length` tokens (nothing when it is that long already): pad_id(), token type
+  // pad_token_type_id(), attention mask 0, on the right, or on the left for XLNet, as
+  // transformers pads a batch. FAILED_PRECONDITION when the tokenizer has no pad token.
+  absl::Status Pad(Encoding* enc, int length) const;
+
+  // The vocabulary's size, and ids of added tokens beyond it.
+  int vocab_size() const { return vocab_size_; }
   int pad_id() const { return ids_.pad; }
   int unk_id() const { return ids_.unk; }
-  int cls_id() const { return ids_.cls; }  // DeBERTa [CLS]; -1 for T5
-  int sep_id() const { return ids_.sep; }  // DeBERTa [SEP]; -1 for T5
-  int eos_id() const { return ids_.eos; }  // T5 </s>; for DeBERTa == sep_id
+  int cls_id() const { return ids_.cls; }  // -1 for T5
+  int sep_id() const { return ids_.sep; }  // -1 for T5
+  // T5's </s>, XLNet's and MPNet's and RoBERTa's eos_token; == sep_id for DeBERTa and BERT.
+  int eos_id() const { return ids_.eos; }
+  int mask_id() const { return ids_.mask; }  // -1 where the family has none (T5)
   int default_max_length() const { return default_max_length_; }
   TokenizerFamily family() const { return family_; }
-  // Whether text is lower-cased before encoding (do_lower_case). Only ASCII A-Z are lowered,
-  // so byte offsets stay valid; other scripts keep their case.
+  // Whether text is lower-cased before encoding (do_lower_case). DeBERTa and T5 lower only
+  // ASCII A-Z (their SentencePiece model must see the caller's bytes); the other families
+  // lower every character as Python's str.lower does, special tokens excepted.
   bool lower_case() const { return lower_case_; }
-  // Special tokens the template adds: DeBERTa 2 (pair 3), T5 1 (pair 2).
+  // XLNet pads on the left, the others on the right.
+  bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }
+  int pad_token_type_id() const { return family_ == TokenizerFamily::kXlnet ? 3 : 0; }
+  // Special tokens the template adds: DeBERTa, BERT and XLNet 2 (pair 3), MPNet and RoBERTa 2
+  // (pair 4), T5 1 (pair 2).
   int NumSpecialTokens(bool pair) const;
   // "" for an id outside the vocabulary.
   std::string IdToPiece(int id) const;
 
  private:
-  Tokenizer(std::unique_ptr<SentencePieceModel> model, TokenizerFamily family,
-            SpecialTokenIds ids, bool lower_case, int default_max_length);
+  Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
+            std::unique_ptr<AddedTokens> added, const TokenizerConfig& config,
+            int default_max_length, int vocab_size);
 
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const std::string& spm_path,
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const TokenizerFiles& files,
                                                            TokenizerFamily family,
-                                                           const SpecialTokenNames& names,
-                                                           bool lower_case,
+                                                           const TokenizerConfig& config,
                                                            int default_max_length);
 
-  // Validates and (if configured) lower-cases `text`, then runs SentencePiece on it.
-  absl::StatusOr<std::vector<SentencePieceSpan>> Pieces(std::string_view text,
-                                                        std::string_view what) const;
+  // Validates `text` and splits it into tokens: added tokens, and the vocabulary model's
+  // tokens of the text between them.
+  absl::StatusOr<std::vector<TokenSpan>> Tokens(std::string_view text,
+                                                std::string_view what) const;
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
-  Encoding Assemble(const std::vector<SentencePieceSpan>& a,
-                    const std::vector<SentencePieceSpan>* b, int max_length,
-                    TruncationDirection direction) const;
+  Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
+                    int max_length, TruncationDirection direction) const;
 
-  std::unique_ptr<SentencePieceModel> model_;
+  std::unique_ptr<TextModel> model_;
   TokenizerFamily family_;
   SpecialTokenIds ids_;
+  std::unique_ptr<AddedTokens> added_;
   bool lower_case_;
+  // transformers' tokenize-level lower-casing, before the split on added tokens.
+  bool lower_case_outside_tokens_;
+  bool add_prefix_space_;  // RoBERTa
   int default_max_length_;
+  int vocab_size_;
 };
 
 }  // namespace relserve

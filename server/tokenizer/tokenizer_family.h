@@ -3,19 +3,27 @@
 
 namespace relserve {
 
-// Which model family's special tokens and template a tokenizer follows.
+// Which model family's vocabulary files, special tokens and template a tokenizer follows.
 enum class TokenizerFamily {
-  kDeberta,  // DeBERTa-v2/v3: [CLS] a [SEP] (b [SEP])
-  kT5,       // T5: a </s> (b </s>)
-  kBert,     // BERT, ELECTRA (WordPiece vocab.txt): [CLS] a [SEP] (b [SEP])
-  kRoberta,  // RoBERTa, XLM-RoBERTa: <s> a </s> (</s> b </s>)
-  kMpnet,    // MPNet: <s> a </s> (</s> b </s>)
+  kDeberta,  // DeBERTa-v2/v3, SentencePiece:  [CLS] a [SEP] (b [SEP])
+  kT5,       // T5, SentencePiece:              a </s> (b </s>)
+  kBert,     // BERT, ELECTRA, WordPiece:       [CLS] a [SEP] (b [SEP])
+  kRoberta,  // RoBERTa, byte-level BPE:        <s> a </s> (</s> b </s>)
+  kMpnet,    // MPNet, WordPiece:               <s> a </s> (</s> b </s>)
   kXlnet,    // XLNet, SentencePiece:           a <sep> (b <sep>) <cls>, padded on the left
 };
 
 // A C string: Debian's Abseil cannot StrCat a std::string_view.
 inline const char* TokenizerFamilyName(TokenizerFamily family) {
-  return family == TokenizerFamily::kDeberta ? "DeBERTa" : "T5";
+  switch (family) {
+    case TokenizerFamily::kDeberta: return "DeBERTa";
+    case TokenizerFamily::kT5: return "T5";
+    case TokenizerFamily::kBert: return "BERT";
+    case TokenizerFamily::kMpnet: return "MPNet";
+    case TokenizerFamily::kXlnet: return "XLNet";
+    case TokenizerFamily::kRoberta: return "RoBERTa";
+  }
+  return "unknown";
 }
 
 }  // namespace relserve

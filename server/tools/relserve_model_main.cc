@@ -26,9 +26,13 @@ const std::vector<Command>& Commands() {
        "transformers' forward on a padded batch (input_ids, attention_mask, token_type_ids);\n"
        "writes last_hidden_state, hidden_state_0..N and logits as float32 (--pooled: the pooled output too)",
        true, relserve::RunForwardCommand},
-      {"tokenize", "--model DIR|ORG/REPO[@REVISION] [--max-length N] [--no-truncate] [--offline]",
+      {"tokenize",
+       "--model DIR|ORG/REPO[@REVISION] [--max-length N] [--no-truncate] [--offline]\n"
+       "[--padding longest|max_length]",
        "one text per line on stdin (a tab separates a pair); JSON lines out (input_ids, attention_mask,\n"
-       "token_type_ids, truncated); a line that fails prints {\"error\": ...} and the exit code is 1",
+       "token_type_ids, truncated); a line that fails prints {\"error\": ...} and the exit code is 1;\n"
+       "--padding pads every line to the longest one, or to the max length, on the family's side\n"
+       "(the left for XLNet) with attention mask 0",
        false, relserve::RunTokenizeCommand},
       {"embed", "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate]",
        "one text per line on stdin; pooled embeddings as JSON lines, in input order (--batch-size: lines\n"

@@ -6,11 +6,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/tokenizer/tokenizer_files.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
 #include "server/util/status_macros.h"
@@ -36,31 +36,46 @@ void StripCarriageReturn(std::string* line) {
   if (!line->empty() && line->back() == '\r') line->pop_back();
 }
 
-// Text input needs a tokenizer file of the model's family in the directory.
+enum class Padding { kNone, kLongest, kMaxLength };
+
+absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
+  const std::string padding = args.String("padding");
+  if (padding.empty()) return Padding::kNone;
+  if (padding == "longest") return Padding::kLongest;
+  if (padding == "max_length") return Padding::kMaxLength;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--padding must be longest or max_length, got \"", padding, "\""));
+}
+
+// Text input needs the tokenizer files of the model's family in the directory.
 absl::Status NoTokenizerError(const std::string& dir, const ModelConfig& config) {
-  const std::vector<std::string> files = config.family->tokenizer_files(config);
-  if (files.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(dir, ": relserve reads no tokenizer for model_type \"",
-                                                      config.model_type, "\"; the model takes token ids only"));
-  }
-  return absl::FailedPreconditionError(absl::StrCat(dir, " has no tokenizer (", absl::StrJoin(files, " or "), ")"));
+  return absl::FailedPreconditionError(
+      absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(config.family->tokenizer_family(config)),
+                   "): the model takes token ids only"));
 }
 
 }  // namespace
 
 absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model", "max-length"}, WithModelBooleanFlags({"no-truncate"})));
+  ASSIGN_OR_RETURN(CliArgs args,
+                   CliArgs::Parse(argv, {"model", "max-length", "padding"}, WithModelBooleanFlags({"no-truncate"})));
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
+  ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  if (config.family->tokenizer_files(config).empty()) return NoTokenizerError(dir, config);
-  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, config.family->tokenizer_family(config), config.max_length));
+  const TokenizerFamily family = config.family->tokenizer_family(config);
+  ASSIGN_OR_RETURN(const bool has_tokenizer, Tokenizer::HasFiles(dir, family));
+  if (!has_tokenizer) return NoTokenizerError(dir, config);
+  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
-  std::string line;
+  // Padding to the longest line needs every line first; otherwise lines go out as they come.
+  std::vector<absl::StatusOr<Encoding>> pending;
   int failures = 0;
-  while (std::getline(std::cin, line)) {
-    StripCarriageReturn(&line);
-    auto enc = EncodeLine(*tokenizer, line, opts);
+  auto print = [&](absl::StatusOr<Encoding>& enc, int pad_to) {
     nlohmann::json out;
+    if (enc.ok()) {
+      const absl::Status padded = tokenizer->Pad(&*enc, pad_to);
+      if (!padded.ok()) enc = padded;
+    }
     if (!enc.ok()) {
       ++failures;
       out["error"] = std::string(enc.status().message());
@@ -71,7 +86,25 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
       out["truncated"] = enc->truncated;
     }
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  };
+  const int max_length_pad = padding == Padding::kMaxLength
+                                 ? (opts.max_length > 0 ? opts.max_length : tokenizer->default_max_length())
+                                 : 0;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    StripCarriageReturn(&line);
+    absl::StatusOr<Encoding> enc = EncodeLine(*tokenizer, line, opts);
+    if (padding == Padding::kLongest) {
+      pending.push_back(std::move(enc));
+    } else {
+      print(enc, max_length_pad);
+    }
   }
+  size_t longest = 0;
+  for (const auto& enc : pending) {
+    if (enc.ok()) longest = std::max(longest, enc->input_ids.size());
+  }
+  for (auto& enc : pending) print(enc, static_cast<int>(longest));
   std::cout.flush();
   if (failures > 0) return absl::InvalidArgumentError(absl::StrCat(failures, " line(s) could not be tokenized"));
   return absl::OkStatus();

@@ -33,7 +33,10 @@ class SentencePieceReferenceTest : public ::testing::Test {
 };
 
 TEST_F(SentencePieceReferenceTest, VocabularyAndSpecialIds) {
-  EXPECT_EQ(tokenizer_->vocab_size(), reference_["vocab_size"].get<int>());
+  // The model has no [MASK] piece: as in transformers, DeBERTa's mask token is added after the
+  // SentencePiece vocabulary, at id 1000.
+  EXPECT_EQ(tokenizer_->vocab_size(), reference_["vocab_size"].get<int>() + 1);
+  EXPECT_EQ(tokenizer_->mask_id(), reference_["vocab_size"].get<int>());
   const nlohmann::json& special = reference_["special_ids"];
   EXPECT_EQ(tokenizer_->pad_id(), special["pad"].get<int>());
   EXPECT_EQ(tokenizer_->cls_id(), special["bos"].get<int>());

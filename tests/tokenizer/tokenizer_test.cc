@@ -63,7 +63,9 @@ class TokenizerTest : public ::testing::Test {
 };
 
 TEST_F(TokenizerTest, DebertaSpecialIdsComeFromThePieces) {
-  EXPECT_EQ(deberta_->vocab_size(), 1000);
+  // 1000 pieces, then [MASK], which the model lacks, added after them as transformers adds it.
+  EXPECT_EQ(deberta_->vocab_size(), 1001);
+  EXPECT_EQ(deberta_->mask_id(), 1000);
   EXPECT_EQ(deberta_->pad_id(), 0);
   EXPECT_EQ(deberta_->cls_id(), 1);
   EXPECT_EQ(deberta_->sep_id(), 2);
@@ -74,7 +76,8 @@ TEST_F(TokenizerTest, DebertaSpecialIdsComeFromThePieces) {
   EXPECT_EQ(deberta_->IdToPiece(1), "[CLS]");
   EXPECT_EQ(deberta_->IdToPiece(713), "\xE2\x96\x81world");
   EXPECT_EQ(deberta_->IdToPiece(-1), "");
-  EXPECT_EQ(deberta_->IdToPiece(1000), "");
+  EXPECT_EQ(deberta_->IdToPiece(1000), "[MASK]");
+  EXPECT_EQ(deberta_->IdToPiece(1001), "");
 }
 
 TEST_F(TokenizerTest, DebertaSingleTemplate) {
@@ -359,6 +362,70 @@ TEST_F(TokenizerTest, OffsetsMapBackToTheText) {
   auto pair = deberta_->EncodePair("xyz", kHello);
   ASSERT_TRUE(pair.ok()) << pair.status();
   EXPECT_EQ(pair->offsets[pair->offsets.size() - 2], std::make_pair(5, 11));
+}
+
+// Special tokens written in the text are those tokens, as transformers splits text on them
+// before SentencePiece sees it; the text around them is encoded on its own.
+TEST_F(TokenizerTest, DebertaSpecialTokensInTheText) {
+  auto enc = deberta_->Encode("a [MASK] b");
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  // [MASK] is no piece of this model: it comes after the vocabulary, as transformers adds it.
+  EXPECT_EQ(enc->input_ids, Concat({{1}, Raw("a"), {1000}, Raw("b"), {2}}));
+  EXPECT_EQ(enc->offsets[2], std::make_pair(2, 8));
+  EXPECT_EQ(enc->offsets[3], std::make_pair(9, 10));  // "▁b": its leading space was dropped
+  EXPECT_EQ(Raw("x[SEP]y [CLS] [PAD] [UNK]"), Concat({Raw("x"), {2}, Raw("y"), {1, 0, 3}}));
+  // Another spelling is text.
+  EXPECT_EQ(Raw("[sep]"), Raw("[sep" "]"));
+  EXPECT_NE(Raw("[sep]"), (std::vector<int32_t>{2}));
+
+  // Lower-casing leaves them alone.
+  const std::string dir = MakeTempDir("deberta_lower_special");
+  CopyFile(ReferenceModelPath(), JoinPath(dir, "spm.model"));
+  WriteFile(JoinPath(dir, "tokenizer_config.json"), R"({"do_lower_case": true})");
+  auto lower = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
+  ASSERT_TRUE(lower.ok()) << lower.status();
+  EXPECT_EQ((*lower)->EncodeRaw("A [SEP] B").value(), Concat({Raw("a"), {2}, Raw("b")}));
+}
+
+TEST_F(TokenizerTest, DebertaAddedTokensFile) {
+  // added_tokens.json (tokens added after training), then [MASK] after them.
+  const std::string dir = MakeTempDir("deberta_added_tokens");
+  CopyFile(ReferenceModelPath(), JoinPath(dir, "spm.model"));
+  WriteFile(JoinPath(dir, "added_tokens.json"), R"({"<new>": 1000})");
+  auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_EQ((*tokenizer)->mask_id(), 1001);
+  EXPECT_EQ((*tokenizer)->vocab_size(), 1002);
+  EXPECT_EQ((*tokenizer)->EncodeRaw("a<new>[MASK]").value(), Concat({Raw("a"), {1000, 1001}}));
+}
+
+TEST_F(TokenizerTest, T5SpecialTokensInTheText) {
+  std::unique_ptr<Tokenizer> t5 = LoadT5();
+  ASSERT_NE(t5, nullptr);
+  const int32_t eos = t5->eos_id();
+  auto enc = t5->Encode("x </s> y");
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->input_ids, Concat({Raw("x"), {eos}, Raw("y"), {eos}}));
+  EXPECT_EQ(enc->sequence_ids.back(), -1);
+  EXPECT_EQ(enc->sequence_ids[enc->sequence_ids.size() - 3], 0);  // the </s> of the text
+  // <extra_id_N> follow the 1000 pieces from the top down, and eat the spaces around them.
+  EXPECT_EQ(t5->vocab_size(), 1100);
+  auto extra = t5->Encode("a <extra_id_0> b<extra_id_99>");
+  ASSERT_TRUE(extra.ok()) << extra.status();
+  EXPECT_EQ(extra->input_ids, Concat({Raw("a"), {1099}, Raw("b"), {1000, eos}}));
+  EXPECT_EQ(t5->IdToPiece(1099), "<extra_id_0>");
+}
+
+TEST_F(TokenizerTest, T5PairsAreTruncatedLongestFirst) {
+  std::unique_ptr<Tokenizer> t5 = LoadT5();
+  ASSERT_NE(t5, nullptr);
+  const std::vector<int32_t> a = Raw(kLicense), b = Raw(kHello);  // 21 and 6 pieces
+  TokenizeOptions opts;
+  opts.max_length = 2 + 10;  // a is cut to b's 6, then both to 5
+  auto enc = t5->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->input_ids, Concat({Head(a, 5), {t5->eos_id()}, Head(b, 5), {t5->eos_id()}}));
+  EXPECT_TRUE(enc->truncated);
 }
 
 TEST_F(TokenizerTest, ConcurrentEncodingGivesIdenticalResults) {

@@ -1,0 +1,36 @@
+#ifndef RELSERVE_SERVER_TOKENIZER_SENTENCEPIECE_TEXT_MODEL_H_
+#define RELSERVE_SERVER_TOKENIZER_SENTENCEPIECE_TEXT_MODEL_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/tokenizer/sentencepiece_model.h"
+#include "server/tokenizer/text_model.h"
+
+namespace relserve {
+
+// SentencePiece as DebertaV2Tokenizer and T5Tokenizer use it: the text goes to the model as
+// it is, apart from lower-casing ASCII letters when asked (lowering other scripts would need
+// the model to see different bytes than the caller sent; see Tokenizer::lower_case).
+class SentencePieceTextModel : public TextModel {
+ public:
+  SentencePieceTextModel(std::unique_ptr<SentencePieceModel> model, bool ascii_lower_case)
+      : model_(std::move(model)), ascii_lower_case_(ascii_lower_case) {}
+
+  absl::StatusOr<std::vector<TokenSpan>> Tokenize(const MappedText& text) const override;
+  int vocab_size() const override { return model_->vocab_size(); }
+  int PieceToId(std::string_view piece) const override { return model_->PieceToId(piece); }
+  std::string IdToPiece(int id) const override { return model_->IdToPiece(id); }
+
+  const SentencePieceModel& model() const { return *model_; }
+
+ private:
+  std::unique_ptr<SentencePieceModel> model_;
+  bool ascii_lower_case_;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOKENIZER_SENTENCEPIECE_TEXT_MODEL_H_

@@ -1,0 +1,35 @@
+#ifndef RELSERVE_SERVER_TOKENIZER_TOKENIZER_FILES_H_
+#define RELSERVE_SERVER_TOKENIZER_TOKENIZER_FILES_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/tokenizer/tokenizer_family.h"
+
+namespace relserve {
+
+// Where a family's vocabulary lives in a Hugging Face model directory:
+//   DeBERTa, T5, XLNet  spm.model or spiece.model (SentencePiece; the family's usual name first)
+//   BERT, MPNet         vocab.txt (WordPiece)
+//   RoBERTa             vocab.json and merges.txt (byte-level BPE)
+struct TokenizerFiles {
+  std::string vocab;   // full path
+  std::string merges;  // full path; RoBERTa only
+};
+
+// NOT_FOUND naming the files looked for when the directory has none of them (or, for RoBERTa,
+// lacks one of the two). A directory or dangling link in a file's place is INVALID_ARGUMENT.
+absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
+                                                  TokenizerFamily family);
+
+// The files a family's tokenizer reads, for messages: "spm.model or spiece.model", "vocab.txt",
+// "vocab.json and merges.txt".
+std::string TokenizerFilesDescription(TokenizerFamily family);
+
+// Whether the directory holds any of the family's vocabulary files, so that a model is served
+// with text input; the same errors for a directory in a file's place.
+absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOKENIZER_TOKENIZER_FILES_H_
