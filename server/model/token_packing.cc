@@ -42,4 +42,17 @@ at::Tensor TokenPacking::PackHeads(const at::Tensor& per_head) const {
       .reshape({tokens_, heads * D});
 }
 
+at::Tensor SplitHeads(const at::Tensor& rows, const TokenPacking* packing, int64_t batch, int64_t length,
+                      int64_t parts, int64_t heads) {
+  if (packing != nullptr) return packing->UnpackHeads(rows, parts, heads);
+  const int64_t head_size = rows.size(-1) / (parts * heads);
+  return rows.view({batch, length, parts, heads, head_size}).permute({2, 3, 0, 1, 4}).contiguous();
+}
+
+at::Tensor MergeHeads(const at::Tensor& per_head, const TokenPacking* packing) {
+  if (packing != nullptr) return packing->PackHeads(per_head);
+  const int64_t heads = per_head.size(0), batch = per_head.size(1), length = per_head.size(2);
+  return per_head.permute({1, 2, 0, 3}).reshape({batch * length, heads * per_head.size(3)});
+}
+
 }  // namespace relserve

@@ -35,6 +35,13 @@ class TokenPacking {
   at::Tensor rows_;
 };
 
+// Attention's layout from a layer's fused projection, packed or not: rows [N or batch * L,
+// parts * heads * D] -> [parts, heads, batch, L, D]; packing null means rows hold every position.
+at::Tensor SplitHeads(const at::Tensor& rows, const TokenPacking* packing, int64_t batch, int64_t length,
+                      int64_t parts, int64_t heads);
+// Back from attention: [heads, batch, L, D] -> [N or batch * L, heads * D].
+at::Tensor MergeHeads(const at::Tensor& per_head, const TokenPacking* packing);
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_TOKEN_PACKING_H_

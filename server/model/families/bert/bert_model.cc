@@ -180,8 +180,7 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
                                    const RelativeIndex* index) const {
   const int64_t Hd = heads_, D = head_dim_;
   at::Tensor qkv_rows = layer.qkv(x);
-  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
-                           : qkv_rows.view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
   if (index != nullptr) {
@@ -198,7 +197,7 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
   }
   att.attention_mask = mask;  // undefined without padding; padded queries are computed as transformers does
   at::Tensor per_head = RelativeAttention(att);
-  at::Tensor context = packing ? packing->PackHeads(per_head) : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * D});
+  at::Tensor context = MergeHeads(per_head, packing);
 
   at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
   at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));

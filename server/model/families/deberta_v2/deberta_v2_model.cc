@@ -250,11 +250,10 @@ at::Tensor DebertaV2Model::ConvForward(const at::Tensor& embeddings, const at::T
 at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
                                         const TokenPacking* packing, const at::Tensor& mask,
                                         const RelativeIndex* index) const {
-  const int64_t Hd = heads_, D = head_dim_;
+  const int64_t Hd = heads_;
   // x: [tokens, hidden] rows (the real tokens when packed) -> q, k, v as [3, heads, B, L, D]
   at::Tensor qkv_rows = layer.qkv(x);
-  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
-                           : qkv_rows.view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
 
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
@@ -271,8 +270,7 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   att.attention_mask = mask;        // undefined without padding
   att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too
   at::Tensor per_head = RelativeAttention(att);
-  at::Tensor context = packing ? packing->PackHeads(per_head)
-                               : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * D});
+  at::Tensor context = MergeHeads(per_head, packing);
 
   at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
   at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));

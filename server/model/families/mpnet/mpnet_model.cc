@@ -145,10 +145,9 @@ at::Tensor MpnetModel::Embed(const at::Tensor& input_ids) const {
 at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
                                     const TokenPacking* packing, const at::Tensor& mask,
                                     const PositionBiasTables& position_bias) const {
-  const int64_t Hd = c_.num_attention_heads, D = c_.head_size();
+  const int64_t Hd = c_.num_attention_heads;
   at::Tensor qkv_rows = layer.qkv(x);
-  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
-                           : qkv_rows.view({B, L, 3, Hd, D}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
   // softmax(q.k / sqrt(d) + position_bias + extended mask); padded queries' rows are computed
   // like the others, as MPNet does (only padded keys are masked).
   RelativeAttentionInputs att;
@@ -160,7 +159,7 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int
   }
   att.attention_mask = mask;
   at::Tensor per_head = RelativeAttention(att);
-  at::Tensor context = packing ? packing->PackHeads(per_head) : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * D});
+  at::Tensor context = MergeHeads(per_head, packing);
 
   // MPNetAttention: LayerNorm(o(c) + x); MPNetIntermediate, MPNetOutput as BERT's.
   at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);

@@ -151,11 +151,10 @@ std::shared_ptr<const T5EncoderModel::PositionBiasTables> T5EncoderModel::Positi
 at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
                                         const TokenPacking* packing, const at::Tensor& mask,
                                         const PositionBiasTables& position_bias) const {
-  const int64_t Hd = c_.num_heads, Dk = c_.d_kv;
+  const int64_t Hd = c_.num_heads;
   at::Tensor normed = block.attention_norm(x);
   at::Tensor qkv_rows = block.qkv(normed);
-  at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, Hd)
-                           : qkv_rows.view({B, L, 3, Hd, Dk}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
   // softmax((q.k + position_bias + mask).float()).type_as(scores); padded queries' rows are
   // computed like the others, as T5 does.
   RelativeAttentionInputs att;
@@ -167,8 +166,7 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   }
   att.attention_mask = mask;
   at::Tensor per_head = RelativeAttention(att);
-  at::Tensor context = packing ? packing->PackHeads(per_head)
-                               : per_head.permute({1, 2, 0, 3}).reshape({B * L, Hd * Dk});
+  at::Tensor context = MergeHeads(per_head, packing);
   at::Tensor h = ClampInfinities(x + block.o(context));
 
   normed = block.ff_norm(h);

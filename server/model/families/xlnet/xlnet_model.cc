@@ -250,8 +250,7 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
   for (size_t n = 0; n < layers_.size(); ++n) {
     const Layer& layer = layers_[n];
     at::Tensor qkv_rows = layer.qkv(x);
-    at::Tensor qkv = packing ? packing->UnpackHeads(qkv_rows, 3, heads)
-                             : qkv_rows.view({B, L, 3, heads, D}).permute({2, 3, 0, 1, 4}).contiguous();
+    at::Tensor qkv = SplitHeads(qkv_rows, packing.get(), B, L, 3, heads);
     at::Tensor context;  // [heads, B, L, D]
     if (self_only) {
       context = qkv[2];
@@ -272,7 +271,7 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
       att.causal = c_.causal();
       context = RelativeAttention(att);
     }
-    at::Tensor rows = packing ? packing->PackHeads(context) : context.permute({1, 2, 0, 3}).reshape({B * L, heads * D});
+    at::Tensor rows = MergeHeads(context, packing.get());
     // post_attention: layer_norm(o(attn_vec) + h); XLNetFeedForward: layer_norm(layer_2(act(layer_1(x))) + x)
     at::Tensor attended = layer.attention_norm(layer.o(rows), x);
     at::Tensor inner = ApplyActivation(ff_act_, layer.ff1(attended));
