@@ -109,7 +109,6 @@ TEST(MpnetFamilyTest, ReadsTheReferenceConfigThroughTheRegistry) {
   EXPECT_NE(config->max_length_limit_source.find("max_position_embeddings 514"), std::string::npos);
   EXPECT_EQ(config->family_config_as<MpnetConfig>().layer_norm_eps, 1e-5);
   EXPECT_EQ(MpnetFamily().tokenizer_family(*config), TokenizerFamily::kMpnet);
-  EXPECT_EQ(MpnetFamily().tokenizer_files(*config), (std::vector<std::string>{"vocab.txt"}));
 }
 
 TEST(MpnetFamilyTest, Architectures) {

@@ -135,11 +135,9 @@ class FamilyDescriptor {
   // this architecture (other heads, an unused pooler).
   virtual std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const = 0;
 
-  // Special tokens and template of the tokenizer.
+  // Special tokens, template and files of the tokenizer (which files mean a model directory has
+  // one: Tokenizer::HasFiles); without them the model serves token ids only.
   virtual TokenizerFamily tokenizer_family(const ModelConfig& config) const = 0;
-  // Files of a model directory that mean it has a tokenizer the engine can load; with none of
-  // them present the model serves token ids only.
-  virtual std::vector<std::string> tokenizer_files(const ModelConfig& config) const = 0;
 
   // Multiply-add FLOPs (2 per MAC) per token of one forward pass over sequences of `length`:
   // every projection, the feed-forward, q.k and p.v and the relative-position products.

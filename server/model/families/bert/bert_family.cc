@@ -215,11 +215,6 @@ class BertDescriptor final : public FamilyDescriptor {
     return config.family_config_as<BertConfig>().variant == Variant::kRoberta ? TokenizerFamily::kRoberta
                                                                               : TokenizerFamily::kBert;
   }
-  std::vector<std::string> tokenizer_files(const ModelConfig&) const override {
-    // server/tokenizer reads no WordPiece (vocab.txt) or byte-level BPE (vocab.json,
-    // merges.txt): these models serve token ids only. A tokenizer for them names its files here.
-    return {};
-  }
 
   double FlopsPerToken(const ModelConfig& config, int64_t length) const override {
     const auto& c = config.family_config_as<BertConfig>();

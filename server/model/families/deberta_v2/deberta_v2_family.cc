@@ -227,9 +227,6 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
   }
 
   TokenizerFamily tokenizer_family(const ModelConfig&) const override { return TokenizerFamily::kDeberta; }
-  std::vector<std::string> tokenizer_files(const ModelConfig&) const override {
-    return {"spm.model", "spiece.model"};  // Tokenizer::Load tries both names
-  }
 
   double FlopsPerToken(const ModelConfig& config, int64_t length) const override {
     const auto& c = config.family_config_as<DebertaV2Config>();

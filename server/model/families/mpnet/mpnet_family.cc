@@ -82,7 +82,6 @@ class MpnetDescriptor final : public FamilyDescriptor {
   }
 
   TokenizerFamily tokenizer_family(const ModelConfig&) const override { return TokenizerFamily::kMpnet; }
-  std::vector<std::string> tokenizer_files(const ModelConfig&) const override { return {"vocab.txt"}; }
 
   double FlopsPerToken(const ModelConfig& config, int64_t length) const override {
     const auto& c = config.family_config_as<MpnetConfig>();

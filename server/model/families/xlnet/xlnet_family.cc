@@ -84,7 +84,6 @@ class XlnetDescriptor final : public FamilyDescriptor {
   }
 
   TokenizerFamily tokenizer_family(const ModelConfig&) const override { return TokenizerFamily::kXlnet; }
-  std::vector<std::string> tokenizer_files(const ModelConfig&) const override { return {"spiece.model"}; }
 
   double FlopsPerToken(const ModelConfig& config, int64_t length) const override {
     const auto& c = config.family_config_as<XlnetConfig>();
