@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on a Debian 12 machine with network access to Debian's archive. Downloads every .deb the
 # relserve build needs beyond what a GPU machine with CUDA and a pip PyTorch already has (gRPC,
-# protobuf, Abseil, prometheus-cpp, SentencePiece, nlohmann-json, cpp-httplib, libcurl, GoogleTest and
+# protobuf, Abseil, prometheus-cpp, SentencePiece, nlohmann-json, cpp-httplib, libcurl, ICU, zlib, GoogleTest and
 # their libraries) into scripts/gpu/debs (git-ignored). scripts/gpu/build-and-test.sh unpacks them
 # there into a prefix.
 #   scripts/gpu/fetch-debs.sh
@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 wanted=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev libsentencepiece-dev nlohmann-json3-dev libcpp-httplib-dev
-  libcurl4-openssl-dev
+  libcurl4-openssl-dev libicu-dev zlib1g-dev
   libgtest-dev libgmock-dev pkgconf
 )
 # What every Linux with a C++ toolchain has, and what must come from the GPU machine itself
