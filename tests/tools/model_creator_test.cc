@@ -81,6 +81,20 @@ std::vector<float> Floats(const TensorView& t) {
 }
 
 // Creates the model and returns its tensors' shapes (empty on failure).
+// The sizes of a reference checkpoint's config.json, read under the family's key names
+// (hidden, layers, heads, intermediate), and its vocabulary.
+CreateModelOptions SizedLike(const std::string& family, const json& ref_config, const char* hidden,
+                             const char* layers, const char* heads, const char* intermediate) {
+  CreateModelOptions o;
+  o.family = family;
+  o.hidden = ref_config[hidden];
+  o.layers = ref_config[layers];
+  o.heads = ref_config[heads];
+  o.intermediate = ref_config[intermediate];
+  o.vocab = ref_config["vocab_size"];
+  return o;
+}
+
 Shapes CreateAndReadShapes(const CreateModelOptions& options, const std::string& dir) {
   absl::Status status = CreateModelDirectory(options, dir);
   EXPECT_TRUE(status.ok()) << status;
@@ -96,6 +110,17 @@ Shapes CreateAndReadShapes(const CreateModelOptions& options, const std::string&
     EXPECT_EQ(shapes, ShapesOf(*specs));
   }
   return shapes;
+}
+
+// What `create` writes for `o` is what transformers saved in `ref`: config.json byte for byte,
+// and every tensor's name and shape.
+void ExpectCreatesReference(const CreateModelOptions& o, const std::string& ref) {
+  const std::string dir = ScratchDir();
+  Shapes shapes = CreateAndReadShapes(o, dir);
+  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
+  auto ref_file = OpenWeights(ref + "/model.safetensors");
+  ASSERT_NE(ref_file, nullptr);
+  EXPECT_EQ(shapes, ShapesOf(*ref_file));
 }
 
 CreateModelOptions SmallDeberta(const std::string& family = "deberta-v3") {
@@ -227,20 +252,10 @@ TEST(ModelCreatorTest, MatchesTransformersReferenceCheckpoint) {
   const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/deberta_v3_like";
   if (!Exists(ref + "/config.json")) GTEST_SKIP() << "no reference checkpoint";
   const json ref_config = ReadJson(ref + "/config.json");
-  CreateModelOptions o;
-  o.family = "deberta-v3";
-  o.hidden = ref_config["hidden_size"];
-  o.layers = ref_config["num_hidden_layers"];
-  o.heads = ref_config["num_attention_heads"];
-  o.intermediate = ref_config["intermediate_size"];
-  o.vocab = ref_config["vocab_size"];
+  CreateModelOptions o = SizedLike("deberta-v3", ref_config, "hidden_size", "num_hidden_layers",
+                                     "num_attention_heads", "intermediate_size");
   o.config_overrides = {{"position_buckets", ref_config["position_buckets"]}};
-  const std::string dir = ScratchDir();
-  Shapes shapes = CreateAndReadShapes(o, dir);
-  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
-  auto ref_file = OpenWeights(ref + "/model.safetensors");
-  ASSERT_NE(ref_file, nullptr);
-  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+  ExpectCreatesReference(o, ref);
 #endif
 }
 
@@ -249,19 +264,9 @@ TEST(ModelCreatorTest, MatchesTransformersReferenceCheckpoint) {
 TEST(ModelCreatorTest, MpnetMatchesTransformersReferenceCheckpoint) {
   const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/mpnet_like";
   const json ref_config = ReadJson(ref + "/config.json");
-  CreateModelOptions o;
-  o.family = "mpnet";
-  o.hidden = ref_config["hidden_size"];
-  o.layers = ref_config["num_hidden_layers"];
-  o.heads = ref_config["num_attention_heads"];
-  o.intermediate = ref_config["intermediate_size"];
-  o.vocab = ref_config["vocab_size"];
-  const std::string dir = ScratchDir();
-  Shapes shapes = CreateAndReadShapes(o, dir);
-  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
-  auto ref_file = OpenWeights(ref + "/model.safetensors");
-  ASSERT_NE(ref_file, nullptr);
-  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+  CreateModelOptions o = SizedLike("mpnet", ref_config, "hidden_size", "num_hidden_layers", "num_attention_heads",
+                                     "intermediate_size");
+  ExpectCreatesReference(o, ref);
 }
 
 // XLNet: the creator's config.json and layout are those transformers saved for xlnet_like.
@@ -272,19 +277,8 @@ TEST(ModelCreatorTest, XlnetMatchesTransformersReferenceCheckpoint) {
   const std::string ref = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/xlnet_like";
   if (!Exists(ref + "/config.json")) GTEST_SKIP() << "no reference checkpoint";
   const json ref_config = ReadJson(ref + "/config.json");
-  CreateModelOptions o;
-  o.family = "xlnet";
-  o.hidden = ref_config["d_model"];
-  o.layers = ref_config["n_layer"];
-  o.heads = ref_config["n_head"];
-  o.intermediate = ref_config["d_inner"];
-  o.vocab = ref_config["vocab_size"];
-  const std::string dir = ScratchDir();
-  Shapes shapes = CreateAndReadShapes(o, dir);
-  EXPECT_EQ(ReadBytes(dir + "/config.json"), ReadBytes(ref + "/config.json"));
-  auto ref_file = OpenWeights(ref + "/model.safetensors");
-  ASSERT_NE(ref_file, nullptr);
-  EXPECT_EQ(shapes, ShapesOf(*ref_file));
+  CreateModelOptions o = SizedLike("xlnet", ref_config, "d_model", "n_layer", "n_head", "d_inner");
+  ExpectCreatesReference(o, ref);
   // XLNetForSequenceClassification: the backbone under "transformer.", the summary and logits_proj.
   o.num_labels = 3;
   const std::string cls = ScratchDir();
