@@ -170,6 +170,22 @@ absl::StatusOr<ByteLevelBpeVocab> ByteLevelBpeVocab::Parse(const std::string& vo
   return vocab;
 }
 
+ByteLevelBpeVocab ByteLevelBpeVocab::FromParts(
+    const std::vector<std::pair<std::string, int32_t>>& tokens,
+    const std::vector<std::pair<std::string, std::string>>& merges) {
+  ByteLevelBpeVocab vocab;
+  for (const auto& [token, id] : tokens) {
+    const auto index = static_cast<size_t>(id);
+    if (vocab.tokens_.size() <= index) vocab.tokens_.resize(index + 1);
+    vocab.tokens_[index] = token;
+    vocab.ids_[token] = id;
+  }
+  for (size_t k = 0; k < merges.size(); ++k) {
+    vocab.ranks_[merges[k].first + " " + merges[k].second] = static_cast<int>(k);
+  }
+  return vocab;
+}
+
 absl::StatusOr<ByteLevelBpeVocab> ByteLevelBpeVocab::Load(const std::string& vocab_path,
                                                           const std::string& merges_path) {
   ASSIGN_OR_RETURN(const std::string vocab_json, ReadFileToString(vocab_path));

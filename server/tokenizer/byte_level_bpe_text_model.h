@@ -27,6 +27,10 @@ class ByteLevelBpeVocab {
   static absl::StatusOr<ByteLevelBpeVocab> Parse(const std::string& vocab_json,
                                                  std::string_view merges,
                                                  const std::string& vocab_source);
+  // From tokens with their ids (each in [0, 2^24)) and merges, highest priority first, as
+  // tokenizer.json holds them.
+  static ByteLevelBpeVocab FromParts(const std::vector<std::pair<std::string, int32_t>>& tokens,
+                                     const std::vector<std::pair<std::string, std::string>>& merges);
 
   int size() const { return static_cast<int>(tokens_.size()); }
   int Find(const std::string& token) const;  // -1 when absent

@@ -53,6 +53,23 @@ RelserveSpmModel* Load(const char* path, char* error, size_t error_size) {
   return nullptr;
 }
 
+RelserveSpmModel* LoadSerialized(const char* data, size_t size, char* error, size_t error_size) {
+  try {
+    auto model = std::make_unique<RelserveSpmModel>();
+    const auto status = model->processor.LoadFromSerializedProto(std::string_view(data, size));
+    if (!status.ok()) {
+      SetError(error, error_size, status.ToString());
+      return nullptr;
+    }
+    return model.release();
+  } catch (const std::exception& e) {
+    SetError(error, error_size, e.what());
+  } catch (...) {
+    SetError(error, error_size, "unknown exception while loading the model");
+  }
+  return nullptr;
+}
+
 void FreeModel(RelserveSpmModel* model) { delete model; }
 
 int32_t VocabSize(const RelserveSpmModel* model) { return model->processor.GetPieceSize(); }
@@ -133,8 +150,8 @@ void FreePieces(RelserveSpmPieces* pieces) {
 }
 
 constexpr RelserveSpmApi kApi = {
-    RELSERVE_SPM_ABI_VERSION, &Load, &FreeModel, &VocabSize, &PieceToId,
-    &IdToPiece,               &ReservedIds, &Encode, &FreePieces,
+    RELSERVE_SPM_ABI_VERSION, &Load,   &LoadSerialized, &FreeModel, &VocabSize,
+    &PieceToId,               &IdToPiece, &ReservedIds,  &Encode,    &FreePieces,
 };
 
 }  // namespace

@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-#define RELSERVE_SPM_ABI_VERSION 1u
+#define RELSERVE_SPM_ABI_VERSION 2u
 #define RELSERVE_SPM_ENTRY_POINT "relserve_sentencepiece_api"
 
 /* A loaded SentencePiece model; opaque outside the module. Immutable once loaded, so the
@@ -52,6 +52,10 @@ typedef struct RelserveSpmApi {
   uint32_t abi_version;
   /* Loads a serialized model from a file. NULL on failure. */
   RelserveSpmModel* (*load)(const char* path, char* error, size_t error_size);
+  /* Loads a model from its serialized ModelProto (size bytes; a model built in memory, such
+   * as one made from a tokenizer.json). NULL on failure. */
+  RelserveSpmModel* (*load_serialized)(const char* data, size_t size, char* error,
+                                       size_t error_size);
   void (*free_model)(RelserveSpmModel* model);
   int32_t (*vocab_size)(const RelserveSpmModel* model);
   /* The id of exactly this piece, or -1 when the vocabulary lacks it (SentencePiece itself

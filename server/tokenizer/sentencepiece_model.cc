@@ -39,6 +39,19 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Load(
   return std::unique_ptr<SentencePieceModel>(new SentencePieceModel(std::move(module), model));
 }
 
+absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::LoadSerialized(
+    std::string_view serialized, const std::string& source) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const SentencePieceModule> module, SentencePieceModule::Find());
+  char error[kErrorSize] = "";
+  RelserveSpmModel* model =
+      module->api().load_serialized(serialized.data(), serialized.size(), error, sizeof(error));
+  if (model == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": SentencePiece refused the model built from it: ", error));
+  }
+  return std::unique_ptr<SentencePieceModel>(new SentencePieceModel(std::move(module), model));
+}
+
 SentencePieceModel::~SentencePieceModel() { module_->api().free_model(model_); }
 
 absl::StatusOr<std::vector<SentencePieceSpan>> SentencePieceModel::Encode(

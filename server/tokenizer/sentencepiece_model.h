@@ -28,6 +28,11 @@ class SentencePieceModel {
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Load(const std::string& path);
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Load(
       std::shared_ptr<const SentencePieceModule> module, const std::string& path);
+  // Loads a model from its serialized ModelProto (sentencepiece_model_proto.h builds one);
+  // `source` names where it came from in messages. INVALID_ARGUMENT when SentencePiece
+  // refuses it.
+  static absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadSerialized(
+      std::string_view serialized, const std::string& source);
 
   SentencePieceModel(const SentencePieceModel&) = delete;
   SentencePieceModel& operator=(const SentencePieceModel&) = delete;

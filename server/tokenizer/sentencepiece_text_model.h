@@ -16,8 +16,13 @@ namespace relserve {
 // the model to see different bytes than the caller sent; see Tokenizer::lower_case).
 class SentencePieceTextModel : public TextModel {
  public:
-  SentencePieceTextModel(std::unique_ptr<SentencePieceModel> model, bool ascii_lower_case)
-      : model_(std::move(model)), ascii_lower_case_(ascii_lower_case) {}
+  // split_by_punct: DebertaV2Tokenizer's switch, each punctuation character (BERT's
+  // definition) encoded on its own and the stretches between them separately.
+  SentencePieceTextModel(std::unique_ptr<SentencePieceModel> model, bool ascii_lower_case,
+                         bool split_by_punct = false)
+      : model_(std::move(model)),
+        ascii_lower_case_(ascii_lower_case),
+        split_by_punct_(split_by_punct) {}
 
   absl::StatusOr<std::vector<TokenSpan>> Tokenize(const MappedText& text) const override;
   int vocab_size() const override { return model_->vocab_size(); }
@@ -27,8 +32,11 @@ class SentencePieceTextModel : public TextModel {
   const SentencePieceModel& model() const { return *model_; }
 
  private:
+  absl::Status EncodeInto(const MappedText& text, std::vector<TokenSpan>* out) const;
+
   std::unique_ptr<SentencePieceModel> model_;
   bool ascii_lower_case_;
+  bool split_by_punct_;
 };
 
 }  // namespace relserve

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -16,6 +17,9 @@
 #include "server/tokenizer/text_model.h"
 #include "server/tokenizer/tokenizer_config.h"
 #include "server/tokenizer/tokenizer_files.h"
+#include "server/tokenizer/tokenizer_json.h"
+#include "server/tokenizer/tokenizer_json_model.h"
+#include "server/tokenizer/sentencepiece_model_proto.h"
 #include "server/tokenizer/truncation.h"
 #include "server/tokenizer/unicode_chars.h"
 #include "server/tokenizer/wordpiece_text_model.h"
@@ -53,15 +57,24 @@ struct LoadedModel {
   RelserveSpmReservedIds reserved{-1, -1, -1, -1};
 };
 
-absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, TokenizerFamily family,
-                                          const TokenizerConfig& config) {
+// The SentencePiece model of spm.model / spiece.model, or the one tokenizer.json describes.
+absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadSentencePiece(
+    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family) {
+  if (json == nullptr) return SentencePieceModel::Load(files.vocab);
+  ASSIGN_OR_RETURN(const SentencePieceModelSpec spec, SentencePieceSpecFromJson(*json, family));
+  return SentencePieceModel::LoadSerialized(SerializeSentencePieceModel(spec),
+                                            files.tokenizer_json);
+}
+
+absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const TokenizerJson* json,
+                                          TokenizerFamily family, const TokenizerConfig& config) {
   LoadedModel loaded;
   switch (family) {
     case TokenizerFamily::kDeberta:
     case TokenizerFamily::kT5:
     case TokenizerFamily::kXlnet: {
       ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                       SentencePieceModel::Load(files.vocab));
+                       LoadSentencePiece(files, json, family));
       loaded.reserved = spm->reserved_ids();
       if (family == TokenizerFamily::kXlnet) {
         XlnetTextOptions options;
@@ -70,13 +83,20 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, Tokenizer
         options.keep_accents = config.keep_accents;
         loaded.model = std::make_unique<XlnetTextModel>(std::move(spm), options);
       } else {
-        loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm), config.do_lower_case);
+        loaded.model = std::make_unique<SentencePieceTextModel>(
+            std::move(spm), config.do_lower_case,
+            family == TokenizerFamily::kDeberta && config.split_by_punct);
       }
       return loaded;
     }
     case TokenizerFamily::kBert:
     case TokenizerFamily::kMpnet: {
-      ASSIGN_OR_RETURN(WordPieceVocab vocab, WordPieceVocab::Load(files.vocab));
+      WordPieceVocab vocab;
+      if (json == nullptr) {
+        ASSIGN_OR_RETURN(vocab, WordPieceVocab::Load(files.vocab));
+      } else {
+        ASSIGN_OR_RETURN(vocab, WordPieceVocabFromJson(*json, files.tokenizer_json));
+      }
       WordPieceOptions options;
       options.do_basic_tokenize = config.do_basic_tokenize;
       options.do_lower_case = config.do_lower_case;
@@ -94,7 +114,12 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, Tokenizer
       return loaded;
     }
     case TokenizerFamily::kRoberta: {
-      ASSIGN_OR_RETURN(ByteLevelBpeVocab vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));
+      ByteLevelBpeVocab vocab;
+      if (json == nullptr) {
+        ASSIGN_OR_RETURN(vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));
+      } else {
+        ASSIGN_OR_RETURN(vocab, ByteLevelBpeVocabFromJson(*json, files.tokenizer_json));
+      }
       loaded.model = std::make_unique<ByteLevelBpeTextModel>(std::move(vocab));
       return loaded;
     }
@@ -102,31 +127,15 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, Tokenizer
   return absl::InternalError("unknown tokenizer family");
 }
 
-// The template's special tokens must exist.
-absl::Status CheckTemplateIds(TokenizerFamily family, const SpecialTokenIds& ids) {
-  auto missing = [&](const char* role) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        TokenizerFamilyName(family), " tokenizer: no ", role, " token for its template"));
-  };
-  switch (family) {
-    case TokenizerFamily::kT5:
-      if (ids.eos < 0) return missing("eos");
-      break;
-    default:
-      if (ids.cls < 0) return missing("cls");
-      if (ids.sep < 0) return missing("sep");
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
-                     std::unique_ptr<AddedTokens> added, const TokenizerConfig& config,
-                     int default_max_length, int vocab_size)
+                     PostProcessorTemplate post_processor, std::unique_ptr<AddedTokens> added,
+                     const TokenizerConfig& config, int default_max_length, int vocab_size)
     : model_(std::move(model)),
       family_(family),
       ids_(ids),
+      template_(std::move(post_processor)),
       added_(std::move(added)),
       lower_case_(config.do_lower_case),
       // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case;
@@ -153,14 +162,36 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
     return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
   }
   ASSIGN_OR_RETURN(const TokenizerFiles files, FindTokenizerFiles(model_dir, family));
+  return LoadFiles(model_dir, files, family, default_max_length);
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadTokenizerJson(
+    const std::string& model_dir, TokenizerFamily family, int default_max_length) {
+  if (!IsDirectory(model_dir)) {
+    return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
+  }
+  TokenizerFiles files;
+  files.tokenizer_json = JoinPath(model_dir, kTokenizerJsonFile);
+  return LoadFiles(model_dir, files, family, default_max_length);
+}
+
+absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFiles(const std::string& model_dir,
+                                                                const TokenizerFiles& files,
+                                                                TokenizerFamily family,
+                                                                int default_max_length) {
   ASSIGN_OR_RETURN(TokenizerConfig config, ReadTokenizerConfig(model_dir, family));
+  std::optional<TokenizerJson> json;
+  if (!files.tokenizer_json.empty()) {
+    ASSIGN_OR_RETURN(json, ReadTokenizerJson(files.tokenizer_json));
+    RETURN_IF_ERROR(ApplyTokenizerJson(*json, family, files.tokenizer_json, &config));
+  }
   const int max_length = config.model_max_length.value_or(default_max_length);
   if (max_length <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         model_dir, ": no max length: tokenizer_config.json sets no model_max_length and "
                    "default_max_length is ", default_max_length));
   }
-  return Create(files, family, config, max_length);
+  return Create(files, json ? &*json : nullptr, family, config, max_length);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::string& path,
@@ -176,33 +207,39 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::s
   }
   TokenizerFiles files;
   files.vocab = path;
-  return Create(files, family, DefaultTokenizerConfig(family), default_max_length);
+  return Create(files, nullptr, family, DefaultTokenizerConfig(family), default_max_length);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFiles& files,
+                                                             const TokenizerJson* json,
                                                              TokenizerFamily family,
                                                              const TokenizerConfig& config,
                                                              int default_max_length) {
-  ASSIGN_OR_RETURN(LoadedModel loaded, LoadTextModel(files, family, config));
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadTextModel(files, json, family, config));
+  const std::string& source = json != nullptr ? files.tokenizer_json : files.vocab;
+  auto with_source = [&](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
+  };
   auto table = BuildSpecialTokenTable(family, config, *loaded.model, loaded.reserved);
-  absl::Status status = table.ok() ? CheckTemplateIds(family, table->ids) : table.status();
-  if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat(files.vocab, ": ", status.message()));
+  if (!table.ok()) return with_source(table.status());
+  PostProcessorTemplate post_processor;
+  if (json != nullptr) {
+    post_processor = TemplateFromJson(*json, family);
+    if (absl::Status status = post_processor.Validate(table->vocab_size); !status.ok()) {
+      return with_source(status);
+    }
+  } else {
+    auto family_template = FamilyTemplate(family, table->ids);
+    if (!family_template.ok()) return with_source(family_template.status());
+    post_processor = *std::move(family_template);
   }
   auto added = std::make_unique<AddedTokens>(std::move(table->added));
-  return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(loaded.model), family, table->ids,
-                                                  std::move(added), config, default_max_length,
-                                                  table->vocab_size));
+  return std::unique_ptr<Tokenizer>(new Tokenizer(
+      std::move(loaded.model), family, table->ids, std::move(post_processor), std::move(added),
+      config, default_max_length, table->vocab_size));
 }
 
-int Tokenizer::NumSpecialTokens(bool pair) const {
-  switch (family_) {
-    case TokenizerFamily::kT5: return pair ? 2 : 1;
-    case TokenizerFamily::kMpnet:
-    case TokenizerFamily::kRoberta: return pair ? 4 : 2;
-    default: return pair ? 3 : 2;
-  }
-}
+int Tokenizer::NumSpecialTokens(bool pair) const { return template_.NumSpecialTokens(pair); }
 
 std::string Tokenizer::IdToPiece(int id) const {
   if (id >= 0 && id < model_->vocab_size()) return model_->IdToPiece(id);
@@ -317,48 +354,14 @@ Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<
   out.offsets.reserve(total);
   out.sequence_ids.reserve(total);
 
-  switch (family_) {
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kBert:
-      AppendSpecial(ids_.cls, 0, &out);
-      AppendText(a, first_a, kept.first, 0, 0, &out);
-      AppendSpecial(ids_.sep, 0, &out);
-      if (pair) {
-        AppendText(*b, first_b, kept.second, 1, 1, &out);
-        AppendSpecial(ids_.sep, 1, &out);
-      }
-      break;
-    case TokenizerFamily::kMpnet:
-    case TokenizerFamily::kRoberta:
-      // No token types: MPNetTokenizer and RobertaTokenizer give 0 throughout.
-      AppendSpecial(ids_.cls, 0, &out);
-      AppendText(a, first_a, kept.first, 0, 0, &out);
-      AppendSpecial(ids_.sep, 0, &out);
-      if (pair) {
-        AppendSpecial(ids_.sep, 0, &out);
-        AppendText(*b, first_b, kept.second, 0, 1, &out);
-        AppendSpecial(ids_.sep, 0, &out);
-      }
-      break;
-    case TokenizerFamily::kT5:
-      // T5 has no token types: both texts get 0, as T5Tokenizer returns.
-      AppendText(a, first_a, kept.first, 0, 0, &out);
-      AppendSpecial(ids_.eos, 0, &out);
-      if (pair) {
-        AppendText(*b, first_b, kept.second, 0, 1, &out);
-        AppendSpecial(ids_.eos, 0, &out);
-      }
-      break;
-    case TokenizerFamily::kXlnet:
-      // Segment ids of XLNetTokenizer: A and its <sep> 0, B and its <sep> 1, <cls> 2.
-      AppendText(a, first_a, kept.first, 0, 0, &out);
-      AppendSpecial(ids_.sep, 0, &out);
-      if (pair) {
-        AppendText(*b, first_b, kept.second, 1, 1, &out);
-        AppendSpecial(ids_.sep, 1, &out);
-      }
-      AppendSpecial(ids_.cls, 2, &out);
-      break;
+  for (const TemplatePiece& piece : pair ? template_.pair : template_.single) {
+    if (piece.sequence < 0) {
+      for (const int32_t id : piece.ids) AppendSpecial(id, piece.type_id, &out);
+    } else if (piece.sequence == 0) {
+      AppendText(a, first_a, kept.first, piece.type_id, 0, &out);
+    } else {
+      AppendText(*b, first_b, kept.second, piece.type_id, 1, &out);
+    }
   }
   return out;
 }

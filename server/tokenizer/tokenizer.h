@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/special_tokens.h"
 #include "server/tokenizer/tokenizer_family.h"
 #include "server/tokenizer/truncation.h"
@@ -20,6 +21,7 @@ class TextModel;
 struct TokenSpan;
 struct TokenizerConfig;
 struct TokenizerFiles;
+struct TokenizerJson;
 
 struct TokenizeOptions {
   int max_length = 0;    // total length including special tokens; 0 = the tokenizer's default
@@ -60,7 +62,9 @@ struct Encoding {
 class Tokenizer {
  public:
   // Loads from a Hugging Face model directory: the family's vocabulary files (see
-  // tokenizer_files.h), plus tokenizer_config.json (do_lower_case, model_max_length, special
+  // tokenizer_files.h) or, where they are missing, tokenizer.json (tokenizer_json.h: its
+  // vocabulary, normalizer switches, added tokens and post-processor template), plus
+  // tokenizer_config.json (do_lower_case, model_max_length, special
   // and added tokens, the family's switches), special_tokens_map.json and added_tokens.json
   // where present. The default max length is model_max_length from those files when they give
   // a usable one, else default_max_length; INVALID_ARGUMENT when neither is positive.
@@ -69,6 +73,10 @@ class Tokenizer {
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir,
                                                          TokenizerFamily family,
                                                          int default_max_length);
+  // Loads from the directory's tokenizer.json even where the vocabulary files are there too.
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const std::string& model_dir,
+                                                                      TokenizerFamily family,
+                                                                      int default_max_length);
   // Loads a given vocabulary file (a SentencePiece .model, or a WordPiece vocab.txt for BERT
   // and MPNet) with the family's default settings and special tokens; RoBERTa needs its
   // directory. default_max_length must be positive.
@@ -120,17 +128,22 @@ class Tokenizer {
   bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }
   int pad_token_type_id() const { return family_ == TokenizerFamily::kXlnet ? 3 : 0; }
   // Special tokens the template adds: DeBERTa, BERT and XLNet 2 (pair 3), MPNet and RoBERTa 2
-  // (pair 4), T5 1 (pair 2).
+  // (pair 4), T5 1 (pair 2); what its post-processor says for a tokenizer.json.
   int NumSpecialTokens(bool pair) const;
   // "" for an id outside the vocabulary.
   std::string IdToPiece(int id) const;
 
  private:
   Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
-            std::unique_ptr<AddedTokens> added, const TokenizerConfig& config,
-            int default_max_length, int vocab_size);
+            PostProcessorTemplate post_processor, std::unique_ptr<AddedTokens> added,
+            const TokenizerConfig& config, int default_max_length, int vocab_size);
 
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadFiles(const std::string& model_dir,
+                                                              const TokenizerFiles& files,
+                                                              TokenizerFamily family,
+                                                              int default_max_length);
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const TokenizerFiles& files,
+                                                           const TokenizerJson* json,
                                                            TokenizerFamily family,
                                                            const TokenizerConfig& config,
                                                            int default_max_length);
@@ -146,6 +159,7 @@ class Tokenizer {
   std::unique_ptr<TextModel> model_;
   TokenizerFamily family_;
   SpecialTokenIds ids_;
+  PostProcessorTemplate template_;
   std::unique_ptr<AddedTokens> added_;
   bool lower_case_;
   // transformers' tokenize-level lower-casing, before the split on added tokens.

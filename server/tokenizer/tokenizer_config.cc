@@ -142,6 +142,7 @@ absl::Status ApplySwitches(const nlohmann::json& json, const std::string& what,
   RETURN_IF_ERROR(reader.Bool("do_lower_case", &config->do_lower_case));
   RETURN_IF_ERROR(reader.Bool("do_basic_tokenize", &config->do_basic_tokenize));
   RETURN_IF_ERROR(reader.Bool("tokenize_chinese_chars", &config->tokenize_chinese_chars));
+  RETURN_IF_ERROR(reader.Bool("split_by_punct", &config->split_by_punct));
   RETURN_IF_ERROR(reader.Bool("remove_space", &config->remove_space));
   RETURN_IF_ERROR(reader.Bool("keep_accents", &config->keep_accents));
   RETURN_IF_ERROR(reader.Bool("add_prefix_space", &config->add_prefix_space));

@@ -52,6 +52,8 @@ struct TokenizerConfig {
   bool tokenize_chinese_chars = true;
   std::vector<std::string> never_split;
   int max_input_chars_per_word = 100;
+  // DebertaV2Tokenizer: punctuation is cut out of the text before SentencePiece sees it.
+  bool split_by_punct = false;
   // XLNetTokenizer.
   bool remove_space = true;
   bool keep_accents = false;

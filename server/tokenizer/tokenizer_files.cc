@@ -43,35 +43,50 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   TokenizerFiles files;
   if (family == TokenizerFamily::kRoberta) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (!present[i]) {
-        return absl::NotFoundError(absl::StrCat(
-            model_dir, ": no ", names[i], " (a ", TokenizerFamilyName(family),
-            " tokenizer needs vocab.json and merges.txt)"));
-      }
-    }
-    files.vocab = JoinPath(model_dir, names[0]);
-    files.merges = JoinPath(model_dir, names[1]);
-    return files;
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (present[i]) {
-      files.vocab = JoinPath(model_dir, names[i]);
+    if (present[0] && present[1]) {
+      files.vocab = JoinPath(model_dir, names[0]);
+      files.merges = JoinPath(model_dir, names[1]);
       return files;
     }
+  } else {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (present[i]) {
+        files.vocab = JoinPath(model_dir, names[i]);
+        return files;
+      }
+    }
+  }
+  const std::string json_path = JoinPath(model_dir, kTokenizerJsonFile);
+  ASSIGN_OR_RETURN(const bool has_json, OptionalFileExists(json_path));
+  if (has_json) {
+    files.tokenizer_json = json_path;
+    return files;
+  }
+  if (family == TokenizerFamily::kRoberta) {
+    const std::string& missing = present[0] ? names[1] : names[0];
+    return absl::NotFoundError(absl::StrCat(
+        model_dir, ": no ", missing, " and no ", kTokenizerJsonFile, " (a ",
+        TokenizerFamilyName(family), " tokenizer needs vocab.json and merges.txt, or ",
+        kTokenizerJsonFile, ")"));
   }
   const bool sentencepiece = names.size() > 1;
   return absl::NotFoundError(absl::StrCat(
       model_dir, ": no ", sentencepiece ? "SentencePiece model" : "WordPiece vocabulary",
-      " (looked for ", absl::StrJoin(names, " and "), ")"));
+      " (looked for ", absl::StrJoin(names, ", "), " and ", kTokenizerJsonFile, ")"));
 }
 
 std::string TokenizerFilesDescription(TokenizerFamily family) {
-  return absl::StrJoin(CandidateNames(family), family == TokenizerFamily::kRoberta ? " and " : " or ");
+  if (family == TokenizerFamily::kRoberta) {
+    return absl::StrCat(absl::StrJoin(CandidateNames(family), " and "), ", or ",
+                        kTokenizerJsonFile);
+  }
+  return absl::StrCat(absl::StrJoin(CandidateNames(family), " or "), " or ", kTokenizerJsonFile);
 }
 
 absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family) {
-  ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, CandidateNames(family)));
+  std::vector<std::string> names = CandidateNames(family);
+  names.push_back(kTokenizerJsonFile);
+  ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   for (const bool here : present) {
     if (here) return true;
   }

@@ -12,18 +12,25 @@ namespace relserve {
 //   DeBERTa, T5, XLNet  spm.model or spiece.model (SentencePiece; the family's usual name first)
 //   BERT, MPNet         vocab.txt (WordPiece)
 //   RoBERTa             vocab.json and merges.txt (byte-level BPE)
+// and, where those are missing, tokenizer.json (the fast tokenizer's file), which holds the
+// same vocabulary.
 struct TokenizerFiles {
-  std::string vocab;   // full path
-  std::string merges;  // full path; RoBERTa only
+  std::string vocab;           // full path; empty when only tokenizer.json is there
+  std::string merges;          // full path; RoBERTa only
+  std::string tokenizer_json;  // full path, set when the vocabulary comes from tokenizer.json
 };
 
+inline constexpr char kTokenizerJsonFile[] = "tokenizer.json";
+
 // NOT_FOUND naming the files looked for when the directory has none of them (or, for RoBERTa,
-// lacks one of the two). A directory or dangling link in a file's place is INVALID_ARGUMENT.
+// lacks one of the two and has no tokenizer.json). A directory or dangling link in a file's
+// place is INVALID_ARGUMENT.
 absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
                                                   TokenizerFamily family);
 
-// The files a family's tokenizer reads, for messages: "spm.model or spiece.model", "vocab.txt",
-// "vocab.json and merges.txt".
+// The files a family's tokenizer reads, for messages: "spm.model or spiece.model or
+// tokenizer.json", "vocab.txt or tokenizer.json", "vocab.json and merges.txt, or
+// tokenizer.json".
 std::string TokenizerFilesDescription(TokenizerFamily family);
 
 // Whether the directory holds any of the family's vocabulary files, so that a model is served

@@ -52,6 +52,15 @@ absl::StatusOr<WordPieceVocab> WordPieceVocab::Parse(std::string_view contents,
   return vocab;
 }
 
+WordPieceVocab WordPieceVocab::FromTokens(std::vector<std::string> tokens) {
+  WordPieceVocab vocab;
+  vocab.tokens_ = std::move(tokens);
+  for (size_t id = 0; id < vocab.tokens_.size(); ++id) {
+    vocab.ids_[vocab.tokens_[id]] = static_cast<int>(id);
+  }
+  return vocab;
+}
+
 absl::StatusOr<WordPieceVocab> WordPieceVocab::Load(const std::string& path) {
   if (IsDirectory(path)) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": is a directory, not a vocabulary"));

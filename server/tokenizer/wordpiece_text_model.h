@@ -22,6 +22,8 @@ class WordPieceVocab {
   static absl::StatusOr<WordPieceVocab> Parse(std::string_view contents, const std::string& source);
   // NOT_FOUND when the file is missing; INVALID_ARGUMENT for a directory or bad contents.
   static absl::StatusOr<WordPieceVocab> Load(const std::string& path);
+  // Tokens by id.
+  static WordPieceVocab FromTokens(std::vector<std::string> tokens);
 
   int size() const { return static_cast<int>(tokens_.size()); }
   int Find(const std::string& token) const;  // -1 when absent

@@ -119,10 +119,10 @@ TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
 TEST(TokenizerFamiliesTest, NamesAndFileDescriptions) {
   EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kXlnet), "XLNet");
   EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kRoberta), "RoBERTa");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kDeberta), "spm.model or spiece.model");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kXlnet), "spiece.model or spm.model");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kMpnet), "vocab.txt");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kRoberta), "vocab.json and merges.txt");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kDeberta), "spm.model or spiece.model or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kXlnet), "spiece.model or spm.model or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kMpnet), "vocab.txt or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kRoberta), "vocab.json and merges.txt, or tokenizer.json");
 }
 
 TEST(TokenizerFamiliesTest, EachFamilyLooksForItsOwnFiles) {

@@ -1,0 +1,43 @@
+#ifndef RELSERVE_SERVER_TOKENIZER_POST_PROCESSOR_TEMPLATE_H_
+#define RELSERVE_SERVER_TOKENIZER_POST_PROCESSOR_TEMPLATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/tokenizer/special_tokens.h"
+#include "server/tokenizer/tokenizer_family.h"
+
+namespace relserve {
+
+// One item of a template: a text ($A, $B) or a special token (one or more ids).
+struct TemplatePiece {
+  int sequence = -1;         // -1: special token; 0: the first text; 1: the second
+  std::vector<int32_t> ids;  // a special token's ids
+  int32_t type_id = 0;
+};
+
+// Where the special tokens go around one text and around a pair (the `tokenizers` library's
+// TemplateProcessing): single holds $A once, pair $A and $B once each.
+struct PostProcessorTemplate {
+  std::vector<TemplatePiece> single;
+  std::vector<TemplatePiece> pair;
+
+  int NumSpecialTokens(bool is_pair) const;
+  // INVALID_ARGUMENT when single or pair lacks its texts or repeats one, or an id lies outside
+  // [0, vocab_size).
+  absl::Status Validate(int vocab_size) const;
+};
+
+// The template of the family's slow tokenizer (see tokenizer.h), from its special token ids.
+// INVALID_ARGUMENT naming the role when a token the template needs has no id.
+absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
+                                                     const SpecialTokenIds& ids);
+
+// Whether the family's models read token type ids. Those that do not (T5, MPNet, RoBERTa) get
+// 0 throughout, as their slow tokenizers give, whatever type ids a template names.
+bool FamilyUsesTokenTypes(TokenizerFamily family);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_TOKENIZER_POST_PROCESSOR_TEMPLATE_H_
