@@ -7,16 +7,7 @@ namespace relserve {
 
 absl::Status SentencePieceTextModel::EncodeInto(const MappedText& text,
                                                 std::vector<TokenSpan>* out) const {
-  std::vector<SentencePieceSpan> pieces;
-  if (ascii_lower_case_) {
-    std::string lowered = text.text();
-    for (char& c : lowered) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    ASSIGN_OR_RETURN(pieces, model_->Encode(lowered));
-  } else {
-    ASSIGN_OR_RETURN(pieces, model_->Encode(text.text()));
-  }
+  ASSIGN_OR_RETURN(const std::vector<SentencePieceSpan> pieces, model_->Encode(text.text()));
   out->reserve(out->size() + pieces.size());
   for (const SentencePieceSpan& piece : pieces) {
     const auto [begin, end] =

@@ -11,18 +11,15 @@
 
 namespace relserve {
 
-// SentencePiece as DebertaV2Tokenizer and T5Tokenizer use it: the text goes to the model as
-// it is, apart from lower-casing ASCII letters when asked (lowering other scripts would need
-// the model to see different bytes than the caller sent; see Tokenizer::lower_case).
+// SentencePiece as DebertaV2Tokenizer and T5Tokenizer use it: the text (lower-cased before,
+// where the tokenizer lowers) goes to the model as it is.
 class SentencePieceTextModel : public TextModel {
  public:
   // split_by_punct: DebertaV2Tokenizer's switch, each punctuation character (BERT's
   // definition) encoded on its own and the stretches between them separately.
-  SentencePieceTextModel(std::unique_ptr<SentencePieceModel> model, bool ascii_lower_case,
-                         bool split_by_punct = false)
-      : model_(std::move(model)),
-        ascii_lower_case_(ascii_lower_case),
-        split_by_punct_(split_by_punct) {}
+  explicit SentencePieceTextModel(std::unique_ptr<SentencePieceModel> model,
+                                  bool split_by_punct = false)
+      : model_(std::move(model)), split_by_punct_(split_by_punct) {}
 
   absl::StatusOr<std::vector<TokenSpan>> Tokenize(const MappedText& text) const override;
   int vocab_size() const override { return model_->vocab_size(); }
@@ -35,7 +32,6 @@ class SentencePieceTextModel : public TextModel {
   absl::Status EncodeInto(const MappedText& text, std::vector<TokenSpan>* out) const;
 
   std::unique_ptr<SentencePieceModel> model_;
-  bool ascii_lower_case_;
   bool split_by_punct_;
 };
 

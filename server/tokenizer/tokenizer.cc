@@ -84,8 +84,7 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const Tok
         loaded.model = std::make_unique<XlnetTextModel>(std::move(spm), options);
       } else {
         loaded.model = std::make_unique<SentencePieceTextModel>(
-            std::move(spm), config.do_lower_case,
-            family == TokenizerFamily::kDeberta && config.split_by_punct);
+            std::move(spm), family == TokenizerFamily::kDeberta && config.split_by_punct);
       }
       return loaded;
     }
@@ -137,11 +136,11 @@ Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, S
       ids_(ids),
       template_(std::move(post_processor)),
       added_(std::move(added)),
-      lower_case_(config.do_lower_case),
-      // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case;
-      // DeBERTa's and T5's SentencePiece models get ASCII lowering only (see lower_case()).
-      lower_case_outside_tokens_(config.do_lower_case && family != TokenizerFamily::kDeberta &&
-                                 family != TokenizerFamily::kT5 &&
+      // T5Tokenizer has no do_lower_case attribute, so transformers lowers nothing for it.
+      lower_case_(config.do_lower_case && family != TokenizerFamily::kT5),
+      // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case
+      // (DebertaV2Tokenizer._tokenize lowers again, which changes nothing more).
+      lower_case_outside_tokens_(lower_case_ &&
                                  !((family == TokenizerFamily::kBert ||
                                     family == TokenizerFamily::kMpnet) &&
                                    !config.do_basic_tokenize)),

@@ -120,9 +120,8 @@ class Tokenizer {
   int mask_id() const { return ids_.mask; }  // -1 where the family has none (T5)
   int default_max_length() const { return default_max_length_; }
   TokenizerFamily family() const { return family_; }
-  // Whether text is lower-cased before encoding (do_lower_case). DeBERTa and T5 lower only
-  // ASCII A-Z (their SentencePiece model must see the caller's bytes); the other families
-  // lower every character as Python's str.lower does, special tokens excepted.
+  // Whether text is lower-cased before encoding (do_lower_case): every character as Python's
+  // str.lower does, special tokens excepted. Never for T5, whose T5Tokenizer has no such switch.
   bool lower_case() const { return lower_case_; }
   // XLNet pads on the left, the others on the right.
   bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }

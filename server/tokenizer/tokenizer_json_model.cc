@@ -41,8 +41,10 @@ ModelType FamilyModelType(TokenizerFamily family) {
 std::set<std::string> FamilyComponents(TokenizerFamily family) {
   switch (FamilyModelType(family)) {
     case ModelType::kUnigram: {
-      std::set<std::string> types = {"Lowercase", "Strip", "Precompiled", "Replace", "Metaspace",
+      std::set<std::string> types = {"Strip", "Precompiled", "Replace", "Metaspace",
                                      "WhitespaceSplit"};
+      // T5Tokenizer lowers nothing.
+      if (family != TokenizerFamily::kT5) types.insert("Lowercase");
       if (family == TokenizerFamily::kDeberta) types.insert("Punctuation");
       if (family == TokenizerFamily::kXlnet) types.insert({"NFKD", "StripAccents"});
       return types;

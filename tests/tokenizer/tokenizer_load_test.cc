@@ -32,10 +32,26 @@ TEST(TokenizerLoadTest, DebertaDirectoryWithConfig) {
   auto plain = Tokenizer::LoadModelFile(ReferenceModelPath(), TokenizerFamily::kDeberta, 512);
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE((*plain)->lower_case());
-  // ASCII letters are lowered, everything else passes through as it was.
-  EXPECT_EQ((*tokenizer)->EncodeRaw("MiXeD CaSe \xC3\x89t\xC3\xA9").value(),
-            (*plain)->EncodeRaw("mixed case \xC3\x89t\xC3\xA9").value());
+  // DebertaV2Tokenizer lowers with Python's str.lower: every script, not only ASCII.
+  EXPECT_EQ((*tokenizer)->EncodeRaw("MiXeD CaSe \xC3\x89T\xC3\xA9 \xCE\xA3\xCE\x9F").value(),
+            (*plain)->EncodeRaw("mixed case \xC3\xA9t\xC3\xA9 \xCF\x83\xCE\xBF").value());
   EXPECT_NE((*plain)->EncodeRaw("MiXeD").value(), (*plain)->EncodeRaw("mixed").value());
+  // U+0130 (İ) lowers to "i" and a combining dot above, and "i" is in the vocabulary.
+  EXPECT_EQ((*tokenizer)->EncodeRaw("\xC4\xB0").value(), (*plain)->EncodeRaw("i\xCC\x87").value());
+  EXPECT_NE((*plain)->EncodeRaw("\xC4\xB0").value(), (*plain)->EncodeRaw("i\xCC\x87").value());
+}
+
+TEST(TokenizerLoadTest, T5IgnoresDoLowerCase) {
+  // T5Tokenizer has no do_lower_case: transformers passes the key through and lowers nothing.
+  const std::string dir = MakeTempDir("load_t5_lower");
+  CopyFile(ReferenceModelPath(), JoinPath(dir, "spiece.model"));
+  WriteFile(JoinPath(dir, "tokenizer_config.json"), R"({"do_lower_case": true})");
+  auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kT5, 512);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  EXPECT_FALSE((*tokenizer)->lower_case());
+  auto plain = Tokenizer::LoadModelFile(ReferenceModelPath(), TokenizerFamily::kT5, 512);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ((*tokenizer)->EncodeRaw("MiXeD").value(), (*plain)->EncodeRaw("MiXeD").value());
 }
 
 TEST(TokenizerLoadTest, ConfiguredSpecialTokenNamesAreUsed) {
