@@ -49,13 +49,14 @@ class HubEndToEndTest : public ::testing::Test {
   void TearDown() override { RemoveTree(scratch_); }
 
   // relserve-model with `args`, HF_ENDPOINT at the test's Hub and HF_HUB_CACHE in the scratch
-  // folder, and `env` ("NAME=value ...") besides.
-  Result RunModelTool(const std::string& args, const std::string& env = "") {
+  // folder, and `env` ("NAME=value ...") besides; standard input from `input`.
+  Result RunModelTool(const std::string& args, const std::string& env = "",
+                      const std::string& input = "/dev/null") {
     const std::string err = scratch_ + "/stderr";
     const std::string cmd = absl::StrCat("env -u HF_TOKEN -u HF_HUB_OFFLINE HF_ENDPOINT=", hub_.endpoint(),
                                          " HF_HUB_CACHE=", cache_dir_, " HF_HOME=", scratch_, "/home ", env,
                                          " OMP_WAIT_POLICY=PASSIVE ", RELSERVE_MODEL_BINARY, " ", args,
-                                         " < /dev/null 2> ", err);
+                                         " < ", input, " 2> ", err);
     FILE* p = popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
@@ -121,6 +122,37 @@ TEST_F(HubEndToEndTest, DownloadErrorsSayWhatToDo) {
   r = RunModelTool("download --model not-a-hub-id");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("no '/' between organisation and repository"));
+}
+
+// A fine-tune that ships only tokenizer.json (no spm.model): downloaded, its tokenizer read from
+// that file, and the texts encoded and embedded exactly as the model with spm.model does.
+TEST_F(HubEndToEndTest, ARepositoryWithOnlyTokenizerJsonServesText) {
+  const std::string fast_repo = "org/deberta-tokenizer-json";
+  FakeRepo repo;
+  std::map<std::string, testing::FakeFile> files = testing::ReferenceModelFiles();
+  files.erase("spm.model");
+  files["tokenizer.json"] = {
+      *ReadFileToString(std::string(RELSERVE_TEST_DATA_DIR) + "/tokenizer_json/deberta/tokenizer.json"), false};
+  const std::string commit = testing::FakeCommitHash("fast");
+  repo.commits[commit] = files;
+  repo.refs["main"] = commit;
+  hub_.AddRepo(fast_repo, repo);
+
+  const std::string input = "scratch_input.txt";
+  ASSERT_TRUE(WriteStringToFile(scratch_ + "/" + input,
+                                "Hello world, [SEP] here\nA second line\tand its pair\n")
+                  .ok());
+  for (const char* command : {"tokenize", "embed"}) {
+    Result fast = RunModelTool(absl::StrCat(command, " --model ", fast_repo), "", scratch_ + "/" + input);
+    Result slow = RunModelTool(absl::StrCat(command, " --model ", kRepo), "", scratch_ + "/" + input);
+    ASSERT_EQ(fast.exit_code, 0) << fast.err;
+    ASSERT_EQ(slow.exit_code, 0) << slow.err;
+    EXPECT_FALSE(fast.out.empty());
+    EXPECT_EQ(fast.out, slow.out) << command;
+  }
+  const std::string snapshot = HubCache(cache_dir_).SnapshotDir(fast_repo, commit);
+  EXPECT_TRUE(FileExists(snapshot + "/tokenizer.json"));
+  EXPECT_FALSE(FileExists(snapshot + "/spm.model"));
 }
 
 // relserve --model NAME=org/repo: fetched at start-up, served, named in the log.
