@@ -72,7 +72,7 @@ absl::Status ParseReplace(const json& node, const Where& where, TokenizerJson* o
     return absl::OkStatus();
   }
   return where.Error(absl::StrCat(
-      "replaces ", JsonValueForMessage(*pattern), " by ", JsonValueForMessage(node["content"]),
+      "replaces ", JsonValueForMessage(*pattern), " by \"", content, "\"",
       ", which relserve does not support (supported: \" {2,}\" by a space, `` and '' by \")"));
 }
 
