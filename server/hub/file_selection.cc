@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kTokenizerFiles[] = {
     "spm.model",  "spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-    "vocab.txt",  "vocab.json",   "merges.txt",     "added_tokens.json",
+    "vocab.txt",  "vocab.json",   "merges.txt",     "added_tokens.json", "sentencepiece.bpe.model",
 };
 constexpr const char* kSentenceTransformersFiles[] = {
     "modules.json",

@@ -23,7 +23,7 @@ using ReadRepoFile = std::function<absl::StatusOr<std::string>(const std::string
 //     shards (one of them required; every shard an index names must be in the repository);
 //   - tokenizer files that are present: spm.model, spiece.model, tokenizer.json,
 //     tokenizer_config.json, special_tokens_map.json, vocab.txt, vocab.json, merges.txt,
-//     added_tokens.json;
+//     added_tokens.json, sentencepiece.bpe.model;
 //   - sentence-transformers files that are present: modules.json, sentence_bert_config.json,
 //     config_sentence_transformers.json, and in every module folder modules.json names its
 //     config.json and weights as above (model.safetensors, else pytorch_model.bin); a Pooling

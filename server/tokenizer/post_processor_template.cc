@@ -69,6 +69,7 @@ absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
       break;
     case TokenizerFamily::kMpnet:
     case TokenizerFamily::kRoberta:
+    case TokenizerFamily::kXlmRoberta:
       if (ids.cls < 0) return missing("cls");
       if (ids.sep < 0) return missing("sep");
       t.single = {Special(ids.cls, 0), Text(0, 0), Special(ids.sep, 0)};

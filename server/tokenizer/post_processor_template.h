@@ -34,7 +34,8 @@ struct PostProcessorTemplate {
 absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
                                                      const SpecialTokenIds& ids);
 
-// Whether the family's models read token type ids. Those that do not (T5, MPNet, RoBERTa) get
+// Whether the family's models read token type ids. Those that do not (T5, MPNet, RoBERTa,
+// XLM-RoBERTa) get
 // 0 throughout, as their slow tokenizers give, whatever type ids a template names.
 bool FamilyUsesTokenTypes(TokenizerFamily family);
 

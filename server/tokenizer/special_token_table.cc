@@ -21,7 +21,8 @@ AddedTokenFlags ClassDefaultFlags(TokenizerFamily family, const SpecialTokenName
   flags.special = true;
   const bool mask_eats_space = family == TokenizerFamily::kMpnet ||
                                family == TokenizerFamily::kXlnet ||
-                               family == TokenizerFamily::kRoberta;
+                               family == TokenizerFamily::kRoberta ||
+                               family == TokenizerFamily::kXlmRoberta;
   if (mask_eats_space && content == names.mask) flags.lstrip = true;
   if (family == TokenizerFamily::kT5 && content.rfind("<extra_id_", 0) == 0) {
     flags.lstrip = flags.rstrip = true;

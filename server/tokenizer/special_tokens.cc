@@ -63,6 +63,7 @@ SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family) {
       names.additional = {"<eop>", "<eod>"};
       break;
     case TokenizerFamily::kRoberta:
+    case TokenizerFamily::kXlmRoberta:
       names.pad = "<pad>", names.unk = "<unk>", names.cls = "<s>", names.sep = "</s>";
       names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
       break;

@@ -23,6 +23,7 @@
 #include "server/tokenizer/truncation.h"
 #include "server/tokenizer/unicode_chars.h"
 #include "server/tokenizer/wordpiece_text_model.h"
+#include "server/tokenizer/xlm_roberta_text_model.h"
 #include "server/tokenizer/xlnet_text_model.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
@@ -112,6 +113,17 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const Tok
       loaded.model = std::make_unique<WordPieceTextModel>(std::move(vocab), std::move(options));
       return loaded;
     }
+    case TokenizerFamily::kXlmRoberta: {
+      ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
+                       LoadSentencePiece(files, json, family));
+      // tokenizer.json holds the vocabulary in fairseq's order already.
+      if (json != nullptr) {
+        loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm));
+      } else {
+        loaded.model = std::make_unique<XlmRobertaTextModel>(std::move(spm));
+      }
+      return loaded;
+    }
     case TokenizerFamily::kRoberta: {
       ByteLevelBpeVocab vocab;
       if (json == nullptr) {
@@ -136,8 +148,10 @@ Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, S
       ids_(ids),
       template_(std::move(post_processor)),
       added_(std::move(added)),
-      // T5Tokenizer has no do_lower_case attribute, so transformers lowers nothing for it.
-      lower_case_(config.do_lower_case && family != TokenizerFamily::kT5),
+      // T5Tokenizer and XLMRobertaTokenizer have no do_lower_case attribute, so transformers
+      // lowers nothing for them.
+      lower_case_(config.do_lower_case && family != TokenizerFamily::kT5 &&
+                  family != TokenizerFamily::kXlmRoberta),
       // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case
       // (DebertaV2Tokenizer._tokenize lowers again, which changes nothing more).
       lower_case_outside_tokens_(lower_case_ &&

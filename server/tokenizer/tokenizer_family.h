@@ -11,6 +11,7 @@ enum class TokenizerFamily {
   kRoberta,  // RoBERTa, byte-level BPE:        <s> a </s> (</s> b </s>)
   kMpnet,    // MPNet, WordPiece:               <s> a </s> (</s> b </s>)
   kXlnet,    // XLNet, SentencePiece:           a <sep> (b <sep>) <cls>, padded on the left
+  kXlmRoberta,  // XLM-RoBERTa, SentencePiece with fairseq ids: <s> a </s> (</s> b </s>)
 };
 
 // A C string: Debian's Abseil cannot StrCat a std::string_view.
@@ -22,6 +23,7 @@ inline const char* TokenizerFamilyName(TokenizerFamily family) {
     case TokenizerFamily::kMpnet: return "MPNet";
     case TokenizerFamily::kXlnet: return "XLNet";
     case TokenizerFamily::kRoberta: return "RoBERTa";
+    case TokenizerFamily::kXlmRoberta: return "XLM-RoBERTa";
   }
   return "unknown";
 }

@@ -20,6 +20,7 @@ std::vector<std::string> CandidateNames(TokenizerFamily family) {
     case TokenizerFamily::kBert:
     case TokenizerFamily::kMpnet: return {"vocab.txt"};
     case TokenizerFamily::kRoberta: return {"vocab.json", "merges.txt"};
+    case TokenizerFamily::kXlmRoberta: return {"sentencepiece.bpe.model"};
   }
   return {};
 }

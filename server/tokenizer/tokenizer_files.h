@@ -12,6 +12,7 @@ namespace relserve {
 //   DeBERTa, T5, XLNet  spm.model or spiece.model (SentencePiece; the family's usual name first)
 //   BERT, MPNet         vocab.txt (WordPiece)
 //   RoBERTa             vocab.json and merges.txt (byte-level BPE)
+//   XLM-RoBERTa         sentencepiece.bpe.model (SentencePiece, fairseq's ids)
 // and, where those are missing, tokenizer.json (the fast tokenizer's file), which holds the
 // same vocabulary.
 struct TokenizerFiles {

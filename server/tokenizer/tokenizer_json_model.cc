@@ -28,7 +28,8 @@ ModelType FamilyModelType(TokenizerFamily family) {
   switch (family) {
     case TokenizerFamily::kDeberta:
     case TokenizerFamily::kT5:
-    case TokenizerFamily::kXlnet: return ModelType::kUnigram;
+    case TokenizerFamily::kXlnet:
+    case TokenizerFamily::kXlmRoberta: return ModelType::kUnigram;
     case TokenizerFamily::kBert:
     case TokenizerFamily::kMpnet: return ModelType::kWordPiece;
     case TokenizerFamily::kRoberta: return ModelType::kBpe;
@@ -43,8 +44,10 @@ std::set<std::string> FamilyComponents(TokenizerFamily family) {
     case ModelType::kUnigram: {
       std::set<std::string> types = {"Strip", "Precompiled", "Replace", "Metaspace",
                                      "WhitespaceSplit"};
-      // T5Tokenizer lowers nothing.
-      if (family != TokenizerFamily::kT5) types.insert("Lowercase");
+      // T5Tokenizer and XLMRobertaTokenizer lower nothing.
+      if (family != TokenizerFamily::kT5 && family != TokenizerFamily::kXlmRoberta) {
+        types.insert("Lowercase");
+      }
       if (family == TokenizerFamily::kDeberta) types.insert("Punctuation");
       if (family == TokenizerFamily::kXlnet) types.insert({"NFKD", "StripAccents"});
       return types;
@@ -89,10 +92,11 @@ void ApplyTemplateRoles(const TokenizerJson::Template& t, TokenizerFamily family
     case TokenizerFamily::kBert:
     case TokenizerFamily::kMpnet:
     case TokenizerFamily::kRoberta:
+    case TokenizerFamily::kXlmRoberta:
       if (shape == std::vector<int>{-1, 0, -1}) {
         names->cls = name(0);
         names->sep = name(2);
-        if (family == TokenizerFamily::kMpnet || family == TokenizerFamily::kRoberta) {
+        if (family != TokenizerFamily::kDeberta && family != TokenizerFamily::kBert) {
           names->eos = name(2);
         }
       }

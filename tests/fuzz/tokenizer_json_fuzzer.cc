@@ -20,6 +20,7 @@ namespace {
 constexpr TokenizerFamily kFamilies[] = {
     TokenizerFamily::kDeberta, TokenizerFamily::kT5,    TokenizerFamily::kXlnet,
     TokenizerFamily::kBert,    TokenizerFamily::kMpnet, TokenizerFamily::kRoberta,
+    TokenizerFamily::kXlmRoberta,
 };
 
 const std::string& FuzzDir() {

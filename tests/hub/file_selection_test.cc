@@ -43,6 +43,10 @@ TEST(FileSelectionTest, ConfigTokenizerThenWeightsInOrderOfPreference) {
 
   r = Repo({"config.json", "pytorch_model.bin", "spiece.model"});
   EXPECT_THAT(*r.Select(), ElementsAre("config.json", "spiece.model", "pytorch_model.bin"));
+  // XLM-RoBERTa's SentencePiece model.
+  r = Repo({"config.json", "model.safetensors", "sentencepiece.bpe.model", "tokenizer.json"});
+  EXPECT_THAT(*r.Select(),
+              ElementsAre("config.json", "tokenizer.json", "sentencepiece.bpe.model", "model.safetensors"));
 }
 
 TEST(FileSelectionTest, ShardedWeightsFromTheIndex) {

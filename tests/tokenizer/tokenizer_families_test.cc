@@ -36,6 +36,9 @@ std::unique_ptr<Tokenizer> Load(TokenizerFamily family) {
     case TokenizerFamily::kMpnet:
       CopyFile(Reference("tokenizer_wordpiece/vocab_mpnet.txt"), JoinPath(dir, "vocab.txt"));
       break;
+    case TokenizerFamily::kXlmRoberta:
+      CopyFile(Reference("tokenizer_xlnet/spiece.model"), JoinPath(dir, "sentencepiece.bpe.model"));
+      break;
     case TokenizerFamily::kRoberta:
       // Every byte's stand-in, and a few merges.
       WriteFile(JoinPath(dir, "vocab.json"),
@@ -83,7 +86,8 @@ void CheckText(const Tokenizer& tokenizer, const Encoding& enc, int8_t sequence,
 
 TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
   for (TokenizerFamily family : {TokenizerFamily::kDeberta, TokenizerFamily::kT5, TokenizerFamily::kBert,
-                                 TokenizerFamily::kMpnet, TokenizerFamily::kXlnet, TokenizerFamily::kRoberta}) {
+                                 TokenizerFamily::kMpnet, TokenizerFamily::kXlnet, TokenizerFamily::kRoberta,
+                                 TokenizerFamily::kXlmRoberta}) {
     std::unique_ptr<Tokenizer> tokenizer = Load(family);
     ASSERT_NE(tokenizer, nullptr);
     std::mt19937 rng(7);

@@ -3,12 +3,14 @@
 // the reference outputs, and exactly what the slow tokenizer's own files give for a battery
 // of texts: ids, token types, masks, offsets, truncation, special ids and vocabulary size.
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/tokenizer/sentencepiece_model.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/json_util.h"
 #include "tests/tokenizer/reference_case_util.h"
@@ -78,7 +80,7 @@ std::vector<std::string> Battery() {
       "special [CLS] [SEP] [MASK] [PAD] [UNK] </s> <pad> <unk> <mask> <cls> <sep> <s>",
       "extra <extra_id_0> and <extra_id_99>x<extra_id_3> ids",
       "zero\xE2\x80\x8Bwidth and soft\xC2\xADhyphen and nbsp\xC2\xA0here",
-      "\xE2\x96\x81already metaspace\xE2\x96\x81",
+      "\xE2\x96\x81" "already metaspace\xE2\x96\x81",
       "The licensee may redistribute the Software, provided that the copyright notice appears.",
   };
   for (const char* relative :
@@ -116,7 +118,8 @@ void ExpectSameEncoding(const absl::StatusOr<Encoding>& slow, const absl::Status
   EXPECT_EQ(slow->truncated, fast->truncated) << what;
 }
 
-void ExpectSameTokenizer(const TokenizerPair& pair) {
+// `skip`: texts left out, by a substring.
+void ExpectSameTokenizer(const TokenizerPair& pair, const std::string& skip = "") {
   ASSERT_NE(pair.slow, nullptr);
   ASSERT_NE(pair.fast_file, nullptr);
   const Tokenizer& slow = *pair.slow;
@@ -139,10 +142,12 @@ void ExpectSameTokenizer(const TokenizerPair& pair) {
   short_opts.max_length = 8;
   for (size_t i = 0; i < texts.size(); ++i) {
     const std::string& text = texts[i];
+    if (!skip.empty() && text.find(skip) != std::string::npos) continue;
     ExpectSameEncoding(slow.Encode(text), fast.Encode(text), "text: " + text);
     ExpectSameEncoding(slow.Encode(text, short_opts), fast.Encode(text, short_opts),
                        "truncated text: " + text);
     const std::string& other = texts[(i * 7 + 3) % texts.size()];
+    if (!skip.empty() && other.find(skip) != std::string::npos) continue;
     ExpectSameEncoding(slow.EncodePair(text, other), fast.EncodePair(text, other),
                        "pair: " + text + " | " + other);
   }
@@ -226,6 +231,46 @@ TEST(TokenizerJsonReferenceTest, XlnetLowerCaseKeepAccents) {
                                 "spiece.model", TokenizerFamily::kXlnet,
                                 R"({"do_lower_case": true, "keep_accents": true})");
   ExpectSameTokenizer(pair);
+}
+
+// XLMRobertaTokenizer: sentencepiece.bpe.model read with fairseq's ids, against the
+// tokenizer.json XLMRobertaConverter writes in that order. The model stands in for XLM-R's and
+// also holds <pad> (SentencePiece id 5) and <mask>, so, as in transformers, the pad token is
+// the model's <pad> at 6.
+TEST(TokenizerJsonReferenceTest, XlmRobertaFairseqIds) {
+  TokenizerPair pair = LoadPair("xlm_roberta", "tokenizer_json/xlm_roberta/sentencepiece.bpe.model",
+                                "sentencepiece.bpe.model", TokenizerFamily::kXlmRoberta);
+  ASSERT_NE(pair.slow, nullptr);
+  ASSERT_NE(pair.fast_file, nullptr);
+  for (const Tokenizer* t : {pair.slow.get(), pair.fast_file.get()}) {
+    EXPECT_EQ(t->cls_id(), 0);
+    EXPECT_EQ(t->pad_id(), 6);
+    EXPECT_EQ(t->sep_id(), 2);
+    EXPECT_EQ(t->eos_id(), 2);
+    EXPECT_EQ(t->unk_id(), 3);
+    EXPECT_EQ(t->mask_id(), 1001);
+    EXPECT_EQ(t->vocab_size(), 1002);
+  }
+  // Every text piece is SentencePiece's id plus one; unknown pieces are <unk> (3).
+  auto spm = SentencePieceModel::Load(DataPath("tokenizer_json/xlm_roberta/sentencepiece.bpe.model"));
+  ASSERT_TRUE(spm.ok()) << spm.status();
+  for (const std::string& text : Battery()) {
+    if (text.find('<') != std::string::npos) continue;  // special tokens written in the text
+    auto spans = (*spm)->Encode(text);
+    ASSERT_TRUE(spans.ok());
+    std::vector<int32_t> want;
+    for (const SentencePieceSpan& span : *spans) want.push_back(span.id == 0 ? 3 : span.id + 1);
+    EXPECT_EQ(*pair.slow->EncodeRaw(text), want) << text;
+  }
+  auto enc = pair.slow->EncodePair("a", "b");
+  ASSERT_TRUE(enc.ok());
+  EXPECT_EQ(enc->input_ids.front(), 0);
+  EXPECT_EQ(std::count(enc->input_ids.begin(), enc->input_ids.end(), 2), 3);  // </s> </s> ... </s>
+  // The stand-in's control pieces <cls>, <sep> and <eod> are no special tokens of XLM-R, so
+  // tokenizer.json lists them as plain pieces of score 0, which reads as user-defined: written
+  // in a text they are those pieces, where the slow tokenizer spells them out. XLM-R's own
+  // model has no such pieces.
+  ExpectSameTokenizer(pair, "<cls>");
 }
 
 class WordPieceJsonReferenceTest : public ::testing::TestWithParam<const char*> {};

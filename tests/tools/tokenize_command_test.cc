@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -184,6 +185,44 @@ TEST_F(TokenizeCommandTest, XlnetDirectoryPadsOnTheLeft) {
   EXPECT_GE(ExpectCases(xlnet, reference, "xlnet"), 20);
 }
 
+// Directories whose tokenizer is only tokenizer.json (tests/data/tokenizer_json) give the
+// same reference rows.
+TEST_F(TokenizeCommandTest, TokenizerJsonOnlyDirectories) {
+  const json wordpiece = ReadJson(kData / "reference/tokenizer_wordpiece/cases.json");
+  const fs::path bert = MakeModel("bert_json", R"({"model_type": "bert"})",
+                                  kData / "tokenizer_json/bert_uncased/tokenizer.json", "tokenizer.json");
+  EXPECT_GE(ExpectCases(bert, wordpiece, "bert_uncased"), 20);
+  const fs::path mpnet = MakeModel("mpnet_json", R"({"model_type": "mpnet"})",
+                                   kData / "tokenizer_json/mpnet/tokenizer.json", "tokenizer.json");
+  EXPECT_GE(ExpectCases(mpnet, wordpiece, "mpnet"), 20);
+  const json xlnet_cases = ReadJson(kData / "reference/tokenizer_xlnet/cases.json");
+  const fs::path xlnet = MakeModel("xlnet_json", R"({"model_type": "xlnet"})",
+                                   kData / "tokenizer_json/xlnet/tokenizer.json", "tokenizer.json");
+  EXPECT_GE(ExpectCases(xlnet, xlnet_cases, "xlnet"), 20);
+}
+
+// XLM-RoBERTa reads sentencepiece.bpe.model with fairseq's ids (<s> 0, </s> 2, pieces one up),
+// and its tokenizer.json alone gives the same rows.
+TEST_F(TokenizeCommandTest, XlmRobertaDirectories) {
+  const fs::path fixture = kData / "tokenizer_json/xlm_roberta";
+  const fs::path slow = MakeModel("xlmr", R"({"model_type": "xlm-roberta"})", fixture / "sentencepiece.bpe.model",
+                                  "sentencepiece.bpe.model");
+  const fs::path fast = MakeModel("xlmr_json", R"({"model_type": "xlm-roberta"})", fixture / "tokenizer.json",
+                                  "tokenizer.json");
+  const std::string input = "Hello world\tthe second text\nnumbers 1,000 and 2,5\n";
+  const Result a = RunTokenize(slow, "--padding longest", input);
+  const Result b = RunTokenize(fast, "--padding longest", input);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  ASSERT_EQ(a.lines.size(), 2u);
+  EXPECT_EQ(a.lines, b.lines);
+  const std::vector<int> ids = a.lines[0]["input_ids"].get<std::vector<int>>();
+  EXPECT_EQ(ids.front(), 0);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 2), 3);  // <s> A </s></s> B </s>
+  EXPECT_EQ(a.lines[1]["input_ids"].back(), 6);          // padded with the model's <pad>
+  EXPECT_EQ(a.lines[0]["token_type_ids"], json(std::vector<int>(ids.size(), 0)));
+}
+
 TEST_F(TokenizeCommandTest, MaxLengthTruncatesPairsAndPads) {
   const fs::path data = kData / "reference/tokenizer_wordpiece";
   const fs::path model = MakeModel("bert", R"({"model_type": "bert"})", data / "vocab_uncased.txt", "vocab.txt");
@@ -209,7 +248,7 @@ TEST_F(TokenizeCommandTest, BadPaddingAndMissingVocabularyAreErrors) {
   const fs::path roberta = MakeModel("roberta", R"({"model_type": "roberta"})", data / "vocab_uncased.txt", "vocab.txt");
   r = RunTokenize(roberta, "", "x\n");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("has no tokenizer (vocab.json and merges.txt): the model takes token ids only"));
+  EXPECT_THAT(r.output, HasSubstr("has no tokenizer (vocab.json and merges.txt, or tokenizer.json): the model takes token ids only"));
 }
 
 }  // namespace

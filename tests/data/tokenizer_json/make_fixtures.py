@@ -10,8 +10,9 @@ the special tokens) and `save_pretrained` is called.
 
 Neither transformers nor tokenizers is needed: this script ports
   * the converters of transformers/src/transformers/convert_slow_tokenizer.py
-    (SpmConverter, DebertaV2Converter, XLNetConverter, T5Converter,
-    BertConverter, MPNetConverter, check_number_comma, _get_prepend_scheme),
+    (SpmConverter, DebertaV2Converter, XLMRobertaConverter, XLNetConverter,
+    T5Converter, BertConverter, MPNetConverter, check_number_comma,
+    _get_prepend_scheme),
   * how PreTrainedTokenizerFast.__init__ (tokenization_utils_fast.py) and the
     slow/fast tokenizer classes register their special tokens,
   * the serde JSON layout of tokenizers 0.19.1 (`Tokenizer.save(path,
@@ -35,6 +36,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 
@@ -673,6 +675,60 @@ class T5Tokenizer(SpmSlowTokenizer):
         return self.sp_model.PieceToId(token)
 
 
+class XLMRobertaTokenizer(SpmSlowTokenizer):
+    """models/xlm_roberta/tokenization_xlm_roberta.py (fairseq id layout)"""
+
+    def __init__(self, vocab_file):
+        super().__init__(vocab_file)
+        # Mask token behave like a normal word, i.e. include the space before it
+        mask_token = AddedToken("<mask>", lstrip=True, special=True)
+        self.fairseq_tokens_to_ids = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+        self.fairseq_offset = 1
+        self.fairseq_tokens_to_ids["<mask>"] = self.sp_model.get_piece_size() + self.fairseq_offset
+        self.fairseq_ids_to_tokens = {v: k for k, v in self.fairseq_tokens_to_ids.items()}
+        self.special_kwargs = {
+            "bos_token": "<s>",
+            "eos_token": "</s>",
+            "unk_token": "<unk>",
+            "sep_token": "</s>",
+            "pad_token": "<pad>",
+            "cls_token": "<s>",
+            "mask_token": mask_token,
+        }
+        # PreTrainedTokenizer.__init__ (tokenization_utils.py) registers the
+        # special tokens with _add_tokens: each one takes the id get_vocab()
+        # gives it, and convert_tokens_to_ids looks there first.
+        vocab = self.get_vocab()
+        self._added_tokens_encoder = {}
+        for token in all_special_tokens_extended(self.special_kwargs):
+            self._added_tokens_encoder.setdefault(str(token), vocab[str(token)])
+
+    @property
+    def vocab_size(self):
+        return self.sp_model.get_piece_size() + self.fairseq_offset + 1  # Add the <mask> token
+
+    def _convert_id_to_token(self, index):
+        if index in self.fairseq_ids_to_tokens:
+            return self.fairseq_ids_to_tokens[index]
+        return self.sp_model.IdToPiece(index - self.fairseq_offset)
+
+    def get_vocab(self):
+        # a dict comprehension: a piece that occurs twice keeps the later id
+        return {self._convert_id_to_token(i): i for i in range(self.vocab_size)}
+
+    def _convert_token_to_id(self, token):
+        if token in self.fairseq_tokens_to_ids:
+            return self.fairseq_tokens_to_ids[token]
+        spm_id = self.sp_model.PieceToId(token)
+        return spm_id + self.fairseq_offset if spm_id else self._convert_token_to_id(self.unk_token)
+
+    def vocab_lookup(self, token):
+        # _convert_token_to_id_with_added_voc
+        if token in self._added_tokens_encoder:
+            return self._added_tokens_encoder[token]
+        return self._convert_token_to_id(token)
+
+
 class BasicTokenizer:
     def __init__(self, do_lower_case=True, tokenize_chinese_chars=True, strip_accents=None):
         self.do_lower_case = do_lower_case
@@ -932,6 +988,33 @@ class DebertaV2Converter(SpmConverter):
         )
 
 
+class XLMRobertaConverter(SpmConverter):
+    def vocab(self, proto):
+        vocab = [
+            ("<s>", 0.0),
+            ("<pad>", 0.0),
+            ("</s>", 0.0),
+            ("<unk>", 0.0),
+        ]
+        vocab += [(piece.piece, piece.score) for piece in proto.pieces[3:]]
+        vocab += [("<mask>", 0.0)]
+        return vocab
+
+    def unk_id(self, proto):
+        unk_id = 3
+        return unk_id
+
+    def post_processor(self):
+        return processors.TemplateProcessing(
+            single="<s> $A </s>",
+            pair="<s> $A </s> </s> $B </s>",
+            special_tokens=[
+                ("<s>", self.original_tokenizer.convert_tokens_to_ids("<s>")),
+                ("</s>", self.original_tokenizer.convert_tokens_to_ids("</s>")),
+            ],
+        )
+
+
 class XLNetConverter(SpmConverter):
     def vocab(self, proto):
         return [
@@ -991,6 +1074,7 @@ SLOW_TO_FAST_CONVERTERS = {
     "DebertaV2Tokenizer": DebertaV2Converter,
     "MPNetTokenizer": MPNetConverter,
     "T5Tokenizer": T5Converter,
+    "XLMRobertaTokenizer": XLMRobertaConverter,
     "XLNetTokenizer": XLNetConverter,
 }
 
@@ -1186,7 +1270,19 @@ def write_t5_cases(model_path, model_bytes, corpus, out_path):
         f.write(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
 
 
-def fixture_specs(root, t5_model_path):
+def copy_xlm_roberta_model(root, out_path):
+    """xlm_roberta/sentencepiece.bpe.model: the XLNet reference model under the
+    file name XLMRobertaTokenizer expects (its first pieces <unk>, <s>, </s> are
+    those of XLM-R's own model)."""
+    src = os.path.join(root, REFERENCE, "tokenizer_xlnet", "spiece.model")
+    proto = load_spm_proto(src)
+    if [p.piece for p in proto.pieces[:3]] != ["<unk>", "<s>", "</s>"]:
+        raise ValueError("%s does not start with <unk>, <s>, </s>" % src)
+    shutil.copyfile(src, out_path)
+    return out_path
+
+
+def fixture_specs(root, t5_model_path, xlmr_model_path):
     ref = os.path.join(root, REFERENCE)
     deberta_spm = os.path.join(ref, "tokenizer", "spm.model")
     xlnet_spm = os.path.join(ref, "tokenizer_xlnet", "spiece.model")
@@ -1202,6 +1298,7 @@ def fixture_specs(root, t5_model_path):
             xlnet_spm,
         ),
         ("t5", lambda: T5Tokenizer(t5_model_path), t5_model_path),
+        ("xlm_roberta", lambda: XLMRobertaTokenizer(xlmr_model_path), xlmr_model_path),
         ("bert_uncased", lambda: BertTokenizer(os.path.join(wp, "vocab_uncased.txt")), None),
         ("bert_cased", lambda: BertTokenizer(os.path.join(wp, "vocab_cased.txt"), do_lower_case=False), None),
         ("mpnet", lambda: MPNetTokenizer(os.path.join(wp, "vocab_mpnet.txt")), None),
@@ -1211,6 +1308,20 @@ def fixture_specs(root, t5_model_path):
 # ---------------------------------------------------------------------------
 # Self-checks on the written files
 # ---------------------------------------------------------------------------
+
+
+def verify_fairseq_layout(name, vocab, unk_id, proto):
+    """XLM-R ids: <s> <pad> </s> <unk> = 0-3, sentencepiece id i >= 3 -> i + 1,
+    <mask> = number of pieces + 1."""
+    n = len(proto.pieces)
+    assert [p.piece for p in proto.pieces[:3]] == ["<unk>", "<s>", "</s>"], name
+    assert len(vocab) == n + 2, name
+    assert vocab[:4] == [["<s>", 0.0], ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0]], name
+    assert unk_id == 3 and vocab[unk_id][0] == "<unk>", name
+    for i in range(3, n):
+        p = proto.pieces[i]
+        assert vocab[i + 1] == [p.piece, float(p.score)], (name, i)
+    assert vocab[n + 1] == ["<mask>", 0.0], name
 
 
 def verify(name, path, slow, spm_path):
@@ -1226,21 +1337,24 @@ def verify(name, path, slow, spm_path):
     if spm_path is not None:
         proto = load_spm_proto(spm_path)
         assert model["type"] == "Unigram" and model["byte_fallback"] is False, name
-        assert model["unk_id"] == proto.trainer_spec.unk_id, name
         vocab = model["vocab"]
         n = len(proto.pieces)
-        for i, p in enumerate(proto.pieces):
-            piece, score = vocab[i]
-            assert piece == p.piece, (name, i)
-            expected = float(p.score)
-            if isinstance(slow, XLNetTokenizer) and not check_number_comma(p.piece):
-                expected -= 100
-            assert score == expected, (name, i, score, expected)
-        extra = vocab[n:]
-        if isinstance(slow, T5Tokenizer):
-            assert extra == [["<extra_id_%d>" % i, 0.0] for i in range(99, -1, -1)], name
+        if isinstance(slow, XLMRobertaTokenizer):
+            verify_fairseq_layout(name, vocab, model["unk_id"], proto)
         else:
-            assert extra == [], name
+            assert model["unk_id"] == proto.trainer_spec.unk_id, name
+            for i, p in enumerate(proto.pieces):
+                piece, score = vocab[i]
+                assert piece == p.piece, (name, i)
+                expected = float(p.score)
+                if isinstance(slow, XLNetTokenizer) and not check_number_comma(p.piece):
+                    expected -= 100
+                assert score == expected, (name, i, score, expected)
+            extra = vocab[n:]
+            if isinstance(slow, T5Tokenizer):
+                assert extra == [["<extra_id_%d>" % i, 0.0] for i in range(99, -1, -1)], name
+            else:
+                assert extra == [], name
         charsmaps = [x["precompiled_charsmap"] for x in doc["normalizer"]["normalizers"] if x["type"] == "Precompiled"]
         assert len(charsmaps) == 1, name
         assert base64.b64decode(charsmaps[0]) == proto.normalizer_spec.precompiled_charsmap, name
@@ -1249,8 +1363,13 @@ def verify(name, path, slow, spm_path):
         lookup = {piece: i for i, (piece, _s) in enumerate(vocab)}
         for t in added:
             if t["content"] in lookup:
+                # Unigram::from: a piece listed twice maps to its later id
                 assert lookup[t["content"]] == t["id"], (name, t)
-                if t["id"] < n:
+                if isinstance(slow, XLMRobertaTokenizer):
+                    assert slow.convert_tokens_to_ids(t["content"]) == t["id"], (name, t)
+                    if 4 <= t["id"] <= n:
+                        assert sp.PieceToId(t["content"]) + 1 == t["id"], (name, t)
+                elif t["id"] < n:
                     assert sp.PieceToId(t["content"]) == t["id"], (name, t)
             else:
                 assert t["id"] >= len(vocab), (name, t)
@@ -1286,7 +1405,11 @@ def main():
     t5_model = train_t5_model(corpus_bytes, t5_model_path, args.verbose)
     write_t5_cases(t5_model_path, t5_model, corpus, os.path.join(t5_dir, "cases.json"))
 
-    for name, make_slow, spm_path in fixture_specs(root, t5_model_path):
+    xlmr_dir = os.path.join(out_root, "xlm_roberta")
+    os.makedirs(xlmr_dir, exist_ok=True)
+    xlmr_model_path = copy_xlm_roberta_model(root, os.path.join(xlmr_dir, "sentencepiece.bpe.model"))
+
+    for name, make_slow, spm_path in fixture_specs(root, t5_model_path, xlmr_model_path):
         slow = make_slow()
         fast = fast_tokenizer_from_slow(slow)
         out_dir = os.path.join(out_root, name)
@@ -1298,6 +1421,7 @@ def main():
         print("%-26s %8d bytes  %d added tokens" % (name + "/tokenizer.json", os.path.getsize(path), len(doc["added_tokens"])))
     print("%-26s %8d bytes" % ("t5/spiece.model", os.path.getsize(t5_model_path)))
     print("%-26s %8d bytes" % ("t5/cases.json", os.path.getsize(os.path.join(t5_dir, "cases.json"))))
+    print("%-26s %8d bytes" % ("xlm_roberta/sentencepiece.bpe.model", os.path.getsize(xlmr_model_path)))
 
 
 if __name__ == "__main__":

@@ -212,6 +212,7 @@ class BertDescriptor final : public FamilyDescriptor {
   }
 
   TokenizerFamily tokenizer_family(const ModelConfig& config) const override {
+    if (config.model_type == "xlm-roberta") return TokenizerFamily::kXlmRoberta;
     return config.family_config_as<BertConfig>().variant == Variant::kRoberta ? TokenizerFamily::kRoberta
                                                                               : TokenizerFamily::kBert;
   }
