@@ -21,6 +21,9 @@ struct AddedToken {
   bool single_word = false;  // a token only where white space (or the text's end) borders it
   // Kept as written by the do_lower_case pass (special tokens, and normalized added ones).
   bool keeps_case = false;
+  // One of the tokenizer's all_special_tokens (its special token roles and
+  // additional_special_tokens), not merely an added token marked special.
+  bool special = false;
 };
 
 // The added tokens of a tokenizer and the two passes of transformers' slow

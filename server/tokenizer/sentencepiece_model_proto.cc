@@ -96,4 +96,12 @@ std::string SerializeSentencePieceModel(const SentencePieceModelSpec& spec) {
   return model.str();
 }
 
+std::string NoDummyPrefixOverride() {
+  ProtoWriter normalizer;
+  normalizer.Bool(kNormalizerAddDummyPrefix, false);
+  ProtoWriter model;
+  model.Bytes(kModelNormalizerSpec, normalizer.str());
+  return model.str();
+}
+
 }  // namespace relserve

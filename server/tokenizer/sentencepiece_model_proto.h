@@ -37,6 +37,11 @@ struct SentencePieceModelSpec {
 // needed outside the SentencePiece module.
 std::string SerializeSentencePieceModel(const SentencePieceModelSpec& spec);
 
+// A serialized ModelProto holding only normalizer_spec { add_dummy_prefix: false }: appended to
+// a model's bytes it merges into that model's normalizer spec (protobuf's merge of
+// concatenated messages), as T5Tokenizer with legacy=False does with MergeFrom.
+std::string NoDummyPrefixOverride();
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_TOKENIZER_SENTENCEPIECE_MODEL_PROTO_H_

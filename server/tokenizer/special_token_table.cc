@@ -100,6 +100,7 @@ absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
     token.rstrip = flags.rstrip;
     token.single_word = flags.single_word;
     token.keeps_case = true;  // all_special_tokens are kept out of the lower-casing
+    token.special = true;
     table.added.push_back(std::move(token));
   }
 

@@ -14,6 +14,7 @@
 #include "server/tokenizer/sentencepiece_model.h"
 #include "server/tokenizer/sentencepiece_text_model.h"
 #include "server/tokenizer/special_token_table.h"
+#include "server/tokenizer/t5_text_model.h"
 #include "server/tokenizer/text_model.h"
 #include "server/tokenizer/tokenizer_config.h"
 #include "server/tokenizer/tokenizer_files.h"
@@ -58,9 +59,22 @@ struct LoadedModel {
   RelserveSpmReservedIds reserved{-1, -1, -1, -1};
 };
 
+bool T5WithoutLegacy(TokenizerFamily family, const TokenizerConfig& config) {
+  return family == TokenizerFamily::kT5 && !config.legacy;
+}
+
 // The SentencePiece model of spm.model / spiece.model, or the one tokenizer.json describes.
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadSentencePiece(
-    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family) {
+    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family,
+    const TokenizerConfig& config) {
+  if (json == nullptr && T5WithoutLegacy(family, config)) {
+    // T5Tokenizer.get_spm_processor: the model without its dummy prefix.
+    if (!FileExists(files.vocab)) {
+      return absl::NotFoundError(absl::StrCat(files.vocab, ": no such SentencePiece model file"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(files.vocab));
+    return SentencePieceModel::LoadSerialized(bytes + NoDummyPrefixOverride(), files.vocab);
+  }
   if (json == nullptr) return SentencePieceModel::Load(files.vocab);
   ASSIGN_OR_RETURN(const SentencePieceModelSpec spec, SentencePieceSpecFromJson(*json, family));
   return SentencePieceModel::LoadSerialized(SerializeSentencePieceModel(spec),
@@ -75,9 +89,12 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const Tok
     case TokenizerFamily::kT5:
     case TokenizerFamily::kXlnet: {
       ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                       LoadSentencePiece(files, json, family));
+                       LoadSentencePiece(files, json, family, config));
       loaded.reserved = spm->reserved_ids();
-      if (family == TokenizerFamily::kXlnet) {
+      if (T5WithoutLegacy(family, config)) {
+        ASSIGN_OR_RETURN(loaded.model,
+                         T5TextModel::Create(std::move(spm), config.special_tokens.unk));
+      } else if (family == TokenizerFamily::kXlnet) {
         XlnetTextOptions options;
         options.do_lower_case = config.do_lower_case;
         options.remove_space = config.remove_space;
@@ -115,7 +132,7 @@ absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const Tok
     }
     case TokenizerFamily::kXlmRoberta: {
       ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                       LoadSentencePiece(files, json, family));
+                       LoadSentencePiece(files, json, family, config));
       // tokenizer.json holds the vocabulary in fairseq's order already.
       if (json != nullptr) {
         loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm));
@@ -158,7 +175,9 @@ Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, S
                                  !((family == TokenizerFamily::kBert ||
                                     family == TokenizerFamily::kMpnet) &&
                                    !config.do_basic_tokenize)),
-      add_prefix_space_(family == TokenizerFamily::kRoberta && config.add_prefix_space),
+      add_prefix_space_(family == TokenizerFamily::kRoberta && config.add_prefix_space.value_or(false)),
+      t5_without_legacy_(T5WithoutLegacy(family, config)),
+      t5_prefix_space_(config.add_prefix_space.value_or(true)),
       default_max_length_(default_max_length),
       vocab_size_(vocab_size) {}
 
@@ -247,9 +266,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
     post_processor = *std::move(family_template);
   }
   auto added = std::make_unique<AddedTokens>(std::move(table->added));
-  return std::unique_ptr<Tokenizer>(new Tokenizer(
+  auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer(
       std::move(loaded.model), family, table->ids, std::move(post_processor), std::move(added),
       config, default_max_length, table->vocab_size));
+  tokenizer->space_piece_id_ = tokenizer->model_->PieceToId("\xe2\x96\x81");
+  return tokenizer;
 }
 
 int Tokenizer::NumSpecialTokens(bool pair) const { return template_.NumSpecialTokens(pair); }
@@ -277,21 +298,51 @@ absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
     mapped = MappedText::Identity(text);
   }
   if (lower_case_outside_tokens_) mapped = added_->LowercaseOutside(mapped);
+  if (t5_without_legacy_ && !text.empty()) mapped = T5Prefix(mapped);
 
   std::vector<TokenSpan> tokens;
+  // For T5 without legacy: whether the first token is a bare "▁" of the text and the second a
+  // special token.
+  bool first_is_space = false;
+  bool second_is_special = false;
   for (const AddedTokens::Segment& segment : added_->Split(mapped)) {
     if (segment.token != nullptr) {
       const auto [begin, end] = segment.text.Span(0, segment.text.size());
+      if (tokens.size() == 1) second_is_special = segment.token->special;
       tokens.push_back(TokenSpan{segment.token->id, begin, end});
       continue;
     }
     ASSIGN_OR_RETURN(std::vector<TokenSpan> part, model_->Tokenize(segment.text));
     for (TokenSpan& token : part) {
       if (token.id < 0) token.id = ids_.unk;
+      if (tokens.empty()) first_is_space = token.id == space_piece_id_ && space_piece_id_ >= 0;
       tokens.push_back(token);
     }
   }
+  // T5Tokenizer.tokenize: the "▁" put before a text that starts with a special token goes.
+  if (t5_without_legacy_ && tokens.size() > 1 && first_is_space && second_is_special) {
+    tokens.erase(tokens.begin());
+  }
   return tokens;
+}
+
+MappedText Tokenizer::T5Prefix(const MappedText& text) const {
+  // T5Tokenizer.tokenize with legacy=False: "▁" in the text reads as a space, and a "▁" goes
+  // before it (add_prefix_space).
+  MappedText out;
+  if (t5_prefix_space_) {
+    const auto [origin, unused] = text.Span(0, 0);
+    out.Append(U'\u2581', origin, origin);
+  }
+  text.ForEachChar([&](char32_t c, size_t b, size_t e) {
+    if (c == U'\u2581') {
+      const auto [begin, end] = text.Span(b, e);
+      out.Append(U' ', begin, end);
+    } else {
+      out.AppendRange(text, b, e);
+    }
+  });
+  return out;
 }
 
 absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair) const {

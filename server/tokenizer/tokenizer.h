@@ -17,6 +17,7 @@
 namespace relserve {
 
 class AddedTokens;
+class MappedText;
 class TextModel;
 struct TokenSpan;
 struct TokenizerConfig;
@@ -152,6 +153,7 @@ class Tokenizer {
   absl::StatusOr<std::vector<TokenSpan>> Tokens(std::string_view text,
                                                 std::string_view what) const;
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
+  MappedText T5Prefix(const MappedText& text) const;
   Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
                     int max_length, TruncationDirection direction) const;
 
@@ -164,6 +166,9 @@ class Tokenizer {
   // transformers' tokenize-level lower-casing, before the split on added tokens.
   bool lower_case_outside_tokens_;
   bool add_prefix_space_;  // RoBERTa
+  bool t5_without_legacy_;  // T5Tokenizer with legacy=False
+  bool t5_prefix_space_;    // its add_prefix_space
+  int space_piece_id_ = -1;  // the vocabulary's "▁", -1 when it has none
   int default_max_length_;
   int vocab_size_;
 };

@@ -145,7 +145,12 @@ absl::Status ApplySwitches(const nlohmann::json& json, const std::string& what,
   RETURN_IF_ERROR(reader.Bool("split_by_punct", &config->split_by_punct));
   RETURN_IF_ERROR(reader.Bool("remove_space", &config->remove_space));
   RETURN_IF_ERROR(reader.Bool("keep_accents", &config->keep_accents));
-  RETURN_IF_ERROR(reader.Bool("add_prefix_space", &config->add_prefix_space));
+  if (reader.Has("add_prefix_space")) {
+    bool add_prefix_space = false;
+    RETURN_IF_ERROR(reader.Bool("add_prefix_space", &add_prefix_space));
+    config->add_prefix_space = add_prefix_space;
+  }
+  RETURN_IF_ERROR(reader.Bool("legacy", &config->legacy));
   if (auto it = json.find("strip_accents"); it != json.end()) {
     // null is transformers' None: follow do_lower_case.
     if (it->is_null()) {

@@ -57,8 +57,12 @@ struct TokenizerConfig {
   // XLNetTokenizer.
   bool remove_space = true;
   bool keep_accents = false;
-  // RobertaTokenizer: a space before the text, so its first word is encoded as any other.
-  bool add_prefix_space = false;
+  // RobertaTokenizer: a space before the text, so its first word is encoded as any other
+  // (default false). T5Tokenizer with legacy false: a "▁" before the text (default true).
+  std::optional<bool> add_prefix_space;
+  // T5Tokenizer: false for the behaviour transformers added in 4.31 (t5_text_model.h); unset
+  // means true.
+  bool legacy = true;
   // T5Tokenizer: how many <extra_id_N> tokens follow the SentencePiece vocabulary.
   int extra_ids = 100;
 };

@@ -140,10 +140,15 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
             source, ": a Unigram tokenizer without a Metaspace pre-tokenizer; SentencePiece "
                     "models mark spaces with \"\xe2\x96\x81\""));
       }
-      if (json.prepend_scheme == "first") {
+      if (family == TokenizerFamily::kT5) {
+        // _get_prepend_scheme: "first" is T5Tokenizer's legacy=False with add_prefix_space,
+        // "never" without it.
+        config->legacy = json.prepend_scheme == "always";
+        if (!config->legacy) config->add_prefix_space = json.prepend_scheme == "first";
+      } else if (json.prepend_scheme == "first") {
         return absl::InvalidArgumentError(absl::StrCat(
-            source, ": Metaspace's prepend_scheme \"first\" (T5's legacy=false) is not "
-                    "supported; \"always\" and \"never\" are"));
+            source, ": Metaspace's prepend_scheme \"first\" is T5's (legacy=false); the ",
+            TokenizerFamilyName(family), " tokenizer has \"always\" and \"never\""));
       }
       config->do_lower_case = json.lowercase;
       config->split_by_punct = json.split_on_punctuation;
@@ -213,7 +218,9 @@ absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(const Tokenizer
   spec.byte_fallback = json.byte_fallback;
   spec.precompiled_charsmap = json.precompiled_charsmap;
   spec.normalizer_name = spec.precompiled_charsmap.empty() ? "identity" : "nmt_nfkc";
-  spec.add_dummy_prefix = json.prepend_scheme != "never";
+  // "first" (T5's legacy=False) loads the model without its dummy prefix too: T5TextModel and
+  // the tokenizer place the "▁" themselves.
+  spec.add_dummy_prefix = json.prepend_scheme == "always";
   spec.remove_extra_whitespaces = json.collapse_spaces;
   spec.escape_whitespaces = true;
   return spec;

@@ -420,7 +420,8 @@ TEST(TokenizerJsonTest, RefusedFilesSayWhy) {
 
   json first = UnigramJson();
   first["pre_tokenizer"]["pretokenizers"][0]["prepend_scheme"] = "first";
-  ExpectRefused("first", first, TokenizerFamily::kT5, {"prepend_scheme \"first\""});
+  ExpectRefused("first", first, TokenizerFamily::kDeberta,
+                {"prepend_scheme \"first\" is T5's", "DeBERTa tokenizer has \"always\" and \"never\""});
 
   json no_metaspace = UnigramJson();
   no_metaspace["pre_tokenizer"] = nullptr;
