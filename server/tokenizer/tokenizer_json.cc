@@ -165,7 +165,12 @@ absl::Status ParsePreTokenizer(const json& node, const Where& where, TokenizerJs
     }
     return absl::OkStatus();
   }
-  if (type == "WhitespaceSplit") return absl::OkStatus();  // SentencePiece splits at spaces too
+  if (type == "WhitespaceSplit") {
+    // Files of tokenizers before 0.15 split words apart instead of folding runs of spaces:
+    // the same as SentencePiece's remove_extra_whitespaces.
+    out->collapse_spaces = true;
+    return absl::OkStatus();
+  }
   if (type == "Punctuation") {
     std::string behavior = "Isolated";
     RETURN_IF_ERROR(reader.String("behavior", &behavior));

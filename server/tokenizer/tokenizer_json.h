@@ -46,7 +46,8 @@ struct TokenizerJson {
   std::optional<bool> strip_accents;  // BertNormalizer's (null: follows lowercase)
   bool handle_chinese_chars = true;   // BertNormalizer's
   bool nfkd_strip_accents = false;    // NFKD followed by StripAccents (XLNet without keep_accents)
-  bool collapse_spaces = false;       // Replace " {2,}" (SentencePiece's remove_extra_whitespaces)
+  // Replace " {2,}", or a WhitespaceSplit pre-tokenizer: SentencePiece's remove_extra_whitespaces.
+  bool collapse_spaces = false;
   bool replace_quotes = false;        // Replace `` and '' by " (XLNet)
   std::string precompiled_charsmap;   // Precompiled's, decoded; empty when none
   // Pre-tokenizer.

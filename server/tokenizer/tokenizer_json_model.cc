@@ -150,6 +150,11 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
             source, ": Metaspace's prepend_scheme \"first\" is T5's (legacy=false); the ",
             TokenizerFamilyName(family), " tokenizer has \"always\" and \"never\""));
       }
+      if (json.replace_quotes && family != TokenizerFamily::kXlnet) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            source, ": its normalizer replaces `` and '' by \", which XLNet's tokenizer does and the ",
+            TokenizerFamilyName(family), " tokenizer does not"));
+      }
       config->do_lower_case = json.lowercase;
       config->split_by_punct = json.split_on_punctuation;
       if (family == TokenizerFamily::kXlnet) config->keep_accents = !json.nfkd_strip_accents;

@@ -268,6 +268,17 @@ TEST(TokenizerJsonTest, UnigramSwitches) {
   ASSERT_NE(old_style, nullptr);
   EXPECT_EQ(*old_style->EncodeRaw("ab ab"), (std::vector<int32_t>{8, 7}));
 
+  // A file of tokenizers before 0.15, as T5's on the Hub: the normalizer alone, WhitespaceSplit
+  // and Metaspace with add_prefix_space; runs of spaces fold as with the Replace.
+  json t5_style = UnigramJson();
+  t5_style["normalizer"] = {{"type", "Precompiled"}, {"precompiled_charsmap", nullptr}};
+  t5_style["pre_tokenizer"]["pretokenizers"] = {
+      {{"type", "WhitespaceSplit"}},
+      {{"type", "Metaspace"}, {"replacement", kSpace}, {"add_prefix_space", true}}};
+  auto split_words = MustLoad("whitespace_split", t5_style, TokenizerFamily::kDeberta);
+  ASSERT_NE(split_words, nullptr);
+  EXPECT_EQ(*split_words->EncodeRaw("  ab   ab "), (std::vector<int32_t>{7, 7}));
+
   // Without the Replace, runs of spaces stay (remove_extra_whitespaces off).
   json spaces = UnigramJson();
   spaces["normalizer"] = nullptr;
@@ -407,6 +418,11 @@ TEST(TokenizerJsonTest, RefusedFilesSayWhy) {
   replace["normalizer"]["normalizers"][1]["content"] = "_";
   ExpectRefused("replace", replace, TokenizerFamily::kDeberta,
                 {"normalizer.normalizers[1]", "replaces", "does not support"});
+
+  json quotes = UnigramJson();
+  quotes["normalizer"]["normalizers"].push_back(
+      {{"type", "Replace"}, {"pattern", {{"String", "``"}}}, {"content", "\""}});
+  ExpectRefused("quotes", quotes, TokenizerFamily::kT5, {"``", "T5 tokenizer does not"});
 
   json split = UnigramJson();
   split["pre_tokenizer"]["pretokenizers"][0] = {{"type", "Split"}};
