@@ -30,16 +30,13 @@ void SetError(char* error, size_t error_size, const std::string& message) {
   error[n] = '\0';
 }
 
-RelserveSpmModel* Load(const char* path, char* error, size_t error_size) {
+// A model loaded by load(processor), which returns SentencePiece's status; NULL with the
+// message in error when it fails or throws.
+template <typename LoadFn>
+RelserveSpmModel* LoadWith(LoadFn load, char* error, size_t error_size) {
   try {
-    // SentencePiece throws std::ios_base::failure when handed a directory; answer plainly.
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
-      SetError(error, error_size, std::string(path) + ": not a regular file");
-      return nullptr;
-    }
     auto model = std::make_unique<RelserveSpmModel>();
-    const auto status = model->processor.Load(path);
+    const auto status = load(model->processor);
     if (!status.ok()) {
       SetError(error, error_size, status.ToString());
       return nullptr;
@@ -53,21 +50,23 @@ RelserveSpmModel* Load(const char* path, char* error, size_t error_size) {
   return nullptr;
 }
 
-RelserveSpmModel* LoadSerialized(const char* data, size_t size, char* error, size_t error_size) {
-  try {
-    auto model = std::make_unique<RelserveSpmModel>();
-    const auto status = model->processor.LoadFromSerializedProto(std::string_view(data, size));
-    if (!status.ok()) {
-      SetError(error, error_size, status.ToString());
-      return nullptr;
-    }
-    return model.release();
-  } catch (const std::exception& e) {
-    SetError(error, error_size, e.what());
-  } catch (...) {
-    SetError(error, error_size, "unknown exception while loading the model");
+RelserveSpmModel* Load(const char* path, char* error, size_t error_size) {
+  // SentencePiece throws std::ios_base::failure when handed a directory; answer plainly.
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) {
+    SetError(error, error_size, std::string(path) + ": not a regular file");
+    return nullptr;
   }
-  return nullptr;
+  return LoadWith([path](sentencepiece::SentencePieceProcessor& p) { return p.Load(path); },
+                  error, error_size);
+}
+
+RelserveSpmModel* LoadSerialized(const char* data, size_t size, char* error, size_t error_size) {
+  return LoadWith(
+      [data, size](sentencepiece::SentencePieceProcessor& p) {
+        return p.LoadFromSerializedProto(std::string_view(data, size));
+      },
+      error, error_size);
 }
 
 void FreeModel(RelserveSpmModel* model) { delete model; }
