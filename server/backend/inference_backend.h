@@ -27,6 +27,9 @@ struct ModelInfo {
   std::string dtype;         // "float32", "bfloat16", "float16"
   std::string device;        // "cpu", "cuda:0"
   bool has_tokenizer = false;
+  // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
+  // ...); empty without a tokenizer.
+  std::string tokenizer_file;
 };
 
 // One tokenized sequence, special tokens included.

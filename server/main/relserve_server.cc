@@ -163,7 +163,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     const ModelInfo& info = (*engine)->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
-                         info.has_tokenizer ? ", tokenizer" : ", no tokenizer", ") in ",
+                         info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer", ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
     if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length, stop_requested));
     if (config.max_batch_tokens < info.max_length) {

@@ -198,6 +198,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.dtype = DTypeName(engine->impl_->dtype);
   info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
+  if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();
   engine->impl_->pad_id = config.pad_token_id;
   return engine;
 }

@@ -270,6 +270,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
       std::move(loaded.model), family, table->ids, std::move(post_processor), std::move(added),
       config, default_max_length, table->vocab_size));
   tokenizer->space_piece_id_ = tokenizer->model_->PieceToId("\xe2\x96\x81");
+  tokenizer->source_file_ = source.substr(source.find_last_of('/') + 1);
   return tokenizer;
 }
 

@@ -132,6 +132,9 @@ class Tokenizer {
   int NumSpecialTokens(bool pair) const;
   // "" for an id outside the vocabulary.
   std::string IdToPiece(int id) const;
+  // The name of the file the vocabulary was read from: "spm.model", "vocab.json",
+  // "tokenizer.json"...
+  const std::string& source_file() const { return source_file_; }
 
  private:
   Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
@@ -169,6 +172,7 @@ class Tokenizer {
   bool t5_without_legacy_;  // T5Tokenizer with legacy=False
   bool t5_prefix_space_;    // its add_prefix_space
   int space_piece_id_ = -1;  // the vocabulary's "▁", -1 when it has none
+  std::string source_file_;
   int default_max_length_;
   int vocab_size_;
 };

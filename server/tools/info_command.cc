@@ -19,7 +19,8 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
                         {"pooling", i.pooling},           {"normalizes", i.normalizes},
                         {"labels", i.labels},             {"problem_type", i.problem_type},
                         {"dtype", i.dtype},               {"device", i.device},
-                        {"has_tokenizer", i.has_tokenizer}};
+                        {"has_tokenizer", i.has_tokenizer},
+                        {"tokenizer_file", i.tokenizer_file}};
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();
 }

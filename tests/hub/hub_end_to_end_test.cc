@@ -81,6 +81,7 @@ TEST_F(HubEndToEndTest, RelserveModelLoadsAHubModel) {
   EXPECT_EQ(info["architecture"], "DebertaV2Model");
   EXPECT_EQ(info["hidden_size"], 32);
   EXPECT_EQ(info["has_tokenizer"], true);
+  EXPECT_EQ(info["tokenizer_file"], "spm.model");
   EXPECT_THAT(r.err, HasSubstr("downloaded org/deberta-tiny: model.safetensors"));  // logged: stderr is no terminal
   EXPECT_TRUE(FileExists(SnapshotDir() + "/spm.model"));
 
@@ -150,6 +151,9 @@ TEST_F(HubEndToEndTest, ARepositoryWithOnlyTokenizerJsonServesText) {
     EXPECT_FALSE(fast.out.empty());
     EXPECT_EQ(fast.out, slow.out) << command;
   }
+  Result info = RunModelTool("info --model " + fast_repo);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_EQ(nlohmann::json::parse(info.out)["tokenizer_file"], "tokenizer.json");
   const std::string snapshot = HubCache(cache_dir_).SnapshotDir(fast_repo, commit);
   EXPECT_TRUE(FileExists(snapshot + "/tokenizer.json"));
   EXPECT_FALSE(FileExists(snapshot + "/spm.model"));
@@ -180,7 +184,8 @@ TEST_F(HubEndToEndTest, TheServerServesAHubModel) {
   kill(p.pid, SIGTERM);
   EXPECT_EQ(p.WaitExit(), 0);
   EXPECT_THAT(p.Log(), AllOf(HasSubstr("model tiny: org/deberta-tiny is " + SnapshotDir()),
-                             HasSubstr("loaded DebertaV2Model from " + SnapshotDir())));
+                             HasSubstr("loaded DebertaV2Model from " + SnapshotDir()),
+                             HasSubstr("tokenizer from spm.model")));
 
   // --offline with a model the cache lacks: exit 1 before anything listens, naming the model.
   testing::ServerProcess offline = testing::ServerProcess::Launch(
