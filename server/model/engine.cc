@@ -21,6 +21,7 @@
 #include "server/model/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/tokenizer/tokenizer_class.h"
 #include "server/util/file_util.h"
 #include "server/util/process_tuning.h"
 #include "server/util/status_macros.h"
@@ -172,11 +173,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   // only. A file that is there but unreadable as a file (a directory) is an error, not a model
   // served without text input.
   bool has_tokenizer_file = false;
+  TokenizerFamily tokenizer_family = config.family->tokenizer_family(config);
   if (options.load_tokenizer) {
-    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, config.family->tokenizer_family(config)));
+    ASSIGN_OR_RETURN(tokenizer_family, ResolveTokenizerFamily(dir, tokenizer_family));
+    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, tokenizer_family));
   }
   if (has_tokenizer_file) {
-    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, config.family->tokenizer_family(config), max_length));
+    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, tokenizer_family, max_length));
   }
 
   ModelInfo& info = engine->info_;

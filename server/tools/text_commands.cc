@@ -10,6 +10,7 @@
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/tokenizer/tokenizer_class.h"
 #include "server/tokenizer/tokenizer_files.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
@@ -48,10 +49,9 @@ absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
 }
 
 // Text input needs the tokenizer files of the model's family in the directory.
-absl::Status NoTokenizerError(const std::string& dir, const ModelConfig& config) {
+absl::Status NoTokenizerError(const std::string& dir, TokenizerFamily family) {
   return absl::FailedPreconditionError(
-      absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(config.family->tokenizer_family(config)),
-                   "): the model takes token ids only"));
+      absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(family), "): the model takes token ids only"));
 }
 
 }  // namespace
@@ -62,9 +62,9 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
-  const TokenizerFamily family = config.family->tokenizer_family(config);
+  ASSIGN_OR_RETURN(const TokenizerFamily family, ResolveTokenizerFamily(dir, config.family->tokenizer_family(config)));
   ASSIGN_OR_RETURN(const bool has_tokenizer, Tokenizer::HasFiles(dir, family));
-  if (!has_tokenizer) return NoTokenizerError(dir, config);
+  if (!has_tokenizer) return NoTokenizerError(dir, family);
   ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   // Padding to the longest line needs every line first; otherwise lines go out as they come.
@@ -117,7 +117,12 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
-  if (engine->tokenizer() == nullptr) return NoTokenizerError(args.String("model"), engine->config());
+  if (engine->tokenizer() == nullptr) {
+    const ModelConfig& config = engine->config();
+    ASSIGN_OR_RETURN(const TokenizerFamily family,
+                     ResolveTokenizerFamily(args.String("model"), config.family->tokenizer_family(config)));
+    return NoTokenizerError(args.String("model"), family);
+  }
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   if (opts.max_length == 0) opts.max_length = engine->info().max_length;
 

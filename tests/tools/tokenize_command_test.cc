@@ -223,6 +223,28 @@ TEST_F(TokenizeCommandTest, XlmRobertaDirectories) {
   EXPECT_EQ(a.lines[0]["token_type_ids"], json(std::vector<int>(ids.size(), 0)));
 }
 
+// A BERT model that comes with XLM-RoBERTa's tokenizer (tokenizer_class in
+// tokenizer_config.json) is tokenized as XLM-RoBERTa, as AutoTokenizer does.
+TEST_F(TokenizeCommandTest, TokenizerClassPicksTheTokenizer) {
+  const fs::path fixture = kData / "tokenizer_json/xlm_roberta";
+  const fs::path xlmr = MakeModel("xlmr_type", R"({"model_type": "xlm-roberta"})", fixture / "sentencepiece.bpe.model",
+                                  "sentencepiece.bpe.model");
+  const fs::path bert = MakeModel("bert_with_xlmr", R"({"model_type": "bert"})", fixture / "sentencepiece.bpe.model",
+                                  "sentencepiece.bpe.model", R"({"tokenizer_class": "XLMRobertaTokenizerFast"})");
+  const std::string input = "Hello world\tand a pair\n";
+  const Result a = RunTokenize(xlmr, "", input);
+  const Result b = RunTokenize(bert, "", input);
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  EXPECT_EQ(a.lines, b.lines);
+  const fs::path unknown = MakeModel("bert_unknown_class", R"({"model_type": "bert"})",
+                                     kData / "reference/tokenizer_wordpiece/vocab_uncased.txt", "vocab.txt",
+                                     R"({"tokenizer_class": "BertJapaneseTokenizer"})");
+  const Result c = RunTokenize(unknown, "", input);
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_THAT(c.output, HasSubstr("\"BertJapaneseTokenizer\", which relserve has no tokenizer for"));
+}
+
 TEST_F(TokenizeCommandTest, MaxLengthTruncatesPairsAndPads) {
   const fs::path data = kData / "reference/tokenizer_wordpiece";
   const fs::path model = MakeModel("bert", R"({"model_type": "bert"})", data / "vocab_uncased.txt", "vocab.txt");

@@ -1,0 +1,63 @@
+#include "server/tokenizer/tokenizer_class.h"
+
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/util/file_util.h"
+#include "server/util/json_util.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+namespace {
+
+constexpr char kGenericFastTokenizer[] = "PreTrainedTokenizerFast";
+
+const std::map<std::string, TokenizerFamily>& ClassFamilies() {
+  static const auto* families = new std::map<std::string, TokenizerFamily>{
+      {"DebertaV2Tokenizer", TokenizerFamily::kDeberta},
+      {"T5Tokenizer", TokenizerFamily::kT5},
+      {"BertTokenizer", TokenizerFamily::kBert},
+      {"ElectraTokenizer", TokenizerFamily::kBert},
+      {"DistilBertTokenizer", TokenizerFamily::kBert},
+      {"MPNetTokenizer", TokenizerFamily::kMpnet},
+      {"XLNetTokenizer", TokenizerFamily::kXlnet},
+      {"RobertaTokenizer", TokenizerFamily::kRoberta},
+      {"XLMRobertaTokenizer", TokenizerFamily::kXlmRoberta},
+  };
+  return *families;
+}
+
+}  // namespace
+
+std::optional<TokenizerFamily> TokenizerFamilyOfClass(const std::string& tokenizer_class) {
+  std::string name = tokenizer_class;
+  if (absl::EndsWith(name, "Fast")) name.resize(name.size() - 4);
+  auto it = ClassFamilies().find(name);
+  if (it == ClassFamilies().end()) return std::nullopt;
+  return it->second;
+}
+
+absl::StatusOr<TokenizerFamily> ResolveTokenizerFamily(const std::string& model_dir,
+                                                       TokenizerFamily model_family) {
+  const std::string path = JoinPath(model_dir, "tokenizer_config.json");
+  ASSIGN_OR_RETURN(const bool present, OptionalFileExists(path));
+  if (!present) return model_family;
+  ASSIGN_OR_RETURN(const nlohmann::json json, ReadJsonFile(path));
+  std::string tokenizer_class;
+  RETURN_IF_ERROR(JsonFieldReader(json, path).String("tokenizer_class", &tokenizer_class));
+  if (tokenizer_class.empty() || tokenizer_class == kGenericFastTokenizer) return model_family;
+  if (std::optional<TokenizerFamily> family = TokenizerFamilyOfClass(tokenizer_class)) {
+    return *family;
+  }
+  std::string known;
+  for (const auto& [name, family] : ClassFamilies()) {
+    absl::StrAppend(&known, known.empty() ? "" : ", ", name);
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      path, ": \"tokenizer_class\" is \"", tokenizer_class,
+      "\", which relserve has no tokenizer for (it has ", known, ", each also as ...Fast, and ",
+      kGenericFastTokenizer, ")"));
+}
+
+}  // namespace relserve
