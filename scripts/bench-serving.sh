@@ -11,7 +11,10 @@
 # comparison (repeat values, "cache heap cache heap", to alternate them on a noisy machine).
 # server_rss_mib is the server's resident size after each point, server_cpu_s the CPU time
 # (user + system) it spent during the point, warm-up included. MODEL names another model
-# directory, DEVICE=cuda serves it on a GPU.
+# directory, DEVICE=cuda serves it on a GPU. METRICS_DIR keeps the server's /metrics after each
+# point there (<batching>-<concurrency>.prom), and adds the mean forward time per batch, queue
+# time per sequence and batch size of the point (from the histograms' sums and counts) to its
+# line: where a batch's time goes.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,12 +45,36 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
   if [ -n "${RATES:-}" ]; then points=($RATES); else points=($LEVELS); fi
+  last_prom=""
   for c in "${points[@]}"; do
     if [ -n "${RATES:-}" ]; then load=(--rate "$c" --concurrency 1024); else load=(--concurrency "$c"); fi
     cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
     line=$("$BIN/relserve-client" bench --target "127.0.0.1:$port" --metrics-port "$mport" "${load[@]}" \
            --duration "$DURATION" --warmup 3 --lengths log-uniform:8:512 --vocab 128100 --deadline-ms 60000 \
            --quiet)
+    if [ -n "${METRICS_DIR:-}" ]; then
+      mkdir -p "$METRICS_DIR"
+      prom="$METRICS_DIR/$setting-$c.prom"
+      # No curl needed: HTTP/1.0 over bash's /dev/tcp.
+      { exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
+        cat <&3 > "$prom"; exec 3<&-; } || true
+      # This point's share: the sums and counts less those of the setting's previous point.
+      means=$(awk -v prev="${last_prom:-/dev/null}" '
+        function add(sign) {
+          if ($1 ~ /^relserve_inference_duration_seconds_sum/) fs += sign * $2
+          if ($1 ~ /^relserve_inference_duration_seconds_count/) fc += sign * $2
+          if ($1 ~ /^relserve_queue_duration_seconds_sum/) qs += sign * $2
+          if ($1 ~ /^relserve_queue_duration_seconds_count/) qc += sign * $2
+          if ($1 ~ /^relserve_batch_size_sum/) bs += sign * $2
+          if ($1 ~ /^relserve_batch_size_count/) bc += sign * $2
+        }
+        BEGIN { while ((getline < prev) > 0) add(-1) }
+        { add(1) }
+        END { printf "\"forward_ms_per_batch\":%.3f,\"queue_ms_per_sequence\":%.3f,\"sequences_per_batch\":%.2f,",
+              fc ? 1000 * fs / fc : 0, qc ? 1000 * qs / qc : 0, bc ? bs / bc : 0 }' "$prom")
+      last_prom=$prom
+      line="{$means${line#\{}"
+    fi
     rss=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
     cpu=$(awk -v c0="$cpu0" -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 - c0) / hz }' "/proc/$pid/stat")
     echo "{\"batching\":\"$setting\",\"device\":\"$DEVICE\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,\"server_cpu_s\":$cpu,${line#\{}" | tee -a "$OUT"

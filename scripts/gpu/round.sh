@@ -132,6 +132,7 @@ if has bench-server; then
   make_models
   (cd "$ROOT" && BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=${DURATION:-8} \
      LEVELS="${LEVELS:-4 16 64 128}" SETTINGS="${SETTINGS:-bucketed single}" OUT="$LOGS/bench-server.jsonl" \
+     METRICS_DIR="$LOGS/bench-server-metrics" \
      SERVER_FLAGS="--max-input-length 512" timeout 400 scripts/bench-serving.sh > "$LOGS/bench-server.log" 2>&1)
   note "bench-server rc=$?"; cut -c1-600 "$LOGS/bench-server.jsonl"; tail -3 "$LOGS/bench-server.log"
 fi
