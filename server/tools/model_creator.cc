@@ -238,7 +238,8 @@ absl::Status MakeDirs(const std::string& dir) {
 
 
 // The vocabulary a tokenizer file implies: SentencePiece pieces plus the special tokens the
-// tokenizer appends because they are not pieces; or one entry per line of a vocab.txt.
+// tokenizer appends because they are not pieces (or fairseq's layout for XLM-R); or one entry
+// per line of a vocab.txt.
 absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& bytes, const CreateTokenizerSpec& t) {
   if (t.format == CreateTokenizerSpec::VocabFormat::kLines) {
     // transformers' load_vocab: every line is a token, the last one even without a newline.
@@ -251,6 +252,9 @@ absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& 
   if (!pieces.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("vocab_file: ", path, ": ", pieces.status().message()));
   }
+  // XLMRobertaTokenizer: fairseq's four tokens in front (one more id than SentencePiece's own
+  // three), the pieces one up, then <mask>.
+  if (t.format == CreateTokenizerSpec::VocabFormat::kFairseq) return static_cast<int64_t>(pieces->size() + 2);
   std::set<std::string> have(pieces->begin(), pieces->end());
   std::set<std::string> missing;
   for (const auto& [key, value] : t.special_tokens_map.items()) {
@@ -263,7 +267,7 @@ absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& 
 
 // Files an earlier run may have left that this run does not write (on overwrite).
 const char* const kManagedFiles[] = {
-    "spm.model",          "spiece.model",           "vocab.txt",    "tokenizer_config.json",
+    "spm.model",          "spiece.model",           "vocab.txt",    "sentencepiece.bpe.model", "tokenizer_config.json",
     "special_tokens_map.json", "modules.json",      "sentence_bert_config.json",
     "1_Pooling/config.json",   "2_Dense/config.json", "2_Dense/model.safetensors"};
 const char* const kManagedDirs[] = {"1_Pooling", "2_Dense", "2_Normalize", "3_Normalize"};

@@ -259,6 +259,37 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
 }
 
+// create --family xlm-roberta with XLM-R's SentencePiece model: fairseq's vocabulary (two more
+// than the pieces), a directory relserve reads text for, and the same ids from
+// tokenizer.json alone.
+TEST_F(CliTest, CreateXlmRobertaWithItsSentencePieceModel) {
+  const std::string fixture = kData + "/tokenizer_json/xlm_roberta";
+  const std::string model = (dir_ / "xlmr").string();
+  Result r = RunCli("create --family xlm-roberta --hidden 32 --layers 1 --heads 2 --intermediate 64 --vocab-file " +
+                    fixture + "/sentencepiece.bpe.model --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  SplitResult info = RunCliSplit("info --model " + model);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json i = nlohmann::json::parse(info.out);
+  EXPECT_EQ(i["vocab_size"], 1002);
+  EXPECT_EQ(i["tokenizer_file"], "sentencepiece.bpe.model");
+
+  r = RunCli("tokenize --model " + model, "Hello world\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json slow = nlohmann::json::parse(r.output);
+  EXPECT_EQ(slow["input_ids"].front(), 0);
+  EXPECT_EQ(slow["input_ids"].back(), 2);
+  r = RunCli("embed --model " + model, "Hello world\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["embedding"].size(), 32u);
+
+  fs::remove(fs::path(model) / "sentencepiece.bpe.model");
+  fs::copy_file(fixture + "/tokenizer.json", fs::path(model) / "tokenizer.json");
+  r = RunCli("tokenize --model " + model, "Hello world\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["input_ids"], slow["input_ids"]);
+}
+
 // The BERT family from the command line: create with a family option, info, forward with
 // token_type_ids and attention_mask (a padded row equals the row alone), bench, and text
 // commands refused clearly without a tokenizer.

@@ -93,9 +93,11 @@ struct CreateTokenizerSpec {
     kNone,           // the variant takes no vocabulary file
     kSentencePiece,  // a SentencePiece ModelProto: vocabulary = pieces + special tokens not among them
     kLines,          // one token per line (WordPiece vocab.txt): vocabulary = lines
+    kFairseq,        // XLM-R's SentencePiece model: vocabulary = pieces + <pad>'s offset + <mask>
   };
   VocabFormat format = VocabFormat::kNone;
-  std::string vocab_file_name;  // where F is copied: "spm.model", "spiece.model", "vocab.txt"
+  // where F is copied: "spm.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model"
+  std::string vocab_file_name;
   nlohmann::json tokenizer_config = nlohmann::json::object();
   nlohmann::json special_tokens_map = nlohmann::json::object();
 };

@@ -291,7 +291,19 @@ class BertDescriptor final : public FamilyDescriptor {
 
   CreateTokenizerSpec CreateTokenizer(const std::string& variant) const override {
     CreateTokenizerSpec t;
-    if (variant != "bert" && variant != "electra") return t;  // byte-level BPE / SentencePiece BPE: not written
+    if (variant == "xlm-roberta") {
+      t.format = CreateTokenizerSpec::VocabFormat::kFairseq;
+      t.vocab_file_name = "sentencepiece.bpe.model";
+      t.tokenizer_config = {{"bos_token", "<s>"},   {"eos_token", "</s>"},   {"sep_token", "</s>"},
+                            {"cls_token", "<s>"},   {"unk_token", "<unk>"},  {"pad_token", "<pad>"},
+                            {"mask_token", "<mask>"}, {"model_max_length", 512},
+                            {"tokenizer_class", "XLMRobertaTokenizer"}};
+      t.special_tokens_map = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
+                              {"sep_token", "</s>"}, {"pad_token", "<pad>"}, {"cls_token", "<s>"},
+                              {"mask_token", "<mask>"}};
+      return t;
+    }
+    if (variant != "bert" && variant != "electra") return t;  // byte-level BPE: not written
     t.format = CreateTokenizerSpec::VocabFormat::kLines;
     t.vocab_file_name = "vocab.txt";
     t.tokenizer_config = {{"do_lower_case", true},      {"cls_token", "[CLS]"},
