@@ -30,6 +30,9 @@ struct ModelInfo {
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
   // ...); empty without a tokenizer.
   std::string tokenizer_file;
+  // Why a model without a tokenizer has none where that is not a missing file: e.g. a
+  // tokenizer_class relserve has no tokenizer for.
+  std::string no_tokenizer_reason;
 };
 
 // One tokenized sequence, special tokens included.

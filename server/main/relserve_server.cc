@@ -163,7 +163,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     const ModelInfo& info = (*engine)->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
-                         info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer", ") in ",
+                         info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
+                         info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason, ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
     if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length, stop_requested));
     if (config.max_batch_tokens < info.max_length) {

@@ -174,9 +174,17 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   // served without text input.
   bool has_tokenizer_file = false;
   TokenizerFamily tokenizer_family = config.family->tokenizer_family(config);
+  std::string no_tokenizer_reason;
   if (options.load_tokenizer) {
-    ASSIGN_OR_RETURN(tokenizer_family, ResolveTokenizerFamily(dir, tokenizer_family));
-    ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, tokenizer_family));
+    absl::StatusOr<TokenizerFamily> resolved = ResolveTokenizerFamily(dir, tokenizer_family);
+    if (absl::IsFailedPrecondition(resolved.status())) {
+      // A tokenizer class relserve does not have (ByT5's, say): the model takes token ids.
+      no_tokenizer_reason = std::string(resolved.status().message());
+    } else {
+      RETURN_IF_ERROR(resolved.status());
+      tokenizer_family = *resolved;
+      ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, tokenizer_family));
+    }
   }
   if (has_tokenizer_file) {
     ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, tokenizer_family, max_length));
@@ -202,6 +210,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
   if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();
+  info.no_tokenizer_reason = no_tokenizer_reason;
   engine->impl_->pad_id = config.pad_token_id;
   return engine;
 }

@@ -54,7 +54,7 @@ absl::StatusOr<TokenizerFamily> ResolveTokenizerFamily(const std::string& model_
   for (const auto& [name, family] : ClassFamilies()) {
     absl::StrAppend(&known, known.empty() ? "" : ", ", name);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
+  return absl::FailedPreconditionError(absl::StrCat(
       path, ": \"tokenizer_class\" is \"", tokenizer_class,
       "\", which relserve has no tokenizer for (it has ", known, ", each also as ...Fast, and ",
       kGenericFastTokenizer, ")"));

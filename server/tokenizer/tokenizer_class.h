@@ -18,9 +18,9 @@ std::optional<TokenizerFamily> TokenizerFamilyOfClass(const std::string& tokeniz
 // The family that tokenizes a model directory, as AutoTokenizer picks its class: the
 // tokenizer_class of tokenizer_config.json where it names one (a BERT model may come with
 // XLM-RoBERTa's tokenizer), else `model_family`, the model type's. PreTrainedTokenizerFast
-// (a tokenizer that is only its tokenizer.json) keeps `model_family`. INVALID_ARGUMENT naming
-// the class for one relserve has no tokenizer for, and for a tokenizer_config.json that cannot
-// be read.
+// (a tokenizer that is only its tokenizer.json) keeps `model_family`. FAILED_PRECONDITION
+// naming the class for one relserve has no tokenizer for (the model can still take token ids);
+// INVALID_ARGUMENT for a tokenizer_config.json that cannot be read.
 absl::StatusOr<TokenizerFamily> ResolveTokenizerFamily(const std::string& model_dir,
                                                        TokenizerFamily model_family);
 

@@ -21,6 +21,7 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
                         {"dtype", i.dtype},               {"device", i.device},
                         {"has_tokenizer", i.has_tokenizer},
                         {"tokenizer_file", i.tokenizer_file}};
+  if (!i.no_tokenizer_reason.empty()) out["no_tokenizer_reason"] = i.no_tokenizer_reason;
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();
 }

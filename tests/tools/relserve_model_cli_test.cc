@@ -288,6 +288,18 @@ TEST_F(CliTest, CreateXlmRobertaWithItsSentencePieceModel) {
   r = RunCli("tokenize --model " + model, "Hello world\n");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["input_ids"], slow["input_ids"]);
+
+  // A tokenizer class relserve has none of: the model still loads and takes token ids, and
+  // says why it has no tokenizer.
+  std::ofstream(fs::path(model) / "tokenizer_config.json") << R"({"tokenizer_class": "ByT5Tokenizer"})";
+  info = RunCliSplit("info --model " + model);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json without = nlohmann::json::parse(info.out);
+  EXPECT_EQ(without["has_tokenizer"], false);
+  EXPECT_THAT(without["no_tokenizer_reason"].get<std::string>(), HasSubstr("\"ByT5Tokenizer\""));
+  r = RunCli("embed --model " + model, "Hello world\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("\"ByT5Tokenizer\", which relserve has no tokenizer for"));
 }
 
 // The BERT family from the command line: create with a family option, info, forward with
