@@ -105,11 +105,8 @@ absl::Status BertModel::LoadWeights(WeightLoader& w) {
         layer.distance_scaled = layer.distance / scale;
       }
     }
-    ASSIGN_OR_RETURN(layer.attention_output, LoadLinear(w, l + "attention.output.dense", H, H, true));
-    ASSIGN_OR_RETURN(layer.attention_norm, LoadLayerNorm(w, l + "attention.output.LayerNorm", H, c_.layer_norm_eps));
-    ASSIGN_OR_RETURN(layer.intermediate, LoadLinear(w, l + "intermediate.dense", H, I, true));
-    ASSIGN_OR_RETURN(layer.output, LoadLinear(w, l + "output.dense", I, H, true));
-    ASSIGN_OR_RETURN(layer.output_norm, LoadLayerNorm(w, l + "output.LayerNorm", H, c_.layer_norm_eps));
+    RETURN_IF_ERROR(LoadPostNormBlockDense(
+        w, {l + "attention.output.dense", l + "attention.output.LayerNorm", l}, H, H, I, c_.layer_norm_eps, &layer));
     layers_.push_back(std::move(layer));
   }
 
@@ -199,9 +196,7 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
-  at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
-  at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
-  return layer.output_norm(layer.output(inner), attended);
+  return layer.AfterAttention(context, x, hidden_act_);
 }
 
 EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

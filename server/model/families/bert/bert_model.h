@@ -14,6 +14,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/bert/bert_config.h"
 #include "server/model/layers.h"
+#include "server/model/post_norm_block.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
@@ -40,13 +41,7 @@ class BertModel : public EncoderModel {
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
 
  private:
-  struct Layer {
-    Linear qkv;  // query rows pre-divided by sqrt(head size)
-    Linear attention_output;
-    LayerNorm attention_norm;
-    Linear intermediate;
-    Linear output;
-    LayerNorm output_norm;
+  struct Layer : PostNormBlock {  // its query rows pre-divided by sqrt(head size)
     at::Tensor distance;         // [2M - 1, head_size]: distance_embedding (relative types)
     at::Tensor distance_scaled;  // the same divided by sqrt(head size) (relative_key_query)
   };

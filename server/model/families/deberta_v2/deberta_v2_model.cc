@@ -170,11 +170,8 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
     }
     Linear q_scaled{q.weight / scale, q.bias / scale};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
-    ASSIGN_OR_RETURN(layer.attention_output, LoadLinear(w, l + "attention.output.dense", A, H, true));
-    ASSIGN_OR_RETURN(layer.attention_norm, LoadLayerNorm(w, l + "attention.output.LayerNorm", H, c_.layer_norm_eps));
-    ASSIGN_OR_RETURN(layer.intermediate, LoadLinear(w, l + "intermediate.dense", H, c_.intermediate_size, true));
-    ASSIGN_OR_RETURN(layer.output, LoadLinear(w, l + "output.dense", c_.intermediate_size, H, true));
-    ASSIGN_OR_RETURN(layer.output_norm, LoadLayerNorm(w, l + "output.LayerNorm", H, c_.layer_norm_eps));
+    RETURN_IF_ERROR(LoadPostNormBlockDense(w, {l + "attention.output.dense", l + "attention.output.LayerNorm", l},
+                                           A, H, c_.intermediate_size, c_.layer_norm_eps, &layer));
     layers_.push_back(std::move(layer));
   }
 
@@ -272,9 +269,7 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
-  at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
-  at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
-  return layer.output_norm(layer.output(inner), attended);
+  return layer.AfterAttention(context, x, hidden_act_);
 }
 
 EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {

@@ -12,6 +12,7 @@
 #include "server/model/activation.h"
 #include "server/model/encoder_model.h"
 #include "server/model/layers.h"
+#include "server/model/post_norm_block.h"
 #include "server/model/families/deberta_v2/deberta_v2_config.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
@@ -37,13 +38,7 @@ class DebertaV2Model : public EncoderModel {
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
 
  private:
-  struct Layer {
-    Linear qkv;  // query rows pre-divided by the attention scale
-    Linear attention_output;
-    LayerNorm attention_norm;
-    Linear intermediate;
-    Linear output;
-    LayerNorm output_norm;
+  struct Layer : PostNormBlock {  // its query rows pre-divided by the attention scale
     at::Tensor pos_key;    // [heads, 2*span, head_dim]: c2p keys
     at::Tensor pos_query;  // [heads, 2*span, head_dim]: p2c queries, divided by the scale
   };

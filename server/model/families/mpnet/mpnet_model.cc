@@ -88,11 +88,8 @@ absl::Status MpnetModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "v", H, H, true));
     Linear q_scaled{q.weight / scale, q.bias / scale};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
-    ASSIGN_OR_RETURN(layer.attention_output, LoadLinear(w, att + "o", H, H, true));
-    ASSIGN_OR_RETURN(layer.attention_norm, LoadLayerNorm(w, l + "attention.LayerNorm", H, c_.layer_norm_eps));
-    ASSIGN_OR_RETURN(layer.intermediate, LoadLinear(w, l + "intermediate.dense", H, I, true));
-    ASSIGN_OR_RETURN(layer.output, LoadLinear(w, l + "output.dense", I, H, true));
-    ASSIGN_OR_RETURN(layer.output_norm, LoadLayerNorm(w, l + "output.LayerNorm", H, c_.layer_norm_eps));
+    RETURN_IF_ERROR(
+        LoadPostNormBlockDense(w, {att + "o", l + "attention.LayerNorm", l}, H, H, I, c_.layer_norm_eps, &layer));
     layers_.push_back(std::move(layer));
   }
 
@@ -162,9 +159,7 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int
   at::Tensor context = MergeHeads(per_head, packing);
 
   // MPNetAttention: LayerNorm(o(c) + x); MPNetIntermediate, MPNetOutput as BERT's.
-  at::Tensor attended = layer.attention_norm(layer.attention_output(context), x);
-  at::Tensor inner = ApplyActivation(hidden_act_, layer.intermediate(attended));
-  return layer.output_norm(layer.output(inner), attended);
+  return layer.AfterAttention(context, x, hidden_act_);
 }
 
 EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

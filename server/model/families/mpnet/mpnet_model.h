@@ -13,6 +13,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/mpnet/mpnet_config.h"
 #include "server/model/layers.h"
+#include "server/model/post_norm_block.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
@@ -50,14 +51,7 @@ class MpnetModel : public EncoderModel {
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
 
  private:
-  struct Layer {
-    Linear qkv;  // q, k, v fused; the query rows divided by sqrt(head_size)
-    Linear attention_output;
-    LayerNorm attention_norm;
-    Linear intermediate;
-    Linear output;
-    LayerNorm output_norm;
-  };
+  using Layer = PostNormBlock;  // the query rows divided by sqrt(head_size)
   struct PositionBiasTables {
     at::Tensor table;   // float32 [heads, 2L - 1] (the CPU kernel's)
     at::Tensor matrix;  // [heads, L, L] in the weights' dtype, on their device (other devices)
