@@ -32,7 +32,6 @@ runtime_pkgs=(
   libgrpc++1.51 libgrpc29 libprotobuf32
   libabsl20220623
   libprometheus-cpp-core1.0
-  libcpp-httplib0.11      # the HTTP/JSON API (server/http)
   libssl3                 # API keys: SHA-256 and constant-time comparison (server/auth)
   libcurl4                # Hub downloads over HTTPS (server/hub)
   zlib1g                  # CRC-32 of pytorch_model.bin entries (server/checkpoint)
@@ -48,7 +47,7 @@ compile_pkgs=(
   libsentencepiece-dev sentencepiece
   libicu-dev              # server/tokenizer: Unicode categories, case mapping, normalization
   nlohmann-json3-dev
-  libcpp-httplib-dev      # the HTTP/JSON API (server/http)
+  libcpp-httplib-dev      # tests: the fake Hub (tests/hub) and HTTP clients in tests
   libssl-dev              # API keys (server/auth), Hub download checksums (server/hub)
   libcurl4-openssl-dev    # Hub downloads over HTTPS (server/hub)
   zlib1g-dev              # pytorch_model.bin (server/checkpoint)

@@ -20,11 +20,15 @@ struct HttpServerConfig {
   std::string host = "0.0.0.0";
   int port = 8080;  // 0: a free port
   // Handlers block until their batch is computed, so the pool bounds the HTTP requests being
-  // served at once (others wait for a thread); it must be larger than what saturates the models.
+  // served at once (others wait in a queue, costing no thread); it must be larger than what
+  // saturates the models. Connections waiting for their request's bytes use no thread.
   int threads = 64;
-  size_t max_body_bytes = 16 << 20;  // larger bodies: 413
-  absl::Duration read_timeout = absl::Seconds(30);   // a request's bytes must arrive within this
+  size_t max_body_bytes = 16 << 20;  // larger bodies: 413, as soon as Content-Length or a chunk says so
+  absl::Duration header_timeout = absl::Seconds(10);  // a request head must arrive whole within this
+  absl::Duration read_timeout = absl::Seconds(30);   // ... and its body within this after the head
   absl::Duration write_timeout = absl::Seconds(30);  // the client must take the response within this
+  int max_connections = 4096;             // the connection table (bounded by a quarter of the open-files limit)
+  int max_connections_per_client = 256;   // connections one client address may hold
   absl::Duration keep_alive_timeout = absl::Seconds(5);  // idle keep-alive connections are closed after this
   int keep_alive_max_requests = 1000;                    // requests per connection before it is closed
   // How long a call may take (--http-request-timeout; zero: no limit). A request's
@@ -41,11 +45,13 @@ struct HttpServerConfig {
 // "HOST:PORT" ("[::1]:8080" for IPv6) into config's host and port; the port may be 0.
 absl::Status ParseHttpAddress(const std::string& address, HttpServerConfig* config);
 
-// The HTTP/JSON API on cpp-httplib, on its own port: the routes of http_routes.h, each call
-// counted in relserve_requests_total (rpc = "POST /embed", code = the gRPC code name of its
-// status), refused with 503 while the server drains, its body bounded. The server's threads are
-// plain std::threads (8 MB stacks), so LibTorch's and OpenBLAS's thread-local storage fits
-// (PLATFORM.md; tests/http/http_with_torch_test.cc).
+// The HTTP/JSON API on the project's HTTP server (server/web/web_server.h: one event loop for
+// every connection, limits applied while reading), on its own port: the routes of
+// http_routes.h, each call counted in relserve_requests_total (rpc = "POST /embed", code = the
+// gRPC code name of its status), refused with 503 while the server drains. The route, the API
+// key and the drain are checked from the request head, before its body is read. Handlers run
+// on `threads` plain std::threads (8 MB stacks), so LibTorch's and OpenBLAS's thread-local
+// storage fits (PLATFORM.md; tests/http/http_with_torch_test.cc).
 class HttpServer {
  public:
   // `registry` and `metrics` (may be null) outlive the server; the routes' serving layer too.
@@ -55,11 +61,12 @@ class HttpServer {
 
   int port() const { return port_; }
 
-  // Graceful shutdown, as the gRPC service's: new calls are answered 503, running ones finish.
-  void StartDraining() { tracker_.StartDraining(); }
+  // Graceful shutdown, as the gRPC service's: new calls are answered 503, running ones finish;
+  // idle connections and those still sending a request are closed at once.
+  void StartDraining();
   bool WaitForIdle(absl::Time deadline) const { return tracker_.WaitForIdle(deadline); }
   int64_t in_flight() const { return tracker_.in_flight(); }
-  // Closes the port and joins the threads. Safe to call twice.
+  // Closes the port and every connection, and joins the threads. Safe to call twice.
   void Stop();
 
  private:

@@ -4,16 +4,16 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
 namespace relserve {
+
+class WebServer;
 
 // Where and how the metrics endpoint listens. Only address and port matter in production;
 // the limits have safe defaults and exist mostly so tests can shorten them.
@@ -42,13 +42,15 @@ struct HttpEndpointConfig {
   std::function<absl::Status(std::optional<std::string_view> authorization)> authorize_metrics;
 };
 
-// A minimal HTTP/1.1 server for Prometheus scrapes and health checks.
+// The metrics port: /metrics for Prometheus and /healthz for probes, served by the project's one
+// HTTP server (server/web/web_server.h), which the API port runs too, one request per
+// connection.
 //
 // Why not prometheus::Exposer: prometheus-cpp's pull exposer runs on civetweb, and Debian's
 // civetweb gives its worker threads a 100 KB stack. In a process that also loads LibTorch with
 // OpenBLAS-pthread the static TLS of OpenBLAS, glog and torch no longer fits in it, and the
-// Exposer constructor throws "null context when constructing CivetServer". This server runs on
-// one ordinary std::thread (normal stack) and needs nothing but POSIX sockets.
+// Exposer constructor throws "null context when constructing CivetServer". The web server runs
+// on one ordinary std::thread (normal stack) and needs nothing but POSIX sockets.
 //
 // Routes (anything after '?' is ignored):
 //   GET|HEAD /metrics  200, Content-Type: text/plain; version=0.0.4; charset=utf-8, body =
@@ -61,37 +63,10 @@ struct HttpEndpointConfig {
 //   malformed request  400; request line / head over max_request_bytes: 414 / 431;
 //                      an HTTP version other than 1.x: 505
 // Every response carries Content-Length and "Connection: close"; the connection is closed after
-// the response. A 400 names what was malformed (see http_request.h for the parser).
-//
-// Slow and idle clients. The endpoint answers the orchestrator's probes and Prometheus, so no
-// client that connects and then says nothing, or sends its request a byte at a time, may keep
-// them from being served. The serving thread multiplexes every connection with poll() and
-// non-blocking sockets (a slow client never delays another one's bytes), and the connection
-// table is defended thus:
-// - Total header deadline: the request head must be complete read_timeout_ms after the
-//   connection was accepted. The deadline is set once at accept; trickled bytes do not move
-//   it, so a connection holds its slot for at most read_timeout_ms before its request is read.
-// - A new connection is always taken: the listening socket is polled even when the table is
-//   full, and a connection that does not fit evicts (closes) one that is done or idle: the
-//   oldest one already answered that only awaits the client's close (at most 500 ms), else the
-//   oldest connection that has not yet delivered a complete request head (its bytes are read
-//   first, so a request that has just arrived is served rather than dropped), else the oldest
-//   one whose client is not reading its response. A probe's request arrives with its
-//   connection and is read at once, so by the time later connections arrive it is no longer
-//   evictable: the oldest idle connections go first, and those are the attacker's.
-// - Per-peer cap: one peer address holds at most max_connections_per_peer connections; its
-//   next connection evicts its own oldest one (same order as above), never someone else's.
-//   A single misbehaving client therefore only churns its own slots and cannot push out the
-//   connection of a kubelet probe (the node's address) or of Prometheus (its pod's address).
-//   Peers are whole addresses; an IPv4-mapped IPv6 address counts as its IPv4 address. (A
-//   client sharing the probe's address could still push the probe out if it opened that many
-//   connections between the probe's connect and the arrival of its request.)
-// - Descriptor budget: the table is bounded by a quarter of the soft RLIMIT_NOFILE at Start(),
-//   leaving the rest to gRPC and the models.
-// - When accept() fails for want of descriptors (EMFILE, ENFILE), the oldest connection that
-//   has not delivered its head is closed to free one and accept is retried; with none to
-//   close, accepting pauses for 100 ms (the pending connection waits in the listen backlog).
-// render_metrics and ready are called on the serving thread.
+// the response. A 400 names what was malformed (see web/http_request.h for the parser). Slow
+// and idle clients are handled as web_server.h says: a whole-head deadline of read_timeout_ms,
+// a table bounded by the descriptor budget in which a newcomer evicts the oldest idle
+// connection, and a per-peer cap.
 class MetricsHttpEndpoint {
  public:
   // Binds, listens and starts the serving thread. UNAVAILABLE with the errno text if the address
@@ -105,9 +80,9 @@ class MetricsHttpEndpoint {
   MetricsHttpEndpoint& operator=(const MetricsHttpEndpoint&) = delete;
 
   // The bound port (the actual one when config.port was 0).
-  int port() const { return port_; }
+  int port() const;
   // The size of the connection table after the descriptor budget was applied.
-  int max_connections() const { return max_connections_; }
+  int max_connections() const;
 
   // Closes the listening socket and every open connection and joins the serving thread.
   // Safe to call more than once and from several threads; must not be called from inside
@@ -115,14 +90,8 @@ class MetricsHttpEndpoint {
   void Stop();
 
  private:
-  class Loop;
   MetricsHttpEndpoint() = default;
-
-  int port_ = 0;
-  int max_connections_ = 0;
-  std::mutex stop_mu_;  // serializes Stop()
-  std::unique_ptr<Loop> loop_;
-  std::thread thread_;
+  std::unique_ptr<WebServer> server_;
 };
 
 }  // namespace relserve

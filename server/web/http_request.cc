@@ -1,4 +1,4 @@
-#include "server/metrics/http_request.h"
+#include "server/web/http_request.h"
 
 #include <algorithm>
 
