@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -19,6 +20,7 @@ constexpr uint32_t kCentralHeaderSignature = 0x02014b50;
 constexpr uint32_t kEndSignature = 0x06054b50;
 constexpr uint32_t kZip64EndSignature = 0x06064b50;
 constexpr uint32_t kZip64LocatorSignature = 0x07064b50;
+constexpr uint32_t kDataDescriptorSignature = 0x08074b50;
 constexpr size_t kLocalHeaderSize = 30;
 constexpr size_t kCentralHeaderSize = 46;
 constexpr size_t kEndSize = 22;
@@ -27,6 +29,7 @@ constexpr size_t kZip64EndSize = 56;
 constexpr size_t kMaxCommentSize = 0xFFFF;
 constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kFlagEncrypted = 1 << 0;
+constexpr uint16_t kFlagDataDescriptor = 1 << 3;
 constexpr uint16_t kFlagStrongEncryption = 1 << 6;
 
 // [offset, offset + length) lies within [0, size), without overflow.
@@ -38,6 +41,16 @@ bool Fits(uint64_t offset, uint64_t length, uint64_t size) {
 uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | (p[1] << 8)); }
 uint32_t U32(const uint8_t* p) { return static_cast<uint32_t>(U16(p)) | (static_cast<uint32_t>(U16(p + 2)) << 16); }
 uint64_t U64(const uint8_t* p) { return static_cast<uint64_t>(U32(p)) | (static_cast<uint64_t>(U32(p + 4)) << 32); }
+
+std::string Crc(uint32_t crc) { return absl::StrCat(absl::Hex(crc, absl::kZeroPad8)); }
+
+// The bytes an entry takes before the central directory: its local header, its data and its
+// data descriptor.
+struct Extent {
+  uint64_t begin;
+  uint64_t end;
+  size_t entry;
+};
 
 struct Directory {
   uint64_t entries = 0;
@@ -120,10 +133,11 @@ class Parser {
   }
 
   absl::Status ReadEntries(const Directory& d, std::vector<ZipArchive::Entry>* entries,
-                           std::map<std::string, size_t, std::less<>>* by_name) const {
+                           std::map<std::string, size_t, std::less<>>* by_name, std::vector<Extent>* extents) const {
     uint64_t at = d.offset;
     const uint64_t directory_end = d.offset + d.size;
     entries->reserve(d.entries);
+    extents->reserve(d.entries);
     for (uint64_t i = 0; i < d.entries; ++i) {
       if (!Fits(at, kCentralHeaderSize, directory_end) || U32(data_ + at) != kCentralHeaderSignature) {
         return Corrupt(absl::StrCat("central directory entry ", i, " (at offset ", at, ") is not a file header"));
@@ -206,9 +220,31 @@ class Parser {
         return Corrupt(absl::StrCat("the ", compressed, " bytes of entry ", Quote(name), " at offset ", data_at,
                                     " run past the data area, which ends at offset ", d.offset));
       }
+      // The central directory's CRC is the one Verify checks the data against; the local
+      // records must say the same, so that no reader of this file sees other contents.
+      uint64_t end = data_at + compressed;
+      const uint16_t local_flags = U16(local + 6);
+      const uint32_t local_crc = U32(local + 14);
+      if ((local_flags & kFlagDataDescriptor) != 0) {
+        // The local header leaves the CRC and sizes at 0 (miniz, and so torch.save, always
+        // does); a data descriptor after the data gives them.
+        if (local_crc != 0 && local_crc != crc) return CrcMismatch(name, "local header", local_crc, crc);
+        ASSIGN_OR_RETURN(end, ReadDescriptor(name, end, d.offset, crc, compressed, uncompressed));
+      } else {
+        if (local_crc != crc) return CrcMismatch(name, "local header", local_crc, crc);
+        const uint32_t local_compressed = U32(local + 18);
+        const uint32_t local_uncompressed = U32(local + 22);
+        if ((local_compressed != 0xFFFFFFFF && local_compressed != compressed) ||
+            (local_uncompressed != 0xFFFFFFFF && local_uncompressed != uncompressed)) {
+          return Corrupt(absl::StrCat("the local header of entry ", Quote(name), " records sizes of ", local_compressed,
+                                      " and ", local_uncompressed, " bytes, the central directory ", compressed, " and ",
+                                      uncompressed));
+        }
+      }
       if (!by_name->emplace(name, entries->size()).second) {
         return Unsupported(absl::StrCat("entry ", Quote(name), " appears twice in the archive"));
       }
+      extents->push_back(Extent{local_at, end, entries->size()});
       entries->push_back(
           ZipArchive::Entry{std::move(name), data_ + data_at, static_cast<size_t>(compressed), crc, method});
       at += kCentralHeaderSize + variable;
@@ -216,7 +252,54 @@ class Parser {
     return absl::OkStatus();
   }
 
+  // No two entries may share bytes: overlapping entries let a small file stand for many large
+  // ones (each checked by CRC on its own). Every extent already ends before the central
+  // directory. O(n log n).
+  absl::Status CheckDisjoint(std::vector<Extent> extents, const std::vector<ZipArchive::Entry>& entries) const {
+    std::sort(extents.begin(), extents.end(),
+              [](const Extent& a, const Extent& b) { return a.begin < b.begin; });
+    for (size_t i = 1; i < extents.size(); ++i) {
+      const Extent& a = extents[i - 1];
+      const Extent& b = extents[i];
+      if (b.begin < a.end) {
+        return Corrupt(absl::StrCat("entries ", Quote(entries[a.entry].name), " (bytes ", a.begin, " to ", a.end,
+                                    ") and ", Quote(entries[b.entry].name), " (bytes ", b.begin, " to ", b.end,
+                                    ") overlap; the entries of a zip archive lie apart"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
  private:
+  absl::Status CrcMismatch(const std::string& name, const char* where, uint32_t recorded, uint32_t central) const {
+    return Corrupt(absl::StrCat("the ", where, " of entry ", Quote(name), " records CRC-32 ", Crc(recorded),
+                                ", the central directory ", Crc(central)));
+  }
+
+  // The data descriptor at `at` (an optional signature, the CRC-32, then both sizes in 4 or, for
+  // zip64, 8 bytes each): it must agree with the central directory. Returns where it ends.
+  absl::StatusOr<uint64_t> ReadDescriptor(const std::string& name, uint64_t at, uint64_t limit, uint32_t crc,
+                                          uint64_t compressed, uint64_t uncompressed) const {
+    const bool signed_form = Fits(at, 4, limit) && U32(data_ + at) == kDataDescriptorSignature;
+    // Without a signature the CRC comes first; with one, a CRC that happens to equal the
+    // signature is still read correctly by trying the signed form first.
+    for (const uint64_t skip : {signed_form ? uint64_t{4} : uint64_t{0}, uint64_t{0}}) {
+      const uint64_t p = at + skip;
+      if (!Fits(p, 12, limit) || U32(data_ + p) != crc) continue;
+      if (U32(data_ + p + 4) == compressed && U32(data_ + p + 8) == uncompressed) return p + 12;
+      if (Fits(p, 20, limit) && U64(data_ + p + 4) == compressed && U64(data_ + p + 12) == uncompressed) return p + 20;
+    }
+    if (!Fits(at + (signed_form ? 4 : 0), 12, limit)) {
+      return Corrupt(absl::StrCat("the data descriptor of entry ", Quote(name), " (at offset ", at,
+                                  ") runs past the data area, which ends at offset ", limit));
+    }
+    const uint32_t recorded = U32(data_ + at + (signed_form ? 4 : 0));
+    if (recorded != crc) return CrcMismatch(name, "data descriptor", recorded, crc);
+    return Corrupt(absl::StrCat("the data descriptor of entry ", Quote(name), " (at offset ", at,
+                                ") records other sizes than the central directory's ", compressed, " and ",
+                                uncompressed));
+  }
+
   const uint8_t* data_;
   size_t size_;
   const std::string& label_;
@@ -230,8 +313,9 @@ absl::StatusOr<ZipArchive> ZipArchive::Parse(const uint8_t* data, size_t size, c
   if (!directory.ok()) return directory.status();
   ZipArchive archive;
   archive.label_ = label;
-  absl::Status status = parser.ReadEntries(*directory, &archive.entries_, &archive.by_name_);
-  if (!status.ok()) return status;
+  std::vector<Extent> extents;
+  RETURN_IF_ERROR(parser.ReadEntries(*directory, &archive.entries_, &archive.by_name_, &extents));
+  RETURN_IF_ERROR(parser.CheckDisjoint(std::move(extents), archive.entries_));
   return archive;
 }
 
@@ -246,12 +330,15 @@ absl::Status ZipArchive::Verify(const Entry& entry) const {
                                                    entry.method, "); torch.save stores entries uncompressed: re-save "
                                                    "the file with torch.save instead of re-zipping it"));
   }
-  if (entry.crc32 == 0) return absl::OkStatus();
+  // Always checked: a recorded 0 is only right for data whose CRC-32 is 0 (the empty entry).
   const uint32_t actual = static_cast<uint32_t>(crc32_z(0, entry.data, entry.size));
   if (actual == entry.crc32) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(label_, ": entry ", Quote(entry.name),
-                                          " is corrupt: its CRC-32 is ", absl::Hex(actual, absl::kZeroPad8),
-                                          ", the archive records ", absl::Hex(entry.crc32, absl::kZeroPad8)));
+  return absl::DataLossError(absl::StrCat(
+      label_, ": entry ", Quote(entry.name), " is corrupt: its CRC-32 is ", Crc(actual), ", the archive records ",
+      Crc(entry.crc32),
+      entry.crc32 == 0 ? " (PyTorch writes 0 when torch.serialization.set_crc32_options(False) is in effect; "
+                         "relserve checks every entry, so re-save the file with CRC-32s, the default)"
+                       : ""));
 }
 
 }  // namespace relserve

@@ -30,8 +30,10 @@ class ZipArchive {
 
   // `label` starts every message (the file's path). DATA_LOSS when the archive is cut short or
   // its records are inconsistent (no end-of-central-directory record, a signature or an offset
-  // that does not fit); INVALID_ARGUMENT for what torch.save never writes (encryption, several
-  // disks, a name twice). The buffer must outlive the archive.
+  // that does not fit, a local header or data descriptor whose CRC-32 or sizes differ from the
+  // central directory's, two entries whose bytes overlap); INVALID_ARGUMENT for what torch.save
+  // never writes (encryption, several disks, a name twice). No CRC is computed here. The buffer
+  // must outlive the archive.
   static absl::StatusOr<ZipArchive> Parse(const uint8_t* data, size_t size, const std::string& label);
 
   // In central-directory order.
@@ -39,9 +41,9 @@ class ZipArchive {
   // nullptr if absent.
   const Entry* Find(std::string_view name) const;
   // Whether `entry` can be read as it lies: INVALID_ARGUMENT when it is compressed, DATA_LOSS
-  // naming it when its bytes do not match the CRC-32 the archive records. torch.save leaves the
-  // CRC at 0 when told not to compute it (PyTorch 2.x's
-  // torch.serialization.set_crc32_options(False)): 0 is taken as "not recorded".
+  // naming it when its bytes do not match the CRC-32 the central directory records. A recorded
+  // 0 is no exception (it would let a corrupted file through with its CRCs zeroed): the files
+  // PyTorch writes under torch.serialization.set_crc32_options(False) fail here, saying so.
   absl::Status Verify(const Entry& entry) const;
 
  private:

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -223,6 +225,57 @@ TEST(PytorchBinFileTest, CorruptStorageIsDataLoss) {
   const size_t data = static_cast<size_t>(storage->data - reinterpret_cast<const uint8_t*>(bytes.data()));
   bytes[data] = static_cast<char>(bytes[data] ^ 1);
   ExpectError(bytes, absl::StatusCode::kDataLoss, {"\"protocol4/data/1\" is corrupt"});
+}
+
+// The hostile probe of issue 20: a flipped byte in the weights of a real file, with every CRC
+// field of that entry zeroed (the central directory's and the data descriptor's; torch leaves
+// the local header's at 0), used to load.
+TEST(PytorchBinFileTest, ZeroedCrcsDoNotHideCorruption) {
+  std::string bytes = Fixture("protocol4.bin");
+  auto archive = ZipArchive::Parse(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), "protocol4.bin");
+  ASSERT_TRUE(archive.ok()) << archive.status();
+  const ZipArchive::Entry* storage = archive->Find("protocol4/data/1");
+  ASSERT_NE(storage, nullptr);
+  const size_t data = static_cast<size_t>(storage->data - reinterpret_cast<const uint8_t*>(bytes.data()));
+  ASSERT_EQ(bytes.compare(data + storage->size, 4, "PK\x07\x08"), 0);
+  bytes.replace(data + storage->size + 4, 4, std::string(4, '\0'));
+  size_t central = bytes.find("PK\x01\x02");
+  while (central != std::string::npos && bytes.compare(central + 46, 16, "protocol4/data/1") != 0) {
+    central = bytes.find("PK\x01\x02", central + 1);
+  }
+  ASSERT_NE(central, std::string::npos);
+  bytes.replace(central + 16, 4, std::string(4, '\0'));
+  // Zeroed alone, the CRC no longer matches the (intact) data.
+  ExpectError(bytes, absl::StatusCode::kDataLoss, {"\"protocol4/data/1\" is corrupt", "records 00000000"});
+  bytes[data] = static_cast<char>(bytes[data] ^ 1);
+  ExpectError(bytes, absl::StatusCode::kDataLoss, {"\"protocol4/data/1\" is corrupt", "records 00000000"});
+}
+
+// The hostile probe of issue 20: 400 storages whose zip entries all share one 8.5 MB copy of
+// their bytes, which cost 3.4 GB of CRC work. Refused while the archive is read, before any.
+TEST(PytorchBinFileTest, OverlappingStoragesAreRefusedBeforeAnyCrc) {
+  constexpr int kStorages = 400;
+  constexpr int64_t kFloats = 8'500'000 / 4;
+  std::vector<testing::TensorSpec> tensors;
+  std::vector<std::string> names;
+  for (int i = 0; i < kStorages; ++i) {
+    const std::string key = std::to_string(i);
+    tensors.push_back({"w" + key, key, "FloatStorage", kFloats, 0, {kFloats}, {1}});
+    names.push_back("a/data/" + key);
+  }
+  const std::string bytes = ZipBuilder::Overlapping({{"a/data.pkl", StateDictPickle(tensors)}}, names,
+                                                    std::string(kFloats * 4, '\x01'));
+  ASSERT_LT(bytes.size(), 9'000'000u);
+  const auto start = std::chrono::steady_clock::now();
+  auto parsed = Parse(bytes);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::cout << "refusing " << bytes.size() << " bytes of " << kStorages << " overlapping entries took " << ms
+            << " ms\n";
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kDataLoss) << parsed.status();
+  EXPECT_NE(parsed.status().message().find("entries \"a/data/0\" (bytes"), std::string::npos) << parsed.status();
+  EXPECT_NE(parsed.status().message().find("overlap"), std::string::npos) << parsed.status();
+  EXPECT_LT(ms, 1000.0) << "no CRC work: one 8.5 MB CRC alone takes milliseconds";
 }
 
 // Views that copy: each may not hold more elements than its storage, and together they may not

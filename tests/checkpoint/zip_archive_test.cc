@@ -101,6 +101,91 @@ TEST(ZipArchiveTest, CorruptCrcNamesTheEntry) {
   EXPECT_NE(status.message().find("\"a/data/0\" is corrupt"), std::string::npos) << status;
 }
 
+// A CRC-32 of 0 is checked like any other: only data whose CRC-32 is 0 (the empty entry) has
+// it. Otherwise a corrupted file would load with its CRC fields zeroed.
+TEST(ZipArchiveTest, AZeroCrcIsCheckedLikeAnyOther) {
+  for (bool descriptor : {false, true}) {
+    SCOPED_TRACE(descriptor ? "data descriptor" : "local header");
+    ZipBuilder builder;
+    builder.Add("a/data/0", "weights").last().zero_crc = true;
+    builder.last().data_descriptor = descriptor;
+    builder.Add("a/empty", "").last().zero_crc = true;
+    builder.last().data_descriptor = descriptor;
+    const std::string bytes = builder.Build();
+    auto zip = Parse(bytes);
+    ASSERT_TRUE(zip.ok()) << zip.status();
+    const absl::Status status = zip->Verify(*zip->Find("a/data/0"));
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find("\"a/data/0\" is corrupt"), std::string::npos) << status;
+    EXPECT_NE(status.message().find("the archive records 00000000"), std::string::npos) << status;
+    EXPECT_NE(status.message().find("set_crc32_options(False)"), std::string::npos) << status;
+    EXPECT_TRUE(zip->Verify(*zip->Find("a/empty")).ok());
+  }
+}
+
+// torch.save's layout: flag bit 3, nothing in the local header, a data descriptor after the
+// data (with 8-byte sizes in zip64 archives).
+TEST(ZipArchiveTest, ReadsDataDescriptors) {
+  for (bool zip64 : {false, true}) {
+    SCOPED_TRACE(zip64 ? "zip64" : "zip");
+    ZipBuilder builder(zip64);
+    builder.Add("a/data.pkl", "pickle").last().data_descriptor = true;
+    builder.Add("a/data/0", std::string(100, 'q')).last().data_descriptor = true;
+    auto zip = Parse(builder.Build());
+    ASSERT_TRUE(zip.ok()) << zip.status();
+    ASSERT_EQ(zip->entries().size(), 2u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(zip->entries()[0].data), zip->entries()[0].size), "pickle");
+    for (const ZipArchive::Entry& e : zip->entries()) EXPECT_TRUE(zip->Verify(e).ok()) << e.name;
+  }
+}
+
+// The central directory's CRC-32 is the one the data is checked against; a local header or data
+// descriptor that records another is an inconsistent archive, and so are other local sizes.
+TEST(ZipArchiveTest, LocalRecordsMustAgreeWithTheCentralDirectory) {
+  for (bool descriptor : {false, true}) {
+    ZipBuilder builder;
+    builder.Add("a/data.pkl", "pickle");
+    builder.Add("a/data/0", "weights").last().local_crc_differs = true;
+    builder.last().data_descriptor = descriptor;
+    ExpectError(Parse(builder.Build()), absl::StatusCode::kDataLoss,
+                descriptor ? "the data descriptor of entry \"a/data/0\" records CRC-32"
+                           : "the local header of entry \"a/data/0\" records CRC-32");
+  }
+  // Zeroing the central directory's CRC alone no longer passes either.
+  std::string bytes = ReadBytes(TestDataPath("pytorch_bin/protocol4.bin"));
+  const size_t central = bytes.find("PK\x01\x02");
+  ASSERT_NE(central, std::string::npos);
+  ASSERT_EQ(bytes.compare(central + 46, 18, "protocol4/data.pkl"), 0);
+  bytes.replace(central + 16, 4, std::string(4, '\0'));
+  ExpectError(Parse(bytes), absl::StatusCode::kDataLoss,
+              "the data descriptor of entry \"protocol4/data.pkl\" records CRC-32 82a3a3bb, the central directory 00000000");
+
+  ZipBuilder sizes;
+  sizes.Add("a/data/0", "weights");
+  std::string patched = sizes.Build();
+  patched[18] = 3;  // the local header's compressed size
+  ExpectError(Parse(patched), absl::StatusCode::kDataLoss, "the local header of entry \"a/data/0\" records sizes of 3");
+  ZipBuilder described;
+  described.Add("a/data/0", "weights").last().data_descriptor = true;
+  patched = described.Build();
+  const size_t descriptor = patched.find("PK\x07\x08");
+  ASSERT_NE(descriptor, std::string::npos);
+  patched[descriptor + 8] = 3;
+  ExpectError(Parse(patched), absl::StatusCode::kDataLoss, "records other sizes");
+}
+
+// Entries that share bytes would let a small file cost many times its size in CRC work: refused
+// while the directory is read, naming two of them.
+TEST(ZipArchiveTest, RefusesOverlappingEntries) {
+  const std::string bytes =
+      ZipBuilder::Overlapping({{"a/data.pkl", "pickle"}}, {"a/data/0", "a/data/1", "a/data/2"}, std::string(1000, 'w'));
+  // Each entry on its own is consistent.
+  ExpectError(Parse(bytes), absl::StatusCode::kDataLoss, "entries \"a/data/0\" (bytes ");
+  ExpectError(Parse(bytes), absl::StatusCode::kDataLoss, ") and \"a/data/1\" (bytes ");
+  ExpectError(Parse(bytes), absl::StatusCode::kDataLoss, "overlap");
+  EXPECT_TRUE(Parse(ZipBuilder::Overlapping({{"a/data.pkl", "pickle"}}, {"a/data/0"}, "w")).ok());
+}
+
 // Sizes and offsets that point outside the file, or fields that contradict each other.
 TEST(ZipArchiveTest, InconsistentRecordsAreDataLoss) {
   const std::string good = ZipBuilder().Add("a/data.pkl", "pickle").Add("a/data/0", "0123456789").Build();

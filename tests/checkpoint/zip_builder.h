@@ -21,7 +21,12 @@ class ZipBuilder {
     std::string name;
     std::string data;
     uint16_t method = 0;  // 0: stored; anything else claims compression
-    bool corrupt_crc = false;
+    bool corrupt_crc = false;  // every record of the CRC-32 is off by one bit
+    bool zero_crc = false;     // every record of the CRC-32 is 0
+    // As miniz (and so torch.save) writes: general-purpose flag bit 3 set, the local header's
+    // CRC-32 and sizes 0, and a data descriptor (signature, CRC-32, sizes) after the data.
+    bool data_descriptor = false;
+    bool local_crc_differs = false;  // the local header's (or data descriptor's) CRC-32 is another
   };
 
   // Zip64 records throughout: sizes and offsets saturated in the 32-bit fields and given in
@@ -41,15 +46,17 @@ class ZipBuilder {
       offsets.push_back(out.size());
       const uint64_t header_end = out.size() + 30 + e.name.size() + 4;
       const uint64_t padding = (64 - (header_end % 64)) % 64;
+      const uint32_t local_crc = e.local_crc_differs ? Crc(e) ^ 0x10 : Crc(e);
+      const uint32_t local_size = e.data_descriptor ? 0 : zip64_ ? 0xFFFFFFFF : static_cast<uint32_t>(e.data.size());
       U32(&out, 0x04034b50);
       U16(&out, zip64_ ? 45 : 20);
-      U16(&out, 0);
+      U16(&out, e.data_descriptor ? 0x0808 : 0);
       U16(&out, e.method);
       U16(&out, 0);
       U16(&out, 0);
-      U32(&out, Crc(e));
-      U32(&out, zip64_ ? 0xFFFFFFFF : static_cast<uint32_t>(e.data.size()));
-      U32(&out, zip64_ ? 0xFFFFFFFF : static_cast<uint32_t>(e.data.size()));
+      U32(&out, e.data_descriptor ? 0 : local_crc);
+      U32(&out, local_size);
+      U32(&out, local_size);
       U16(&out, static_cast<uint16_t>(e.name.size()));
       U16(&out, static_cast<uint16_t>(4 + padding));
       out += e.name;
@@ -57,6 +64,12 @@ class ZipBuilder {
       U16(&out, static_cast<uint16_t>(padding));
       out.append(padding, 'Z');
       out += e.data;
+      if (e.data_descriptor) {
+        U32(&out, 0x08074b50);
+        U32(&out, local_crc);
+        Le(&out, e.data.size(), zip64_ ? 8 : 4);
+        Le(&out, e.data.size(), zip64_ ? 8 : 4);
+      }
     }
     const uint64_t directory_at = out.size();
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -64,7 +77,7 @@ class ZipBuilder {
       U32(&out, 0x02014b50);
       U16(&out, zip64_ ? 45 : 20);
       U16(&out, zip64_ ? 45 : 20);
-      U16(&out, 0);
+      U16(&out, e.data_descriptor ? 0x0808 : 0);
       U16(&out, e.method);
       U16(&out, 0);
       U16(&out, 0);
@@ -116,9 +129,85 @@ class ZipBuilder {
     return out;
   }
 
+  // `head` laid out as Build does (without padding), then one entry per name in `shared`, all
+  // of whose data is the same single copy of `data`: their local headers follow one another,
+  // each with an extra field that runs over the next ones up to that copy. Each entry is
+  // consistent on its own (CRC-32 and sizes right), but together they overlap: a file of
+  // data.size() bytes that stands for shared.size() * data.size().
+  static std::string Overlapping(const std::vector<std::pair<std::string, std::string>>& head,
+                                 const std::vector<std::string>& shared, const std::string& data) {
+    std::string out;
+    struct Record {
+      std::string name;
+      uint64_t offset;
+      uint64_t size;
+      uint32_t crc;
+    };
+    std::vector<Record> records;
+    auto local_header = [&out](const std::string& name, uint64_t size, uint32_t crc, uint64_t extra) {
+      U32(&out, 0x04034b50);
+      U16(&out, 20);
+      U16(&out, 0);
+      U16(&out, 0);
+      U16(&out, 0);
+      U16(&out, 0);
+      U32(&out, crc);
+      U32(&out, size);
+      U32(&out, size);
+      U16(&out, name.size());
+      U16(&out, extra);
+      out += name;
+    };
+    for (const auto& [name, contents] : head) {
+      records.push_back({name, out.size(), contents.size(), Crc(contents)});
+      local_header(name, contents.size(), records.back().crc, 0);
+      out += contents;
+    }
+    uint64_t data_at = out.size();
+    for (const std::string& name : shared) data_at += 30 + name.size();
+    const uint32_t crc = Crc(data);
+    for (const std::string& name : shared) {
+      records.push_back({name, out.size(), data.size(), crc});
+      local_header(name, data.size(), crc, data_at - (out.size() + 30 + name.size()));
+    }
+    out += data;
+    const uint64_t directory_at = out.size();
+    for (const Record& r : records) {
+      U32(&out, 0x02014b50);
+      U16(&out, 20);
+      U16(&out, 20);
+      U16(&out, 0);
+      U16(&out, 0);
+      U16(&out, 0);
+      U16(&out, 0);
+      U32(&out, r.crc);
+      U32(&out, r.size);
+      U32(&out, r.size);
+      U16(&out, r.name.size());
+      for (int i = 0; i < 4; ++i) U16(&out, 0);
+      U32(&out, 0);
+      U32(&out, r.offset);
+      out += r.name;
+    }
+    const uint64_t directory_size = out.size() - directory_at;
+    U32(&out, 0x06054b50);
+    U16(&out, 0);
+    U16(&out, 0);
+    U16(&out, records.size());
+    U16(&out, records.size());
+    U32(&out, directory_size);
+    U32(&out, directory_at);
+    U16(&out, 0);
+    return out;
+  }
+
  private:
+  static uint32_t Crc(const std::string& data) {
+    return static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const uint8_t*>(data.data()), data.size()));
+  }
   static uint32_t Crc(const Entry& e) {
-    const auto crc = static_cast<uint32_t>(crc32_z(0, reinterpret_cast<const uint8_t*>(e.data.data()), e.data.size()));
+    if (e.zero_crc) return 0;
+    const uint32_t crc = Crc(e.data);
     return e.corrupt_crc ? crc ^ 1 : crc;
   }
   static void U16(std::string* out, uint64_t v) { Le(out, v, 2); }
