@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/hub/download_progress.h"
 #include "server/util/file_util.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
@@ -86,6 +88,23 @@ absl::Status Errno(const std::string& what, const std::string& path) {
   return absl::UnavailableError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
 }
 
+// RESOURCE_EXHAUSTED when the filesystem holding `dir` has less than `needed` bytes free (to an
+// unprivileged writer, as statvfs counts them): refused before a byte is fetched, whatever size
+// the Hub or the server declares. OK when statvfs cannot tell.
+absl::Status CheckFreeSpace(const std::string& dir, int64_t needed, const std::string& what) {
+  struct statvfs fs;
+  if (needed <= 0 || statvfs(dir.c_str(), &fs) != 0) return absl::OkStatus();
+  uint64_t free_bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(fs.f_bavail), static_cast<uint64_t>(fs.f_frsize), &free_bytes)) {
+    return absl::OkStatus();
+  }
+  if (static_cast<uint64_t>(needed) <= free_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cannot download ", what, ": it needs ", needed, " bytes (", FormatBytes(needed), ") and the filesystem of ", dir,
+      " has ", free_bytes, " bytes (", FormatBytes(static_cast<int64_t>(std::min<uint64_t>(free_bytes, INT64_MAX))),
+      ") free"));
+}
+
 // Holds an exclusive flock() on a lock file until destroyed.
 class FileLock {
  public:
@@ -124,18 +143,30 @@ class FileLock {
 class IncompleteFile : public DownloadSink {
  public:
   IncompleteFile(int fd, int64_t size, std::optional<int64_t> expected, std::optional<ContentCheck>* check,
-                 DownloadProgress* progress)
-      : fd_(fd), size_(size), expected_(expected), check_(check), progress_(progress) {}
+                 DownloadProgress* progress, std::string dir, std::string what)
+      : fd_(fd),
+        size_(size),
+        expected_(expected),
+        check_(check),
+        progress_(progress),
+        dir_(std::move(dir)),
+        what_(std::move(what)) {}
 
-  bool Begin(int64_t offset) override {
-    if (offset == size_) return true;
-    // The server sends the file from its start: what was there goes.
-    if (offset != 0 || ftruncate(fd_, 0) != 0 || lseek(fd_, 0, SEEK_SET) != 0) {
-      problem_ = absl::StrCat("cannot restart at byte ", offset, ": ", std::strerror(errno));
-      return false;
+  bool Begin(int64_t offset, std::optional<int64_t> length) override {
+    if (offset != size_) {
+      // The server sends the file from its start: what was there goes.
+      if (offset != 0 || ftruncate(fd_, 0) != 0 || lseek(fd_, 0, SEEK_SET) != 0) {
+        problem_ = absl::StrCat("cannot restart at byte ", offset, ": ", std::strerror(errno));
+        return false;
+      }
+      size_ = 0;
+      if (*check_) (*check_)->Reset();
     }
-    size_ = 0;
-    if (*check_) (*check_)->Reset();
+    // The size the Hub gave was checked before the request; without one, the server's.
+    if (!expected_ && length) {
+      no_space_ = CheckFreeSpace(dir_, *length, what_);
+      if (!no_space_.ok()) return false;
+    }
     return true;
   }
 
@@ -162,6 +193,8 @@ class IncompleteFile : public DownloadSink {
   int64_t size() const { return size_; }
   bool too_long() const { return too_long_; }
   const std::string& problem() const { return problem_; }
+  // RESOURCE_EXHAUSTED when the declared length did not fit.
+  const absl::Status& no_space() const { return no_space_; }
 
  private:
   int fd_;
@@ -169,8 +202,11 @@ class IncompleteFile : public DownloadSink {
   std::optional<int64_t> expected_;
   std::optional<ContentCheck>* check_;
   DownloadProgress* progress_;
+  std::string dir_;
+  std::string what_;
   bool too_long_ = false;
   std::string problem_;
+  absl::Status no_space_;
 };
 
 // Feeds the first `size` bytes of `fd` to `check` (the part an earlier attempt left).
@@ -206,7 +242,8 @@ absl::Status DownloadBlob(const HubClient& client, const HubCache& cache, const 
   const std::string what = absl::StrCat(file, " of ", repo_id);
   ASSIGN_OR_RETURN(auto lock, FileLock::Acquire(cache.LockPath(repo_id, meta.etag), what, client.settings().cancelled));
   if (FileExists(blob)) return absl::OkStatus();  // another process fetched it meanwhile
-  RETURN_IF_ERROR(MakeDirectories(blob.substr(0, blob.find_last_of('/'))));
+  const std::string blobs_dir = blob.substr(0, blob.find_last_of('/'));
+  RETURN_IF_ERROR(MakeDirectories(blobs_dir));
 
   const std::string incomplete = cache.IncompletePath(repo_id, meta.etag);
   const int fd = open(incomplete.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
@@ -226,6 +263,22 @@ absl::Status DownloadBlob(const HubClient& client, const HubCache& cache, const 
     }
   }
   lseek(fd, existing, SEEK_SET);
+  auto discard = [&](absl::Status status) {
+    close(fd);
+    unlink(incomplete.c_str());
+    return status;
+  };
+  // Stops with the .incomplete file kept for the next attempt to resume from, unless it is
+  // empty (nothing to resume: no 0-byte leftover stays behind).
+  auto stop = [&](absl::Status status) {
+    struct stat now;
+    if (fstat(fd, &now) == 0 && now.st_size == 0) return discard(std::move(status));
+    close(fd);
+    return status;
+  };
+  if (meta.size) {
+    if (absl::Status s = CheckFreeSpace(blobs_dir, *meta.size - existing, what); !s.ok()) return stop(s);
+  }
   std::optional<ContentCheck> check = ContentCheck::ForEtag(meta.etag, meta.size);
   if (check && existing > 0) {
     if (absl::Status s = HashExisting(fd, existing, &*check, incomplete); !s.ok()) {
@@ -233,17 +286,13 @@ absl::Status DownloadBlob(const HubClient& client, const HubCache& cache, const 
       return s;
     }
   }
-  auto discard = [&](absl::Status status) {
-    close(fd);
-    unlink(incomplete.c_str());
-    return status;
-  };
 
-  IncompleteFile sink(fd, existing, meta.size, &check, progress);
+  IncompleteFile sink(fd, existing, meta.size, &check, progress, blobs_dir, what);
   if (!meta.size || existing < *meta.size) {
     progress->Start(absl::StrCat(repo_id, ": ", file), existing, meta.size);
     const absl::Status s = client.Download(meta.location, existing, &sink);
     progress->Finish(s.ok());
+    if (!sink.no_space().ok()) return stop(sink.no_space());
     if (sink.too_long()) {
       return discard(absl::DataLossError(absl::StrCat(what, ": the server sent more than the ", *meta.size,
                                                       " bytes the Hub announced; the partial file was deleted")));
@@ -254,18 +303,20 @@ absl::Status DownloadBlob(const HubClient& client, const HubCache& cache, const 
                                                       "; the partial file was deleted")));
     }
     if (!s.ok()) {
-      close(fd);
       const std::string problem = sink.problem().empty() ? std::string(s.message()) : sink.problem();
-      return absl::Status(s.code(), absl::StrCat("downloading ", what, ": ", problem, "; ", sink.size(),
-                                                 meta.size ? absl::StrCat(" of ", *meta.size) : "",
-                                                 " bytes are kept in ", incomplete, " and the next attempt resumes from there"));
+      if (sink.size() == 0) {
+        return stop(absl::Status(s.code(), absl::StrCat("downloading ", what, ": ", problem, "; nothing was received")));
+      }
+      return stop(absl::Status(s.code(), absl::StrCat("downloading ", what, ": ", problem, "; ", sink.size(),
+                                                      meta.size ? absl::StrCat(" of ", *meta.size) : "",
+                                                      " bytes are kept in ", incomplete,
+                                                      " and the next attempt resumes from there")));
     }
   }
   if (meta.size && sink.size() != *meta.size) {
-    close(fd);
-    return absl::UnavailableError(absl::StrCat("downloading ", what, ": the server sent ", sink.size(), " of ", *meta.size,
-                                               " bytes; they are kept in ", incomplete,
-                                               " and the next attempt resumes from there"));
+    return stop(absl::UnavailableError(absl::StrCat(
+        "downloading ", what, ": the server sent ", sink.size(), " of ", *meta.size, " bytes",
+        sink.size() == 0 ? "" : absl::StrCat("; they are kept in ", incomplete, " and the next attempt resumes from there"))));
   }
   if (check) {
     const std::string actual = check->HexFinal();

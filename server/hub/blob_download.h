@@ -20,10 +20,15 @@ namespace relserve {
 // synced and renamed to blobs/ETAG. Meanwhile .locks/.../ETAG.lock is flock()ed, so that
 // processes sharing the cache (replicas, huggingface_hub) fetch each blob once.
 //
+// Before a byte is fetched, the size the Hub declares (or, without one, the Content-Length of
+// the download) must fit in the free space of the cache's filesystem: RESOURCE_EXHAUSTED
+// naming the file, the bytes needed and the bytes free otherwise.
+//
 // Errors name the file and the repository. A download cut short (UNAVAILABLE, CANCELLED)
-// keeps its .incomplete file, and the next call resumes it. Contents that fail a check
-// (DATA_LOSS: more bytes than announced, a wrong digest) are deleted: resuming them could
-// only give the same wrong file.
+// keeps its .incomplete file, and the next call resumes it; an .incomplete file that received
+// nothing (a redirect loop, a refusal) is removed. Contents that fail a check (DATA_LOSS: more
+// bytes than announced, a wrong digest) are deleted: resuming them could only give the same
+// wrong file.
 absl::Status DownloadBlob(const HubClient& client, const HubCache& cache, const std::string& repo_id,
                           const std::string& file, const HubFileMetadata& meta, DownloadProgress* progress);
 

@@ -14,6 +14,12 @@ constexpr int kMaxRedirects = 10;
 
 bool IsRedirect(long status) { return status == 301 || status == 302 || status == 303 || status == 307 || status == 308; }
 
+// kMaxRedirects were followed from `url` and the answer is one more (a loop, most likely).
+absl::Status TooManyRedirects(const std::string& url) {
+  return absl::UnavailableError(
+      absl::StrCat("too many redirects (", kMaxRedirects, ") fetching ", url.substr(0, url.find('?'))));
+}
+
 // A Location without scheme and host: the same site (huggingface_hub follows only these when
 // it asks for a file's metadata, so that a CDN address is kept, not fetched).
 bool IsRelativeLocation(const std::string& location) {
@@ -114,6 +120,11 @@ class SinkRequest {
 
   bool Start(long status, const std::map<std::string, std::string>& headers) {
     int64_t from = 0;
+    std::optional<int64_t> length;
+    if (const auto it = headers.find("content-length"); it != headers.end()) {
+      int64_t n;
+      if (absl::SimpleAtoi(it->second, &n) && n >= 0) length = n;
+    }
     if (status == 206) {
       // "bytes START-END/TOTAL": a server that answers another range than the one asked for
       // cannot be appended.
@@ -126,7 +137,7 @@ class SinkRequest {
         return Fail(absl::StrCat("asked for bytes from ", offset_, " on, the server sent \"", range, "\""));
       }
     }
-    return sink_->Begin(from);
+    return sink_->Begin(from, length);
   }
   bool Write(const char* data, size_t size) { return sink_->Write(data, size); }
   const std::string& problem() const { return problem_; }
@@ -158,8 +169,9 @@ std::string HubClient::ResolveUrl(const std::string& repo_id, const std::string&
 }
 
 absl::StatusOr<HubRevision> HubClient::GetRevision(const HubModelId& id) const {
-  std::string url = absl::StrCat(settings_.endpoint, "/api/models/", id.repo_id, "/revision/",
-                                 UrlEncode(id.revision, false));
+  const std::string request_url = absl::StrCat(settings_.endpoint, "/api/models/", id.repo_id, "/revision/",
+                                               UrlEncode(id.revision, false));
+  std::string url = request_url;
   HttpResponse r;
   for (int hop = 0;; ++hop) {
     HttpRequest request;
@@ -168,7 +180,8 @@ absl::StatusOr<HubRevision> HubClient::GetRevision(const HubModelId& id) const {
     request.total_timeout = settings_.metadata_timeout;
     request.cancelled = settings_.cancelled;
     ASSIGN_OR_RETURN(r, PerformHttp(request));
-    if (!IsRedirect(r.status) || r.Header("location").empty() || hop == kMaxRedirects) break;
+    if (!IsRedirect(r.status) || r.Header("location").empty()) break;
+    if (hop == kMaxRedirects) return TooManyRedirects(request_url);
     url = relserve::ResolveUrl(url, r.Header("location"));  // a renamed repository
   }
   if (r.status != 200) return HubError(r, settings_, id.repo_id, id.revision, "");
@@ -196,7 +209,8 @@ absl::StatusOr<HubRevision> HubClient::GetRevision(const HubModelId& id) const {
 
 absl::StatusOr<HubFileMetadata> HubClient::GetFileMetadata(const std::string& repo_id, const std::string& revision,
                                                            const std::string& file) const {
-  std::string url = ResolveUrl(repo_id, revision, file);
+  const std::string resolve_url = ResolveUrl(repo_id, revision, file);
+  std::string url = resolve_url;
   HttpResponse r;
   for (int hop = 0;; ++hop) {
     HttpRequest request;
@@ -208,7 +222,8 @@ absl::StatusOr<HubFileMetadata> HubClient::GetFileMetadata(const std::string& re
     request.cancelled = settings_.cancelled;
     ASSIGN_OR_RETURN(r, PerformHttp(request));
     const std::string location = r.Header("location");
-    if (!IsRedirect(r.status) || location.empty() || !IsRelativeLocation(location) || hop == kMaxRedirects) break;
+    if (!IsRedirect(r.status) || location.empty() || !IsRelativeLocation(location)) break;
+    if (hop == kMaxRedirects) return TooManyRedirects(resolve_url);
     url = relserve::ResolveUrl(url, location);
   }
   const bool redirected = IsRedirect(r.status) && !r.Header("location").empty();
@@ -260,7 +275,8 @@ absl::Status HubClient::Download(const std::string& start_url, int64_t offset, D
     // Nothing after `offset`: the file was complete already (its size was not known); the
     // caller's checks decide whether it is right.
     if (r->status == 416 && offset > 0) return absl::OkStatus();
-    if (IsRedirect(r->status) && !r->Header("location").empty() && hop < kMaxRedirects) {
+    if (IsRedirect(r->status) && !r->Header("location").empty()) {
+      if (hop == kMaxRedirects) return TooManyRedirects(start_url);
       url = relserve::ResolveUrl(url, r->Header("location"));  // the token stays with the endpoint (Headers)
       continue;
     }

@@ -32,12 +32,13 @@ struct HubFileMetadata {
 };
 
 // Receives a download. Begin is called once before the first byte, with the offset the
-// server resumes from (the one asked for, or 0 when it sends the whole file again); false
-// stops the download.
+// server resumes from (the one asked for, or 0 when it sends the whole file again) and the
+// length of what follows when the server declares it (Content-Length); false stops the
+// download.
 class DownloadSink {
  public:
   virtual ~DownloadSink() = default;
-  virtual bool Begin(int64_t offset) = 0;
+  virtual bool Begin(int64_t offset, std::optional<int64_t> length) = 0;
   virtual bool Write(const char* data, size_t size) = 0;
 };
 
@@ -47,12 +48,13 @@ class DownloadSink {
 //                                                           a redirect to another host
 //   GET  the Location of that HEAD (or the resolve URL)     the contents, resumable with Range
 // The token goes to the endpoint's origin only, never to a host a redirect names. Redirects on
-// the same origin (a renamed repository) are followed. Errors name the repository, revision
-// and file and say what to do: NOT_FOUND (repository, revision or file), UNAUTHENTICATED (a
-// token is needed, or the one given was refused), PERMISSION_DENIED (a gated repository whose
-// conditions the token's account has not accepted), UNAVAILABLE (no connection, a timeout, the
-// Hub's 5xx or 429, a body cut short: worth retrying), DATA_LOSS (an answer that makes no
-// sense). Thread-compatible.
+// the same origin (a renamed repository) are followed; at most 10 redirects in a row, then
+// UNAVAILABLE "too many redirects (10) fetching URL" (a loop). Errors name the repository,
+// revision and file and say what to do: NOT_FOUND (repository, revision or file),
+// UNAUTHENTICATED (a token is needed, or the one given was refused), PERMISSION_DENIED (a gated
+// repository whose conditions the token's account has not accepted), UNAVAILABLE (no
+// connection, a timeout, the Hub's 5xx or 429, a body cut short: worth retrying), DATA_LOSS (an
+// answer that makes no sense). Thread-compatible.
 class HubClient {
  public:
   explicit HubClient(HubSettings settings) : settings_(std::move(settings)) {}

@@ -170,13 +170,22 @@ struct FakeHub::Impl {
     res.set_header("X-Repo-Commit", commit);
     if (it == files.end()) return SetError(res, 404, "EntryNotFound", absl::StrCat(name, " does not exist at ", commit));
     const FakeFile& file = it->second;
+    if (repo->resolve_redirect_loop) {
+      res.status = 302;
+      res.set_header("Location", path);
+      return;
+    }
     if (file.lfs) {
       const std::string sha = Sha256(file.contents);
       lfs[sha] = file.contents;
       res.status = 302;
       res.set_header("Location", absl::StrCat("http://127.0.0.1:", cdn_port, "/lfs/", sha, "?signature=not-a-secret"));
       res.set_header("X-Linked-Etag", absl::StrCat("\"", sha, "\""));
-      if (!repo->hide_lfs_sizes) res.set_header("X-Linked-Size", std::to_string(file.contents.size()));
+      const auto declared = repo->declared_sizes.find(name);
+      if (!repo->hide_lfs_sizes) {
+        res.set_header("X-Linked-Size", declared != repo->declared_sizes.end() ? std::to_string(declared->second)
+                                                                               : std::to_string(file.contents.size()));
+      }
       res.set_header("ETag", absl::StrCat("W/\"", GitBlobSha1("version https://git-lfs.github.com/spec/v1\n" + sha), "\""));
       return;
     }
@@ -197,6 +206,22 @@ struct FakeHub::Impl {
       f = fault;
     }
     if (f == CdnFault::kCorrupt && !body.empty()) body[body.size() / 2] ^= 0x5a;
+    if (f == CdnFault::kRedirectLoop) {
+      res.status = 302;
+      res.set_header("Location", req.target);
+      return;
+    }
+    if (f == CdnFault::kHugeLength) {
+      auto data = std::make_shared<std::string>(std::move(body));
+      res.set_content_provider(size_t{1'000'000'000'000'000}, "application/octet-stream",
+                               [data](size_t offset, size_t length, httplib::DataSink& sink) {
+                                 if (offset < data->size()) {
+                                   sink.write(data->data() + offset, std::min(length, data->size() - offset));
+                                 }
+                                 return offset < data->size();
+                               });
+      return;
+    }
     if (!req.ranges.empty() && req.ranges[0].first >= static_cast<ssize_t>(body.size())) {
       res.status = 416;  // nothing from there on
       res.set_header("Content-Range", absl::StrCat("bytes */", body.size()));

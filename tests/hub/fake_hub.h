@@ -1,6 +1,7 @@
 #ifndef RELSERVE_TESTS_HUB_FAKE_HUB_H_
 #define RELSERVE_TESTS_HUB_FAKE_HUB_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,11 @@ struct FakeRepo {
   std::string renamed_to;
   // LFS redirects without X-Linked-Size (a mirror that does not send it): sizes are unknown.
   bool hide_lfs_sizes = false;
+  // LFS path -> the X-Linked-Size sent instead of the real one.
+  std::map<std::string, int64_t> declared_sizes;
+  // The resolve route answers 302 with a relative Location on itself (and X-Repo-Commit): a
+  // redirect loop.
+  bool resolve_redirect_loop = false;
 };
 
 // What the CDN does to the LFS bodies it serves.
@@ -35,6 +41,8 @@ enum class CdnFault {
   kTruncate,  // announces the whole length, sends half, closes the connection
   kCorrupt,   // the right length with one byte changed
   kStall,     // sends half, then nothing until the hub stops (at most 60 s)
+  kRedirectLoop,  // answers 302 with a Location on the same URL
+  kHugeLength,    // announces 10^15 bytes (Content-Length), sends the file, closes the connection
 };
 
 // The Hugging Face Hub of the tests, on loopback (cpp-httplib): GET /api/models/ORG/NAME/revision/REV

@@ -391,6 +391,73 @@ TEST_F(HubDownloadTest, AWrongChecksumLeavesNothingCorrupt) {
   EXPECT_EQ(*ReadFileToString(*dir + "/spm.model"), files_.at("spm.model").contents);
 }
 
+// Redirect loops (issue 20) on the CDN, the resolve route and the API: each is named as such,
+// not as "HTTP 302" or a missing ETag, and leaves no empty .incomplete file behind.
+TEST_F(HubDownloadTest, RedirectLoopsAreNamedAndLeaveNothingBehind) {
+  hub_.SetCdnFault(CdnFault::kRedirectLoop);
+  absl::StatusOr<std::string> dir = Download(kRepo);
+  ASSERT_EQ(dir.status().code(), absl::StatusCode::kUnavailable) << dir.status();
+  EXPECT_THAT(dir.status().message(),
+              AllOf(HasSubstr("downloading spm.model of org/deberta-tiny: too many redirects (10) fetching " +
+                              hub_.cdn_endpoint() + "/lfs/" + testing::FakeEtag(files_.at("spm.model"))),
+                    HasSubstr("nothing was received"), Not(HasSubstr("HTTP 302")), Not(HasSubstr("signature"))));
+  EXPECT_EQ(hub_.CountRequests("cdn", "/lfs/"), 11);
+  EXPECT_TRUE(IncompleteBlobs().empty());
+  hub_.SetCdnFault(CdnFault::kNone);
+  ASSERT_TRUE(Download(kRepo).ok());
+
+  FakeRepo looping;
+  looping.commits[main_] = files_;
+  looping.refs["main"] = main_;
+  looping.resolve_redirect_loop = true;
+  hub_.AddRepo("org/looping", looping);
+  dir = Download("org/looping");
+  ASSERT_EQ(dir.status().code(), absl::StatusCode::kUnavailable) << dir.status();
+  EXPECT_THAT(dir.status().message(),
+              AllOf(HasSubstr("too many redirects (10) fetching " + hub_.endpoint() + "/org/looping/resolve/" + main_ +
+                              "/config.json"),
+                    Not(HasSubstr("ETag"))));
+
+  FakeRepo self;
+  self.renamed_to = "org/self";
+  hub_.AddRepo("org/self", self);
+  dir = Download("org/self");
+  ASSERT_EQ(dir.status().code(), absl::StatusCode::kUnavailable) << dir.status();
+  EXPECT_THAT(dir.status().message(),
+              AllOf(HasSubstr("too many redirects (10) fetching " + hub_.endpoint() + "/api/models/org/self/revision/main"),
+                    Not(HasSubstr("HTTP 307"))));
+}
+
+// A declared size no disk holds (issue 20: 10^15 bytes) is refused before the download starts,
+// whether the Hub declares it (X-Linked-Size) or only the download does (Content-Length).
+TEST_F(HubDownloadTest, AHugeDeclaredSizeIsRefusedBeforeDownloading) {
+  const std::string blobs = cache().RepoDir(kRepo) + "/blobs";
+  const auto refused = [&](const absl::StatusOr<std::string>& dir) {
+    ASSERT_EQ(dir.status().code(), absl::StatusCode::kResourceExhausted) << dir.status();
+    EXPECT_THAT(dir.status().message(),
+                AllOf(HasSubstr("cannot download spm.model of org/deberta-tiny: it needs 1000000000000000 bytes"),
+                      HasSubstr("the filesystem of " + blobs + " has "), HasSubstr(" free")));
+    EXPECT_TRUE(IncompleteBlobs().empty());
+    EXPECT_FALSE(FileExists(Blob("spm.model")));
+  };
+  FakeRepo repo;
+  repo.commits[main_] = files_;
+  repo.refs["main"] = main_;
+  repo.declared_sizes["spm.model"] = 1'000'000'000'000'000;
+  hub_.AddRepo(kRepo, repo);
+  refused(Download(kRepo));
+  EXPECT_EQ(hub_.CountRequests("cdn", "/lfs/"), 0);
+
+  repo.declared_sizes.clear();
+  repo.hide_lfs_sizes = true;
+  hub_.AddRepo(kRepo, repo);
+  hub_.SetCdnFault(CdnFault::kHugeLength);
+  refused(Download(kRepo));
+
+  hub_.SetCdnFault(CdnFault::kNone);
+  ASSERT_TRUE(Download(kRepo).ok());
+}
+
 TEST_F(HubDownloadTest, OfflineACompleteCacheNeedsNoNetwork) {
   ASSERT_TRUE(Download(kRepo).ok());
   hub_.ClearRequests();
