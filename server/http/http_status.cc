@@ -5,8 +5,13 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "server/rpc/status_mapping.h"
 
 namespace relserve {
+
+static_assert(kMaxHttpErrorMessageBytes == kMaxStatusMessageBytes,
+              "an error message is cut to the same size over HTTP as over gRPC");
+
 namespace {
 
 // Where WithHttpStatus keeps its status in an absl::Status (a payload, so it travels with the

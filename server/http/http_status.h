@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
 #define RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
@@ -17,6 +18,7 @@ namespace relserve {
 // Errors of the HTTP layer itself that have a more precise status (a body that is not JSON:
 // 400; an empty batch: 400; a body over the limit: 413) carry it with WithHttpStatus.
 int HttpStatusOf(const absl::Status& status);
+
 absl::Status WithHttpStatus(absl::Status status, int http_status);
 
 // TEI's error_type for an error answered with `http_status`: "Empty" (an empty input or
@@ -26,6 +28,12 @@ const char* TeiErrorType(const absl::Status& status, int http_status);
 // OpenAI's error "type": "invalid_request_error", "not_found_error", "rate_limit_error",
 // "server_error", ...
 const char* OpenAIErrorType(int http_status);
+
+// The error bodies (OpenAIErrorJson, TeiErrorJson) cut their message to this many bytes, with
+// "..." and a note of how much was cut (CapMessage), as gRPC's statuses are cut
+// (kMaxStatusMessageBytes): a message that quotes client input stays small however large the
+// input.
+inline constexpr size_t kMaxHttpErrorMessageBytes = 2048;
 
 }  // namespace relserve
 

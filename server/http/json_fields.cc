@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
+#include "server/util/json_util.h"
 
 namespace relserve {
 namespace {
@@ -40,6 +41,14 @@ std::string JsonTypeName(const json& value) {
 }
 
 absl::StatusOr<json> ParseJsonObject(const std::string& body) {
+  // Checked before parsing: nothing deeper ever becomes a json value, whose copies,
+  // comparisons and dumps recurse once per level.
+  if (const size_t at = JsonNestingBeyond(body, kMaxRequestJsonDepth); at != std::string::npos) {
+    return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(
+                              "the request body nests deeper than ", kMaxRequestJsonDepth,
+                              " levels of arrays and objects (the limit; at byte ", at, ")")),
+                          400);
+  }
   json parsed;
   try {
     parsed = json::parse(body);
@@ -79,18 +88,20 @@ absl::Status ReadString(const json& object, const char* field, std::string* out)
 absl::Status ReadInt(const json& object, const char* field, int64_t min, int64_t max, int* out) {
   if (Absent(object, field)) return absl::OkStatus();
   const json& v = object.at(field);
-  const absl::Status out_of_range =
-      absl::InvalidArgumentError(absl::StrCat(field, " must be an integer in [", min, ", ", max, "], not ", v.dump()));
+  auto out_of_range = [&] {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " must be an integer in [", min, ", ", max, "], not ", JsonValueForMessage(v)));
+  };
   if (v.is_number_unsigned()) {
-    if (v.get<uint64_t>() > static_cast<uint64_t>(max)) return out_of_range;
+    if (v.get<uint64_t>() > static_cast<uint64_t>(max)) return out_of_range();
   } else if (v.is_number_integer()) {
     const int64_t x = v.get<int64_t>();
-    if (x < min || x > max) return out_of_range;
+    if (x < min || x > max) return out_of_range();
   } else {
     return WrongType(field, "an integer", v);
   }
   const int64_t x = v.get<int64_t>();
-  if (x < min) return out_of_range;
+  if (x < min) return out_of_range();
   *out = static_cast<int>(x);
   return absl::OkStatus();
 }
@@ -107,7 +118,8 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const json& value, const std::
                           (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxId);
     if (!in_range) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "] must be a token id (an integer in [0, 2147483647]), not ", v.dump()));
+          absl::StrCat(field, "[", i, "] must be a token id (an integer in [0, 2147483647]), not ",
+                       JsonValueForMessage(v)));
     }
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
@@ -166,7 +178,7 @@ absl::Status ReadTruncation(const json& object, Truncation* out) {
     out->direction = TruncationDirection::kLeft;
   } else {
     return absl::InvalidArgumentError(
-        absl::StrCat("truncation_direction must be \"Right\" or \"Left\", not ", v.dump()));
+        absl::StrCat("truncation_direction must be \"Right\" or \"Left\", not ", JsonValueForMessage(v)));
   }
   return absl::OkStatus();
 }

@@ -16,9 +16,14 @@ namespace relserve {
 // was expected, never an exception. A field that is absent or null takes its default (as
 // the originals' optional fields do).
 
+// Arrays and objects in a request body nest no deeper than this: a real request nests 3 or 4
+// levels (inputs as arrays of arrays of token ids), and a value nested 100,000 deep would
+// overflow the stack of whatever copies, compares or prints it.
+inline constexpr int kMaxRequestJsonDepth = 64;
+
 // The body as a JSON object. Not JSON (bad syntax, invalid UTF-8, a number too large for a
-// double): INVALID_ARGUMENT with HTTP 400 and the parser's position; JSON that is not an
-// object: 422.
+// double) or nested deeper than kMaxRequestJsonDepth: INVALID_ARGUMENT with HTTP 400 and the
+// parser's position, or the limit; JSON that is not an object: 422.
 absl::StatusOr<nlohmann::json> ParseJsonObject(const std::string& body);
 
 absl::Status ReadBool(const nlohmann::json& object, const char* field, bool* out);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
+#include "server/util/quote.h"
 
 namespace relserve {
 
@@ -24,7 +25,7 @@ absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) 
   if (absl::Status s = ReadString(body, "encoding_format", &format); !s.ok()) return s;
   if (format != "float" && format != "base64") {
     return absl::InvalidArgumentError(
-        absl::StrCat("encoding_format must be \"float\" or \"base64\", not \"", format, "\""));
+        absl::StrCat("encoding_format must be \"float\" or \"base64\", not ", Quote(format)));
   }
   r.base64 = format == "base64";
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.embed.dimensions); !s.ok()) return s;
@@ -79,7 +80,7 @@ json OpenAIErrorJson(const absl::Status& status, int http_status) {
   if (param.is_null() && message.rfind("inputs", 0) == 0) param = "input";
   if (param.is_null() && status.code() == absl::StatusCode::kNotFound) param = "model";
   return {{"error",
-           {{"message", message},
+           {{"message", CapMessage(message, kMaxHttpErrorMessageBytes)},
             {"type", OpenAIErrorType(http_status)},
             {"param", std::move(param)},
             {"code", absl::AsciiStrToLower(absl::StatusCodeToString(status.code()))}}}};

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
+#include "server/util/quote.h"
 
 namespace relserve {
 
@@ -218,7 +219,8 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
 }
 
 json TeiErrorJson(const absl::Status& status, int http_status) {
-  return {{"error", std::string(status.message())}, {"error_type", TeiErrorType(status, http_status)}};
+  return {{"error", CapMessage(std::string(status.message()), kMaxHttpErrorMessageBytes)},
+          {"error_type", TeiErrorType(status, http_status)}};
 }
 
 }  // namespace relserve

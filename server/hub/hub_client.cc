@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "server/hub/http_transfer.h"
+#include "server/util/json_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -47,8 +48,11 @@ bool IsSafeBlobName(const std::string& etag) {
 std::string HubMessage(const HttpResponse& r) {
   std::string message = r.Header("x-error-message");
   if (message.empty() && !r.body.empty()) {
-    const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
-    if (j.is_object() && j.contains("error") && j["error"].is_string()) message = j["error"].get<std::string>();
+    // ParseJson: nesting beyond kMaxJsonDepth is refused, like any body that is not JSON.
+    const absl::StatusOr<nlohmann::json> j = ParseJson(r.body, "the Hub's error answer");
+    if (j.ok() && j->is_object() && j->contains("error") && (*j)["error"].is_string()) {
+      message = (*j)["error"].get<std::string>();
+    }
   }
   if (message.size() > 300) message = message.substr(0, 300) + "...";
   return message.empty() ? "" : absl::StrCat(" (the Hub says: ", message, ")");
@@ -186,7 +190,10 @@ absl::StatusOr<HubRevision> HubClient::GetRevision(const HubModelId& id) const {
   }
   if (r.status != 200) return HubError(r, settings_, id.repo_id, id.revision, "");
   const std::string where = absl::StrCat(settings_.endpoint, "'s answer for ", id.ToString());
-  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  // Not JSON, or nested deeper than kMaxJsonDepth: the reason, naming `where`.
+  absl::StatusOr<nlohmann::json> parsed = ParseJson(r.body, where);
+  if (!parsed.ok()) return absl::DataLossError(parsed.status().message());
+  const nlohmann::json& j = *parsed;
   if (!j.is_object()) return absl::DataLossError(absl::StrCat(where, " is not a JSON object"));
   HubRevision out;
   if (!j.contains("sha") || !j["sha"].is_string() || !IsCommitHash(j["sha"].get<std::string>())) {

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/util/file_util.h"
+#include "server/util/quote.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -19,6 +21,46 @@ using nlohmann::json;
 
 absl::Status TypeError(const JsonFieldReader& r, const char* key, const char* want, const json& v) {
   return r.Error(key, absl::StrCat("must be ", want, ", got ", JsonValueForMessage(v)));
+}
+
+// Thrown by ParseJson's callback to stop the parser at the first level too deep.
+struct TooDeep {};
+
+// How far JsonValueForMessage writes before it stops.
+constexpr size_t kMaxValueChars = 60;
+
+// `text` as a JSON string, or enough of its start to fill `out` past `limit`.
+void AppendStringPrefix(const std::string& text, size_t limit, std::string* out) {
+  const size_t room = limit >= out->size() ? limit - out->size() + 1 : 1;
+  const json quoted = text.size() <= room ? text : text.substr(0, room);
+  *out += quoted.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// Writes `value` compactly, as dump() does, until `out` is longer than `limit`. Each level
+// writes a bracket before it goes deeper, so the recursion stops within `limit` levels.
+void AppendBounded(const json& value, size_t limit, std::string* out) {
+  if (out->size() > limit) return;
+  if (value.is_object()) {
+    *out += '{';
+    for (auto it = value.begin(); it != value.end() && out->size() <= limit; ++it) {
+      if (it != value.begin()) *out += ',';
+      AppendStringPrefix(it.key(), limit, out);
+      *out += ':';
+      AppendBounded(it.value(), limit, out);
+    }
+    *out += '}';
+  } else if (value.is_array()) {
+    *out += '[';
+    for (size_t i = 0; i < value.size() && out->size() <= limit; ++i) {
+      if (i > 0) *out += ',';
+      AppendBounded(value[i], limit, out);
+    }
+    *out += ']';
+  } else if (value.is_string()) {
+    AppendStringPrefix(value.get_ref<const std::string&>(), limit, out);
+  } else {
+    *out += value.dump();
+  }
 }
 
 }  // namespace
@@ -41,6 +83,11 @@ absl::StatusOr<json> ParseJson(const std::string& text, const std::string& what)
   // position, so the key is what lets the message name the field.
   std::vector<std::string> path;
   json::parser_callback_t track = [&path](int depth, json::parse_event_t event, json& parsed) {
+    // `depth` counts the arrays and objects around the one that starts.
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth) {
+      throw TooDeep{};
+    }
     if (event == json::parse_event_t::key && depth >= 1 && parsed.is_string()) {
       path.resize(static_cast<size_t>(depth));
       path.back() = parsed.get<std::string>();
@@ -49,16 +96,44 @@ absl::StatusOr<json> ParseJson(const std::string& text, const std::string& what)
     }
     return true;
   };
-  try {
-    return json::parse(text, track);
-  } catch (const json::exception& e) {
+  auto where = [&path]() -> std::string {
     std::vector<std::string> keys;
     for (const std::string& k : path) {
       if (!k.empty()) keys.push_back(k);
     }
-    const std::string where = keys.empty() ? "" : absl::StrCat(" at \"", absl::StrJoin(keys, "."), "\"");
-    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON", where, ": ", JsonErrorReason(e)));
+    // Up to kMaxJsonDepth keys of any length: quoted with a bound.
+    return keys.empty() ? "" : absl::StrCat(" at ", Quote(absl::StrJoin(keys, "."), 200));
+  };
+  try {
+    return json::parse(text, track);
+  } catch (const TooDeep&) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": invalid JSON", where(), ": arrays and objects nest deeper than ", kMaxJsonDepth, " levels"));
+  } catch (const json::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON", where(), ": ", JsonErrorReason(e)));
   }
+}
+
+size_t JsonNestingBeyond(absl::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character, a quote included
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return absl::string_view::npos;
 }
 
 absl::StatusOr<json> ReadJsonFile(const std::string& path) {
@@ -73,9 +148,14 @@ absl::StatusOr<json> ReadJsonFile(const std::string& path) {
 }
 
 std::string JsonValueForMessage(const json& value) {
-  constexpr size_t kMaxChars = 60;
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
+  std::string text;
+  AppendBounded(value, kMaxValueChars, &text);
+  if (text.size() > kMaxValueChars) {
+    // Cut at a character boundary (continuation bytes are 10xxxxxx).
+    size_t end = kMaxValueChars;
+    while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+    text = text.substr(0, end) + "...";
+  }
   return text;
 }
 

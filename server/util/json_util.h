@@ -15,10 +15,17 @@ namespace relserve {
 // their size in memory, and no configuration or input file of a model comes near.
 inline constexpr uint64_t kMaxJsonFileBytes = 256ull << 20;
 
+// Arrays and objects nested deeper than this are refused when parsed: copying, comparing and
+// printing a nlohmann::json recurse once per level, so a value nested 100,000 deep (a few
+// hundred KB of "[[[[...") would overflow the stack. No model file nests beyond about 6
+// (tokenizer.json's sequences of normalizers).
+inline constexpr int kMaxJsonDepth = 128;
+
 // Parses JSON text. Every failure is INVALID_ARGUMENT naming `what` (usually a file path), the
 // keys leading to the offending value where there are any, and the parser's reason: syntax
-// errors with their line and column, and numbers beyond the range of a double (1e400), which
-// the parser reports as a different kind of error.
+// errors with their line and column, numbers beyond the range of a double (1e400), which
+// the parser reports as a different kind of error, and arrays and objects nested deeper than
+// kMaxJsonDepth levels (`{}` is one level, `{"a": [1]}` two).
 absl::StatusOr<nlohmann::json> ParseJson(const std::string& text, const std::string& what);
 // Reads and parses a JSON file; INVALID_ARGUMENT for a file larger than kMaxJsonFileBytes.
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
@@ -27,8 +34,15 @@ absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 // saying so when a number is beyond double range.
 std::string JsonErrorReason(const nlohmann::json::exception& e);
 
-// A JSON value for an error message: compact, cut short after about 60 characters.
+// A JSON value for an error message: compact, cut short after about 60 characters. Only that
+// much is ever written out, so a value of any size or depth costs little and cannot overflow
+// the stack.
 std::string JsonValueForMessage(const nlohmann::json& value);
+
+// Where JSON text opens an array or object at a level deeper than `max_depth`: the byte offset
+// of that '[' or '{', or std::string_view::npos when the text nests no deeper. Brackets inside
+// strings do not count; the text is not otherwise checked (a cheap scan to run before a parser).
+size_t JsonNestingBeyond(absl::string_view text, int max_depth);
 
 // Typed, range-checked reads of the keys of one JSON object (a config file). A key that is
 // absent or null leaves the output as it is: transformers' getattr(config, key, default).

@@ -8,6 +8,7 @@
 namespace relserve {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -116,6 +117,26 @@ TEST(FileSelectionTest, MissingRequiredFilesAreNamed) {
     ASSERT_EQ(files.status().code(), c.code) << c.message << ": " << files.status();
     EXPECT_THAT(files.status().message(), HasSubstr(c.message));
   }
+}
+
+// A value nested 200,000 deep in an index's weight_map or in modules.json (a hostile repository)
+// used to overflow the stack of `relserve-model download` as the error quoted it; refused at
+// parse, naming the file and the key.
+TEST(FileSelectionTest, DeeplyNestedValuesAreRefusedNamingTheFile) {
+  const std::string deep = std::string(200000, '[') + "\"a.safetensors\"" + std::string(200000, ']');
+  Repo index({"config.json", "model.safetensors.index.json", "a.safetensors"},
+             {{"model.safetensors.index.json", R"({"weight_map": {"x": )" + deep + "}}"}});
+  absl::StatusOr<std::vector<std::string>> files = index.Select();
+  ASSERT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument) << files.status().message().substr(0, 300);
+  EXPECT_THAT(std::string(files.status().message()),
+              AllOf(HasSubstr("model.safetensors.index.json: invalid JSON at \"weight_map.x\""),
+                    HasSubstr("deeper than 128 levels")));
+  Repo modules({"config.json", "model.safetensors", "modules.json"},
+               {{"modules.json", R"([{"path": "1_Pooling", "type": )" + deep + "}]"}});
+  files = modules.Select();
+  ASSERT_EQ(files.status().code(), absl::StatusCode::kInvalidArgument) << files.status().message().substr(0, 300);
+  EXPECT_THAT(std::string(files.status().message()),
+              AllOf(HasSubstr("modules.json: invalid JSON at \"type\""), HasSubstr("deeper than 128 levels")));
 }
 
 }  // namespace

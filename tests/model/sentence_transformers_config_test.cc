@@ -112,5 +112,25 @@ TEST_F(SentenceTransformersConfigTest, DenseWithoutFeaturesOrWithBadBiasIsRefuse
   EXPECT_NE(LoadError().find("not a JSON object"), std::string::npos);
 }
 
+// A value nested 200,000 deep used to overflow the stack (printed whole into the type error of
+// its key); ParseJson refuses it at parse, and the error names the file and the key.
+TEST_F(SentenceTransformersConfigTest, DeeplyNestedValuesAreRefusedNamingTheFile) {
+  const std::string deep = std::string(200000, '[') + "8" + std::string(200000, ']');
+  Write("1_Pooling/config.json", R"({"pooling_mode_mean_tokens": true, "word_embedding_dimension": )" + deep + "}");
+  std::string error = LoadError();
+  EXPECT_NE(error.find("1_Pooling/config.json: invalid JSON at \"word_embedding_dimension\""), std::string::npos)
+      << error.substr(0, 500);
+  EXPECT_NE(error.find("deeper than 128 levels"), std::string::npos) << error.substr(0, 500);
+  Write("1_Pooling/config.json", R"({"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true})");
+  Write("2_Dense/config.json", R"({"in_features": 8, "out_features": )" + deep + "}");
+  error = LoadError();
+  EXPECT_NE(error.find("2_Dense/config.json: invalid JSON at \"out_features\""), std::string::npos)
+      << error.substr(0, 500);
+  Write("modules.json", deep);
+  error = LoadError();
+  EXPECT_NE(error.find("modules.json: invalid JSON"), std::string::npos) << error.substr(0, 500);
+  EXPECT_NE(error.find("deeper than 128 levels"), std::string::npos) << error.substr(0, 500);
+}
+
 }  // namespace
 }  // namespace relserve

@@ -54,6 +54,93 @@ TEST(ParseJsonTest, SyntaxErrorsGiveTheirPosition) {
   EXPECT_TRUE(ParseJson(R"({"big": 18446744073709551615, "small": -9223372036854775808, "f": 1e308})", "ok").ok());
 }
 
+// `depth` arrays one inside another around a 1.
+std::string NestedArrays(int depth) { return std::string(depth, '[') + "1" + std::string(depth, ']'); }
+
+// Parsed, a value nested 200,000 deep overflows the stack of whatever copies, compares or prints
+// it (JsonValueForMessage in the type error of the key that holds it): refused at parse, naming
+// the file, the key and the limit.
+TEST(ParseJsonTest, NestingDeeperThanTheLimitIsAnErrorNamingTheKey) {
+  static_assert(kMaxJsonDepth == 128, "the messages tested name 128");
+  for (const std::string& value : {NestedArrays(200000), std::string(200000, '[')}) {
+    auto j = ParseJson("{\"model_type\": \"bert\", \"hidden_size\": " + value + "}", "config.json");
+    ASSERT_FALSE(j.ok());
+    EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Message(j.status()), AllOf(HasSubstr("config.json: invalid JSON at \"hidden_size\""),
+                                           HasSubstr("nest deeper than 128 levels")));
+    EXPECT_LT(Message(j.status()).size(), 200u);
+  }
+  // Inside an array of objects, and at the top.
+  auto j = ParseJson("{\"added_tokens\": [{\"content\": " + NestedArrays(200000) + "}]}", "tokenizer.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(Message(j.status()), HasSubstr("tokenizer.json: invalid JSON at \"added_tokens.content\""));
+  j = ParseJson(NestedArrays(200000), "modules.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(Message(j.status()), HasSubstr("modules.json: invalid JSON: arrays and objects nest deeper"));
+  // Objects in objects: the keys above are many, their path is quoted short.
+  std::string objects;
+  for (int i = 0; i < 200000; ++i) objects += "{\"weight_map\":";
+  j = ParseJson(objects + "1" + std::string(200000, '}'), "model.safetensors.index.json");
+  ASSERT_FALSE(j.ok());
+  EXPECT_THAT(Message(j.status()),
+              AllOf(HasSubstr("model.safetensors.index.json: invalid JSON at \"weight_map.weight_map."),
+                    HasSubstr("nest deeper than 128 levels")));
+  EXPECT_LT(Message(j.status()).size(), 400u);
+}
+
+TEST(ParseJsonTest, NestingAtTheLimitParses) {
+  // The top object is level 1: 127 arrays inside it reach the limit, 128 go beyond.
+  auto j = ParseJson("{\"a\": " + NestedArrays(kMaxJsonDepth - 1) + "}", "f.json");
+  ASSERT_TRUE(j.ok()) << j.status();
+  EXPECT_THAT(JsonValueForMessage((*j)["a"]), HasSubstr("[[[["));
+  EXPECT_FALSE(ParseJson("{\"a\": " + NestedArrays(kMaxJsonDepth) + "}", "f.json").ok());
+  EXPECT_TRUE(ParseJson(NestedArrays(kMaxJsonDepth), "f.json").ok());
+  EXPECT_FALSE(ParseJson(NestedArrays(kMaxJsonDepth + 1), "f.json").ok());
+  // Brackets inside strings are text.
+  EXPECT_TRUE(ParseJson("{\"a\": \"" + std::string(1000, '[') + "\"}", "f.json").ok());
+}
+
+TEST(JsonNestingBeyondTest, CountsBracketsOutsideStrings) {
+  constexpr size_t kNone = absl::string_view::npos;
+  EXPECT_EQ(JsonNestingBeyond("[[1]]", 2), kNone);
+  EXPECT_EQ(JsonNestingBeyond("[[1]]", 1), 1u);
+  EXPECT_EQ(JsonNestingBeyond("{\"a\": [{}]}", 3), kNone);
+  EXPECT_EQ(JsonNestingBeyond("{\"a\": [{}]}", 2), 7u);
+  EXPECT_EQ(JsonNestingBeyond("[[], [], [[]]]", 3), kNone);
+  EXPECT_EQ(JsonNestingBeyond("[[], [], [[]]]", 2), 10u);
+  EXPECT_EQ(JsonNestingBeyond("", 0), kNone);
+  EXPECT_EQ(JsonNestingBeyond("1", 0), kNone);
+  EXPECT_EQ(JsonNestingBeyond("[", 0), 0u);
+  // Strings, with escaped quotes and backslashes.
+  EXPECT_EQ(JsonNestingBeyond(R"(["[[[[", "{{"])", 1), kNone);
+  EXPECT_EQ(JsonNestingBeyond(R"(["\"[[[[", "\\", [1]])", 1), 17u);
+  EXPECT_EQ(JsonNestingBeyond(R"(["\\"])", 1), kNone);
+  // Unbalanced closers do not go below zero.
+  EXPECT_EQ(JsonNestingBeyond("]]]][[", 1), 5u);
+}
+
+// Messages quote values through JsonValueForMessage: only its first characters are written, so
+// a value of any size or depth (a parse without ParseJson's limit) costs little and cannot
+// overflow the stack.
+TEST(JsonValueForMessageTest, WritesOnlyWhatItShows) {
+  const nlohmann::json deep = nlohmann::json::parse(NestedArrays(200000));
+  const std::string text = JsonValueForMessage(deep);
+  EXPECT_EQ(text, std::string(60, '[') + "...");
+  nlohmann::json wide = nlohmann::json::array();
+  for (int i = 0; i < 100000; ++i) wide.push_back(i);
+  EXPECT_EQ(JsonValueForMessage(wide), "[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,...");
+  EXPECT_EQ(JsonValueForMessage(nlohmann::json(std::string(1000000, 'x'))), "\"" + std::string(59, 'x') + "...");
+  const nlohmann::json keyed = {{std::string(1000000, 'k'), 1}};
+  EXPECT_EQ(JsonValueForMessage(keyed), "{\"" + std::string(58, 'k') + "...");
+  // Short values whole, as dump() writes them; a cut never splits a UTF-8 character.
+  EXPECT_EQ(JsonValueForMessage(nlohmann::json::parse(R"({"a": [1, 2.5, null, true, "x\"y"]})")),
+            R"({"a":[1,2.5,null,true,"x\"y"]})");
+  std::string e_acute;
+  for (int i = 0; i < 35; ++i) e_acute += "\xc3\xa9";
+  const std::string accents = JsonValueForMessage(nlohmann::json(e_acute));
+  EXPECT_EQ(accents, "\"" + e_acute.substr(0, 58) + "...");
+}
+
 class JsonFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -76,6 +163,16 @@ TEST_F(JsonFileTest, ReadJsonFileRefusesHugeFilesBeforeReadingThem) {
   EXPECT_THAT(Message(j.status()), AllOf(HasSubstr("config.json"), HasSubstr("limit for a JSON file")));
   fs::resize_file(big, 2);
   EXPECT_TRUE(ReadJsonFile(big.string()).ok());
+}
+
+TEST_F(JsonFileTest, ReadJsonFileOfADeepValueNamesTheFile) {
+  const fs::path config = dir_ / "config.json";
+  std::ofstream(config) << "{\"model_type\": \"bert\", \"vocab_size\": " << NestedArrays(200000) << "}";
+  auto j = ReadJsonFile(config.string());
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(j.status()), AllOf(HasSubstr(config.string() + ": invalid JSON at \"vocab_size\""),
+                                         HasSubstr("deeper than 128 levels")));
 }
 
 TEST_F(JsonFileTest, OptionalFileExistsTellsAbsentFromNotAFile) {
