@@ -1,8 +1,10 @@
 #include "server/main/connection_closer.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -46,6 +48,28 @@ std::vector<PortSocket> SocketsOnPort(int port) {
   return out;
 }
 
+// Closes gRPC's listening socket `fd` without gRPC noticing: the descriptor is replaced (dup3)
+// by a listening Unix socket with an autobound abstract name that nobody connects to, so the
+// TCP socket is closed (connections waiting in its backlog are reset, new ones refused) while
+// `fd` stays a listening, non-blocking socket. gRPC polls it in vain and, in its own shutdown,
+// shuts it down and closes it as ever.
+// Shutting the TCP socket down instead (shutdown(2)) wakes gRPC's poller, whose accept4 then
+// fails with EINVAL and, before gRPC's own shutdown has begun, logs
+// "Failed accept4: Invalid argument" as an error at every stop; that remains the fallback when
+// no placeholder can be made (descriptors exhausted, say).
+void CloseListener(int fd) {
+  const int placeholder = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (placeholder >= 0 && bind(placeholder, reinterpret_cast<sockaddr*>(&addr), sizeof(sa_family_t)) == 0 &&
+      listen(placeholder, 1) == 0 && dup3(placeholder, fd, O_CLOEXEC) == fd) {
+    close(placeholder);
+    return;
+  }
+  if (placeholder >= 0) close(placeholder);
+  shutdown(fd, SHUT_RDWR);
+}
+
 }  // namespace
 
 int EndConnectionsOnPort(int port, absl::Duration wait) {
@@ -53,7 +77,7 @@ int EndConnectionsOnPort(int port, absl::Duration wait) {
   int ended = 0;
   // Listeners first, so that no client reconnects in between.
   for (const PortSocket& s : SocketsOnPort(port)) {
-    if (s.listening) shutdown(s.fd, SHUT_RDWR);
+    if (s.listening) CloseListener(s.fd);
   }
   for (const PortSocket& s : SocketsOnPort(port)) {
     if (!s.listening && shutdown(s.fd, SHUT_WR) == 0) ++ended;
