@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "server/rpc/embed_stream.h"
+#include "server/rpc/message_codec.h"
 #include "server/rpc/proto_conversion.h"
 #include "server/rpc/unary_call.h"
 
@@ -36,7 +37,9 @@ EncoderService::EncoderService(const EncoderServing* serving, const ModelRegistr
     : serving_(serving),
       metrics_(metrics),
       api_keys_(api_keys),
-      tracker_(registry, serving->limits().max_response_bytes) {}
+      tracker_(registry, serving->limits().max_response_bytes) {
+  InstallProtobufLogFilter();  // before any call is parsed
+}
 
 absl::Status EncoderService::Authenticate(const grpc::CallbackServerContext* ctx) const {
   if (api_keys_ == nullptr) return absl::OkStatus();

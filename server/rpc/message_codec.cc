@@ -1,16 +1,23 @@
 #include "server/rpc/message_codec.h"
 
+#include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/unknown_field_set.h>
 #include <grpcpp/support/slice.h>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "server/util/log.h"
 #include "server/util/utf8.h"
 
 namespace relserve {
@@ -56,7 +63,41 @@ std::string Flatten(const grpc::ByteBuffer& bytes) {
   return out;
 }
 
+// The handler FilterProtobufLog replaced (protobuf's default one, unless someone replaced that).
+google::protobuf::LogHandler* previous_log_handler = nullptr;
+
+// InstallProtobufLogFilter's handler.
+
+void FilterProtobufLog(google::protobuf::LogLevel level, const char* filename, int line, const std::string& message) {
+  // wire_format_lite.cc's PrintUTF8ErrorLog, for a proto3 string field that fails its check.
+  if (!absl::StrContains(message, "contains invalid UTF-8 data when parsing a protocol buffer")) {
+    if (previous_log_handler != nullptr) previous_log_handler(level, filename, line, message);
+    return;
+  }
+  static std::mutex mu;
+  static absl::Time last_report = absl::InfinitePast();
+  static int64_t unreported = 0;
+  const absl::Time now = absl::Now();
+  int64_t count = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ++unreported;
+    if (now - last_report < absl::Minutes(1)) return;
+    last_report = now;
+    count = unreported;
+    unreported = 0;
+  }
+  LogWarning(absl::StrCat(count, count == 1 ? " gRPC request" : " gRPC requests",
+                          " held a string that is not valid UTF-8 (answered INVALID_ARGUMENT naming the field); ",
+                          "such requests are reported here at most once a minute"));
+}
+
 }  // namespace
+
+void InstallProtobufLogFilter() {
+  static std::once_flag once;
+  std::call_once(once, [] { previous_log_handler = google::protobuf::SetLogHandler(&FilterProtobufLog); });
+}
 
 absl::Status ParseMessage(const grpc::ByteBuffer& bytes, google::protobuf::Message* message) {
   const std::string wire = Flatten(bytes);
