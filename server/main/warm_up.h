@@ -1,0 +1,31 @@
+#ifndef RELSERVE_SERVER_MAIN_WARM_UP_H_
+#define RELSERVE_SERVER_MAIN_WARM_UP_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "server/backend/inference_backend.h"
+
+namespace relserve {
+
+// Runs the model `name` once per length bucket before it serves, so that the first real
+// requests do not pay for allocator growth and kernel selection. Lengths double from 16 (or
+// max_length, if shorter) up to max_length; on a GPU they are every length batches run at
+// there (DeviceBatchLength). Each run asks for what requests ask for: the pooled output and,
+// for a model with a classification head, the logits.
+//
+// It is also the start's check that the model computes numbers: a model whose outputs hold NaN
+// or infinity would report SERVING and then fail every request (INTERNAL). Errors, each naming
+// the model and the length:
+// - a run that fails: its code, "model m: warm-up at 16 tokens failed: ...";
+// - outputs that are not finite: FAILED_PRECONDITION, "model m: warm-up at 16 tokens gave NaN
+//   in the pooled output (32 of 32 values): ..." with the likely causes;
+// - CANCELLED as soon as `stop` returns true (polled before each length).
+// With --warmup false nothing runs, and nothing is checked.
+absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_length,
+                    const std::function<bool()>& stop);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MAIN_WARM_UP_H_
