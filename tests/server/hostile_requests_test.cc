@@ -93,6 +93,25 @@ TEST_F(HostileRequestsTest, InvalidUtf8IsInvalidArgumentNamingTheField) {
   EXPECT_EQ(parsed.embeddings_size(), 2);
 }
 
+// protobuf logs an ERROR line for every string it finds not UTF-8 while parsing, which let any
+// client write to the server's log at will. Those lines are dropped; relserve's log says at most
+// once a minute how many such requests came.
+TEST_F(HostileRequestsTest, InvalidUtf8RequestsDoNotFloodTheLog) {
+  v1::EmbedRequest embed;
+  embed.add_inputs()->set_text("bad ZZ here");
+  const std::string wire = WithBytes(embed, "ZZ", "\xC3\x28");
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 10; ++i) {
+    const grpc::Status s = RawUnary(port(), "/relserve.v1.Encoder/Embed", wire);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("inputs[0].text is not valid UTF-8"));
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(testing::CountOccurrences(log, "invalid UTF-8 data"), 0) << log;  // protobuf's
+  EXPECT_EQ(testing::CountOccurrences(log, "libprotobuf"), 0) << log;
+  EXPECT_LE(testing::CountOccurrences(log, "held a string that is not valid UTF-8"), 1) << log;
+}
+
 TEST_F(HostileRequestsTest, BytesThatAreNoMessageAreInvalidArgumentAndCounted) {
   const std::string series = R"(relserve_requests_total{code="INVALID_ARGUMENT",model="unknown",rpc="Classify"})";
   const double before = Metric(series);
@@ -228,6 +247,46 @@ TEST(NonFiniteOutputsTest, AreInternalNamingTheModelAndCounted) {
   const std::string metrics = testing::HttpGet((*server)->metrics_port(), "/metrics", &code);
   EXPECT_THAT(metrics, HasSubstr("relserve_nonfinite_outputs_total{model=\"overflowing\"} 1"));
   EXPECT_THAT(metrics, HasSubstr(R"(relserve_requests_total{code="INTERNAL",model="overflowing",rpc="Classify"} 1)"));
+}
+
+// A model whose layer 1 feed-forward output weights are NaN: it loads, and computes NaN for any
+// input.
+std::string NanModel() {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(TestModels::Get().dir("classifier")).parent_path() / "nan";
+  if (fs::exists(dir)) return dir.string();
+  fs::copy(TestModels::Get().dir("classifier"), dir, fs::copy_options::recursive);
+  auto file = SafetensorsFile::Open(TestModels::Get().dir("classifier") + "/model.safetensors");
+  EXPECT_TRUE(file.ok()) << file.status();
+  SafetensorsWriter writer;
+  writer.SetMetadata({{"format", "pt"}});
+  for (const TensorView& t : (*file)->tensors()) {
+    std::string bytes(reinterpret_cast<const char*>(t.data), t.nbytes);
+    if (t.name == "deberta.encoder.layer.1.output.dense.weight" || t.name == "encoder.layer.1.output.dense.weight") {
+      std::vector<float> nan(t.numel(), std::nanf(""));
+      bytes.assign(reinterpret_cast<const char*>(nan.data()), nan.size() * sizeof(float));
+    }
+    EXPECT_TRUE(writer.Add(t.name, t.dtype, t.shape, bytes.data(), bytes.size()).ok());
+  }
+  EXPECT_TRUE(writer.WriteFile((dir / "model.safetensors").string()).ok());
+  return dir.string();
+}
+
+// With the warm-up on (the default), a model that computes NaN does not start: it would report
+// SERVING and fail every request. The error names the model, the length and what was not
+// finite. (The warm-up sees only its own inputs: the overflowing model above computes finite
+// numbers for them, and starts.)
+TEST(NonFiniteOutputsTest, FailTheWarmUp) {
+  ServerConfig config = TestServerConfig();
+  config.models = {{"classifier", TestModels::Get().dir("classifier")}, {"nan", NanModel()}};
+  config.warmup = true;
+  config.max_input_length = 32;
+  auto server = RelserveServer::Start(config);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(server.status().message(),
+            "model nan: warm-up at 16 tokens gave NaN (32 of 32 values) in the pooled output: its weights hold NaN "
+            "or infinity, or its activations overflow; every request would fail (--warmup false skips this check)");
 }
 
 }  // namespace

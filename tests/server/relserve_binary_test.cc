@@ -4,16 +4,20 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/safetensors/safetensors_file.h"
+#include "server/safetensors/safetensors_writer.h"
 #include "tests/server/server_process.h"
 #include "tests/server/server_test_env.h"
 
@@ -176,6 +180,94 @@ TEST(RelserveBinaryTest, WarmsUpModelsShorterThanSixteenTokens) {
   EXPECT_THAT(ReadLog(p), HasSubstr("model e: warmed up to 8 tokens"));
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);
+}
+
+// A copy of the embedder whose layer 1 feed-forward output weights are all NaN: it loads, and
+// every output it computes is NaN. Removed on destruction.
+class NanCopy {
+ public:
+  NanCopy() {
+    const std::string source = testing::TestModels::Get().dir("embedder");
+    dir_ = ::testing::TempDir() + "relserve-nan-" + std::to_string(getpid());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::copy(source, dir_, std::filesystem::copy_options::recursive);
+    auto file = SafetensorsFile::Open(source + "/model.safetensors");
+    EXPECT_TRUE(file.ok()) << file.status();
+    SafetensorsWriter writer;
+    writer.SetMetadata({{"format", "pt"}});
+    int poisoned = 0;
+    for (const TensorView& t : (*file)->tensors()) {
+      std::string bytes(reinterpret_cast<const char*>(t.data), t.nbytes);
+      if (t.name.find("layer.1.output.dense.weight") != std::string::npos) {
+        EXPECT_EQ(t.nbytes, static_cast<size_t>(t.numel()) * sizeof(float)) << t.name;
+        std::vector<float> nan(t.numel(), std::nanf(""));
+        bytes.assign(reinterpret_cast<const char*>(nan.data()), nan.size() * sizeof(float));
+        ++poisoned;
+      }
+      EXPECT_TRUE(writer.Add(t.name, t.dtype, t.shape, bytes.data(), bytes.size()).ok());
+    }
+    EXPECT_EQ(poisoned, 1);
+    EXPECT_TRUE(writer.WriteFile(dir_ + "/model.safetensors").ok());
+  }
+  ~NanCopy() { std::filesystem::remove_all(dir_); }
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+// A model that computes NaN fails its warm-up: relserve exits 1 naming the model, the length and
+// what was not finite, instead of reporting SERVING and failing every request. --warmup false
+// skips the check (and the model serves, answering INTERNAL: hostile_requests_test.cc).
+TEST(RelserveBinaryTest, AModelComputingNaNFailsItsWarmUpAndExitsOne) {
+  NanCopy model;
+  Process p = Launch({"--model", "nan=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--http-address", "-1",
+                      "--metrics-port", "-1"});
+  KillOnExit guard{p.pid};
+  EXPECT_EQ(WaitExit(p), 1);
+  const std::string log = ReadLog(p);
+  EXPECT_THAT(log, HasSubstr("model nan: warm-up at 16 tokens gave NaN (32 of 32 values) in the pooled output: "
+                             "its weights hold NaN or infinity, or its activations overflow"));
+  EXPECT_THAT(log, Not(HasSubstr("on port")));
+
+  Process unchecked = Launch({"--model", "nan=" + model.dir(), "--grpc-address", "127.0.0.1:0", "--http-address", "-1",
+                              "--metrics-port", "-1", "--warmup", "false", "--shutdown-grace-seconds", "1"});
+  KillOnExit unchecked_guard{unchecked.pid};
+  ASSERT_GT(WaitForPort(unchecked), 0) << ReadLog(unchecked);
+  kill(unchecked.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(unchecked), 0);
+}
+
+// A clean stop logs no error: neither relserve ("... ERROR ...") nor gRPC, whose lines start
+// with their level ("E0102 03:04:05.678 ... tcp_server_posix.cc:216] Failed accept4: Invalid
+// argument", which closing the listener under gRPC's accept loop used to cause at every stop).
+TEST(RelserveBinaryTest, ACleanStopLogsNoError) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "e=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0",
+                      "--metrics-address", "127.0.0.1", "--metrics-port", "0", "--warmup", "false",
+                      "--shutdown-grace-seconds", "5"});
+  KillOnExit guard{p.pid};
+  const int port = WaitForPort(p);
+  ASSERT_GT(port, 0) << ReadLog(p);
+  // A client that keeps its connection open through the stop, as clients do.
+  auto stub = testing::Connect(port);
+  v1::EmbedRequest req;
+  req.add_inputs()->set_text("hello");
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
+  const std::string log = ReadLog(p);
+  const size_t from = log.find("shutting down");
+  ASSERT_NE(from, std::string::npos) << log;
+  std::istringstream after(log.substr(log.rfind('\n', from) + 1));
+  std::string line;
+  while (std::getline(after, line)) {
+    EXPECT_FALSE(!line.empty() && line[0] == 'E') << line;
+    EXPECT_THAT(line, Not(HasSubstr(" ERROR "))) << line;
+  }
+  EXPECT_THAT(log, HasSubstr("stopped"));
 }
 
 // The main use of the environment: the API key from a Kubernetes Secret (RELSERVE_API_KEY,
