@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,9 +20,22 @@ struct ModelInfo {
   int vocab_size = 0;
   int type_vocab_size = 0;   // 0: token_type_ids must be absent or all 0
   int max_length = 0;        // longest sequence accepted, special tokens included
+  // Where max_length comes from, for the load log: "max_seq_length 384 of .../sentence_bert_config.json",
+  // "max_position_embeddings 512", "--max-length", ... Empty when not said.
+  std::string max_length_source;
   int embedding_dim = 0;     // length of a pooled embedding
   std::string pooling;       // e.g. "mean", "cls", "mean+dense(256)+normalize"
   bool normalizes = false;   // pooled embeddings are L2-normalised by the model (sentence-transformers Normalize)
+  // sentence-transformers' config_sentence_transformers.json: the prompts (name, text) that
+  // Embed may put before each text, the one used when a request names none (empty: none), and
+  // the similarity the model was trained for ("cosine", "dot", "euclidean", "manhattan"; empty:
+  // not said, which sentence-transformers reads as cosine).
+  std::vector<std::pair<std::string, std::string>> prompts;
+  std::string default_prompt_name;
+  std::string similarity_fn_name;
+  // Pooling's include_prompt: false leaves a prompt's tokens out of pooling (SequenceInput's
+  // pooling_skip says how many, as sentence-transformers counts them).
+  bool pooling_includes_prompt = true;
   std::vector<std::string> labels;  // classification labels; empty without a classification head
   std::string problem_type;  // "single_label_classification", "multi_label_classification", "regression" or ""
   std::string dtype;         // "float32", "bfloat16", "float16"
@@ -39,6 +53,9 @@ struct ModelInfo {
 struct SequenceInput {
   std::vector<int32_t> input_ids;
   std::vector<int32_t> token_type_ids;  // empty = all 0
+  // Leading tokens the pooled embedding leaves out (all modes but cls): a prompt's, for models
+  // whose Pooling has include_prompt false. 0 for every other sequence.
+  int32_t pooling_skip = 0;
 };
 
 enum OutputFlag : uint32_t {

@@ -118,15 +118,45 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(engine->impl_->device, ParseDevice(options.device));
   const c10::Device device = engine->impl_->device;
 
-  int max_length = config.max_length;
+  // The sentence-transformers files: pooling, and the Transformer module's max_seq_length and
+  // do_lower_case, read before the weights so that a bad length fails at once.
+  ASSIGN_OR_RETURN(SentenceTransformersConfig st, LoadSentenceTransformersConfig(dir));
+
+  // The longest input: the model's own, cut to sentence-transformers' max_seq_length where the
+  // model has one (SentenceTransformer.encode and TEI cut there), and to what the options ask;
+  // options may ask for less, never more.
   if (options.max_length > kMaxSequenceLength) {
     return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the limit of ",
                                                    kMaxSequenceLength, " tokens"));
+  }
+  int max_length = config.max_length;
+  std::string max_length_source =
+      config.max_length_limit > 0 ? config.max_length_limit_source : "the model's default";
+  if (st.max_seq_length > 0) {
+    const std::string st_source = absl::StrCat("max_seq_length ", st.max_seq_length, " in ", st.transformer_config_path);
+    if (config.max_length_limit > 0 && config.max_length_limit < st.max_seq_length) {
+      // sentence-transformers would fail on inputs past the position table; TEI cuts there too.
+      max_length = config.max_length_limit;
+      max_length_source = absl::StrCat(config.max_length_limit_source, ", below ", st_source);
+    } else if (st.max_seq_length > kMaxSequenceLength) {
+      max_length = kMaxSequenceLength;
+      max_length_source = absl::StrCat("relserve's limit, below ", st_source);
+    } else {
+      max_length = st.max_seq_length;
+      max_length_source = st_source;
+    }
   }
   if (options.max_length > 0) {
     if (config.max_length_limit > 0 && options.max_length > config.max_length_limit) {
       return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the model's ",
                                                      config.max_length_limit_source));
+    }
+    if (st.max_seq_length > 0 && options.max_length > max_length) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_length ", options.max_length, " exceeds the model's ", max_length_source));
+    }
+    if (options.max_length != max_length) {
+      max_length_source = absl::StrCat("as asked; the model's own is ", max_length, ", ", max_length_source);
     }
     max_length = options.max_length;
   }
@@ -145,7 +175,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   }
 
   // Pooling: an explicit mode wins, then the sentence-transformers modules, then mean.
-  ASSIGN_OR_RETURN(SentenceTransformersConfig st, LoadSentenceTransformersConfig(dir));
   PoolingConfig pooling;
   std::vector<DenseConfig> dense;
   bool normalize = false;
@@ -188,6 +217,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   }
   if (has_tokenizer_file) {
     ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, tokenizer_family, max_length));
+    // sentence-transformers' Transformer.tokenize lowers every text (str.lower) first.
+    if (st.do_lower_case) engine->tokenizer_->LowerCaseWholeText();
   }
 
   ModelInfo& info = engine->info_;
@@ -198,9 +229,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.vocab_size = config.vocab_size;
   info.type_vocab_size = config.type_vocab_size;
   info.max_length = max_length;
+  info.max_length_source = max_length_source;
   info.embedding_dim = engine->impl_->pooler->output_dim();
   info.pooling = engine->impl_->pooler->Describe();
   info.normalizes = engine->impl_->pooler->normalizes();
+  info.prompts = st.prompts;
+  info.default_prompt_name = st.default_prompt_name;
+  info.similarity_fn_name = st.similarity_fn_name;
+  info.pooling_includes_prompt = pooling.include_prompt;
   info.labels = config.id2label;
   info.problem_type = config.problem_type;
   if (!info.labels.empty() && info.problem_type.empty()) {
@@ -259,7 +295,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   const int64_t B = static_cast<int64_t>(batch.size());
   int64_t L = 0;
   bool has_types = false;
+  bool skips = false;  // a sequence leaves a prompt out of pooling
   for (const SequenceInput& s : batch) {
+    skips = skips || s.pooling_skip > 0;
     L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
     has_types = has_types || (!s.token_type_ids.empty() &&
                               (info_.type_vocab_size > 0 || config_.token_types_are_segment_ids));
@@ -294,8 +332,22 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
         for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
       }
     }
+    // Pooling's own mask: the attention mask without the prompt tokens of sequences that skip
+    // them (sentence-transformers' Pooling with include_prompt false zeroes them).
+    at::Tensor pool_mask;
+    if (skips && (outputs & kOutputPooled)) {
+      pool_mask = mask.clone();
+      auto pool_a = pool_mask.accessor<int64_t, 2>();
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t n = static_cast<int64_t>(batch[b].input_ids.size());
+        for (int64_t t = 0, k = std::min<int64_t>(std::max(batch[b].pooling_skip, 0), n); t < k; ++t) {
+          pool_a[b][t] = 0;
+        }
+      }
+    }
     EncoderInputs in{ids, mask, types, padded, at::Tensor()};
     if (on_device) {
+      if (pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
       if (padded) {
         at::Tensor rows = at::empty({tokens}, host);
         int64_t* r = rows.data_ptr<int64_t>();
@@ -314,7 +366,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
     std::vector<SequenceOutput> results(batch.size());
     at::Tensor pooled, logits, states;
     auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
-    if (outputs & kOutputPooled) pooled = to_host((*impl_->pooler)(out.last_hidden_state, in.attention_mask));
+    if (outputs & kOutputPooled) {
+      pooled = to_host((*impl_->pooler)(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask));
+    }
     if (outputs & kOutputLogits) logits = to_host(out.logits);
     if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
     const int64_t H = out.last_hidden_state.size(2);

@@ -73,8 +73,12 @@ at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& att
     parts.push_back((hidden * weights).sum(1) / at::clamp_min(weights.sum(1), 1e-9));
   }
   if (pooling_.last_token) {
-    // Index of the last real token of each (right-padded) row.
-    at::Tensor last = at::clamp_min(attention_mask.sum(1) - 1, 0).view({-1, 1, 1}).expand({-1, 1, hidden.size(2)});
+    // Index of the last token the mask keeps in each row (0 when it keeps none), as
+    // sentence-transformers finds it: the mask may also drop a prompt at the start.
+    at::Tensor positions = at::arange(1, attention_mask.size(1) + 1, attention_mask.options()).view({1, -1});
+    at::Tensor last = at::clamp_min(std::get<0>(at::max(attention_mask * positions, 1)) - 1, 0)
+                          .view({-1, 1, 1})
+                          .expand({-1, 1, hidden.size(2)});
     parts.push_back(at::gather(hidden, 1, last).squeeze(1));
   }
   at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 1);

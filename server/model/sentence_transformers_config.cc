@@ -1,5 +1,7 @@
 #include "server/model/sentence_transformers_config.h"
 
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -7,6 +9,7 @@
 #include "server/model/model_limits.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
+#include "server/util/quote.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -52,6 +55,7 @@ absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
   RETURN_IF_ERROR(r.Bool("pooling_mode_mean_sqrt_len_tokens", &p.mean_sqrt_len));
   RETURN_IF_ERROR(r.Bool("pooling_mode_weightedmean_tokens", &p.weighted_mean));
   RETURN_IF_ERROR(r.Bool("pooling_mode_lasttoken", &p.last_token));
+  RETURN_IF_ERROR(r.Bool("include_prompt", &p.include_prompt));
   if (p.cls + p.max + p.mean + p.mean_sqrt_len + p.weighted_mean + p.last_token == 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": no pooling mode is enabled"));
   }
@@ -77,7 +81,80 @@ absl::StatusOr<DenseConfig> ParseDense(const std::string& dir) {
   return d;
 }
 
+// sentence_bert_config.json: the Transformer module's max_seq_length and do_lower_case. Absent
+// keys (or null) keep the defaults: no limit of its own, no lower-casing.
+absl::Status ParseTransformerConfig(const std::string& path, SentenceTransformersConfig* st) {
+  ASSIGN_OR_RETURN(const bool exists, OptionalFileExists(path));
+  if (!exists) return absl::OkStatus();
+  ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  JsonFieldReader r(j, path);
+  st->transformer_config_path = path;
+  RETURN_IF_ERROR(r.Int("max_seq_length", &st->max_seq_length, 1, std::numeric_limits<int>::max()));
+  RETURN_IF_ERROR(r.Bool("do_lower_case", &st->do_lower_case));
+  return absl::OkStatus();
+}
+
+// config_sentence_transformers.json: prompts, default_prompt_name, similarity_fn_name.
+absl::Status ParseModelConfig(const std::string& path, SentenceTransformersConfig* st) {
+  ASSIGN_OR_RETURN(const bool exists, OptionalFileExists(path));
+  if (!exists) return absl::OkStatus();
+  ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  JsonFieldReader r(j, path);
+  if (r.Has("prompts")) {
+    const json& prompts = j.at("prompts");
+    if (!prompts.is_object()) {
+      return r.Error("prompts", absl::StrCat("must be an object of prompt names to texts, got ",
+                                             JsonValueForMessage(prompts)));
+    }
+    for (auto it = prompts.begin(); it != prompts.end(); ++it) {
+      if (!it.value().is_string()) {
+        return r.Error("prompts", absl::StrCat("must map each name to a text: ", Quote(it.key()), " is ",
+                                               JsonValueForMessage(it.value())));
+      }
+      st->prompts.emplace_back(it.key(), it.value().get<std::string>());
+    }
+  }
+  RETURN_IF_ERROR(r.String("default_prompt_name", &st->default_prompt_name));
+  if (!st->default_prompt_name.empty()) {
+    bool known = false;
+    std::vector<std::string> names;
+    for (const auto& [name, text] : st->prompts) {
+      known = known || name == st->default_prompt_name;
+      names.push_back(Quote(name));
+    }
+    if (!known) {
+      return r.Error("default_prompt_name",
+                     absl::StrCat(Quote(st->default_prompt_name), " is not one of the prompts (",
+                                  names.empty() ? "there are none" : absl::StrJoin(names, ", "), ")"));
+    }
+  }
+  RETURN_IF_ERROR(r.String("similarity_fn_name", &st->similarity_fn_name));
+  if (!st->similarity_fn_name.empty() && st->similarity_fn_name != "cosine" && st->similarity_fn_name != "dot" &&
+      st->similarity_fn_name != "euclidean" && st->similarity_fn_name != "manhattan") {
+    return r.Error("similarity_fn_name", absl::StrCat(Quote(st->similarity_fn_name),
+                                                      " is not one of cosine, dot, euclidean, manhattan"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::StatusOr<const std::string*> FindSentencePrompt(const SentencePrompts& prompts,
+                                                      const std::string& default_prompt_name,
+                                                      const std::string& prompt_name) {
+  const std::string& name = prompt_name.empty() ? default_prompt_name : prompt_name;
+  if (name.empty()) return nullptr;
+  std::vector<std::string> names;
+  for (const auto& [prompt, text] : prompts) {
+    if (prompt == name) return &text;
+    names.push_back(prompt);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("prompt_name ", Quote(name), " is not one of the model's prompts: ",
+                   names.empty() ? "the model has no prompts" : absl::StrJoin(names, ", ")));
+}
 
 int PoolingConfig::output_dimension() const {
   int modes = cls + max + mean + mean_sqrt_len + weighted_mean + last_token;
@@ -113,13 +190,18 @@ absl::StatusOr<PoolingConfig> PoolingFromMode(const std::string& mode, int hidde
 
 absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const std::string& model_dir) {
   SentenceTransformersConfig st;
+  RETURN_IF_ERROR(ParseModelConfig(JoinPath(model_dir, "config_sentence_transformers.json"), &st));
   const std::string modules_path = JoinPath(model_dir, "modules.json");
   ASSIGN_OR_RETURN(const bool present, OptionalFileExists(modules_path));
-  if (!present) return st;
+  if (!present) {
+    RETURN_IF_ERROR(ParseTransformerConfig(JoinPath(model_dir, "sentence_bert_config.json"), &st));
+    return st;
+  }
   ASSIGN_OR_RETURN(json modules, ReadJsonFile(modules_path));
   if (!modules.is_array()) return absl::InvalidArgumentError(absl::StrCat(modules_path, ": not a JSON list"));
   st.present = true;
   bool have_pooling = false;
+  bool have_transformer = false;
   for (size_t i = 0; i < modules.size(); ++i) {
     const json& m = modules[i];
     if (!m.is_object()) {
@@ -136,7 +218,9 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
     }
     const std::string dir = JoinPath(model_dir, sub);
     if (absl::EndsWith(type, "models.Transformer")) {
-      continue;
+      // The first one's settings (sentence-transformers has one Transformer module).
+      if (!have_transformer) RETURN_IF_ERROR(ParseTransformerConfig(JoinPath(dir, "sentence_bert_config.json"), &st));
+      have_transformer = true;
     } else if (absl::EndsWith(type, "models.Pooling")) {
       ASSIGN_OR_RETURN(st.pooling, ParsePooling(dir));
       have_pooling = true;
@@ -152,6 +236,9 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
   }
   if (!have_pooling) {
     return absl::InvalidArgumentError(absl::StrCat(modules_path, ": has no sentence_transformers Pooling module"));
+  }
+  if (!have_transformer) {
+    RETURN_IF_ERROR(ParseTransformerConfig(JoinPath(model_dir, "sentence_bert_config.json"), &st));
   }
   return st;
 }

@@ -298,6 +298,7 @@ absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
   } else {
     mapped = MappedText::Identity(text);
   }
+  if (lower_case_whole_text_) mapped = LowercaseChars(mapped);
   if (lower_case_outside_tokens_) mapped = added_->LowercaseOutside(mapped);
   if (t5_without_legacy_ && !text.empty()) mapped = T5Prefix(mapped);
 

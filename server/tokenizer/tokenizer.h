@@ -124,6 +124,12 @@ class Tokenizer {
   // Whether text is lower-cased before encoding (do_lower_case): every character as Python's
   // str.lower does, special tokens excepted. Never for T5, whose T5Tokenizer has no such switch.
   bool lower_case() const { return lower_case_; }
+  // sentence-transformers' Transformer module with do_lower_case (sentence_bert_config.json):
+  // every text lowered as a whole (every character as Python's str.lower does, special tokens
+  // written in it included) before anything else, on top of the tokenizer's own settings.
+  // Offsets still point into the caller's text. Call before the tokenizer is shared.
+  void LowerCaseWholeText() { lower_case_whole_text_ = true; }
+  bool lowers_whole_text() const { return lower_case_whole_text_; }
   // XLNet pads on the left, the others on the right.
   bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }
   int pad_token_type_id() const { return family_ == TokenizerFamily::kXlnet ? 3 : 0; }
@@ -132,6 +138,18 @@ class Tokenizer {
   int NumSpecialTokens(bool pair) const;
   // "" for an id outside the vocabulary.
   std::string IdToPiece(int id) const;
+  // Text from token ids, as the `tokenizers` library's decoder of the family's tokenizer.json
+  // writes it (what text-embeddings-inference's /decode answers; token_decoder.cc):
+  //   SentencePiece (DeBERTa, T5, XLNet, XLM-RoBERTa): pieces joined, "▁" read as a space, the
+  //     first token's leading space dropped, byte pieces (<0x0A>) as their bytes;
+  //   WordPiece (BERT, MPNet): tokens joined by spaces, "##" pieces glued to the one before,
+  //     " ." " ," " ?" " !" " n't" " 's" ... inside a token cleaned up (WordPiece's cleanup);
+  //   byte-level BPE (RoBERTa): pieces mapped back to the bytes they stand for.
+  // Added tokens are written as their content. skip_special_tokens drops the special tokens
+  // (pad, unk, cls, sep, eos, mask and the added tokens that are special). Bytes that do not
+  // form UTF-8 become U+FFFD. INVALID_ARGUMENT naming the position of an id that is neither in
+  // the vocabulary nor an added token.
+  absl::StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
   // The name of the file the vocabulary was read from: "spm.model", "vocab.json",
   // "tokenizer.json"...
   const std::string& source_file() const { return source_file_; }
@@ -168,6 +186,7 @@ class Tokenizer {
   bool lower_case_;
   // transformers' tokenize-level lower-casing, before the split on added tokens.
   bool lower_case_outside_tokens_;
+  bool lower_case_whole_text_ = false;  // LowerCaseWholeText()
   bool add_prefix_space_;  // RoBERTa
   bool t5_without_legacy_;  // T5Tokenizer with legacy=False
   bool t5_prefix_space_;    // its add_prefix_space
