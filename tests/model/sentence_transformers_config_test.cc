@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "server/util/file_util.h"
@@ -130,6 +132,145 @@ TEST_F(SentenceTransformersConfigTest, DeeplyNestedValuesAreRefusedNamingTheFile
   error = LoadError();
   EXPECT_NE(error.find("modules.json: invalid JSON"), std::string::npos) << error.substr(0, 500);
   EXPECT_NE(error.find("deeper than 128 levels"), std::string::npos) << error.substr(0, 500);
+}
+
+TEST_F(SentenceTransformersConfigTest, ReadsTheTransformerModulesLengthAndLowerCasing) {
+  auto st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_seq_length, 0);  // no sentence_bert_config.json: no limit of its own
+  EXPECT_FALSE(st->do_lower_case);
+  Write("sentence_bert_config.json", R"({"max_seq_length": 384, "do_lower_case": true})");
+  st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_seq_length, 384);
+  EXPECT_TRUE(st->do_lower_case);
+  EXPECT_EQ(st->transformer_config_path, JoinPath(dir_, "sentence_bert_config.json"));
+  // null is the default, as for every other key.
+  Write("sentence_bert_config.json", R"({"max_seq_length": null, "do_lower_case": false})");
+  st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_seq_length, 0);
+}
+
+TEST_F(SentenceTransformersConfigTest, TheTransformerModulesFolderHoldsItsConfig) {
+  // An older layout: the Transformer module in a folder of its own.
+  ASSERT_EQ(mkdir(JoinPath(dir_, "0_Transformer").c_str(), 0755), 0);
+  Write("modules.json",
+        R"([{"type": "sentence_transformers.models.Transformer", "path": "0_Transformer"},)"
+        R"( {"type": "sentence_transformers.models.Pooling", "path": "1_Pooling"}])");
+  Write("sentence_bert_config.json", R"({"max_seq_length": 512})");
+  Write("0_Transformer/sentence_bert_config.json", R"({"max_seq_length": 128})");
+  auto st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->max_seq_length, 128);
+}
+
+TEST_F(SentenceTransformersConfigTest, WithoutModulesTheRootFilesStillCount) {
+  // TEI reads sentence_bert_config.json whether or not modules.json is there.
+  ASSERT_EQ(unlink(JoinPath(dir_, "modules.json").c_str()), 0);
+  Write("sentence_bert_config.json", R"({"max_seq_length": 256})");
+  Write("config_sentence_transformers.json", R"({"similarity_fn_name": "dot"})");
+  auto st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_FALSE(st->present);
+  EXPECT_EQ(st->max_seq_length, 256);
+  EXPECT_EQ(st->similarity_fn_name, "dot");
+}
+
+TEST_F(SentenceTransformersConfigTest, BadTransformerSettingsNameTheFileAndKey) {
+  for (const char* bad : {R"({"max_seq_length": 0})", R"({"max_seq_length": -5})", R"({"max_seq_length": "384"})",
+                          R"({"max_seq_length": 2.5})", R"({"max_seq_length": 1e20})"}) {
+    Write("sentence_bert_config.json", bad);
+    const std::string error = LoadError();
+    EXPECT_NE(error.find("sentence_bert_config.json: \"max_seq_length\""), std::string::npos) << bad << ": " << error;
+  }
+  Write("sentence_bert_config.json", R"({"do_lower_case": "yes"})");
+  std::string error = LoadError();
+  EXPECT_NE(error.find("sentence_bert_config.json: \"do_lower_case\""), std::string::npos) << error;
+  Write("sentence_bert_config.json", R"([384])");
+  error = LoadError();
+  EXPECT_NE(error.find("sentence_bert_config.json: not a JSON object"), std::string::npos) << error;
+}
+
+TEST_F(SentenceTransformersConfigTest, ReadsPromptsDefaultPromptAndSimilarity) {
+  auto st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->prompts.empty());
+  EXPECT_EQ(st->default_prompt_name, "");
+  EXPECT_EQ(st->similarity_fn_name, "");
+  EXPECT_TRUE(st->pooling.include_prompt);
+  Write("config_sentence_transformers.json",
+        R"({"__version__": {"sentence_transformers": "3.0.1"}, "prompts": {"query": "query: ", "document": ""},)"
+        R"( "default_prompt_name": "query", "similarity_fn_name": "cosine"})");
+  Write("1_Pooling/config.json",
+        R"({"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true, "include_prompt": false})");
+  st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  ASSERT_EQ(st->prompts.size(), 2u);
+  EXPECT_EQ(st->prompts[0], (std::pair<std::string, std::string>("document", "")));
+  EXPECT_EQ(st->prompts[1], (std::pair<std::string, std::string>("query", "query: ")));
+  EXPECT_EQ(st->default_prompt_name, "query");
+  EXPECT_EQ(st->similarity_fn_name, "cosine");
+  EXPECT_FALSE(st->pooling.include_prompt);
+  // sentence-transformers 2 wrote nulls.
+  Write("config_sentence_transformers.json",
+        R"({"prompts": {}, "default_prompt_name": null, "similarity_fn_name": null})");
+  st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->prompts.empty());
+  EXPECT_EQ(st->default_prompt_name, "");
+  EXPECT_EQ(st->similarity_fn_name, "");
+}
+
+TEST_F(SentenceTransformersConfigTest, BadPromptsAndSimilarityNameTheFileAndKey) {
+  struct Case {
+    const char* json;
+    const char* mention;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"prompts": ["query: "]})", "\"prompts\" must be an object of prompt names to texts"},
+           {R"({"prompts": "query: "})", "\"prompts\" must be an object"},
+           {R"({"prompts": {"query": 1}})", "\"prompts\" must map each name to a text: \"query\" is 1"},
+           {R"({"prompts": {"query": null}})", "\"query\" is null"},
+           {R"({"prompts": {"query": "q: "}, "default_prompt_name": "passage"})",
+            "\"default_prompt_name\" \"passage\" is not one of the prompts (\"query\")"},
+           {R"({"default_prompt_name": "query"})", "\"default_prompt_name\" \"query\" is not one of the prompts (there are none)"},
+           {R"({"prompts": {"query": "q: "}, "default_prompt_name": 1})", "\"default_prompt_name\""},
+           {R"({"similarity_fn_name": "dot_product"})",
+            "\"similarity_fn_name\" \"dot_product\" is not one of cosine, dot, euclidean, manhattan"},
+           {R"({"similarity_fn_name": true})", "\"similarity_fn_name\""},
+       }) {
+    Write("config_sentence_transformers.json", c.json);
+    const std::string error = LoadError();
+    EXPECT_NE(error.find("config_sentence_transformers.json: "), std::string::npos) << c.json << ": " << error;
+    EXPECT_NE(error.find(c.mention), std::string::npos) << c.json << ": " << error;
+  }
+  Write("config_sentence_transformers.json", R"({"prompts": {}})");
+  Write("1_Pooling/config.json",
+        R"({"word_embedding_dimension": 8, "pooling_mode_mean_tokens": true, "include_prompt": "no"})");
+  EXPECT_NE(LoadError().find("1_Pooling/config.json: \"include_prompt\""), std::string::npos);
+}
+
+TEST(FindSentencePromptTest, TheNamedPromptElseTheDefaultElseNone) {
+  const SentencePrompts prompts = {{"document", ""}, {"query", "query: "}};
+  auto p = FindSentencePrompt(prompts, "", "");
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, nullptr);
+  p = FindSentencePrompt(prompts, "", "query");
+  ASSERT_TRUE(p.ok() && *p != nullptr);
+  EXPECT_EQ(**p, "query: ");
+  p = FindSentencePrompt(prompts, "query", "");
+  ASSERT_TRUE(p.ok() && *p != nullptr);
+  EXPECT_EQ(**p, "query: ");
+  p = FindSentencePrompt(prompts, "query", "document");
+  ASSERT_TRUE(p.ok() && *p != nullptr);
+  EXPECT_EQ(**p, "");
+  p = FindSentencePrompt(prompts, "query", "x");
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(), "prompt_name \"x\" is not one of the model's prompts: document, query");
+  p = FindSentencePrompt({}, "", "x");
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.status().message(), "prompt_name \"x\" is not one of the model's prompts: the model has no prompts");
 }
 
 }  // namespace
