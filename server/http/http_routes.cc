@@ -7,10 +7,14 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/http/cohere_api.h"
+#include "server/http/infinity_api.h"
+#include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
+#include "server/http/openapi_document.h"
 #include "server/http/request_deadline.h"
 #include "server/tokenizer/tokenizer.h"
 
@@ -73,97 +77,265 @@ std::set<int32_t> TemplateTokenIds(const ModelRegistry* registry, const std::str
   return ids;
 }
 
+
+using Answer = absl::StatusOr<HttpAnswer>;
+
+int64_t Characters(const std::vector<Input>& inputs) {
+  int64_t n = 0;
+  for (const Input& in : inputs) n += CountCharacters(in);
+  return n;
+}
+
+// A JSON answer with TEI's x-compute-* headers.
+HttpAnswer WithTeiHeaders(json body, const HttpCall& call, int64_t characters, const Usage& usage,
+                          const Timing& timing) {
+  HttpAnswer answer(std::move(body));
+  answer.headers = TeiComputeHeaders(characters, usage.tokens, timing, absl::Now() - call.start);
+  return answer;
+}
+
+// LangChain's OpenAIEmbeddings (Python) tokenizes with tiktoken and sends OpenAI's token ids,
+// which mean nothing to another vocabulary: say how to make it send text.
+absl::Status WithTokenIdHint(const absl::Status& s, const std::vector<Input>& inputs) {
+  if (s.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(s.message(), "outside the vocabulary")) {
+    return s;
+  }
+  bool ids = false;
+  for (const Input& in : inputs) ids = ids || in.kind == Input::Kind::kTokens;
+  if (!ids) return s;
+  absl::Status hinted(s.code(), absl::StrCat(s.message(),
+                                             "; token ids are the model's own: a client that sends another "
+                                             "tokenizer's ids (LangChain's OpenAIEmbeddings sends tiktoken's) must "
+                                             "send text instead (OpenAIEmbeddings(check_embedding_ctx_length=False))"));
+  s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { hinted.SetPayload(url, payload); });
+  return hinted;
+}
+
+class Routes {
+ public:
+  explicit Routes(const RouteContext& c) : c_(c), serving_(c.serving) {}
+
+  Answer OpenAIEmbed(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseOpenAIEmbeddings(body);
+    if (!request.ok()) return request.status();
+    *model = request->embed.model;
+    auto result = Await<EmbedResult>(
+        call, [&](auto done) { serving_->Embed(request->embed, call.context, std::move(done)); });
+    if (!result.ok()) return WithTokenIdHint(result.status(), request->embed.inputs);
+    return WithTeiHeaders(OpenAIEmbeddingsJson(*result, request->base64), call, Characters(request->embed.inputs),
+                          result->usage, result->timing);
+  }
+
+  Answer OpenAIModels() const { return HttpAnswer(OpenAIModelsJson(serving_->ListModels(), c_.started_unix_seconds)); }
+
+  Answer CohereRerank(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseCohereRerank(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto result = Await<RerankResult>(call, [&](auto done) { serving_->Rerank(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return HttpAnswer(CohereRerankJson(*result));
+  }
+
+  Answer CohereV2Rerank(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseCohereV2Rerank(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto result = Await<RerankResult>(call, [&](auto done) { serving_->Rerank(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return HttpAnswer(CohereV2RerankJson(*result, RandomUuid()));
+  }
+
+  Answer CohereEmbed(const json& body, const HttpCall& call, std::string* model, bool v2) const {
+    auto request = ParseCohereEmbed(body, v2);
+    if (!request.ok()) return request.status();
+    *model = request->embed.model;
+    auto result = Await<EmbedResult>(
+        call, [&](auto done) { serving_->Embed(request->embed, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return HttpAnswer(CohereEmbedJson(*request, *result, v2, RandomUuid()));
+  }
+
+  Answer TeiEmbed(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTeiEmbed(body);
+    if (!request.ok()) return request.status();
+    if (absl::Status s = ReadTeiModel(body, &request->model); !s.ok()) return s;
+    *model = request->model;
+    auto result = Await<EmbedResult>(call, [&](auto done) { serving_->Embed(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(TeiEmbedJson(*result), call, Characters(request->inputs), result->usage, result->timing);
+  }
+
+  Answer TeiEmbedAll(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTeiEmbedAll(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto result = Await<EmbedTokensResult>(
+        call, [&](auto done) { serving_->EmbedTokens(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(TeiEmbedAllJson(*result), call, Characters(request->inputs), result->usage,
+                          result->timing);
+  }
+
+  // TEI's `texts`, or Infinity's `documents` (then Infinity's answer).
+  Answer TeiRerank(const json& body, const HttpCall& call, std::string* model) const {
+    const bool infinity = FieldAbsent(body, "texts") && !FieldAbsent(body, "documents");
+    absl::StatusOr<RerankRequest> request = infinity ? ParseInfinityRerank(body) : ParseTeiRerank(body);
+    if (!request.ok()) return request.status();
+    if (absl::Status s = ReadTeiModel(body, &request->model); !s.ok()) return s;
+    *model = request->model;
+    auto result = Await<RerankResult>(call, [&](auto done) { serving_->Rerank(*request, call.context, std::move(done)); });
+    if (!result.ok()) return infinity ? result.status() : AsTeiRerankStatus(result.status());
+    int64_t characters = 0;
+    const int64_t query = CountCharacters(Input::Text(request->query));
+    for (const std::string& d : request->documents) characters += query + CountCharacters(Input::Text(d));
+    json answer = infinity ? InfinityRerankJson(*result, request->return_documents, RandomUuid(),
+                                                absl::ToUnixSeconds(absl::Now()))
+                           : TeiRerankJson(*result);
+    return WithTeiHeaders(std::move(answer), call, characters, result->usage, result->timing);
+  }
+
+  Answer TeiPredict(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTeiPredict(body);
+    if (!request.ok()) return request.status();
+    if (absl::Status s = ReadTeiModel(body, &request->classify.model); !s.ok()) return s;
+    *model = request->classify.model;
+    auto result = Await<ClassifyResult>(
+        call, [&](auto done) { serving_->Classify(request->classify, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(TeiPredictJson(*result, request->batch), call, Characters(request->classify.inputs),
+                          result->usage, result->timing);
+  }
+
+  Answer InfinityClassify(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseInfinityClassify(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto result =
+        Await<ClassifyResult>(call, [&](auto done) { serving_->Classify(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return HttpAnswer(InfinityClassifyJson(*result, RandomUuid(), absl::ToUnixSeconds(absl::Now())));
+  }
+
+  // POST / and /invocations: what the model is for, as TEI sets these routes up by its model's
+  // type: an embedding model embeds, a one-label head reranks, a classifier predicts.
+  Answer TeiByModelType(const json& body, const HttpCall& call, std::string* model) const {
+    std::string name;
+    if (absl::Status s = ReadTeiModel(body, &name); !s.ok()) return s;
+    *model = name;
+    auto described = serving_->DescribeModel(name);
+    if (!described.ok()) return described.status();
+    if (described->labels.empty()) return TeiEmbed(body, call, model);
+    if (described->labels.size() == 1) return TeiRerank(body, call, model);
+    return TeiPredict(body, call, model);
+  }
+
+  Answer TeiTokenize(const json& body, std::string* model) const {
+    auto request = ParseTeiTokenize(body);
+    if (!request.ok()) return request.status();
+    if (absl::Status s = ReadTeiModel(body, &request->tokenize.model); !s.ok()) return s;
+    *model = request->tokenize.model;
+    auto result = serving_->Tokenize(request->tokenize);
+    if (!result.ok()) return result.status();
+    return HttpAnswer(TeiTokenizeJson(request->tokenize, *result, request->add_special_tokens,
+                                      TemplateTokenIds(c_.registry, result->model)));
+  }
+
+  Answer TeiDecode(const json& body, std::string* model) const {
+    auto request = ParseTeiDecode(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto texts = serving_->Decode(request->model, request->ids, request->skip_special_tokens);
+    if (!texts.ok()) return texts.status();
+    return HttpAnswer(json(*texts));
+  }
+
+  Answer TeiInfo() const {
+    auto m = serving_->DescribeModel("");
+    if (!m.ok()) return absl::InternalError("the default model is not in the model list");
+    ServerLimitsInfo l = c_.limits;
+    l.max_input_length = m->max_length;
+    return HttpAnswer(TeiInfoJson(*m, l));
+  }
+
+  Answer Health() const {
+    if (c_.healthy && !c_.healthy()) return absl::UnavailableError("unhealthy");
+    return HttpAnswer();
+  }
+
+  Answer Metrics() const {
+    HttpAnswer answer;
+    answer.text = c_.metrics_text();
+    answer.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    return answer;
+  }
+
+  Answer OpenApi() const {
+    HttpAnswer answer;
+    answer.text = OpenApiDocument();
+    answer.content_type = "application/json";
+    return answer;
+  }
+
+ private:
+  RouteContext c_;
+  const EncoderServing* serving_;
+};
+
 }  // namespace
 
 std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
-  const EncoderServing* serving = c.serving;
+  auto r = std::make_shared<const Routes>(c);
   std::vector<HttpRoute> routes;
-
-  // OpenAI
-  routes.push_back({"POST", "/v1/embeddings", ErrorStyle::kOpenAI,
-                    [serving](const json& body, const HttpCall& call, std::string* model) -> absl::StatusOr<json> {
-                      auto request = ParseOpenAIEmbeddings(body);
-                      if (!request.ok()) return request.status();
-                      *model = request->embed.model;
-                      auto result = Await<EmbedResult>(
-                          call, [&](auto done) { serving->Embed(request->embed, call.context, std::move(done)); });
-                      if (!result.ok()) return result.status();
-                      return OpenAIEmbeddingsJson(*result, request->base64);
-                    }});
-  routes.push_back({"GET", "/v1/models", ErrorStyle::kOpenAI,
-                    [serving, created = c.started_unix_seconds](const json&, const HttpCall&,
-                                                                std::string*) -> absl::StatusOr<json> {
-                      return OpenAIModelsJson(serving->ListModels(), created);
-                    }});
+  using Handler = std::function<Answer(const json&, const HttpCall&, std::string*)>;
+  auto add = [&routes](const char* method, const char* path, ErrorStyle errors, Handler handle, bool open = false) {
+    routes.push_back({method, path, errors, std::move(handle), open});
+  };
+  using namespace std::placeholders;
+  // OpenAI (and Infinity's /embeddings, TEI's /embeddings: the same route without /v1)
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+    add("POST", path, ErrorStyle::kOpenAI, std::bind(&Routes::OpenAIEmbed, r, _1, _2, _3));
+  }
+  for (const char* path : {"/v1/models", "/models"}) {
+    add("GET", path, ErrorStyle::kOpenAI, [r](const json&, const HttpCall&, std::string*) { return r->OpenAIModels(); });
+  }
 
   // Cohere / Jina
-  routes.push_back({"POST", "/v1/rerank", ErrorStyle::kOpenAI,
-                    [serving](const json& body, const HttpCall& call, std::string* model) -> absl::StatusOr<json> {
-                      auto request = ParseCohereRerank(body);
-                      if (!request.ok()) return request.status();
-                      *model = request->model;
-                      auto result = Await<RerankResult>(
-                          call, [&](auto done) { serving->Rerank(*request, call.context, std::move(done)); });
-                      if (!result.ok()) return result.status();
-                      return CohereRerankJson(*result);
-                    }});
+  add("POST", "/v1/rerank", ErrorStyle::kOpenAI, std::bind(&Routes::CohereRerank, r, _1, _2, _3));
+  add("POST", "/v2/rerank", ErrorStyle::kCohere, std::bind(&Routes::CohereV2Rerank, r, _1, _2, _3));
+  add("POST", "/v2/embed", ErrorStyle::kCohere,
+      [r](const json& b, const HttpCall& call, std::string* m) { return r->CohereEmbed(b, call, m, /*v2=*/true); });
+  add("POST", "/v1/embed", ErrorStyle::kCohere,
+      [r](const json& b, const HttpCall& call, std::string* m) { return r->CohereEmbed(b, call, m, /*v2=*/false); });
 
   // text-embeddings-inference
-  routes.push_back({"POST", "/embed", ErrorStyle::kTei,
-                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
-                      auto request = ParseTeiEmbed(body);
-                      if (!request.ok()) return request.status();
-                      auto result = Await<EmbedResult>(
-                          call, [&](auto done) { serving->Embed(*request, call.context, std::move(done)); });
-                      if (!result.ok()) return result.status();
-                      return TeiEmbedJson(*result);
-                    }});
-  routes.push_back({"POST", "/rerank", ErrorStyle::kTei,
-                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
-                      auto request = ParseTeiRerank(body);
-                      if (!request.ok()) return request.status();
-                      auto result = Await<RerankResult>(
-                          call, [&](auto done) { serving->Rerank(*request, call.context, std::move(done)); });
-                      if (!result.ok()) return AsTeiRerankStatus(result.status());
-                      return TeiRerankJson(*result);
-                    }});
-  routes.push_back({"POST", "/predict", ErrorStyle::kTei,
-                    [serving](const json& body, const HttpCall& call, std::string*) -> absl::StatusOr<json> {
-                      auto request = ParseTeiPredict(body);
-                      if (!request.ok()) return request.status();
-                      auto result = Await<ClassifyResult>(call, [&](auto done) {
-                        serving->Classify(request->classify, call.context, std::move(done));
-                      });
-                      if (!result.ok()) return result.status();
-                      return TeiPredictJson(*result, request->batch);
-                    }});
-  routes.push_back({"POST", "/tokenize", ErrorStyle::kTei,
-                    [serving, registry = c.registry](const json& body, const HttpCall&,
-                                                     std::string*) -> absl::StatusOr<json> {
-                      auto request = ParseTeiTokenize(body);
-                      if (!request.ok()) return request.status();
-                      auto result = serving->Tokenize(request->tokenize);
-                      if (!result.ok()) return result.status();
-                      return TeiTokenizeJson(request->tokenize, *result, request->add_special_tokens,
-                                             TemplateTokenIds(registry, result->model));
-                    }});
-  routes.push_back({"GET", "/info", ErrorStyle::kTei,
-                    [serving, limits = c.limits](const json&, const HttpCall&,
-                                                 std::string*) -> absl::StatusOr<json> {
-                      for (const ModelDescription& m : serving->ListModels()) {
-                        if (m.name != serving->default_model()) continue;
-                        ServerLimitsInfo l = limits;
-                        l.max_input_length = m.max_length;
-                        return TeiInfoJson(m, l);
-                      }
-                      return absl::InternalError("the default model is not in the model list");
-                    }});
-  routes.push_back({"GET", "/health", ErrorStyle::kTei,
-                    [healthy = c.healthy](const json&, const HttpCall&, std::string*) -> absl::StatusOr<json> {
-                      if (healthy && !healthy()) return absl::UnavailableError("unhealthy");
-                      return json(nullptr);
-                    },
-                    /*open=*/true});
+  add("POST", "/embed", ErrorStyle::kTei, std::bind(&Routes::TeiEmbed, r, _1, _2, _3));
+  add("POST", "/embed_all", ErrorStyle::kTei, std::bind(&Routes::TeiEmbedAll, r, _1, _2, _3));
+  add("POST", "/rerank", ErrorStyle::kTei, std::bind(&Routes::TeiRerank, r, _1, _2, _3));
+  add("POST", "/predict", ErrorStyle::kTei, std::bind(&Routes::TeiPredict, r, _1, _2, _3));
+  for (const char* path : {"/", "/invocations"}) {
+    add("POST", path, ErrorStyle::kTei, std::bind(&Routes::TeiByModelType, r, _1, _2, _3));
+  }
+  add("POST", "/tokenize", ErrorStyle::kTei,
+      [r](const json& b, const HttpCall&, std::string* m) { return r->TeiTokenize(b, m); });
+  add("POST", "/decode", ErrorStyle::kTei,
+      [r](const json& b, const HttpCall&, std::string* m) { return r->TeiDecode(b, m); });
+  add("GET", "/info", ErrorStyle::kTei, [r](const json&, const HttpCall&, std::string*) { return r->TeiInfo(); });
+  // TEI's health routes: its own, the Inference API's (GET /) and SageMaker's (GET /ping).
+  for (const char* path : {"/health", "/", "/ping"}) {
+    add("GET", path, ErrorStyle::kTei, [r](const json&, const HttpCall&, std::string*) { return r->Health(); },
+        /*open=*/true);
+  }
+  if (c.metrics_text) {
+    add("GET", "/metrics", ErrorStyle::kTei, [r](const json&, const HttpCall&, std::string*) { return r->Metrics(); },
+        /*open=*/!c.metrics_need_key);
+  }
+  // The API's description, open as TEI's (it holds nothing a caller could not read in the README).
+  add("GET", "/api-doc/openapi.json", ErrorStyle::kTei,
+      [r](const json&, const HttpCall&, std::string*) { return r->OpenApi(); }, /*open=*/true);
+
+  // Infinity
+  add("POST", "/classify", ErrorStyle::kTei, std::bind(&Routes::InfinityClassify, r, _1, _2, _3));
   return routes;
 }
 

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/http/cohere_api.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
@@ -21,7 +22,10 @@ namespace {
 
 using nlohmann::json;
 
+// The error shape of a path the route table does not settle (an unknown path, or an error of
+// the server itself before a route is found): by its prefix.
 ErrorStyle StyleOfPath(const std::string& path) {
+  if (path.rfind("/v2/", 0) == 0) return ErrorStyle::kCohere;
   return path.rfind("/v1/", 0) == 0 ? ErrorStyle::kOpenAI : ErrorStyle::kTei;
 }
 
@@ -35,7 +39,12 @@ WebResponse JsonResponse(int status, const json& body) {
 
 WebResponse ErrorResponse(const absl::Status& status, ErrorStyle style) {
   const int http = HttpStatusOf(status);
-  return JsonResponse(http, style == ErrorStyle::kOpenAI ? OpenAIErrorJson(status, http) : TeiErrorJson(status, http));
+  switch (style) {
+    case ErrorStyle::kOpenAI: return JsonResponse(http, OpenAIErrorJson(status, http));
+    case ErrorStyle::kCohere: return JsonResponse(http, CohereErrorJson(status));
+    case ErrorStyle::kTei: break;
+  }
+  return JsonResponse(http, TeiErrorJson(status, http));
 }
 
 // The status the server's own refusals (framing, limits, timeouts) carry in the JSON error.
@@ -59,6 +68,12 @@ struct HttpServer::Impl {
   // (path, method) -> route; a GET route answers HEAD too.
   std::map<std::pair<std::string, std::string>, HttpRoute> routes;
   std::map<std::string, std::string> allowed;  // path -> "GET, HEAD" / "POST"
+  std::map<std::string, ErrorStyle> styles;    // path -> its routes' error shape
+
+  ErrorStyle StyleOf(const std::string& path) const {
+    auto it = styles.find(path);
+    return it == styles.end() ? StyleOfPath(path) : it->second;
+  }
 };
 
 absl::Status ParseHttpAddress(const std::string& address, HttpServerConfig* config) {
@@ -95,6 +110,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     std::string& allowed = impl->allowed[route.path];
     allowed += allowed.empty() ? "" : ", ";
     allowed += route.method == "GET" ? "GET, HEAD" : route.method;
+    impl->styles.emplace(route.path, route.errors);
     impl->routes.emplace(std::make_pair(route.path, route.method), std::move(route));
   }
   const auto find_route = [impl](const HttpRequestHead& head) -> const HttpRoute* {
@@ -110,7 +126,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   // a request to a draining server never gets its body read.
   handlers.screen = [self, impl, find_route, api_keys](const WebRequest& req) -> std::optional<WebResponse> {
     const HttpRequestHead& head = req.head;
-    const ErrorStyle style = StyleOfPath(head.path);
+    const ErrorStyle style = impl->StyleOf(head.path);
     const HttpRoute* route = find_route(head);
     if (route == nullptr) {
       auto allowed = impl->allowed.find(head.path);
@@ -141,15 +157,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     if (unauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
   };
-  handlers.handle = [self, find_route, timeout](const WebRequest& req,
-                                                const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
+  handlers.handle = [self, impl, find_route, timeout](
+                        const WebRequest& req, const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
     const HttpRoute* route = find_route(req.head);
-    if (route == nullptr) return ErrorResponse(absl::NotFoundError("no route"), StyleOfPath(req.head.path));
+    if (route == nullptr) return ErrorResponse(absl::NotFoundError("no route"), impl->StyleOf(req.head.path));
     const absl::Time start = absl::Now();
     self->tracker_.CallStarted();
     std::string model;
     bool readable = true;  // false: the body could not be read, so no model is known
-    absl::StatusOr<json> answer = json(nullptr);
+    absl::StatusOr<HttpAnswer> answer = HttpAnswer();
     if (self->tracker_.draining()) {
       answer = absl::UnavailableError("the server is shutting down");
     } else {
@@ -164,6 +180,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         answer = deadline.status();
       } else {
         HttpCall call;
+        call.start = start;
         call.cancel = std::make_shared<std::atomic<bool>>(false);
         call.context.cancelled = call.cancel;
         call.context.deadline = *deadline;
@@ -180,11 +197,15 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     }
     WebResponse response;
     if (answer.ok()) {
-      response.status = 200;
-      if (!answer->is_null()) {
+      response.status = answer->status;
+      if (answer->text.has_value()) {
+        response.content_type = answer->content_type;
+        response.body = std::move(*answer->text);
+      } else if (!answer->json.is_null()) {
         response.content_type = "application/json";
-        response.body = DumpJson(*answer);
+        response.body = DumpJson(answer->json);
       }
+      response.headers = std::move(answer->headers);
     } else {
       response = ErrorResponse(answer.status(), route->errors);
     }
@@ -198,11 +219,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   };
   // What the server refuses itself (malformed requests, limits, timeouts) is a JSON error in the
   // style of the path's API.
-  handlers.error = [max = config.max_body_bytes](int status, const std::string& message,
-                                                 const HttpRequestHead* head) {
+  handlers.error = [impl, max = config.max_body_bytes](int status, const std::string& message,
+                                                       const HttpRequestHead* head) {
     std::string text = message;
     if (status == 413) absl::StrAppend(&text, " (--max-message-bytes ", max, ")");
-    return ErrorResponse(StatusOfHttpError(status, text), StyleOfPath(head != nullptr ? head->path : ""));
+    return ErrorResponse(StatusOfHttpError(status, text), impl->StyleOf(head != nullptr ? head->path : ""));
   };
 
   WebServerConfig wc;

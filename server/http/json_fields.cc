@@ -64,6 +64,8 @@ absl::StatusOr<json> ParseJsonObject(const std::string& body) {
   return parsed;
 }
 
+bool FieldAbsent(const json& object, const char* field) { return Absent(object, field); }
+
 absl::StatusOr<const json*> Required(const json& object, const char* field) {
   if (Absent(object, field)) return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
   return &object.at(field);

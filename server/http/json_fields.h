@@ -30,6 +30,8 @@ absl::Status ReadBool(const nlohmann::json& object, const char* field, bool* out
 absl::Status ReadString(const nlohmann::json& object, const char* field, std::string* out);
 // An integer in [min, max].
 absl::Status ReadInt(const nlohmann::json& object, const char* field, int64_t min, int64_t max, int* out);
+// Whether a field is absent or null (takes its default).
+bool FieldAbsent(const nlohmann::json& object, const char* field);
 // A required field that must be present and not null.
 absl::StatusOr<const nlohmann::json*> Required(const nlohmann::json& object, const char* field);
 

@@ -1,5 +1,9 @@
 #include "server/http/tei_api.h"
 
+#include <algorithm>
+#include <cstddef>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
@@ -47,6 +51,7 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   if (!inputs.ok()) return inputs.status();
   r.inputs = std::move(*inputs);
   r.normalize = true;  // TEI's default
+  r.dimensions_renormalize = false;  // TEI cuts to `dimensions` and normalises only when asked
   if (absl::Status s = ReadBool(body, "normalize", &r.normalize); !s.ok()) return s;
   if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.dimensions); !s.ok()) return s;
@@ -118,6 +123,9 @@ absl::StatusOr<TeiPredictRequest> ParseTeiPredict(const json& body) {
   }
   if (absl::Status s = ReadTruncation(body, &r.classify.truncation); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "raw_scores", &r.classify.raw_scores); !s.ok()) return s;
+  // TEI's scores: the sigmoid of a single logit, the softmax of several, whatever the config's
+  // problem_type says.
+  r.classify.score_rule = ScoreRule::kLogitCount;
   return r;
 }
 
@@ -153,8 +161,8 @@ absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
   std::string prompt_name;
   if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
   if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
-  // Tokenize as the model will: over-long inputs are cut, not refused.
-  r.tokenize.truncation.truncate = true;
+  // Every token, as TEI's /tokenize: a chunker counts a long text's tokens with it.
+  r.tokenize.whole_text = true;
   return r;
 }
 
@@ -201,7 +209,7 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
     // TEI names the pooling alone ("mean"); relserve's description may add "+normalize".
     model_type["embedding"] = {{"pooling", m.pooling.substr(0, m.pooling.find('+'))}};
   }
-  return {{"model_id", m.name},
+  return {{"model_id", m.model_id.empty() ? m.name : m.model_id},
           {"model_sha", nullptr},
           {"model_dtype", DTypeName(m.dtype)},
           {"served_model_name", m.name},
@@ -216,6 +224,88 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
           {"version", limits.version},
           {"sha", nullptr},
           {"docker_label", nullptr}};
+}
+
+absl::Status ReadTeiModel(const json& body, std::string* model) { return ReadString(body, "model", model); }
+
+absl::StatusOr<EmbedTokensRequest> ParseTeiEmbedAll(const json& body) {
+  EmbedTokensRequest r;
+  auto inputs_field = Required(body, "inputs");
+  if (!inputs_field.ok()) return inputs_field.status();
+  auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  r.inputs = std::move(*inputs);
+  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
+  if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  std::string prompt_name;
+  if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
+  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported on /embed_all");
+  return r;
+}
+
+json TeiEmbedAllJson(const EmbedTokensResult& result) {
+  json all = json::array();
+  for (const TokenStates& t : result.sequences) {
+    json rows = json::array();
+    const size_t hidden = static_cast<size_t>(std::max(t.hidden_size, 1));
+    for (size_t row = 0; row * hidden < t.values.size(); ++row) {
+      const auto begin = t.values.begin() + static_cast<std::ptrdiff_t>(row * hidden);
+      rows.push_back(std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(hidden)));
+    }
+    all.push_back(std::move(rows));
+  }
+  return all;
+}
+
+absl::StatusOr<TeiDecodeRequest> ParseTeiDecode(const json& body) {
+  TeiDecodeRequest r;
+  auto ids = Required(body, "ids");
+  if (!ids.ok()) return ids.status();
+  const json& v = **ids;
+  if (!v.is_array()) return WrongType("ids", "an array of token ids or an array of arrays of token ids", v);
+  if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("ids is empty"), 400);
+  if (v[0].is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto one = ReadTokenIds(v[i], absl::StrCat("ids[", i, "]"));
+      if (!one.ok()) return one.status();
+      r.ids.push_back(std::move(*one));
+    }
+  } else {
+    auto one = ReadTokenIds(v, "ids");
+    if (!one.ok()) return one.status();
+    r.ids.push_back(std::move(*one));
+  }
+  if (absl::Status s = ReadBool(body, "skip_special_tokens", &r.skip_special_tokens); !s.ok()) return s;
+  if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  return r;
+}
+
+int64_t CountCharacters(const Input& input) {
+  auto chars = [](const std::string& text) {
+    int64_t n = 0;
+    for (unsigned char c : text) n += (c & 0xC0) != 0x80;  // every byte that starts a character
+    return n;
+  };
+  switch (input.kind) {
+    case Input::Kind::kText: return chars(input.text);
+    case Input::Kind::kPair: return chars(input.first) + chars(input.second);
+    case Input::Kind::kTokens: return static_cast<int64_t>(input.ids.size());
+    case Input::Kind::kEmpty: break;
+  }
+  return 0;
+}
+
+std::vector<std::pair<std::string, std::string>> TeiComputeHeaders(int64_t characters, int64_t tokens,
+                                                                   const Timing& timing, absl::Duration compute) {
+  // Whole milliseconds, cut down, as Rust's Duration::as_millis.
+  auto ms = [](absl::Duration d) { return std::to_string(absl::ToInt64Milliseconds(d)); };
+  return {{"x-compute-time", ms(compute)},
+          {"x-compute-characters", std::to_string(characters)},
+          {"x-compute-tokens", std::to_string(tokens)},
+          {"x-total-time", ms(compute)},  // TEI writes the same time in both
+          {"x-tokenization-time", ms(timing.tokenize)},
+          {"x-queue-time", ms(timing.queue)},
+          {"x-inference-time", ms(timing.inference)}};
 }
 
 json TeiErrorJson(const absl::Status& status, int http_status) {

@@ -1,12 +1,15 @@
 #ifndef RELSERVE_SERVER_HTTP_TEI_API_H_
 #define RELSERVE_SERVER_HTTP_TEI_API_H_
 
+#include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "server/serving/serving_types.h"
 
@@ -14,7 +17,7 @@ namespace relserve {
 
 // text-embeddings-inference's routes (/embed, /rerank, /predict, /tokenize, /info), with its
 // field names, types and defaults, converted to and from the serving layer's types. TEI's
-// requests name no model: they go to the default model.
+// requests name no model: they go to the default model, unless they carry relserve's `model`.
 
 // /embed: {inputs, normalize (default true), truncate, truncation_direction, dimensions}
 // -> [[float, ...], ...]
@@ -59,6 +62,35 @@ struct ServerLimitsInfo {
   std::string version;
 };
 nlohmann::json TeiInfoJson(const ModelDescription& model, const ServerLimitsInfo& limits);
+
+// relserve's extension of TEI's routes: `model` names one of the models served (TEI serves
+// one); absent or null, the default model.
+absl::Status ReadTeiModel(const nlohmann::json& body, std::string* model);
+
+// /embed_all: {inputs, truncate, truncation_direction, model} -> [[[float]]]: for each input
+// the last hidden state of every token, special tokens included (TEI's raw per-token output).
+absl::StatusOr<EmbedTokensRequest> ParseTeiEmbedAll(const nlohmann::json& body);
+nlohmann::json TeiEmbedAllJson(const EmbedTokensResult& result);
+
+// /decode: {ids: [id, ...] | [[id, ...], ...], skip_special_tokens (default true), model}
+// -> [text, ...], one text per sequence (one for a single sequence too, as TEI answers).
+struct TeiDecodeRequest {
+  std::vector<std::vector<int32_t>> ids;
+  bool skip_special_tokens = true;
+  std::string model;
+};
+absl::StatusOr<TeiDecodeRequest> ParseTeiDecode(const nlohmann::json& body);
+
+// What TEI's x-compute-characters counts for an input: its characters (a pair's two texts),
+// or its number of token ids.
+int64_t CountCharacters(const Input& input);
+// TEI's response headers of a computing route: x-compute-time and x-total-time (both the
+// call's time on the server, `compute`, as TEI writes both), x-compute-characters,
+// x-compute-tokens, x-tokenization-time, x-queue-time and x-inference-time (the serving layer's
+// Timing: the request's tokenization, and the longest wait and batch of its sequences, where TEI
+// averages over a batch's inputs), times in whole milliseconds (TEI's as_millis).
+std::vector<std::pair<std::string, std::string>> TeiComputeHeaders(int64_t characters, int64_t tokens,
+                                                                   const Timing& timing, absl::Duration compute);
 
 // {"error": message, "error_type": "Validation" | "Empty" | ...}
 nlohmann::json TeiErrorJson(const absl::Status& status, int http_status);

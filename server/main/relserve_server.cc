@@ -270,6 +270,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.auto_truncate = config.auto_truncate;
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
+    // GET /metrics on the API port too (TEI serves it there): the metrics port's text.
+    routes.metrics_text = [raw] { return raw->metrics.Render(); };
+    routes.metrics_need_key = config.metrics_api_key_required;
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));
   }
   state->SetHealth(true);

@@ -75,7 +75,7 @@ InputLimits LimitsOf(const ServedModel& m, const Truncation& t, const ServingLim
 
 absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs,
                                  const Truncation& truncation, const ModelRegistry& registry,
-                                 const ServingLimits& limits, ServerMetrics* metrics) {
+                                 const ServingLimits& limits, ServerMetrics* metrics, bool whole_text = false) {
   auto model = registry.Find(model_name);
   if (!model.ok()) return model.status();
   Prepared p;
@@ -84,7 +84,8 @@ absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vecto
   const absl::Time t0 = absl::Now();
   p.inputs = std::make_shared<std::vector<EncodedInput>>();
   p.inputs->reserve(inputs.size());
-  const InputLimits input_limits = LimitsOf(*p.model, truncation, limits);
+  InputLimits input_limits = LimitsOf(*p.model, truncation, limits);
+  input_limits.whole_text = whole_text;
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto e = EncodeInput(inputs[i], absl::StrCat("inputs[", i, "]"), p.model->tokenizer, *p.model->backend,
                          input_limits);
@@ -158,6 +159,11 @@ std::vector<float> ScoresFromLogits(const std::vector<float>& logits, ProblemTyp
   return s;
 }
 
+std::vector<float> TeiScoresFromLogits(const std::vector<float>& logits) {
+  if (logits.size() == 1) return {1.0f / (1.0f + std::exp(-logits[0]))};
+  return ScoresFromLogits(logits, ProblemType::kSingleLabel);
+}
+
 EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* metrics, ServingLimits limits)
     : registry_(registry), metrics_(metrics), limits_(limits) {}
 
@@ -174,7 +180,8 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   auto inputs = prepared->inputs;
   SubmitSequences(m, Sequences(*inputs), kOutputPooled, call.deadline, call.cancelled, metrics_,
                   [=, tokenize = prepared->tokenize, name = m.name, normalize = request.normalize,
-                   dimensions = request.dimensions, id = request.request_id](absl::StatusOr<RequestResults> r) {
+                   dimensions = request.dimensions, renormalize = request.dimensions_renormalize,
+                   id = request.request_id](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return done(r.status());
                     EmbedResult out;
                     out.model = name;
@@ -184,7 +191,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
                       Embedding e;
                       e.values = std::move(r->outputs[i].pooled);
                       if (dimensions > 0) e.values.resize(dimensions);
-                      if (normalize || dimensions > 0) L2Normalize(&e.values);
+                      if (normalize || (dimensions > 0 && renormalize)) L2Normalize(&e.values);
                       e.num_tokens = static_cast<int32_t>((*inputs)[i].sequence.input_ids.size());
                       e.truncated = (*inputs)[i].truncated;
                       out.embeddings.push_back(std::move(e));
@@ -298,14 +305,17 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
   auto inputs = prepared->inputs;
   SubmitSequences(m, Sequences(*inputs), kOutputLogits, call.deadline, call.cancelled, metrics_,
                   [=, tokenize = prepared->tokenize, name = m.name, labels = info.labels,
-                   problem = ProblemTypeOf(info), raw = request.raw_scores,
+                   problem = ProblemTypeOf(info), raw = request.raw_scores, rule = request.score_rule,
                    top_k = request.top_k](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return done(r.status());
                     ClassifyResult out;
                     out.model = name;
                     for (SequenceOutput& o : r->outputs) {
                       Classification c;
-                      const std::vector<float> scores = raw ? o.logits : ScoresFromLogits(o.logits, problem);
+                      const std::vector<float> scores =
+                          raw ? o.logits
+                              : rule == ScoreRule::kLogitCount ? TeiScoresFromLogits(o.logits)
+                                                               : ScoresFromLogits(o.logits, problem);
                       std::vector<int> order(scores.size());
                       std::iota(order.begin(), order.end(), 0);
                       std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return scores[a] > scores[b]; });
@@ -327,7 +337,8 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
 }
 
 absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request) const {
-  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_,
+                          request.whole_text);
   if (!prepared.ok()) return prepared.status();
   const ServedModel& m = *prepared->model;
   TokenizeResult out;
@@ -347,28 +358,63 @@ absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& r
   return out;
 }
 
+absl::StatusOr<ModelDescription> EncoderServing::DescribeModel(const std::string& name) const {
+  auto model = registry_->Find(name);
+  if (!model.ok()) return model.status();
+  return Describe(**model);
+}
+
+absl::StatusOr<std::vector<std::string>> EncoderServing::Decode(const std::string& model,
+                                                               const std::vector<std::vector<int32_t>>& ids,
+                                                               bool skip_special_tokens) const {
+  auto m = registry_->Find(model);
+  if (!m.ok()) return m.status();
+  if ((*m)->tokenizer == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", (*m)->name, " has no tokenizer: its token ids cannot be decoded"));
+  }
+  if (absl::Status s = CheckCount(ids.size(), limits_.max_inputs_per_request, "ids"); !s.ok()) return s;
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto text = (*m)->tokenizer->Decode(ids[i], skip_special_tokens);
+    if (!text.ok()) {
+      // "ids[3] = ..." of the sequence, or of the sequence's position in a batch.
+      const std::string message(text.status().message());
+      return absl::Status(text.status().code(),
+                          ids.size() == 1 ? message : absl::StrCat("ids[", i, "]", message.substr(3)));
+    }
+    texts.push_back(std::move(*text));
+  }
+  return texts;
+}
+
+ModelDescription EncoderServing::Describe(const ServedModel& model) {
+  const ServedModel* m = &model;
+  const ModelInfo& i = m->backend->info();
+  ModelDescription d;
+  d.name = m->name;
+  d.model_id = m->model_id;
+  d.aliases = m->aliases;
+  d.architecture = i.architecture;
+  d.model_type = i.model_type;
+  d.max_length = m->max_length;
+  d.hidden_size = i.hidden_size;
+  d.num_layers = i.num_layers;
+  d.vocab_size = i.vocab_size;
+  d.embedding_dim = i.embedding_dim;
+  d.pooling = i.pooling;
+  d.labels = i.labels;
+  d.has_classifier = !i.labels.empty();
+  d.problem_type = ProblemTypeOf(i);
+  d.dtype = DTypeOf(i);
+  d.device = i.device;
+  d.has_tokenizer = m->tokenizer != nullptr;
+  return d;
+}
+
 std::vector<ModelDescription> EncoderServing::ListModels() const {
   std::vector<ModelDescription> out;
-  for (const ServedModel* m : registry_->All()) {
-    const ModelInfo& i = m->backend->info();
-    ModelDescription d;
-    d.name = m->name;
-    d.architecture = i.architecture;
-    d.model_type = i.model_type;
-    d.max_length = m->max_length;
-    d.hidden_size = i.hidden_size;
-    d.num_layers = i.num_layers;
-    d.vocab_size = i.vocab_size;
-    d.embedding_dim = i.embedding_dim;
-    d.pooling = i.pooling;
-    d.labels = i.labels;
-    d.has_classifier = !i.labels.empty();
-    d.problem_type = ProblemTypeOf(i);
-    d.dtype = DTypeOf(i);
-    d.device = i.device;
-    d.has_tokenizer = m->tokenizer != nullptr;
-    out.push_back(std::move(d));
-  }
+  for (const ServedModel* m : registry_->All()) out.push_back(Describe(*m));
   return out;
 }
 

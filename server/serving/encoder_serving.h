@@ -2,7 +2,9 @@
 #define RELSERVE_SERVER_SERVING_ENCODER_SERVING_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -47,11 +49,21 @@ class EncoderServing {
   void Classify(const ClassifyRequest& request, const CallContext& call, Done<ClassifyResult> done) const;
   absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request) const;
   std::vector<ModelDescription> ListModels() const;
+  // The model a request names ("" for the default; NOT_FOUND as for any call).
+  absl::StatusOr<ModelDescription> DescribeModel(const std::string& name) const;
+  // Text from token ids through the model's tokenizer (Tokenizer::Decode), one text per
+  // sequence: FAILED_PRECONDITION for a model without a tokenizer, INVALID_ARGUMENT for more
+  // sequences than max_inputs_per_request or an id outside the vocabulary (naming the sequence).
+  absl::StatusOr<std::vector<std::string>> Decode(const std::string& model,
+                                                  const std::vector<std::vector<int32_t>>& ids,
+                                                  bool skip_special_tokens) const;
   const std::string& default_model() const { return registry_->default_model(); }
 
   const ServingLimits& limits() const { return limits_; }
 
  private:
+  static ModelDescription Describe(const ServedModel& model);
+
   const ModelRegistry* registry_;
   ServerMetrics* metrics_;
   ServingLimits limits_;
@@ -60,6 +72,10 @@ class EncoderServing {
 // Scores from logits as the problem type asks: softmax (single-label), sigmoid (multi-label),
 // the logits themselves (regression).
 std::vector<float> ScoresFromLogits(const std::vector<float>& logits, ProblemType problem_type);
+
+// Scores as text-embeddings-inference computes them, whatever the problem type: the sigmoid of
+// a single logit, the softmax of several (ScoreRule::kLogitCount).
+std::vector<float> TeiScoresFromLogits(const std::vector<float>& logits);
 
 }  // namespace relserve
 

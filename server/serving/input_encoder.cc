@@ -11,7 +11,7 @@ absl::Status Field(const std::string& field, const absl::Status& s) {
 }
 
 absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const std::string& field,
-                                          const InferenceBackend& backend) {
+                                          const InferenceBackend& backend, bool validate) {
   if (!enc.ok()) return Field(field, enc.status());
   EncodedInput out;
   out.sequence.input_ids = std::move(enc->input_ids);
@@ -19,6 +19,7 @@ absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const st
   out.offsets = std::move(enc->offsets);
   out.truncated = enc->truncated;
   // Refused here, on its own, rather than failing the batch it would join.
+  if (!validate) return out;
   if (absl::Status s = backend.Validate(out.sequence); !s.ok()) return Field(field, s);
   return out;
 }
@@ -29,10 +30,14 @@ absl::Status NeedTokenizer(const Tokenizer* tokenizer, const std::string& field)
       absl::StrCat(field, ": the model has no tokenizer; send token ids (Input.tokens) instead of text"));
 }
 
+// A whole text is tokenized against a length no text reaches (16 MiB of text cannot hold a
+// billion tokens), so it is neither cut nor refused.
+constexpr int kWholeTextLength = 1 << 30;
+
 TokenizeOptions Options(const InputLimits& limits) {
   TokenizeOptions o;
-  o.max_length = limits.max_length;
-  o.truncate = limits.truncate;
+  o.max_length = limits.whole_text ? kWholeTextLength : limits.max_length;
+  o.truncate = limits.truncate && !limits.whole_text;
   o.direction = limits.direction;
   return o;
 }
@@ -45,7 +50,8 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
     case Input::Kind::kText: {
       if (input.text.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
       if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
-      return FromEncoding(tokenizer->Encode(input.text, Options(limits)), field + ".text", backend);
+      return FromEncoding(tokenizer->Encode(input.text, Options(limits)), field + ".text", backend,
+                          !limits.whole_text);
     }
     case Input::Kind::kPair:
       return EncodePair(input.first, input.second, field + ".pair", tokenizer, backend, limits);
@@ -53,7 +59,7 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
       EncodedInput out;
       out.sequence.input_ids = input.ids;
       out.sequence.token_type_ids = input.token_type_ids;
-      if (static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
+      if (!limits.whole_text && static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
         if (!limits.truncate) {
           return absl::InvalidArgumentError(absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
                                                          " ids, more than the maximum of ", limits.max_length,
@@ -73,6 +79,7 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
         out.truncated = true;
       }
       out.offsets.assign(out.sequence.input_ids.size(), {0, 0});
+      if (limits.whole_text) return out;
       if (absl::Status s = backend.Validate(out.sequence); !s.ok()) return Field(field + ".tokens", s);
       return out;
     }
@@ -89,7 +96,7 @@ absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::str
     return absl::InvalidArgumentError(absl::StrCat(field, ": both texts of a pair must be non-empty"));
   }
   if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
-  return FromEncoding(tokenizer->EncodePair(first, second, Options(limits)), field, backend);
+  return FromEncoding(tokenizer->EncodePair(first, second, Options(limits)), field, backend, !limits.whole_text);
 }
 
 }  // namespace relserve

@@ -24,6 +24,9 @@ struct InputLimits {
   int max_length = 512;  // the model's (or the server's) longest sequence
   bool truncate = false;
   TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
+  // Tokenize only (TokenizeRequest.whole_text): every token, past max_length too, and no check
+  // against the model (the sequence is never run).
+  bool whole_text = false;
 };
 
 // Tokenizes (or checks) one Input for a model. Errors are INVALID_ARGUMENT naming

@@ -22,19 +22,25 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;  // null: token-id inputs only
   ModelBatcher* batcher = nullptr;
   int max_length = 0;                    // longest accepted sequence
+  // Other names requests may use (a Hub model's "org/repo" and "repo"); an alias two models
+  // share names neither.
+  std::vector<std::string> aliases;
+  std::string model_id;  // what --model gave: a Hub id or a directory (TEI's /info model_id)
 };
 
 class ModelRegistry {
  public:
   // The first model added is the default one (used when a request names none).
   void Add(ServedModel model);
-  // NOT_FOUND naming the model and listing those served.
+  // By name, else by alias. NOT_FOUND naming the model and listing those served, or the
+  // models an ambiguous alias could mean.
   absl::StatusOr<const ServedModel*> Find(const std::string& name) const;
   std::vector<const ServedModel*> All() const;
   const std::string& default_model() const { return default_; }
 
  private:
   std::map<std::string, ServedModel> models_;
+  std::map<std::string, std::vector<std::string>> aliases_;  // alias -> the models it names
   std::vector<std::string> order_;
   std::string default_;
 };

@@ -88,6 +88,9 @@ struct EmbedRequest {
   bool normalize = false;
   Truncation truncation;
   int dimensions = 0;  // > 0: keep the first k values, then renormalise
+  // Whether `dimensions` renormalises the kept values when `normalize` is false: yes for gRPC
+  // and OpenAI (Matryoshka truncation), no for TEI's /embed, which only normalises when asked.
+  bool dimensions_renormalize = true;
   std::string request_id;
 };
 struct Embedding {
@@ -143,12 +146,19 @@ struct RerankResult {
   Timing timing;
 };
 
+// What Classify's scores are without raw_scores.
+enum class ScoreRule {
+  kProblemType,  // by the model's problem type: softmax, sigmoid (multi-label), the logits (regression)
+  kLogitCount,   // TEI's /predict: softmax over several logits, the sigmoid of a single one
+};
+
 struct ClassifyRequest {
   std::string model;
   std::vector<Input> inputs;
   Truncation truncation;
   bool raw_scores = false;
   int top_k = 0;  // > 0: only the k best labels per input
+  ScoreRule score_rule = ScoreRule::kProblemType;
 };
 struct LabelScore {
   std::string label;
@@ -170,6 +180,9 @@ struct TokenizeRequest {
   std::string model;
   std::vector<Input> inputs;
   Truncation truncation;
+  // Every token of a text, however long: no truncation, no refusal past the model's maximum
+  // length (TEI's /tokenize, which chunkers count tokens with). `truncation` is then unused.
+  bool whole_text = false;
 };
 struct Tokenized {
   std::vector<int32_t> input_ids;
@@ -185,6 +198,8 @@ struct TokenizeResult {
 
 struct ModelDescription {
   std::string name;
+  std::string model_id;                 // what --model gave (a Hub id or a directory); may be empty
+  std::vector<std::string> aliases;     // other names requests may use
   std::string architecture;
   std::string model_type;
   int max_length = 0;

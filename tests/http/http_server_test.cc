@@ -79,11 +79,20 @@ TEST_F(HttpServerTest, ItsOwnErrorsAreJsonInThePathsShape) {
   ASSERT_TRUE(big);
   EXPECT_EQ(big->status, 413);
   EXPECT_THAT(json::parse(big->body)["error"]["message"].get<std::string>(),
-              HasSubstr("larger than the limit of 1024 bytes (--max-message-bytes)"));
-  auto route = client_->Get("/embeddings");
+              HasSubstr("larger than the limit of 1024 bytes (--max-message-bytes 1024)"));
+  auto route = client_->Get("/embedz");
   ASSERT_TRUE(route);
   EXPECT_EQ(route->status, 404);
-  EXPECT_EQ(json::parse(route->body)["error"], "no route GET /embeddings");
+  EXPECT_EQ(json::parse(route->body)["error"], "no route GET /embedz");
+  // A route's path answers in its route's shape, whatever its prefix: /embeddings is OpenAI's.
+  auto method = client_->Get("/embeddings");
+  ASSERT_TRUE(method);
+  EXPECT_EQ(method->status, 405);
+  EXPECT_EQ(json::parse(method->body)["error"]["message"], "/embeddings takes POST, not GET");
+  auto cohere = client_->Get("/v2/embed");
+  ASSERT_TRUE(cohere);
+  EXPECT_EQ(cohere->status, 405);
+  EXPECT_EQ(json::parse(cohere->body), json::parse(R"({"message": "/v2/embed takes POST, not GET"})"));
   auto not_json = client_->Post("/embed", "inputs=x", "application/x-www-form-urlencoded");
   ASSERT_TRUE(not_json);
   EXPECT_EQ(not_json->status, 400);
@@ -104,7 +113,7 @@ TEST_F(HttpServerTest, APortInUseIsUnavailableNamingTheAddress) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_THAT(std::string(second.status().message()),
-              HasSubstr("cannot listen for HTTP on 127.0.0.1:" + std::to_string(server_->port())));
+              HasSubstr("HTTP: cannot listen on 127.0.0.1:" + std::to_string(server_->port())));
 }
 
 TEST_F(HttpServerTest, StopIsIdempotentAndClosesThePort) {

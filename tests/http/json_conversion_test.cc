@@ -1,15 +1,22 @@
 // The JSON conversions of the HTTP routes, with no server: requests parsed into the serving
 // layer's types (every default, every bad input named), results into the originals' shapes.
+#include <cctype>
+#include <cmath>
 #include <cstring>
+#include <set>
 
 #include "absl/strings/escaping.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/http/cohere_api.h"
+#include "server/http/http_routes.h"
 #include "server/http/http_status.h"
+#include "server/http/infinity_api.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
+#include "server/http/openapi_document.h"
 #include "server/http/tei_api.h"
+#include "server/serving/encoder_serving.h"
 
 namespace relserve {
 namespace {
@@ -368,6 +375,270 @@ TEST(CohereRerankTest, RequestAndResponse) {
   result.usage.tokens = 9;
   EXPECT_EQ(CohereRerankJson(result), json::parse(R"({"model": "reranker",
       "results": [{"index": 1, "relevance_score": 0.5, "document": {"text": "b"}}], "usage": {"total_tokens": 9}})"));
+}
+
+// TEI's scores: the sigmoid of one logit, the softmax of several, whatever the problem type
+// (gRPC's Classify keeps scoring by the problem type).
+TEST(TeiTest, PredictScoresAsTeiDoes) {
+  auto r = ParseTeiPredict(Body(R"({"inputs": "a"})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->classify.score_rule, ScoreRule::kLogitCount);
+  EXPECT_EQ(ClassifyRequest().score_rule, ScoreRule::kProblemType);
+  const std::vector<float> one = TeiScoresFromLogits({2.0f});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NEAR(one[0], 1.0 / (1.0 + std::exp(-2.0)), 1e-6);
+  const std::vector<float> three = TeiScoresFromLogits({1.0f, 2.0f, 3.0f});
+  const double sum = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_NEAR(three[2], std::exp(3.0) / sum, 1e-6);
+  EXPECT_NEAR(three[0] + three[1] + three[2], 1.0, 1e-6);
+  // A single logit as regression would leave it as it is; as a one-label softmax it is 1.
+  EXPECT_EQ(ScoresFromLogits({2.0f}, ProblemType::kRegression), std::vector<float>{2.0f});
+}
+
+TEST(TeiTest, TokenizeKeepsEveryTokenAndDimensionsDoNotNormalise) {
+  auto t = ParseTeiTokenize(Body(R"({"inputs": "a"})"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->tokenize.whole_text);  // no truncation, no refusal past the model's maximum
+  auto e = ParseTeiEmbed(Body(R"({"inputs": "a", "normalize": false, "dimensions": 4})"));
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_FALSE(e->normalize);
+  EXPECT_FALSE(e->dimensions_renormalize);  // TEI cuts and normalises only when asked
+  auto o = ParseOpenAIEmbeddings(Body(R"({"input": "a", "dimensions": 4})"));
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->embed.dimensions_renormalize);
+}
+
+TEST(TeiTest, ModelExtensionEmbedAllAndDecode) {
+  std::string model = "kept";
+  ASSERT_TRUE(ReadTeiModel(Body(R"({"inputs": "a"})"), &model).ok());
+  EXPECT_EQ(model, "kept");  // absent: the default model (the caller's "")
+  ASSERT_TRUE(ReadTeiModel(Body(R"({"model": "org/repo"})"), &model).ok());
+  EXPECT_EQ(model, "org/repo");
+  EXPECT_THAT(std::string(ReadTeiModel(Body(R"({"model": 3})"), &model).message()),
+              HasSubstr("model must be a string"));
+
+  auto all = ParseTeiEmbedAll(Body(R"({"inputs": ["a", [5, 6]], "truncate": true, "truncation_direction": "Left",
+                                       "model": "t5"})"));
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->inputs.size(), 2u);
+  EXPECT_EQ(all->inputs[1].kind, Input::Kind::kTokens);
+  EXPECT_EQ(all->truncation.truncate, std::optional<bool>(true));
+  EXPECT_EQ(all->truncation.direction, TruncationDirection::kLeft);
+  EXPECT_EQ(all->model, "t5");
+  EXPECT_EQ(HttpStatusOf(ParseTeiEmbedAll(Body(R"({"inputs": []})")).status()), 400);
+  EXPECT_EQ(HttpStatusOf(ParseTeiEmbedAll(Body(R"({"input": "a"})")).status()), 422);
+  EmbedTokensResult states;
+  states.sequences.resize(2);
+  states.sequences[0].hidden_size = 2;
+  states.sequences[0].values = {1, 2, 3, 4, 5, 6};
+  states.sequences[1].hidden_size = 2;
+  states.sequences[1].values = {7, 8};
+  EXPECT_EQ(TeiEmbedAllJson(states), json::parse("[[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], [[7.0, 8.0]]]"));
+
+  auto one = ParseTeiDecode(Body(R"({"ids": [1, 2, 3]})"));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->ids, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
+  EXPECT_TRUE(one->skip_special_tokens);  // TEI's default
+  auto batch = ParseTeiDecode(Body(R"({"ids": [[1], [2, 3]], "skip_special_tokens": false, "model": "m"})"));
+  ASSERT_TRUE(batch.ok()) << batch.status();
+  EXPECT_EQ(batch->ids, (std::vector<std::vector<int32_t>>{{1}, {2, 3}}));
+  EXPECT_FALSE(batch->skip_special_tokens);
+  EXPECT_EQ(batch->model, "m");
+  EXPECT_EQ(HttpStatusOf(ParseTeiDecode(Body(R"({"ids": []})")).status()), 400);
+  EXPECT_THAT(std::string(ParseTeiDecode(Body(R"({"ids": [1, -2]})")).status().message()),
+              HasSubstr("ids[1] must be a token id"));
+  EXPECT_THAT(std::string(ParseTeiDecode(Body(R"({"ids": [[1], "x"]})")).status().message()),
+              HasSubstr("ids[1] must be an array of token ids"));
+  EXPECT_THAT(std::string(ParseTeiDecode(Body(R"({"ids": "1 2"})")).status().message()),
+              HasSubstr("ids must be an array"));
+  EXPECT_THAT(std::string(ParseTeiDecode(Body(R"({"tokens": [1]})")).status().message()), HasSubstr("ids is required"));
+}
+
+TEST(TeiTest, ComputeHeadersInWholeMilliseconds) {
+  EXPECT_EQ(CountCharacters(Input::Text("h\xC3\xA9llo")), 5);  // characters, not bytes
+  EXPECT_EQ(CountCharacters(Input::Pair("ab", "c")), 3);
+  EXPECT_EQ(CountCharacters(Input::Tokens({1, 2, 3, 4})), 4);
+  Timing timing;
+  timing.tokenize = absl::Microseconds(1999);
+  timing.queue = absl::Milliseconds(3);
+  timing.inference = absl::Microseconds(12500);
+  timing.total = absl::Milliseconds(18);
+  const auto headers = TeiComputeHeaders(11, 7, timing, absl::Microseconds(20900));
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"x-compute-time", "20"}, {"x-compute-characters", "11"}, {"x-compute-tokens", "7"}, {"x-total-time", "20"},
+      {"x-tokenization-time", "1"}, {"x-queue-time", "3"},     {"x-inference-time", "12"}};
+  EXPECT_EQ(headers, want);
+}
+
+TEST(CohereV2Test, RerankRequestAndResponse) {
+  auto r = ParseCohereV2Rerank(Body(R"({"model": "reranker", "query": "q", "documents": ["a", "b"], "top_n": 1,
+                                        "max_tokens_per_doc": 512})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, "reranker");
+  EXPECT_EQ(r->documents, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->top_n, 1);
+  EXPECT_THAT(std::string(ParseCohereV2Rerank(Body(R"({"query": "q", "documents": ["a"], "max_tokens_per_doc": 0})"))
+                              .status()
+                              .message()),
+              HasSubstr("max_tokens_per_doc must be an integer in [1, "));
+  RerankResult result;
+  result.results = {{1, 0.5f, ""}, {0, 0.25f, ""}};
+  result.usage.tokens = 9;
+  EXPECT_EQ(CohereV2RerankJson(result, "id-1"), json::parse(R"({"id": "id-1",
+      "results": [{"index": 1, "relevance_score": 0.5}, {"index": 0, "relevance_score": 0.25}],
+      "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1},
+               "tokens": {"input_tokens": 9, "output_tokens": 0}}})"));
+  EXPECT_EQ(CohereErrorJson(absl::InvalidArgumentError("texts is empty")), json::parse(R"({"message": "texts is empty"})"));
+}
+
+TEST(CohereEmbedTest, RequestFieldsAndTheirErrors) {
+  auto r = ParseCohereEmbed(Body(R"({"model": "embedder", "texts": ["a", "b"], "input_type": "search_query",
+                                     "embedding_types": ["float", "int8", "float"], "truncate": "START",
+                                     "output_dimension": 16})"),
+                            /*v2=*/true);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->embed.model, "embedder");
+  ASSERT_EQ(r->embed.inputs.size(), 2u);
+  EXPECT_EQ(r->embed.inputs[1].text, "b");
+  EXPECT_EQ(r->input_type, "search_query");
+  EXPECT_EQ(r->types, (std::vector<std::string>{"float", "int8"}));
+  EXPECT_EQ(r->embed.truncation.truncate, std::optional<bool>(true));
+  EXPECT_EQ(r->embed.truncation.direction, TruncationDirection::kLeft);
+  EXPECT_EQ(r->embed.dimensions, 16);
+  EXPECT_TRUE(r->embed.normalize);
+  auto d = ParseCohereEmbed(Body(R"({"texts": ["a"]})"), /*v2=*/false);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_FALSE(d->embed.truncation.truncate.has_value());  // --auto-truncate decides
+  EXPECT_TRUE(d->types.empty());
+  auto none = ParseCohereEmbed(Body(R"({"texts": ["a"], "truncate": "NONE"})"), false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->embed.truncation.truncate, std::optional<bool>(false));
+  struct Case {
+    const char* body;
+    int http;
+    const char* message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"texts": []})", 400, "texts is empty"},
+           {R"({"texts": ["a", ""]})", 400, "texts[1] is empty"},
+           {R"({"texts": "a"})", 422, "texts must be an array of strings"},
+           {R"({"model": "m"})", 422, "texts is required"},
+           {R"({"texts": ["a"], "input_type": "image"})", 422, "input_type must be one of search_document"},
+           {R"({"texts": ["a"], "embedding_types": ["float", "int4"]})", 422, "embedding_types[1] must be one of"},
+           {R"({"texts": ["a"], "embedding_types": []})", 422, "embedding_types is empty"},
+           {R"({"texts": ["a"], "truncate": "MIDDLE"})", 422, "truncate must be \"NONE\", \"START\" or \"END\""},
+           {R"({"texts": ["a"], "images": ["data:"]})", 422, "images are not supported"},
+       }) {
+    auto b = ParseCohereEmbed(Body(c.body), true);
+    ASSERT_FALSE(b.ok()) << c.body;
+    EXPECT_EQ(HttpStatusOf(b.status()), c.http) << c.body;
+    EXPECT_THAT(std::string(b.status().message()), HasSubstr(c.message)) << c.body;
+  }
+}
+
+TEST(CohereEmbedTest, QuantizedTypesAndResponseShapes) {
+  const std::vector<float> v = {0.5f, -0.25f, 0.0f, 0.1f, -0.5f, 0.3f, 0.2f, -0.1f, 0.4f};
+  EXPECT_EQ(Int8Embedding(v), (std::vector<int>{127, -64, 0, 25, -127, 76, 51, -25, 102}));
+  // Nine signs: 1 0 0 1 0 1 1 0 | 1 (padded with zeros), the first dimension in the high bit.
+  EXPECT_EQ(BinaryEmbedding(v, /*as_unsigned=*/true), (std::vector<int>{0b10010110, 0b10000000}));
+  EXPECT_EQ(BinaryEmbedding(v, /*as_unsigned=*/false), (std::vector<int>{0b10010110 - 128, 0}));
+  EXPECT_EQ(Int8Embedding({0.0f, 0.0f}), (std::vector<int>{0, 0}));
+
+  auto request = ParseCohereEmbed(Body(R"({"texts": ["x"], "embedding_types": ["float", "uint8", "ubinary"]})"), true);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EmbedResult result;
+  result.embeddings.resize(1);
+  result.embeddings[0].values = {0.5f, -0.5f};
+  result.usage.tokens = 3;
+  EXPECT_EQ(CohereEmbedJson(*request, result, /*v2=*/true, "id-2"), json::parse(R"({"id": "id-2",
+      "embeddings": {"float": [[0.5, -0.5]], "uint8": [[255, 1]], "ubinary": [[128]]},
+      "texts": ["x"], "response_type": "embeddings_by_type",
+      "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 3},
+               "tokens": {"input_tokens": 3, "output_tokens": 0}}})"));
+  auto v1 = ParseCohereEmbed(Body(R"({"texts": ["x"]})"), false);
+  ASSERT_TRUE(v1.ok());
+  EXPECT_EQ(CohereEmbedJson(*v1, result, /*v2=*/false, "id-3"), json::parse(R"({"id": "id-3",
+      "embeddings": [[0.5, -0.5]], "texts": ["x"], "response_type": "embeddings_floats",
+      "meta": {"api_version": {"version": "1"}, "billed_units": {"input_tokens": 3},
+               "tokens": {"input_tokens": 3, "output_tokens": 0}}})"));
+  auto v2_default = ParseCohereEmbed(Body(R"({"texts": ["x"]})"), true);
+  ASSERT_TRUE(v2_default.ok());
+  EXPECT_EQ(CohereEmbedJson(*v2_default, result, true, "i")["embeddings"], json::parse(R"({"float": [[0.5, -0.5]]})"));
+
+  const std::string id = RandomUuid();
+  ASSERT_EQ(id.size(), 36u) << id;
+  EXPECT_EQ(id[14], '4') << id;
+  EXPECT_NE(id, RandomUuid());
+}
+
+TEST(InfinityTest, RerankAndClassifyShapes) {
+  auto r = ParseInfinityRerank(Body(R"({"query": "q", "documents": ["a", "b"], "return_documents": true,
+                                        "top_n": 1, "raw_scores": true, "model": "reranker"})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->documents, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(r->return_documents);
+  EXPECT_TRUE(r->raw_scores);
+  EXPECT_EQ(r->top_n, 1);
+  EXPECT_EQ(r->model, "reranker");
+  EXPECT_EQ(HttpStatusOf(ParseInfinityRerank(Body(R"({"query": "q", "documents": []})")).status()), 400);
+  EXPECT_THAT(std::string(ParseInfinityRerank(Body(R"({"query": "q", "documents": [{"text": "a"}]})")).status().message()),
+              HasSubstr("documents[0] must be a string"));
+  RerankResult result;
+  result.model = "reranker";
+  result.results = {{1, 0.5f, "b"}};
+  result.usage.tokens = 4;
+  EXPECT_EQ(InfinityRerankJson(result, true, "id", 1700000000), json::parse(R"({"object": "rerank",
+      "results": [{"relevance_score": 0.5, "index": 1, "document": "b"}], "model": "reranker",
+      "usage": {"prompt_tokens": 4, "total_tokens": 4}, "id": "id", "created": 1700000000})"));
+  EXPECT_TRUE(InfinityRerankJson(result, false, "id", 0)["results"][0]["document"].is_null());
+
+  auto c = ParseInfinityClassify(Body(R"({"input": ["good", "bad"], "model": "classifier"})"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->inputs.size(), 2u);
+  EXPECT_EQ(c->score_rule, ScoreRule::kLogitCount);
+  EXPECT_EQ(c->model, "classifier");
+  auto one = ParseInfinityClassify(Body(R"({"input": "good"})"));
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->inputs.size(), 1u);
+  EXPECT_EQ(HttpStatusOf(ParseInfinityClassify(Body(R"({"input": []})")).status()), 400);
+  EXPECT_THAT(std::string(ParseInfinityClassify(Body(R"({"inputs": ["a"]})")).status().message()),
+              HasSubstr("input is required"));
+  ClassifyResult classified;
+  classified.model = "classifier";
+  classified.results.resize(1);
+  classified.results[0].labels = {{"POS", 1, 0.75f}, {"NEG", 0, 0.25f}};
+  classified.usage.tokens = 5;
+  EXPECT_EQ(InfinityClassifyJson(classified, "id", 7), json::parse(R"({"object": "classify",
+      "data": [[{"score": 0.75, "label": "POS"}, {"score": 0.25, "label": "NEG"}]], "model": "classifier",
+      "usage": {"prompt_tokens": 5, "total_tokens": 5}, "id": "id", "created": 7})"));
+}
+
+// The OpenAPI document is JSON and lists exactly the routes the server serves.
+TEST(OpenApiTest, DocumentListsEveryRoute) {
+  const json doc = json::parse(OpenApiDocument());
+  EXPECT_EQ(doc["openapi"], "3.0.3");
+  RouteContext context;
+  context.metrics_text = [] { return std::string(); };
+  std::set<std::string> routes, documented;
+  for (const HttpRoute& r : MakeHttpRoutes(context)) routes.insert(r.name());
+  for (auto path = doc["paths"].begin(); path != doc["paths"].end(); ++path) {
+    for (auto op = path.value().begin(); op != path.value().end(); ++op) {
+      std::string method = op.key();
+      for (char& ch : method) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      documented.insert(method + " " + path.key());
+      EXPECT_TRUE(op.value().contains("responses")) << method << " " << path.key();
+    }
+  }
+  EXPECT_EQ(documented, routes);
+  // Every schema a path refers to is defined.
+  const std::string text = doc.dump();
+  for (size_t at = text.find("#/components/schemas/"); at != std::string::npos;
+       at = text.find("#/components/schemas/", at + 1)) {
+    const size_t begin = at + std::strlen("#/components/schemas/");
+    const std::string name = text.substr(begin, text.find('"', begin) - begin);
+    EXPECT_TRUE(doc["components"]["schemas"].contains(name)) << name;
+  }
 }
 
 TEST(DumpJsonTest, InvalidUtf8InAResponseIsReplacedNotThrown) {
