@@ -31,6 +31,8 @@ absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) 
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.embed.dimensions); !s.ok()) return s;
   std::string user;  // accepted and ignored, as the API allows
   if (absl::Status s = ReadString(body, "user", &user); !s.ok()) return s;
+  // relserve's extension: the model's sentence-transformers prompt of that name before each text.
+  if (absl::Status s = ReadString(body, "prompt_name", &r.embed.prompt_name); !s.ok()) return s;
   r.embed.normalize = true;
   return r;
 }

@@ -55,9 +55,8 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   if (absl::Status s = ReadBool(body, "normalize", &r.normalize); !s.ok()) return s;
   if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.dimensions); !s.ok()) return s;
-  std::string prompt_name;
-  if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
-  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
+  // The model's sentence-transformers prompt of that name goes before each text (serving checks it).
+  if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
   return r;
 }
 
@@ -160,7 +159,7 @@ absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
   if (absl::Status s = ReadBool(body, "add_special_tokens", &r.add_special_tokens); !s.ok()) return s;
   std::string prompt_name;
   if (absl::Status s = ReadString(body, "prompt_name", &prompt_name); !s.ok()) return s;
-  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported: relserve has no prompts");
+  if (!prompt_name.empty()) return absl::InvalidArgumentError("prompt_name is not supported on /tokenize");
   // Every token, as TEI's /tokenize: a chunker counts a long text's tokens with it.
   r.tokenize.whole_text = true;
   return r;
@@ -220,6 +219,10 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
           {"max_batch_requests", limits.max_batch_requests},
           {"max_client_batch_size", limits.max_client_batch_size},
           {"auto_truncate", limits.auto_truncate},
+          // relserve's: sentence-transformers' similarity_fn_name and whether the model has a
+          // Normalize module.
+          {"similarity_fn_name", m.similarity_fn_name},
+          {"normalized", m.normalized},
           {"tokenization_workers", limits.max_concurrent_requests},
           {"version", limits.version},
           {"sha", nullptr},

@@ -76,6 +76,7 @@ absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
   out.normalize = r.normalize();
   out.dimensions = r.dimensions();
   out.request_id = r.request_id();
+  out.prompt_name = r.prompt_name();
   return out;
 }
 
@@ -210,6 +211,10 @@ void ToProto(const std::vector<ModelDescription>& models, const std::string& def
     p->set_dtype(DTypeName(m.dtype));
     p->set_device(m.device);
     p->set_has_tokenizer(m.has_tokenizer);
+    p->set_similarity_fn_name(m.similarity_fn_name);
+    p->set_normalized(m.normalized);
+    for (const std::string& name : m.prompt_names) p->add_prompt_names(name);
+    p->set_default_prompt_name(m.default_prompt_name);
   }
   out->set_default_model(default_model);
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "server/serving/embed_prompt.h"
 #include "server/serving/input_encoder.h"
 #include "server/serving/sequence_submitter.h"
 #include "server/tokenizer/tokenizer.h"
@@ -169,9 +170,22 @@ EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* met
 
 void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const {
   const absl::Time start = absl::Now();
-  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
+  // sentence-transformers' prompt (the one named, else the model's default) before each text.
+  auto model = registry_->Find(request.model);
+  if (!model.ok()) return done(model.status());
+  auto prompted = ApplyEmbedPrompt(request.inputs, request.prompt_name, (*model)->backend->info(),
+                                   (*model)->tokenizer, (*model)->max_length);
+  if (!prompted.ok()) return done(prompted.status());
+  auto prepared = Prepare(request.model, prompted->prompted ? prompted->inputs : request.inputs, request.truncation,
+                          *registry_, limits_, metrics_);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
+  if (prompted->pooling_skip > 0) {
+    for (size_t i = 0; i < request.inputs.size(); ++i) {
+      if (request.inputs[i].kind != Input::Kind::kText) continue;
+      (*prepared->inputs)[i].sequence.pooling_skip = prompted->pooling_skip;
+    }
+  }
   const int dim = m.backend->info().embedding_dim;
   if (request.dimensions < 0 || request.dimensions > dim) {
     return done(absl::InvalidArgumentError(
@@ -409,6 +423,10 @@ ModelDescription EncoderServing::Describe(const ServedModel& model) {
   d.dtype = DTypeOf(i);
   d.device = i.device;
   d.has_tokenizer = m->tokenizer != nullptr;
+  if (!i.similarity_fn_name.empty()) d.similarity_fn_name = i.similarity_fn_name;
+  d.normalized = i.normalizes;
+  for (const auto& [name, text] : i.prompts) d.prompt_names.push_back(name);
+  d.default_prompt_name = i.default_prompt_name;
   return d;
 }
 

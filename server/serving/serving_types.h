@@ -88,6 +88,9 @@ struct EmbedRequest {
   bool normalize = false;
   Truncation truncation;
   int dimensions = 0;  // > 0: keep the first k values, then renormalise
+  // sentence-transformers' encode(prompt_name=...): the model's prompt of that name goes before
+  // each text. Empty: the model's default_prompt_name, if it has one.
+  std::string prompt_name;
   // Whether `dimensions` renormalises the kept values when `normalize` is false: yes for gRPC
   // and OpenAI (Matryoshka truncation), no for TEI's /embed, which only normalises when asked.
   bool dimensions_renormalize = true;
@@ -214,6 +217,13 @@ struct ModelDescription {
   DType dtype = DType::kFloat32;
   std::string device;
   bool has_tokenizer = false;
+  // sentence-transformers: how embeddings compare ("cosine", "dot", "euclidean", "manhattan";
+  // "cosine", the library's default, where the model does not say), whether the model
+  // normalises them itself (a Normalize module), and its prompts.
+  std::string similarity_fn_name = "cosine";
+  bool normalized = false;
+  std::vector<std::string> prompt_names;
+  std::string default_prompt_name;
 };
 
 }  // namespace relserve

@@ -22,6 +22,14 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
                         {"has_tokenizer", i.has_tokenizer},
                         {"tokenizer_file", i.tokenizer_file}};
   if (!i.no_tokenizer_reason.empty()) out["no_tokenizer_reason"] = i.no_tokenizer_reason;
+  if (!i.max_length_source.empty()) out["max_length_source"] = i.max_length_source;
+  // sentence-transformers' config_sentence_transformers.json, where the model has one.
+  if (!i.similarity_fn_name.empty()) out["similarity_fn_name"] = i.similarity_fn_name;
+  if (!i.prompts.empty()) {
+    out["prompts"] = nlohmann::json::object();
+    for (const auto& [name, text] : i.prompts) out["prompts"][name] = text;
+  }
+  if (!i.default_prompt_name.empty()) out["default_prompt_name"] = i.default_prompt_name;
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();
 }

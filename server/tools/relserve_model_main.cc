@@ -34,9 +34,10 @@ const std::vector<Command>& Commands() {
        "--padding pads every line to the longest one, or to the max length, on the family's side\n"
        "(the left for XLNet) with attention mask 0",
        false, relserve::RunTokenizeCommand},
-      {"embed", "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate]",
+      {"embed", "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate] [--prompt-name NAME]",
        "one text per line on stdin; pooled embeddings as JSON lines, in input order (--batch-size: lines\n"
-       "per batch, default 32)",
+       "per batch, default 32; --prompt-name: the sentence-transformers prompt put before each text, by\n"
+       "default the model's default_prompt_name)",
        true, relserve::RunEmbedCommand},
       {"create", relserve::CreateCommandSynopsis(),
        "writes a randomly initialised model directory in Hugging Face's format (--config: JSON keys merged\n"

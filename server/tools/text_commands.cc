@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
+#include "server/model/sentence_transformers_config.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/tokenizer_class.h"
 #include "server/tokenizer/tokenizer_files.h"
@@ -113,6 +114,7 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
 absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert("batch-size");
+  known.insert("prompt-name");
   ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-truncate"})));
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
@@ -125,6 +127,18 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   }
   ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
   if (opts.max_length == 0) opts.max_length = engine->info().max_length;
+  // sentence-transformers' prompt (--prompt-name, else the model's default_prompt_name) goes
+  // before each text, as SentenceTransformer.encode(prompt_name=...) puts it.
+  const ModelInfo& info = engine->info();
+  const std::string prompt_name = args.String("prompt-name");
+  ASSIGN_OR_RETURN(const std::string* prompt, FindSentencePrompt(info.prompts, info.default_prompt_name, prompt_name));
+  int32_t pooling_skip = 0;
+  if (prompt != nullptr && !info.pooling_includes_prompt) {
+    TokenizeOptions prompt_opts = opts;
+    prompt_opts.truncate = true;
+    ASSIGN_OR_RETURN(const Encoding prompt_enc, engine->tokenizer()->Encode(*prompt, prompt_opts));
+    pooling_skip = std::max<int32_t>(static_cast<int32_t>(prompt_enc.input_ids.size()) - 1, 0);
+  }
 
   std::vector<SequenceInput> sequences;
   std::string line;
@@ -132,9 +146,20 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   while (std::getline(std::cin, line)) {
     ++line_no;
     StripCarriageReturn(&line);
+    const bool pair = line.find('\t') != std::string::npos;
+    if (pair && prompt != nullptr && !prompt_name.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", line_no, ": --prompt-name puts the prompt before texts, not pairs"));
+    }
+    const bool prompted = prompt != nullptr && !pair;
+    if (prompted) line.insert(0, *prompt);
     auto enc = EncodeLine(*engine->tokenizer(), line, opts);
     if (!enc.ok()) return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", enc.status().message()));
-    sequences.push_back({enc->input_ids, enc->token_type_ids});
+    SequenceInput sequence;
+    sequence.input_ids = std::move(enc->input_ids);
+    sequence.token_type_ids = std::move(enc->token_type_ids);
+    if (prompted) sequence.pooling_skip = pooling_skip;
+    sequences.push_back(std::move(sequence));
   }
   // Length-sorted batches pad least; results go back in input order.
   std::vector<size_t> order(sequences.size());
