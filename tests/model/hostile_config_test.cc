@@ -256,6 +256,10 @@ std::vector<Field> Fields() {
       {"embedder", "1_Pooling/config.json", "/pooling_mode_mean_sqrt_len_tokens", K::kBool},
       {"embedder", "1_Pooling/config.json", "/pooling_mode_weightedmean_tokens", K::kBool},
       {"embedder", "1_Pooling/config.json", "/pooling_mode_lasttoken", K::kBool},
+      {"embedder", "1_Pooling/config.json", "/include_prompt", K::kBool},
+      // A max_seq_length past the model's own limit is cut to it.
+      {"embedder", "sentence_bert_config.json", "/max_seq_length", K::kInt, {"1000000000"}},
+      {"embedder", "sentence_bert_config.json", "/do_lower_case", K::kBool},
       {"embedder", "2_Dense/config.json", "/in_features", K::kInt},
       {"embedder", "2_Dense/config.json", "/out_features", K::kInt},
       {"embedder", "2_Dense/config.json", "/bias", K::kBool},
@@ -496,7 +500,7 @@ TEST(HostileConfigTest, DirectoriesWhereFilesBelongAreErrors) {
   options.max_length = kMaxSequenceLength;
   auto engine = Engine::Load(dir, options);
   if (!engine.ok()) std::_Exit(10);
-  // The relative-position index alone of one 32768-token batch takes over 1 GB.
+  // The relative-position buckets alone of one 32768-token batch take over 1 GB.
   std::ifstream statm("/proc/self/statm");
   long pages = 0;
   statm >> pages;
@@ -522,7 +526,9 @@ TEST(HostileConfigDeathTest, AllocationFailureIsAStatusWithoutBacktrace) {
   // from the environment rather than making (and leaking) its own.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   const char* inherited = std::getenv("RELSERVE_HOSTILE_EMBEDDER");
-  const std::string dir = inherited != nullptr ? inherited : HostileModels::Get().dir("embedder");
+  // The T5 encoder: nothing bounds its length (the embedder's sentence_bert_config.json caps it
+  // at max_seq_length 512).
+  const std::string dir = inherited != nullptr ? inherited : HostileModels::Get().dir("t5");
   setenv("RELSERVE_HOSTILE_EMBEDDER", dir.c_str(), 1);
   EXPECT_EXIT(RunOutOfMemoryAndExit(dir), ::testing::ExitedWithCode(0), "RESOURCE_EXHAUSTED");
 }
