@@ -20,11 +20,18 @@ bool PathExists(const std::string& path) {
 bool NamesHubModel(const std::string& spec) { return !PathExists(spec) && ParseHubModelId(spec).ok(); }
 
 std::string DefaultModelName(const std::string& spec) {
-  if (NamesHubModel(spec)) {
-    const HubModelId id = *ParseHubModelId(spec);
-    return id.repo_id.substr(id.repo_id.find('/') + 1);
-  }
+  if (NamesHubModel(spec)) return ParseHubModelId(spec)->repo_id;
   return spec.substr(spec.find_last_of('/') + 1);
+}
+
+std::vector<std::string> ModelNameAliases(const std::string& name, const std::string& spec) {
+  std::vector<std::string> aliases;
+  if (!NamesHubModel(spec)) return aliases;
+  const std::string repo_id = ParseHubModelId(spec)->repo_id;
+  for (const std::string& alias : {repo_id, repo_id.substr(repo_id.find('/') + 1)}) {
+    if (alias != name) aliases.push_back(alias);
+  }
+  return aliases;
 }
 
 absl::StatusOr<std::string> ResolveModelDir(const std::string& spec, const HubSettings& settings,

@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_HUB_MODEL_RESOLVER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/hub/download_progress.h"
@@ -26,8 +27,14 @@ absl::StatusOr<std::string> ResolveModelDir(const std::string& spec, const HubSe
 bool NamesHubModel(const std::string& spec);
 
 // The name a model is served under when --model gives none: the folder's name for a path,
-// the repository's name (without the organisation and the revision) for a Hub id.
+// the full repository id "org/repo" (without the revision) for a Hub id, as TEI, Infinity and
+// vLLM report it and clients send it.
 std::string DefaultModelName(const std::string& spec);
+
+// The other names requests may use for a model served as `name` from `spec`: for a Hub id, the
+// repository id "org/repo" and the repository's name "repo" (those that are not `name`); none
+// for a path.
+std::vector<std::string> ModelNameAliases(const std::string& name, const std::string& spec);
 
 }  // namespace relserve
 

@@ -197,6 +197,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     served.tokenizer = (*engine)->tokenizer();
     served.batcher = batcher.get();
     served.max_length = info.max_length;
+    served.aliases = ModelNameAliases(name, spec);
+    served.model_id = spec;
     state->registry.Add(served);
     state->engines.push_back(std::move(*engine));
     state->observers.push_back(std::move(observer));

@@ -84,7 +84,7 @@ const std::vector<Flag>& Flags() {
       {"model", "NAME=DIR",
        "a Hugging Face model directory, or a Hub model org/repo[@revision] (fetched into the Hugging Face cache), "
        "to serve under NAME (repeatable; the first is the default model; a bare DIR is served under its folder "
-       "name, a bare Hub id under its repository name; a path that exists wins over a Hub id)",
+       "name, a bare Hub id under org/repo, with repo accepted too; a path that exists wins over a Hub id)",
        [](const std::string& v, ServerConfig* c) {
          const auto eq = v.find('=');
          std::string name = eq == std::string::npos ? "" : v.substr(0, eq);
@@ -99,6 +99,10 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig&) { return std::string("(required)"); }, /*repeatable=*/true},
+      StringFlag("served-model-name", "NAME",
+                 "the name the first (default) model is served under, whatever --model names it (TEI's flag); a "
+                 "Hub model's org/repo and repo are still accepted",
+                 &ServerConfig::served_model_name),
       StringFlag("grpc-address", "HOST:PORT", "where the gRPC API listens", &ServerConfig::grpc_address),
       StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", &ServerConfig::metrics_address),
       IntFlag("metrics-port", "port of the Prometheus endpoint (0: any free port, -1: none)",
@@ -389,6 +393,16 @@ absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& ar
     origin[f.name] = variable;
   }
   if (config.models.empty()) return absl::InvalidArgumentError("no --model given (nor RELSERVE_MODEL; see --help)");
+  if (!config.served_model_name.empty()) {
+    for (size_t i = 1; i < config.models.size(); ++i) {
+      if (config.models[i].first == config.served_model_name) {
+        return absl::InvalidArgumentError(absl::StrCat(origin["served-model-name"], ": \"", config.served_model_name,
+                                                       "\" is the name of another model (--model ",
+                                                       config.models[i].first, "=", config.models[i].second, ")"));
+      }
+    }
+    config.models[0].first = config.served_model_name;
+  }
   if (!config.tls_cert.empty() && config.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert needs --tls-key (the certificate's private key)");
   }

@@ -16,6 +16,9 @@ struct ServerConfig {
   // name, and a directory or a Hugging Face Hub id (org/repo[@revision]; server/hub resolves it
   // to a snapshot of the cache before the engine loads).
   std::vector<std::pair<std::string, std::string>> models;
+  // --served-model-name: the first model's name, whatever `models` says (applied by
+  // ParseServerFlags); empty: none.
+  std::string served_model_name;
   std::string grpc_address = "0.0.0.0:50051";
   std::string metrics_address = "0.0.0.0";
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -34,6 +36,7 @@ struct Reply {
   int status = 0;
   json body;
   std::string raw;
+  httplib::Headers headers;
 };
 
 Reply Call(int port, const std::string& method, const std::string& path, const std::string& body = "") {
@@ -47,6 +50,7 @@ Reply Call(int port, const std::string& method, const std::string& path, const s
   }
   out.status = r->status;
   out.raw = r->body;
+  out.headers = r->headers;
   if (!r->body.empty()) out.body = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
   return out;
 }
@@ -306,7 +310,8 @@ TEST_F(HttpApiTest, TokenizeInfoHealth) {
 
   const Reply info = Call(http(), "GET", "/info");
   ASSERT_EQ(info.status, 200) << info.raw;
-  EXPECT_EQ(info.body["model_id"], "embedder");
+  EXPECT_EQ(info.body["served_model_name"], "embedder");
+  EXPECT_THAT(info.body["model_id"].get<std::string>(), ::testing::EndsWith("/embedder"));  // what --model gave
   EXPECT_EQ(info.body["model_type"]["embedding"]["pooling"], "mean");
   EXPECT_EQ(info.body["max_input_length"], 512);
   EXPECT_EQ(info.body["max_client_batch_size"], 256);
@@ -375,6 +380,297 @@ TEST_F(HttpApiTest, CallsAreCountedWithTheRouteAndTheGrpcCodeName) {
   // A body that cannot be read names no model: not counted under the default one.
   EXPECT_THAT(metrics,
               HasSubstr("relserve_requests_total{code=\"INVALID_ARGUMENT\",model=\"unknown\",rpc=\"POST /embed\"}"));
+}
+
+// Embeddings computed through gRPC for the same texts.
+std::vector<std::vector<float>> GrpcEmbeddings(v1::Encoder::Stub* stub, const std::string& model,
+                                               const std::vector<std::string>& texts, bool normalize) {
+  v1::EmbedRequest req;
+  req.set_model(model);
+  req.set_normalize(normalize);
+  for (const auto& t : texts) req.add_inputs()->set_text(t);
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  grpc::Status s = stub->Embed(&ctx, req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  std::vector<std::vector<float>> out;
+  for (const auto& e : resp.embeddings()) out.push_back(Values(e));
+  return out;
+}
+
+// TEI's POST / and SageMaker's POST /invocations do what the model is for; TEI's health routes.
+TEST_F(HttpApiTest, RootAndInvocationsFollowTheModelsType) {
+  for (const char* path : {"/", "/invocations"}) {
+    const Reply embed = Post(http(), path, {{"inputs", {"Hello world"}}});
+    ASSERT_EQ(embed.status, 200) << path << embed.raw;
+    EXPECT_EQ(embed.body, Post(http(), "/embed", {{"inputs", {"Hello world"}}}).body) << path;
+    const json rerank_body = {{"model", "reranker"}, {"query", "what is relserve?"}, {"texts", {"a server", "soup"}}};
+    const Reply rerank = Post(http(), path, rerank_body);
+    ASSERT_EQ(rerank.status, 200) << path << rerank.raw;
+    EXPECT_EQ(rerank.body, Post(http(), "/rerank", rerank_body).body) << path;
+    const json predict_body = {{"model", "classifier"}, {"inputs", "good"}};
+    const Reply predict = Post(http(), path, predict_body);
+    ASSERT_EQ(predict.status, 200) << path << predict.raw;
+    EXPECT_EQ(predict.body, Post(http(), "/predict", predict_body).body) << path;
+    EXPECT_EQ(predict.body.size(), 3u);
+    EXPECT_EQ(Post(http(), path, {{"model", "nope"}, {"inputs", "x"}}).status, 404);
+  }
+  for (const char* path : {"/", "/ping", "/health"}) {
+    const Reply health = Call(http(), "GET", path);
+    EXPECT_EQ(health.status, 200) << path;
+    EXPECT_EQ(health.raw, "") << path;
+  }
+}
+
+TEST_F(HttpApiTest, EmbeddingsWithoutV1IsOpenAIsRoute) {
+  const json body = {{"input", {"Hello world", "other"}}, {"model", "embedder"}};
+  const Reply r = Post(http(), "/embeddings", body);
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_EQ(r.body, Post(http(), "/v1/embeddings", body).body);
+  const Reply bad = Post(http(), "/embeddings", {{"input", json::array()}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(Keys(bad.body["error"]), (std::set<std::string>{"message", "type", "param", "code"})) << bad.raw;
+  // Infinity's GET /models is OpenAI's list.
+  EXPECT_EQ(Call(http(), "GET", "/models").body, Call(http(), "GET", "/v1/models").body);
+}
+
+// LangChain's OpenAIEmbeddings sends tiktoken's ids: the error says how to send text.
+TEST_F(HttpApiTest, ForeignTokenIdsNameLangChainsSetting) {
+  for (const char* path : {"/v1/embeddings", "/embeddings"}) {
+    const Reply r = Post(http(), path, {{"input", {{9906, 1917, 100257}}}});
+    EXPECT_EQ(r.status, 422) << r.raw;
+    EXPECT_THAT(r.body["error"]["message"].get<std::string>(), HasSubstr("outside the vocabulary"));
+    EXPECT_THAT(r.body["error"]["message"].get<std::string>(), HasSubstr("check_embedding_ctx_length=False"));
+  }
+  // Text that is too long is not about token ids.
+  const Reply text = Post(http(), "/v1/embeddings", {{"input", LongText()}});
+  EXPECT_EQ(text.status, 422);
+  EXPECT_THAT(text.body["error"]["message"].get<std::string>(), Not(HasSubstr("check_embedding_ctx_length")));
+}
+
+TEST_F(HttpApiTest, EmbedAllEqualsGrpcEmbedTokens) {
+  const Reply r = Post(http(), "/embed_all", {{"inputs", {"Hello world", "a second text"}}, {"model", "t5"}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  v1::EmbedTokensRequest req;
+  req.set_model("t5");
+  req.add_inputs()->set_text("Hello world");
+  req.add_inputs()->set_text("a second text");
+  v1::EmbedTokensResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->EmbedTokens(&ctx, req, &want).ok());
+  ASSERT_EQ(r.body.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const v1::TokenStates& s = want.sequences(i);
+    ASSERT_EQ(static_cast<int>(r.body[i].size()), s.token_ids_size()) << i;
+    for (int k = 0; k < s.token_ids_size(); ++k) {
+      const std::vector<float> row = r.body[i][k].get<std::vector<float>>();
+      ASSERT_EQ(static_cast<int>(row.size()), s.hidden_size());
+      const std::vector<float> expected(s.values().begin() + k * s.hidden_size(),
+                                        s.values().begin() + (k + 1) * s.hidden_size());
+      EXPECT_LE(MaxDiff(row, expected), 1e-6) << i << " " << k;
+    }
+  }
+  EXPECT_EQ(r.headers.count("x-compute-tokens"), 1u);
+  EXPECT_EQ(Post(http(), "/embed_all", {{"inputs", json::array()}}).status, 400);
+}
+
+// /tokenize gives every token of a long text; /decode turns ids back into the text.
+TEST_F(HttpApiTest, TokenizeWholeTextsAndDecode) {
+  const Reply whole = Post(http(), "/tokenize", {{"inputs", LongText()}});
+  ASSERT_EQ(whole.status, 200) << whole.raw.substr(0, 300);
+  EXPECT_GT(whole.body[0].size(), 512u);  // past the model's maximum: neither cut nor refused
+  EXPECT_EQ(whole.body[0].back()["special"], true);
+
+  const Reply t = Post(http(), "/tokenize", {{"inputs", "Hello world"}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  json ids = json::array();
+  for (const json& token : t.body[0]) ids.push_back(token["id"]);
+  const Reply text = Post(http(), "/decode", {{"ids", ids}});
+  ASSERT_EQ(text.status, 200) << text.raw;
+  EXPECT_EQ(text.body, json::parse(R"(["Hello world"])"));
+  const Reply with_special = Post(http(), "/decode", {{"ids", {ids, ids}}, {"skip_special_tokens", false}});
+  ASSERT_EQ(with_special.status, 200) << with_special.raw;
+  EXPECT_EQ(with_special.body, json::parse(R"(["[CLS] Hello world[SEP]", "[CLS] Hello world[SEP]"])"));
+  // T5 (model t5): its own template, no [CLS] in front, its end of sequence at the end.
+  const Reply t5 = Post(http(), "/tokenize", {{"inputs", "Hello world"}, {"model", "t5"}});
+  ASSERT_EQ(t5.status, 200) << t5.raw;
+  EXPECT_EQ(t5.body[0].front()["special"], false);
+  EXPECT_EQ(t5.body[0].back()["special"], true);
+  json t5_ids = json::array();
+  for (const json& token : t5.body[0]) t5_ids.push_back(token["id"]);
+  EXPECT_EQ(Post(http(), "/decode", {{"ids", t5_ids}, {"model", "t5"}}).body, json::parse(R"(["Hello world"])"));
+
+  const Reply outside = Post(http(), "/decode", {{"ids", {{5}, {5, 999999}}}});
+  EXPECT_EQ(outside.status, 422) << outside.raw;
+  EXPECT_THAT(outside.body["error"].get<std::string>(), HasSubstr("ids[1][1] = 999999 is outside the vocabulary"));
+  EXPECT_EQ(Post(http(), "/decode", {{"ids", {5}}, {"model", "nope"}}).status, 404);
+}
+
+TEST_F(HttpApiTest, TeiHeadersOnComputingRoutes) {
+  const Reply r = Post(http(), "/embed", {{"inputs", {"Hello world", "h\xC3\xA9"}}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  for (const char* h : {"x-compute-time", "x-compute-characters", "x-compute-tokens", "x-total-time",
+                        "x-tokenization-time", "x-queue-time", "x-inference-time"}) {
+    ASSERT_EQ(r.headers.count(h), 1u) << h;
+    const std::string v = r.headers.find(h)->second;
+    EXPECT_FALSE(v.empty()) << h;
+    EXPECT_EQ(v.find_first_not_of("0123456789"), std::string::npos) << h << ": " << v;  // whole milliseconds
+  }
+  EXPECT_EQ(r.headers.find("x-compute-characters")->second, "13");
+  v1::TokenizeRequest req;
+  req.add_inputs()->set_text("Hello world");
+  req.add_inputs()->set_text("h\xC3\xA9");
+  v1::TokenizeResponse tokens;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Tokenize(&ctx, req, &tokens).ok());
+  EXPECT_EQ(r.headers.find("x-compute-tokens")->second,
+            std::to_string(tokens.results(0).input_ids_size() + tokens.results(1).input_ids_size()));
+  for (const auto& [path, body] : std::vector<std::pair<std::string, json>>{
+           {"/v1/embeddings", {{"input", "x"}}},
+           {"/embeddings", {{"input", "x"}}},
+           {"/rerank", {{"model", "reranker"}, {"query", "q"}, {"texts", {"d"}}}},
+           {"/predict", {{"model", "classifier"}, {"inputs", "x"}}}}) {
+    const Reply c = Post(http(), path, body);
+    ASSERT_EQ(c.status, 200) << path << c.raw;
+    EXPECT_EQ(c.headers.count("x-inference-time"), 1u) << path;
+  }
+  EXPECT_EQ(Post(http(), "/rerank", {{"model", "reranker"}, {"query", "ab"}, {"texts", {"c", "de"}}})
+                .headers.find("x-compute-characters")
+                ->second,
+            "7");  // the query counts once per text, as TEI counts it
+}
+
+// `dimensions` without `normalize` cuts and does not normalise (TEI); OpenAI's renormalises.
+TEST_F(HttpApiTest, TeiDimensionsWithoutNormalize) {
+  const Reply r = Post(http(), "/embed", {{"inputs", "Hello world"}, {"normalize", false}, {"dimensions", 8}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  std::vector<float> raw = GrpcEmbeddings(stub_.get(), "", {"Hello world"}, false)[0];
+  raw.resize(8);
+  EXPECT_LE(MaxDiff(r.body[0].get<std::vector<float>>(), raw), 1e-6);
+  double norm = 0;
+  for (float x : raw) norm += double(x) * x;
+  EXPECT_GT(std::fabs(std::sqrt(norm) - 1), 1e-3);  // not a unit vector
+  const Reply unit = Post(http(), "/embed", {{"inputs", "Hello world"}, {"dimensions", 8}});
+  ASSERT_EQ(unit.status, 200);
+  const Reply openai = Post(http(), "/v1/embeddings", {{"input", "Hello world"}, {"dimensions", 8}});
+  EXPECT_LE(MaxDiff(unit.body[0].get<std::vector<float>>(), openai.body["data"][0]["embedding"].get<std::vector<float>>()),
+            1e-6);
+}
+
+// TEI's routes take `model` (relserve's extension); absent, the default model.
+TEST_F(HttpApiTest, TeiRoutesTakeAModel) {
+  const Reply t5 = Post(http(), "/embed", {{"inputs", {"Hello world"}}, {"model", "t5"}, {"normalize", false}});
+  ASSERT_EQ(t5.status, 200) << t5.raw;
+  EXPECT_LE(MaxDiff(t5.body[0].get<std::vector<float>>(), GrpcEmbeddings(stub_.get(), "t5", {"Hello world"}, false)[0]),
+            1e-6);
+  const Reply unknown = Post(http(), "/embed", {{"inputs", "x"}, {"model", "nope"}});
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.body["error_type"], "Validation");
+  EXPECT_EQ(Post(http(), "/embed", {{"inputs", "x"}, {"model", 1}}).status, 422);
+  const Reply rerank = Post(http(), "/rerank", {{"model", "reranker"}, {"query", "q"}, {"texts", {"a", "b"}}});
+  EXPECT_EQ(rerank.status, 200) << rerank.raw;
+  int code = 0;
+  const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics", &code);
+  EXPECT_THAT(metrics, HasSubstr("relserve_requests_total{code=\"OK\",model=\"t5\",rpc=\"POST /embed\"}"));
+}
+
+// TEI's scores: the sigmoid of a one-label head's logit on /predict; gRPC's Classify keeps the
+// problem type's (regression for an unlabelled one-label head: the logit).
+TEST_F(HttpApiTest, PredictOnAOneLabelHeadIsTheSigmoid) {
+  const Reply r = Post(http(), "/predict", {{"model", "reranker"}, {"inputs", {"what is relserve?", "a server"}}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const Reply raw = Post(http(), "/predict",
+                         {{"model", "reranker"}, {"inputs", {"what is relserve?", "a server"}}, {"raw_scores", true}});
+  ASSERT_EQ(raw.status, 200) << raw.raw;
+  v1::ClassifyRequest req;
+  req.set_model("reranker");
+  auto* pair = req.add_inputs()->mutable_pair();
+  pair->set_first("what is relserve?");
+  pair->set_second("a server");
+  v1::ClassifyResponse want;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub_->Classify(&ctx, req, &want).ok());
+  const float logit = want.results(0).logits(0);
+  EXPECT_NEAR(want.results(0).labels(0).score(), logit, 1e-6);  // gRPC: unchanged
+  ASSERT_EQ(r.body.size(), 1u);
+  EXPECT_NEAR(r.body[0]["score"].get<double>(), 1 / (1 + std::exp(-double(logit))), 1e-6);
+  EXPECT_NEAR(raw.body[0]["score"].get<double>(), logit, 1e-6);
+  // And the same score /rerank gives the pair.
+  const Reply rerank = Post(http(), "/rerank", {{"model", "reranker"}, {"query", "what is relserve?"}, {"texts", {"a server"}}});
+  EXPECT_NEAR(rerank.body[0]["score"].get<double>(), r.body[0]["score"].get<double>(), 1e-6);
+}
+
+TEST_F(HttpApiTest, MetricsAndOpenApiOnTheApiPort) {
+  ASSERT_EQ(Post(http(), "/embed", {{"inputs", "x"}}).status, 200);
+  const Reply m = Call(http(), "GET", "/metrics");
+  ASSERT_EQ(m.status, 200);
+  EXPECT_THAT(m.raw, HasSubstr("relserve_requests_total{code=\"OK\",model=\"embedder\",rpc=\"POST /embed\"}"));
+  EXPECT_THAT(m.headers.find("Content-Type")->second, HasSubstr("text/plain"));
+  const Reply doc = Call(http(), "GET", "/api-doc/openapi.json");
+  ASSERT_EQ(doc.status, 200);
+  EXPECT_EQ(doc.body["openapi"], "3.0.3");
+  EXPECT_TRUE(doc.body["paths"].contains("/embed_all"));
+}
+
+TEST_F(HttpApiTest, CohereV2RerankAndEmbed) {
+  const std::vector<std::string> docs = {"a model server", "a recipe for soup", "relative attention encoders"};
+  const Reply r = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", "what is relserve?"},
+                                               {"documents", docs}, {"top_n", 2}, {"max_tokens_per_doc", 4096}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const Reply v1 = Post(http(), "/v1/rerank", {{"model", "reranker"}, {"query", "what is relserve?"},
+                                               {"documents", docs}, {"top_n", 2}});
+  EXPECT_EQ(r.body["results"], v1.body["results"]);
+  EXPECT_EQ(r.body["id"].get<std::string>().size(), 36u);
+  EXPECT_EQ(r.body["meta"]["api_version"]["version"], "2");
+
+  const std::vector<std::string> texts = {"Hello world", "other"};
+  const std::vector<std::vector<float>> want = GrpcEmbeddings(stub_.get(), "embedder", texts, true);
+  const Reply e = Post(http(), "/v2/embed", {{"model", "embedder"}, {"texts", texts}, {"input_type", "search_query"},
+                                             {"embedding_types", {"float", "int8", "ubinary"}}});
+  ASSERT_EQ(e.status, 200) << e.raw;
+  EXPECT_EQ(e.body["texts"], json(texts));
+  EXPECT_EQ(e.body["response_type"], "embeddings_by_type");
+  ASSERT_EQ(e.body["embeddings"]["float"].size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_LE(MaxDiff(e.body["embeddings"]["float"][i].get<std::vector<float>>(), want[i]), 1e-6);
+    const std::vector<int> int8 = e.body["embeddings"]["int8"][i].get<std::vector<int>>();
+    ASSERT_EQ(int8.size(), want[i].size());
+    int largest = 0;
+    for (int x : int8) largest = std::max(largest, std::abs(x));
+    EXPECT_EQ(largest, 127);  // scaled to the int8 range, vector by vector
+    EXPECT_EQ(e.body["embeddings"]["ubinary"][i].size(), (want[i].size() + 7) / 8);
+  }
+  const Reply v1_embed = Post(http(), "/v1/embed", {{"texts", texts}});
+  ASSERT_EQ(v1_embed.status, 200) << v1_embed.raw;
+  EXPECT_EQ(v1_embed.body["response_type"], "embeddings_floats");
+  EXPECT_LE(MaxDiff(v1_embed.body["embeddings"][1].get<std::vector<float>>(), want[1]), 1e-6);
+  const Reply bad = Post(http(), "/v2/embed", {{"texts", texts}, {"embedding_types", {"int4"}}});
+  EXPECT_EQ(bad.status, 422);
+  EXPECT_THAT(bad.body["message"].get<std::string>(), HasSubstr("embedding_types[0] must be one of"));
+  EXPECT_EQ(Post(http(), "/v2/rerank", {{"model", "nope"}, {"query", "q"}, {"documents", {"d"}}}).body.count("message"),
+            1u);
+}
+
+// Infinity's shapes: /rerank with `documents`, /classify with `input`.
+TEST_F(HttpApiTest, InfinityRerankAndClassify) {
+  const std::vector<std::string> docs = {"a model server", "a recipe for soup"};
+  const Reply r = Post(http(), "/rerank", {{"model", "reranker"}, {"query", "what is relserve?"}, {"documents", docs},
+                                           {"return_documents", true}, {"top_n", 1}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  const Reply tei = Post(http(), "/rerank", {{"model", "reranker"}, {"query", "what is relserve?"}, {"texts", docs}});
+  EXPECT_EQ(r.body["object"], "rerank");
+  ASSERT_EQ(r.body["results"].size(), 1u);
+  EXPECT_EQ(r.body["results"][0]["index"], tei.body[0]["index"]);
+  EXPECT_NEAR(r.body["results"][0]["relevance_score"].get<double>(), tei.body[0]["score"].get<double>(), 1e-6);
+  EXPECT_EQ(r.body["results"][0]["document"], docs[tei.body[0]["index"].get<int>()]);
+  EXPECT_EQ(r.body["model"], "reranker");
+  EXPECT_GT(r.body["usage"]["total_tokens"].get<int>(), 0);
+
+  const Reply c = Post(http(), "/classify", {{"model", "classifier"}, {"input", {"good", "bad"}}});
+  ASSERT_EQ(c.status, 200) << c.raw;
+  const Reply p = Post(http(), "/predict", {{"model", "classifier"}, {"inputs", {{"good"}, {"bad"}}}});
+  EXPECT_EQ(c.body["object"], "classify");
+  EXPECT_EQ(c.body["data"], p.body);
 }
 
 // TEI's /rerank and /predict name no model: they use the default one.

@@ -579,8 +579,12 @@ TEST_F(HubDownloadTest, AnExistingPathWins) {
   EXPECT_EQ(*dir, kRepo);
   EXPECT_TRUE(hub_.requests().empty());
   EXPECT_TRUE(NamesHubModel(kRepo + "@v1"));
-  EXPECT_EQ(DefaultModelName(kRepo + "@v1"), "deberta-tiny");
+  // A Hub id is served as org/repo (what TEI, Infinity and vLLM report), "repo" accepted too.
+  EXPECT_EQ(DefaultModelName(kRepo + "@v1"), "org/deberta-tiny");
+  EXPECT_EQ(ModelNameAliases("org/deberta-tiny", kRepo + "@v1"), std::vector<std::string>{"deberta-tiny"});
+  EXPECT_EQ(ModelNameAliases("tiny", kRepo), (std::vector<std::string>{"org/deberta-tiny", "deberta-tiny"}));
   EXPECT_EQ(DefaultModelName("/models/default"), "default");
+  EXPECT_TRUE(ModelNameAliases("default", "/models/default").empty());
   // Not a Hub id and not a path: left for the engine to report.
   dir = Download("/no/such/model/dir");
   ASSERT_TRUE(dir.ok());

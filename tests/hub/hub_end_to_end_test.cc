@@ -181,6 +181,15 @@ TEST_F(HubEndToEndTest, TheServerServesAHubModel) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   ASSERT_EQ(response.embeddings_size(), 1);
   EXPECT_EQ(response.embeddings(0).values_size(), 32);
+  // The Hub id and the repository's name name it too (what clients of TEI and vLLM send).
+  for (const std::string alias : {kRepo, std::string("deberta-tiny")}) {
+    request.set_model(alias);
+    v1::EmbedResponse aliased;
+    grpc::ClientContext alias_context;
+    const grpc::Status s = stub->Embed(&alias_context, request, &aliased);
+    ASSERT_TRUE(s.ok()) << alias << ": " << s.error_message();
+    EXPECT_EQ(aliased.model(), "tiny") << alias;
+  }
   kill(p.pid, SIGTERM);
   EXPECT_EQ(p.WaitExit(), 0);
   EXPECT_THAT(p.Log(), AllOf(HasSubstr("model tiny: org/deberta-tiny is " + SnapshotDir()),

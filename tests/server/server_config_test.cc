@@ -31,20 +31,35 @@ TEST(ServerConfigTest, DefaultsAndRepeatedModels) {
   EXPECT_EQ(aged->max_connection_age_seconds, 300);
 }
 
-// A Hub id is kept as it is (resolved at start-up); bare, it is served under its repository's
-// name without the revision.
+// A Hub id is kept as it is (resolved at start-up); bare, it is served under its full id
+// org/repo without the revision (the repository's name is an alias, see ModelNameAliases).
 TEST(ServerConfigTest, HubModelsAndOffline) {
   auto c = ParseServerFlags({"--model", "org/reranker-base@v2", "--model", "emb=BAAI/bge-small", "--offline"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"reranker-base", "org/reranker-base@v2"}));
+  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"org/reranker-base", "org/reranker-base@v2"}));
   EXPECT_EQ(c->models[1], (std::pair<std::string, std::string>{"emb", "BAAI/bge-small"}));
   EXPECT_TRUE(c->offline);
   EXPECT_FALSE(ParseServerFlags({"--model", "a=/m/a"})->offline);
   auto env = ParseServerFlags({}, {{"RELSERVE_MODEL", "org/a,b=org/b@main"}, {"RELSERVE_OFFLINE", "true"}});
   ASSERT_TRUE(env.ok()) << env.status();
-  EXPECT_EQ(env->models[0].first, "a");
+  EXPECT_EQ(env->models[0].first, "org/a");
   EXPECT_EQ(env->models[1], (std::pair<std::string, std::string>{"b", "org/b@main"}));
   EXPECT_TRUE(env->offline);
+}
+
+// --served-model-name (TEI's flag) names the first model, whatever --model says.
+TEST(ServerConfigTest, ServedModelName) {
+  auto c = ParseServerFlags({"--served-model-name", "embedder", "--model", "BAAI/bge-small", "--model", "r=/m/r"});
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->served_model_name, "embedder");
+  EXPECT_EQ(c->models[0], (std::pair<std::string, std::string>{"embedder", "BAAI/bge-small"}));
+  EXPECT_EQ(c->models[1].first, "r");
+  auto env = ParseServerFlags({}, {{"RELSERVE_MODEL", "a=/m/a"}, {"RELSERVE_SERVED_MODEL_NAME", "tei"}});
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->models[0].first, "tei");
+  auto clash = ParseServerFlags({"--model", "a=/m/a", "--model", "b=/m/b", "--served-model-name", "b"});
+  ASSERT_FALSE(clash.ok());
+  EXPECT_EQ(clash.status().message(), "--served-model-name: \"b\" is the name of another model (--model b=/m/b)");
 }
 
 TEST(ServerConfigTest, AutoTruncateAndHttpRequestTimeout) {

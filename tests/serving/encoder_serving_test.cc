@@ -386,6 +386,109 @@ TEST_F(EncoderServingTest, LeftTruncationKeepsTheEndOfEachInput) {
   EXPECT_EQ(right->results[0].input_ids[1], (*raw)[0]);
 }
 
+// TEI's /embed: `dimensions` cuts and normalises only when asked (dimensions_renormalize off).
+TEST_F(EncoderServingTest, DimensionsWithoutRenormalisation) {
+  EmbedRequest req;
+  req.inputs = {Input::Tokens({3, 4})};
+  req.dimensions = 2;
+  req.dimensions_renormalize = false;
+  auto cut = Call(&EncoderServing::Embed, req);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_THAT(cut->embeddings[0].values, ElementsAre(7, 2));
+  req.normalize = true;
+  auto unit = Call(&EncoderServing::Embed, req);
+  ASSERT_TRUE(unit.ok());
+  EXPECT_NEAR(unit->embeddings[0].values[0], 7 / std::sqrt(53.0), 1e-6);
+}
+
+// TEI's rule: the sigmoid of one logit, the softmax of several, whatever the problem type.
+TEST_F(EncoderServingTest, ClassifyByLogitCountAsTeiDoes) {
+  ClassifyRequest req;
+  req.score_rule = ScoreRule::kLogitCount;
+  req.model = "reranker";  // one label, regression by its config
+  req.inputs = {Input::Tokens({1})};
+  auto one = Call(&EncoderServing::Classify, req);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_NEAR(one->results[0].labels[0].score, 1 / (1 + std::exp(-1.0)), 1e-6);
+  req.model = "tagger";  // multi-label by its config: TEI still takes the softmax
+  auto several = Call(&EncoderServing::Classify, req);
+  ASSERT_TRUE(several.ok());
+  EXPECT_NEAR(several->results[0].labels[0].score, std::exp(2.0) / (1 + std::exp(2.0)), 1e-6);
+  EXPECT_NEAR(several->results[0].labels[0].score + several->results[0].labels[1].score, 1, 1e-6);
+  req.raw_scores = true;
+  auto raw = Call(&EncoderServing::Classify, req);
+  EXPECT_EQ(raw->results[0].labels[0].score, 2);
+}
+
+// TEI's /tokenize: every token, past the model's maximum, never refused.
+TEST_F(EncoderServingTest, TokenizeWholeTexts) {
+  TokenizeRequest req;
+  req.model = "reranker";
+  req.inputs = {Input::Text("the quick brown fox jumps over the lazy dog and then some more words follow it")};
+  EXPECT_THAT(std::string(serving_->Tokenize(req).status().message()), HasSubstr("truncation is off"));
+  req.whole_text = true;
+  auto whole = serving_->Tokenize(req);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_GT(whole->results[0].input_ids.size(), 16u);
+  EXPECT_FALSE(whole->results[0].truncated);
+  EXPECT_EQ(whole->results[0].input_ids.back(), tokenizer_->sep_id());
+  req.inputs = {Input::Tokens(std::vector<int32_t>(20, 1))};
+  auto ids = serving_->Tokenize(req);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->results[0].input_ids.size(), 20u);
+}
+
+TEST_F(EncoderServingTest, AliasesDescribeAndDecode) {
+  auto backend = std::make_unique<FakeBackend>(std::vector<std::string>{}, "");
+  ServedModel a;
+  a.name = "org/e5";
+  a.aliases = {"e5", "shared"};
+  a.model_id = "org/e5";
+  a.backend = backend.get();
+  ServedModel b = a;
+  b.name = "other/e5-large";
+  b.aliases = {"e5-large", "shared"};
+  b.model_id = "other/e5-large@v2";
+  ModelRegistry registry;
+  registry.Add(a);
+  registry.Add(b);
+  auto by_name = registry.Find("org/e5");
+  ASSERT_TRUE(by_name.ok());
+  auto by_alias = registry.Find("e5");
+  ASSERT_TRUE(by_alias.ok()) << by_alias.status();
+  EXPECT_EQ((*by_alias)->name, "org/e5");
+  auto ambiguous = registry.Find("shared");
+  EXPECT_EQ(ambiguous.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(ambiguous.status().message()), HasSubstr("could be any of org/e5, other/e5-large"));
+  EXPECT_THAT(std::string(registry.Find("e6").status().message()), HasSubstr("served: org/e5, other/e5-large"));
+  EncoderServing serving(&registry, nullptr, ServingLimits());
+  auto described = serving.DescribeModel("e5-large");
+  ASSERT_TRUE(described.ok());
+  EXPECT_EQ(described->name, "other/e5-large");
+  EXPECT_EQ(described->aliases, (std::vector<std::string>{"e5-large", "shared"}));
+  EXPECT_EQ(described->model_id, "other/e5-large@v2");
+
+  auto encoded = tokenizer_->Encode("hello world");
+  ASSERT_TRUE(encoded.ok());
+  const std::vector<int32_t> words(encoded->input_ids.begin() + 1, encoded->input_ids.end() - 1);
+  auto texts = serving_->Decode("reranker", {encoded->input_ids, words}, true);
+  ASSERT_TRUE(texts.ok()) << texts.status();
+  EXPECT_EQ(*texts, (std::vector<std::string>{"hello world", "hello world"}));
+  auto special = serving_->Decode("reranker", {encoded->input_ids}, false);
+  ASSERT_TRUE(special.ok());
+  EXPECT_EQ(*special, std::vector<std::string>{"[CLS] hello world[SEP]"});
+  auto outside = serving_->Decode("reranker", {{5}, {5, 5000}}, true);
+  EXPECT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(outside.status().message()), HasSubstr("ids[1][1] = 5000 is outside the vocabulary"));
+  EXPECT_THAT(std::string(serving_->Decode("reranker", {{5000}}, true).status().message()),
+              HasSubstr("ids[0] = 5000 is outside"));  // one sequence: its own position
+  EXPECT_EQ(serving_->Decode("embedder", {{5}}, true).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(serving_->Decode("reranker", std::vector<std::vector<int32_t>>(5, {5}), true)
+                              .status()
+                              .message()),
+              HasSubstr("ids has 5 entries, more than the limit of 4"));
+}
+
 TEST_F(EncoderServingTest, TokenizeAndListModels) {
   TokenizeRequest req;
   req.model = "tagger";
