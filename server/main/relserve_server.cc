@@ -16,6 +16,7 @@
 #include "server/main/connection_closer.h"
 #include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
+#include "server/main/warm_up.h"
 #include "server/http/http_server.h"
 #include "server/hub/model_resolver.h"
 #include "server/metrics/http_endpoint.h"
@@ -87,34 +88,6 @@ absl::StatusOr<std::string> ModelDirectory(const std::string& name, const std::s
   return dir;
 }
 
-// Runs every model once per length bucket, so that the first real requests do not pay for
-// allocator growth and kernel selection. Lengths double from 16 (or max_length, if shorter) up
-// to max_length; on a GPU they are every length batches run at there (DeviceBatchLength). The
-// failure of one is an error naming the model and the length.
-absl::Status WarmUp(Engine& engine, const std::string& name, int max_length, const std::function<bool()>& stop) {
-  const absl::Time t0 = absl::Now();
-  const int vocab = engine.info().vocab_size;
-  const uint32_t outputs = kOutputPooled | (engine.info().labels.empty() ? 0u : uint32_t{kOutputLogits});
-  const bool gpu = engine.info().device != "cpu";
-  auto next = [&](int length) {
-    return std::min(gpu ? DeviceBatchLength(length + 1, max_length) : length * 2, max_length);
-  };
-  for (int length = std::min(16, max_length); length >= 1; length = next(length)) {
-    if (stop()) return StartUpInterrupted();
-    SequenceInput s;
-    s.input_ids.assign(length, std::min(5, vocab - 1));
-    auto r = engine.Run({s, s}, outputs);
-    if (!r.ok()) {
-      return absl::Status(r.status().code(), absl::StrCat("model ", name, ": warm-up at ", length,
-                                                          " tokens failed: ", r.status().message()));
-    }
-    if (length == max_length) break;
-  }
-  LogInfo(absl::StrCat("model ", name, ": warmed up to ", max_length, " tokens in ",
-                       absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 RelserveServer::RelserveServer(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -163,6 +136,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     const ModelInfo& info = (*engine)->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
+                         info.max_length_source.empty() ? "" : " (" + info.max_length_source + ")",
                          info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
                          info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason, ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
@@ -258,6 +232,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     HttpServerConfig hc;
     RETURN_IF_ERROR(ParseHttpAddress(config.http_address, &hc));
     hc.threads = config.http_threads;
+    hc.max_connections = config.http_max_connections;
+    hc.max_connections_per_client = config.http_max_connections_per_client;
+    hc.header_timeout = config.http_header_timeout;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
     hc.api_keys = state->api_keys.get();
     hc.request_timeout = config.http_request_timeout;

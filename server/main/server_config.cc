@@ -121,6 +121,23 @@ const std::vector<Flag>& Flags() {
        [](const ServerConfig& c) { return c.http_address; }},
       IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
               &ServerConfig::http_threads, 1),
+      IntFlag("http-max-connections",
+              "HTTP connections held at once (at most a quarter of the open-files limit); a new one replaces the "
+              "oldest idle or slow one",
+              &ServerConfig::http_max_connections, 1),
+      IntFlag("http-max-connections-per-client",
+              "HTTP connections one client address may hold; its next one replaces its own oldest idle or slow one",
+              &ServerConfig::http_max_connections_per_client, 1),
+      {"http-header-timeout", "DURATION",
+       "how long a client may take to send a whole HTTP request head (bytes trickling in do not extend it)",
+       [](const std::string& v, ServerConfig* c) {
+         auto d = ParseTimeout(v, "--http-header-timeout");
+         if (!d.ok()) return d.status();
+         if (*d <= absl::ZeroDuration()) return absl::InvalidArgumentError("--http-header-timeout: must be positive");
+         c->http_header_timeout = *d;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_header_timeout), "s"); }},
       {"http-request-timeout", "DURATION",
        "how long an HTTP call may take before it is answered 504 and its queued work dropped: seconds or a number "
        "with a unit (500ms, 2m; 0: no limit); a request's X-Request-Timeout header may ask for less",

@@ -24,6 +24,9 @@ struct ServerConfig {
   int metrics_port = 9090;  // 0: a free port; -1: no metrics endpoint
   std::string http_address = "0.0.0.0:8080";  // the HTTP/JSON API; "" or "-1": none; port 0: a free port
   int http_threads = 64;                       // HTTP requests served at once
+  int http_max_connections = 4096;             // the HTTP connection table
+  int http_max_connections_per_client = 256;   // HTTP connections one client address may hold
+  absl::Duration http_header_timeout = absl::Seconds(10);  // a request head must arrive whole within this
   // How long an HTTP call may take before it is answered 504 (zero: no limit); a request's
   // X-Request-Timeout header may ask for less.
   absl::Duration http_request_timeout = absl::Seconds(60);
