@@ -121,6 +121,54 @@ TEST(EngineTest, RunMatchesPaddedForward) {
   EXPECT_EQ(engine->tokenizer(), nullptr);
 }
 
+// SequenceInput.pooling_skip (a prompt left out, sentence-transformers' include_prompt false):
+// every mode but cls pools over the tokens after the skipped ones, as sentence-transformers'
+// Pooling does with those tokens' attention mask zeroed; other rows of the batch are untouched.
+TEST(EngineTest, PoolingSkipLeavesLeadingTokensOutOfEveryModeButCls) {
+  std::vector<SequenceInput> seqs = ReferenceSequences("deberta_v3_like");
+  ASSERT_GE(seqs.size(), 2u);
+  ASSERT_GT(seqs[0].input_ids.size(), 4u);
+  const int skip = 3;
+  for (const char* mode : {"mean", "max", "cls", "lasttoken", "weightedmean", "mean_sqrt_len"}) {
+    EngineOptions options;
+    options.pooling = mode;
+    auto engine = LoadOrDie(ReferenceDir("deberta_v3_like"), options);
+    ASSERT_NE(engine, nullptr);
+    auto plain = engine->Run(seqs, kOutputPooled);
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    std::vector<SequenceInput> skipping = seqs;
+    skipping[0].pooling_skip = skip;
+    auto run = engine->Run(skipping, kOutputPooled | kOutputTokenStates);
+    ASSERT_TRUE(run.ok()) << run.status();
+    const SequenceOutput& r = (*run)[0];
+    const int n = r.num_tokens;
+    const int H = static_cast<int>(r.token_states.size()) / n;
+    std::vector<float> want(H);
+    for (int h = 0; h < H; ++h) {
+      auto state = [&](int t) { return double(r.token_states[t * H + h]); };
+      double sum = 0, weighted = 0, weights = 0, max = -1e30;
+      for (int t = skip; t < n; ++t) {
+        sum += state(t);
+        weighted += (t + 1) * state(t);
+        weights += t + 1;
+        max = std::max(max, state(t));
+      }
+      const std::string m = mode;
+      want[h] = static_cast<float>(m == "mean"           ? sum / (n - skip)
+                                   : m == "max"          ? max
+                                   : m == "cls"          ? state(0)
+                                   : m == "lasttoken"    ? state(n - 1)
+                                   : m == "weightedmean" ? weighted / weights
+                                                         : sum / std::sqrt(double(n - skip)));
+    }
+    EXPECT_LE(MaxAbsDiff(r.pooled, want), 1e-5) << mode;
+    if (std::string(mode) != "cls" && std::string(mode) != "lasttoken") {
+      EXPECT_GT(MaxAbsDiff(r.pooled, (*plain)[0].pooled), 1e-4) << mode;
+    }
+    for (size_t i = 1; i < seqs.size(); ++i) EXPECT_LE(MaxAbsDiff((*run)[i].pooled, (*plain)[i].pooled), 1e-6) << mode;
+  }
+}
+
 TEST(EngineTest, LogitsFromABackboneAreAFailedPrecondition) {
   auto engine = LoadOrDie(ReferenceDir("deberta_v3_like"));
   ASSERT_NE(engine, nullptr);
