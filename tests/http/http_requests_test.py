@@ -57,11 +57,45 @@ class HttpRoutes(unittest.TestCase):
         tokens = self.post("/tokenize", {"inputs": [TEXT]})[0]
         self.assertEqual("".join(t["text"] for t in tokens if not t["special"]), TEXT)
         info = requests.get(URL + "/info", timeout=10).json()
-        self.assertEqual(info["model_id"], "embedder")
+        self.assertEqual(info["served_model_name"], "embedder")
+        self.assertTrue(info["model_id"].endswith("/embedder"), info["model_id"])  # as --model gave it
         models = requests.get(URL + "/v1/models", timeout=10).json()
         self.assertEqual([m["id"] for m in models["data"]], ["embedder", "reranker"])
         health = requests.get(URL + "/health", timeout=10)
         self.assertEqual((health.status_code, health.text), (200, ""))
+
+    def test_drop_in_routes(self):
+        """The routes TEI's, OpenAI's, Cohere's and Infinity's clients call, as those clients send them."""
+        grpc = GRPC["embeddings"][0]["values"]
+        # TEI's POST / and SageMaker's /invocations embed with an embedding model; GET / and /ping.
+        for path in ("/", "/invocations"):
+            self.assertTrue(close(self.post(path, {"inputs": TEXT})[0], grpc))
+        for path in ("/", "/ping"):
+            self.assertEqual(requests.get(URL + path, timeout=10).status_code, 200)
+        # An OpenAI client whose base URL is the server's root.
+        root = self.post("/embeddings", {"input": [TEXT], "model": "embedder"})
+        self.assertTrue(close(root["data"][0]["embedding"], grpc))
+        # TEI's headers, in whole milliseconds.
+        r = requests.post(URL + "/embed", json={"inputs": TEXT}, timeout=60)
+        for h in ("x-compute-time", "x-compute-characters", "x-compute-tokens", "x-total-time",
+                  "x-tokenization-time", "x-queue-time", "x-inference-time"):
+            self.assertTrue(r.headers[h].isdigit(), (h, r.headers.get(h)))
+        self.assertEqual(r.headers["x-compute-characters"], str(len(TEXT)))
+        # /tokenize and /decode round trip ("?" is the test vocabulary's [UNK], special, so skipped).
+        ids = [t["id"] for t in self.post("/tokenize", {"inputs": "what is a model server"})[0]]
+        self.assertEqual(self.post("/decode", {"ids": [ids, ids[1:-1]]}), ["what is a model server"] * 2)
+        # Cohere v2 and Infinity.
+        docs = ["a model server", "a recipe for soup"]
+        v2 = self.post("/v2/rerank", {"model": "reranker", "query": "what is relserve?", "documents": docs})
+        self.assertEqual(sorted(r["index"] for r in v2["results"]), [0, 1])
+        emb = self.post("/v2/embed", {"model": "embedder", "texts": [TEXT], "input_type": "search_query",
+                                      "embedding_types": ["float", "ubinary"]})
+        self.assertTrue(close(emb["embeddings"]["float"][0], grpc))
+        self.assertEqual(len(emb["embeddings"]["ubinary"][0]), (len(grpc) + 7) // 8)
+        inf = self.post("/rerank", {"model": "reranker", "query": "what is relserve?", "documents": docs})
+        self.assertEqual(inf["object"], "rerank")
+        self.assertEqual(requests.get(URL + "/api-doc/openapi.json", timeout=10).json()["openapi"], "3.0.3")
+        self.assertIn("relserve_requests_total", requests.get(URL + "/metrics", timeout=10).text)
 
     def test_bad_inputs(self):
         r = requests.post(URL + "/embed", data=b'{"inputs": "\xff"}', timeout=10)
