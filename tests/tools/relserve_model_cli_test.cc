@@ -259,6 +259,45 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
 }
 
+// embed as SentenceTransformer.encode: max_seq_length cuts (or, with --no-truncate, refuses),
+// do_lower_case lowers, --prompt-name (else default_prompt_name) puts the prompt first.
+TEST_F(CliTest, EmbedFollowsTheSentenceTransformersFiles) {
+  const std::string model = (dir_ / "st").string();
+  Result r = RunCli("create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab-file " + kData +
+                    "/reference/tokenizer/spm.model --sentence-transformers --out " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto embed = [&](const std::string& flags, const std::string& text) {
+    Result e = RunCli("embed --model " + model + " " + flags, text + "\n");
+    EXPECT_EQ(e.exit_code, 0) << flags << ": " << e.output;
+    return e.exit_code == 0 ? nlohmann::json::parse(e.output)["embedding"] : nlohmann::json();
+  };
+  const std::string long_text = "a sentence about relative attention that goes on and on and on for a while";
+  const nlohmann::json whole = embed("", long_text);
+  const nlohmann::json plain_lower = embed("", "hello world");
+  const nlohmann::json query_by_hand = embed("", "query: hello world");
+  std::ofstream(model + "/sentence_bert_config.json") << R"({"max_seq_length": 16, "do_lower_case": true})";
+  std::ofstream(model + "/config_sentence_transformers.json")
+      << R"({"prompts": {"query": "query: ", "document": ""}, "default_prompt_name": "query"})";
+  // The default prompt, lower-cased text.
+  EXPECT_EQ(embed("", "Hello WORLD"), query_by_hand);
+  EXPECT_EQ(embed("--prompt-name document", "Hello WORLD"), plain_lower);
+  EXPECT_NE(embed("--prompt-name document", long_text), whole);  // cut at 16 tokens
+  r = RunCli("embed --model " + model + " --prompt-name x", "hello\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("prompt_name \"x\" is not one of the model's prompts: document, query"));
+  r = RunCli("embed --model " + model + " --no-truncate --prompt-name document", long_text + "\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("more than max_length 16"));
+  r = RunCli("embed --model " + model + " --max-length 32", "hello\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("max_length 32 exceeds the model's max_seq_length 16"));
+  const SplitResult info = RunCliSplit("info --model " + model);
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const nlohmann::json i = nlohmann::json::parse(info.out);
+  EXPECT_EQ(i["max_length"], 16);
+  EXPECT_EQ(i["default_prompt_name"], "query");
+}
+
 // create --family xlm-roberta with XLM-R's SentencePiece model: fairseq's vocabulary (two more
 // than the pieces), a directory relserve reads text for, and the same ids from
 // tokenizer.json alone.
