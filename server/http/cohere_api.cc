@@ -166,6 +166,16 @@ absl::StatusOr<CohereEmbedRequest> ParseCohereEmbed(const json& body, bool v2) {
   return r;
 }
 
+std::string CoherePromptName(const std::string& input_type, const std::vector<std::string>& prompt_names) {
+  std::vector<std::string> candidates = {input_type};
+  if (input_type == "search_query") candidates.push_back("query");
+  if (input_type == "search_document") candidates.insert(candidates.end(), {"document", "passage"});
+  for (const std::string& c : candidates) {
+    if (std::find(prompt_names.begin(), prompt_names.end(), c) != prompt_names.end()) return c;
+  }
+  return "";
+}
+
 std::vector<int> Int8Embedding(const std::vector<float>& unit) {
   float largest = 0;
   for (float x : unit) largest = std::max(largest, std::fabs(x));

@@ -47,6 +47,11 @@ absl::StatusOr<CohereEmbedRequest> ParseCohereEmbed(const nlohmann::json& body, 
 nlohmann::json CohereEmbedJson(const CohereEmbedRequest& request, const EmbedResult& result, bool v2,
                                const std::string& id);
 
+// The sentence-transformers prompt a Cohere input_type maps to: the model's prompt of that name,
+// else for search_query and search_document its "query" and "document" (or "passage") prompt;
+// "" when the model has none of them (input_type is then ignored).
+std::string CoherePromptName(const std::string& input_type, const std::vector<std::string>& prompt_names);
+
 std::vector<int> Int8Embedding(const std::vector<float>& unit);
 std::vector<int> BinaryEmbedding(const std::vector<float>& values, bool as_unsigned);
 

@@ -150,6 +150,11 @@ class Routes {
     auto request = ParseCohereEmbed(body, v2);
     if (!request.ok()) return request.status();
     *model = request->embed.model;
+    if (!request->input_type.empty()) {
+      auto described = serving_->DescribeModel(request->embed.model);
+      if (!described.ok()) return described.status();
+      request->embed.prompt_name = CoherePromptName(request->input_type, described->prompt_names);
+    }
     auto result = Await<EmbedResult>(
         call, [&](auto done) { serving_->Embed(request->embed, call.context, std::move(done)); });
     if (!result.ok()) return result.status();

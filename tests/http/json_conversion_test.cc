@@ -537,6 +537,17 @@ TEST(CohereEmbedTest, RequestFieldsAndTheirErrors) {
   }
 }
 
+// input_type picks the model's sentence-transformers prompt of that name, where it has one.
+TEST(CohereEmbedTest, InputTypeMapsToAPromptOfThatName) {
+  EXPECT_EQ(CoherePromptName("search_query", {"search_query", "query"}), "search_query");
+  EXPECT_EQ(CoherePromptName("search_query", {"query", "document"}), "query");
+  EXPECT_EQ(CoherePromptName("search_document", {"query", "document"}), "document");
+  EXPECT_EQ(CoherePromptName("search_document", {"query", "passage"}), "passage");
+  EXPECT_EQ(CoherePromptName("clustering", {"clustering", "query"}), "clustering");
+  EXPECT_EQ(CoherePromptName("classification", {"query", "document"}), "");  // ignored
+  EXPECT_EQ(CoherePromptName("search_query", {}), "");
+}
+
 TEST(CohereEmbedTest, QuantizedTypesAndResponseShapes) {
   const std::vector<float> v = {0.5f, -0.25f, 0.0f, 0.1f, -0.5f, 0.3f, 0.2f, -0.1f, 0.4f};
   EXPECT_EQ(Int8Embedding(v), (std::vector<int>{127, -64, 0, 25, -127, 76, 51, -25, 102}));
