@@ -65,6 +65,12 @@ TEST(OpenAIEmbeddingsTest, EveryInputShape) {
   ASSERT_EQ(texts->embed.inputs.size(), 3u);
   EXPECT_EQ(texts->embed.inputs[2].text, "c");
   EXPECT_EQ(texts->embed.model, "");
+  EXPECT_EQ(texts->embed.prompt_name, "");
+  // relserve's extension: the model's sentence-transformers prompt.
+  auto prompted = ParseOpenAIEmbeddings(Body(R"({"input": "a", "prompt_name": "query"})"));
+  ASSERT_TRUE(prompted.ok()) << prompted.status();
+  EXPECT_EQ(prompted->embed.prompt_name, "query");
+  EXPECT_FALSE(ParseOpenAIEmbeddings(Body(R"({"input": "a", "prompt_name": ["query"]})")).ok());
 
   auto ids = ParseOpenAIEmbeddings(Body(R"({"input": [5, 6, 7]})"));
   ASSERT_TRUE(ids.ok()) << ids.status();
@@ -205,7 +211,7 @@ TEST(TeiTest, EmbedDefaultsAndOptions) {
   EXPECT_EQ(o->inputs[1].kind, Input::Kind::kTokens);
   for (const char* bad : {R"({"inputs": "a", "normalize": "yes"})", R"({"inputs": "a", "truncate": 1})",
                           R"({"inputs": "a", "truncation_direction": 1})",
-                          R"({"inputs": "a", "truncation_direction": "up"})", R"({"inputs": "a", "prompt_name": "q"})",
+                          R"({"inputs": "a", "truncation_direction": "up"})", R"({"inputs": "a", "prompt_name": 1})",
                           R"({"input": "a"})"}) {
     auto b = ParseTeiEmbed(Body(bad));
     EXPECT_FALSE(b.ok()) << bad;
@@ -215,6 +221,10 @@ TEST(TeiTest, EmbedDefaultsAndOptions) {
               HasSubstr("normalize must be true or false, not a string"));
   EXPECT_EQ(ParseTeiEmbed(Body(R"({"inputs": "a", "truncation_direction": "up"})")).status().message(),
             "truncation_direction must be \"Right\" or \"Left\", not \"up\"");
+  // prompt_name is the serving layer's to check against the model's prompts.
+  auto prompted = ParseTeiEmbed(Body(R"({"inputs": "a", "prompt_name": "query"})"));
+  ASSERT_TRUE(prompted.ok()) << prompted.status();
+  EXPECT_EQ(prompted->prompt_name, "query");
   EmbedResult result;
   result.embeddings.resize(2);
   result.embeddings[0].values = {1, 2};
@@ -345,6 +355,13 @@ TEST(TeiTest, InfoAndErrorShape) {
   m.labels.clear();
   m.pooling = "mean+normalize";
   EXPECT_EQ(TeiInfoJson(m, limits)["model_type"], json::parse(R"({"embedding": {"pooling": "mean"}})"));
+  // relserve's keys: sentence-transformers' similarity (cosine unless the model says) and Normalize.
+  EXPECT_EQ(info["similarity_fn_name"], "cosine");
+  EXPECT_EQ(info["normalized"], false);
+  m.similarity_fn_name = "dot";
+  m.normalized = true;
+  EXPECT_EQ(TeiInfoJson(m, limits)["similarity_fn_name"], "dot");
+  EXPECT_EQ(TeiInfoJson(m, limits)["normalized"], true);
   EXPECT_EQ(TeiErrorJson(absl::InvalidArgumentError("inputs is empty"), 400),
             json::parse(R"({"error": "inputs is empty", "error_type": "Empty"})"));
   EXPECT_EQ(TeiErrorJson(absl::ResourceExhaustedError("queue full"), 429),
