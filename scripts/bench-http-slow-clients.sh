@@ -19,7 +19,7 @@ GRPC_PORT=${GRPC_PORT:-50171}
 METRICS_PORT=${METRICS_PORT:-9271}
 
 [ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 64 --layers 2 --heads 2 \
-  --intermediate 128 --out "$MODEL" > /dev/null
+  --intermediate 128 --vocab-file models/default/spm.model --out "$MODEL" > /dev/null
 log=$(mktemp)
 "$BIN/relserve" --model "tiny=$MODEL" --grpc-address "127.0.0.1:$GRPC_PORT" --http-address "127.0.0.1:$HTTP_PORT" \
   --metrics-address 127.0.0.1 --metrics-port "$METRICS_PORT" ${SERVER_FLAGS:-} > "$log" 2>&1 &
