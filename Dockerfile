@@ -6,8 +6,9 @@
 #   docker build -t relserve:latest .
 #   docker run --rm -p 50051:50051 -p 8080:8080 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
 #
-# The default command serves /models/default; pass other flags to serve other models, e.g.
-#   docker run ... relserve:latest --model reranker=/models/reranker --grpc-address 0.0.0.0:50051
+# By default it serves /models/default (RELSERVE_MODEL below); flags passed after the image name
+# are relserve's own and win over the RELSERVE_ defaults, which stay in force for the rest, e.g.
+#   docker run ... relserve:latest --model reranker=/models/reranker --metrics-port 9191
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
@@ -31,19 +32,31 @@ RUN /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-d
       --shell /usr/sbin/nologin relserve \
  && mkdir -p /models /hf-cache && chown 10001:10001 /hf-cache
 COPY --from=build /opt/relserve /opt/relserve
+COPY scripts/docker-healthcheck.sh /opt/relserve/bin/relserve-healthcheck
 # Hub models (--model NAME=org/repo) go to the Hugging Face cache in /hf-cache, writable by the
 # server's user; mount a volume there to keep it between containers.
+# The defaults are environment variables, not CMD arguments, so that flags given to
+# `docker run IMAGE ...` add to them instead of replacing them all: a command line that names
+# another model still drains within Docker's 10 s stop timeout (RELSERVE_SHUTDOWN_GRACE_SECONDS;
+# raise it together with `docker stop -t` for longer calls). Every relserve flag reads its
+# RELSERVE_<FLAG> variable, and a flag on the command line wins over it.
 ENV PATH=/opt/relserve/bin:${PATH} \
-    HF_HUB_CACHE=/hf-cache
+    HF_HUB_CACHE=/hf-cache \
+    RELSERVE_MODEL=default=/models/default \
+    RELSERVE_SHUTDOWN_GRACE_SECONDS=8
 # Models are mounted here (read-only is enough): one Hugging Face model directory per model.
 VOLUME ["/models", "/hf-cache"]
 # gRPC API, HTTP/JSON API (OpenAI and TEI routes), then Prometheus /metrics and /healthz.
 EXPOSE 50051 8080 9090
 USER 10001:10001
-# gRPC health (grpc.health.v1): healthy once every model has loaded and warmed up. The start
-# period covers loading and warm-up of a base-size model on a few cores.
+# relserve-healthcheck (scripts/docker-healthcheck.sh) reads the ports from the server's own
+# flags and RELSERVE_ variables and asks the metrics port's /healthz (else the HTTP API's
+# /health): both plain HTTP even when gRPC uses TLS, and both report serving once every model
+# has loaded and warmed up. The start period covers loading and warm-up of a base-size model on
+# a few cores.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=120s --retries=3 \
-  CMD ["relserve-client", "health", "--quiet", "--target", "127.0.0.1:50051", "--deadline-ms", "2000"]
+  CMD ["relserve-healthcheck"]
 ENTRYPOINT ["relserve"]
-CMD ["--model", "default=/models/default", "--grpc-address", "0.0.0.0:50051", \
-     "--metrics-address", "0.0.0.0", "--metrics-port", "9090", "--shutdown-grace-seconds", "8"]
+# gRPC on 0.0.0.0:50051, HTTP on 0.0.0.0:8080 and metrics on 0.0.0.0:9090 are relserve's own
+# defaults; the rest comes from the environment above.
+CMD []

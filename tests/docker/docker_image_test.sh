@@ -23,7 +23,7 @@ py=/usr/bin/python3
 work="$(mktemp -d)"
 name="relserve-test-$$"
 cleanup() {
-  docker rm -f "$name" "$name-bad" > /dev/null 2>&1 || true
+  docker rm -f "$name" "$name-bad" "$name-flags" > /dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,7 +48,7 @@ http_port=$(docker port "$name" 8080/tcp | sed -n '1s/.*://p')
 metrics_port=$(docker port "$name" 9090/tcp | sed -n '1s/.*://p')
 echo "container $name: gRPC on 127.0.0.1:$grpc_port, HTTP on 127.0.0.1:$http_port, metrics on 127.0.0.1:$metrics_port"
 
-# Docker's HEALTHCHECK (relserve-client health inside the container) decides.
+# Docker's HEALTHCHECK (relserve-healthcheck inside the container: /healthz on the metrics port) decides.
 health=""
 for _ in $(seq 1 90); do
   health=$(docker inspect --format '{{.State.Health.Status}}' "$name")
@@ -60,6 +60,10 @@ if [ "$health" != healthy ]; then
   echo "FAILED: container health is '$health'"; docker logs "$name" 2>&1 | tail -30; exit 1
 fi
 echo "docker health: $health"
+# The README's calls: the health check script and the client inside the image.
+docker exec "$name" relserve-healthcheck | grep -q 'healthy: GET http://127.0.0.1:9090/healthz' || {
+  echo "FAILED: relserve-healthcheck in the container:"; docker exec "$name" relserve-healthcheck; exit 1; }
+docker exec "$name" relserve-client health --quiet
 
 # The container's answer equals the engine's, computed offline on the host.
 text="a container serves this"
@@ -116,6 +120,27 @@ code=$(docker inspect --format '{{.State.ExitCode}}' "$name")
 [ "$code" = 0 ] || { echo "FAILED: exit code $code after docker stop"; docker logs "$name" 2>&1 | tail -20; exit 1; }
 docker logs "$name" > "$work/container.log" 2>&1
 grep -qi 'shut' "$work/container.log" || { echo "FAILED: no shutdown in the log:"; cat "$work/container.log"; exit 1; }
+
+# Flags of the user's own (another metrics port, the model named on the command line) keep the
+# image's other defaults, the drain among them, and the health check follows the port.
+docker run -d --name "$name-flags" -v "$work/models:/models:ro" "$image" \
+  --model other=/models/default --metrics-port 9191 > /dev/null
+health=""
+for _ in $(seq 1 90); do
+  health=$(docker inspect --format '{{.State.Health.Status}}' "$name-flags")
+  [ "$health" = healthy ] && break
+  [ "$(docker inspect --format '{{.State.Running}}' "$name-flags")" = true ] || break
+  sleep 1
+done
+[ "$health" = healthy ] || { echo "FAILED: with --metrics-port 9191 the health is '$health'"; docker logs "$name-flags" 2>&1 | tail -20; exit 1; }
+docker exec "$name-flags" relserve-healthcheck | grep -q ':9191/healthz' || { echo "FAILED: the health check ignores --metrics-port"; exit 1; }
+docker exec "$name-flags" relserve-client models | grep -q '"other"' || { echo "FAILED: the command line's model is not served"; exit 1; }
+docker stop --time 20 "$name-flags" > /dev/null
+docker logs "$name-flags" > "$work/flags.log" 2>&1
+grep -q 'draining for up to 8s' "$work/flags.log" || {
+  echo "FAILED: the drain is not the image's 8 s with the user's flags:"; cat "$work/flags.log"; exit 1; }
+docker rm "$name-flags" > /dev/null
+echo "user flags: healthy on metrics port 9191, the drain default kept"
 
 # Nothing mounted: the container stops at once, and says which directory is missing.
 mkdir -p "$work/empty" && chmod a+rx "$work/empty"
