@@ -2,11 +2,16 @@
 """Checks deploy/ against the real relserve binary.
 
   deploy_test.py --relserve BUILD/bin/relserve [--root SOURCE_DIR] [--dashboard FILE.json]
-      renders every Kustomize overlay with kubectl, lints the YAML, checks the rendered objects
-      (kinds, ports, probes, shutdown timing, GPU vs CPU, flags the binary accepts), checks the
-      alerting rules with promtool (check + unit tests), and checks that every metric and label
-      that the dashboard, the alerts, the HPA and the prometheus-adapter rule query is exported
-      by a running relserve. Exits 77 (skipped) when kubectl is not installed.
+      renders every Kustomize overlay with kubectl, as it is (only kinds every cluster knows,
+      ReadWriteOnce claims) and with each optional component (components/prometheus-operator:
+      the ServiceMonitor and PrometheusRule; components/shared-storage: ReadWriteMany), lints the
+      YAML, checks the rendered objects (kinds, namespace, storage, image references, ports,
+      probes, shutdown timing, GPU vs CPU, flags the binary accepts), checks the README's
+      newcomer path (an overlay that starts without a model placed by hand, kind and minikube
+      image loading), checks the alerting rules with promtool (check + unit tests), and checks
+      that every metric and label that the dashboard, the alerts, the HPA and the
+      prometheus-adapter rule query is exported by a running relserve. Exits 77 (skipped) when
+      kubectl is not installed.
   deploy_test.py --self-test
       unit tests of the PromQL extraction and of the comparison with a scrape (no kubectl).
 """
@@ -33,6 +38,14 @@ except ImportError:  # Debian package python3-yaml (scripts/install-deps.sh)
 SKIP = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 OVERLAYS = ["overlays/cpu", "overlays/gpu", "overlays/hub-cpu"]
+# Optional components a user adds to an overlay; every overlay is rendered with each too.
+MONITORING = "components/prometheus-operator"
+SHARED_STORAGE = "components/shared-storage"
+COMPONENTS = [MONITORING, SHARED_STORAGE]
+# The API groups every cluster serves: an overlay without components may use no other (a
+# ServiceMonitor on a cluster without the Prometheus Operator fails the whole `kubectl apply`).
+CORE_API_VERSIONS = {"v1", "apps/v1", "policy/v1", "autoscaling/v2"}
+NAMESPACE = "relserve"
 
 # A Hugging Face Hub id as --model takes it: org/repo[@revision].
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@\S+)?")
@@ -372,14 +385,84 @@ def check_hub_models(name, pod, ctr, arg, hub_models, claims):
     return problems
 
 
-def check_overlay(c, name, objs, flags):
+def render_name(overlay, components=()):
+    return "+".join([overlay] + [os.path.basename(p) for p in components])
+
+
+def render(deploy, overlay, components=()):
+    """kubectl kustomize of an overlay, with components added the way a user adds them: a
+    kustomization of their own with the overlay as its resource. (stdout, stderr, returncode)"""
+    target = os.path.join(deploy, overlay)
+    work = None
+    if components:
+        work = tempfile.mkdtemp(prefix="relserve-kustomize-")
+        with open(os.path.join(work, "kustomization.yaml"), "w") as f:
+            # kustomize refuses absolute paths: relative ones from the temporary folder.
+            yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                            "resources": [os.path.relpath(target, work)],
+                            "components": [os.path.relpath(os.path.join(deploy, p), work) for p in components]}, f)
+        target = work
+    try:
+        r = subprocess.run(["kubectl", "kustomize", target], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        if work:
+            shutil.rmtree(work, ignore_errors=True)
+    return r.stdout, r.stderr, r.returncode
+
+
+def check_storage(name, objs, shared):
+    """Problems with the claims: ReadWriteOnce without the shared-storage component (what every
+    cluster's default class offers, kind's and minikube's included), ReadWriteMany with it, and
+    never a storage class by name (one that only some cloud has leaves the claim Pending)."""
+    problems = []
+    want = ["ReadWriteMany"] if shared else ["ReadWriteOnce"]
+    for pvc in by_kind(objs, "PersistentVolumeClaim"):
+        pname = pvc["metadata"]["name"]
+        modes = pvc["spec"].get("accessModes")
+        if modes != want:
+            problems.append("%s: PersistentVolumeClaim %s has access modes %s, expected %s" % (name, pname, modes, want))
+        if "storageClassName" in pvc["spec"]:
+            problems.append("%s: PersistentVolumeClaim %s names the storage class %r: leave it to the cluster's default"
+                            % (name, pname, pvc["spec"]["storageClassName"]))
+    return problems
+
+
+def check_images(name, pod, expected):
+    """Problems with the image references: every container (init containers too) runs the image
+    an overlay names (relserve:latest or relserve:cuda, the names scripts/docker-build.sh gives, so
+    that an image loaded with `kind load docker-image` or `minikube image load` is the one run),
+    with imagePullPolicy IfNotPresent (a :latest image is otherwise always pulled)."""
+    problems = []
+    for ctr in pod.get("initContainers", []) + pod.get("containers", []):
+        if ctr.get("image") != expected:
+            problems.append("%s: container %s runs image %s, expected %s" % (name, ctr["name"], ctr.get("image"), expected))
+        if ctr.get("imagePullPolicy") != "IfNotPresent":
+            problems.append("%s: container %s has imagePullPolicy %s: a locally loaded image needs IfNotPresent"
+                            % (name, ctr["name"], ctr.get("imagePullPolicy")))
+    return problems
+
+
+def check_overlay(c, name, objs, flags, monitoring=False, shared=False):
+    """Checks one render; name is the overlay's folder, with +COMPONENT for each one added.
+    Returns (PrometheusRule or None, HPA)."""
+    overlay = name.split("+")[0]
     kinds = {}
     for o in objs:
         kinds[o["kind"]] = kinds.get(o["kind"], 0) + 1
     expected = {"Namespace": 1, "Deployment": 1, "Service": 2, "PersistentVolumeClaim": 1,
-                "PodDisruptionBudget": 1, "HorizontalPodAutoscaler": 1, "ServiceMonitor": 1,
-                "PrometheusRule": 1, "ConfigMap": 1}
+                "PodDisruptionBudget": 1, "HorizontalPodAutoscaler": 1, "ConfigMap": 1}
+    if monitoring:
+        expected.update({"ServiceMonitor": 1, "PrometheusRule": 1})
     c.check(kinds == expected, "%s: kinds %s, expected %s" % (name, kinds, expected))
+    if not monitoring:
+        other = sorted({"%s %s" % (o["apiVersion"], o["kind"]) for o in objs if o["apiVersion"] not in CORE_API_VERSIONS})
+        c.check(not other, "%s: kinds that not every cluster knows (%s): `kubectl apply -k` fails without their CRDs; "
+                           "they belong in an optional component" % (name, ", ".join(other)))
+    for o in objs:
+        if o["kind"] != "Namespace":
+            c.check(o["metadata"].get("namespace") == NAMESPACE, "%s: %s %s is in namespace %s, not %s"
+                    % (name, o["kind"], o["metadata"]["name"], o["metadata"].get("namespace"), NAMESPACE))
+    c.extend(check_storage(name, objs, shared))
 
     dep = by_kind(objs, "Deployment")[0]
     pod = dep["spec"]["template"]["spec"]
@@ -476,24 +559,26 @@ def check_overlay(c, name, objs, flags):
     c.check(any("http" in [p["name"] for p in s["spec"]["ports"]] for s in services.values() if s not in headless),
             "%s: no ClusterIP Service carries the http port" % name)
 
-    sm = by_kind(objs, "ServiceMonitor")[0]
-    scraped = [s for s in services.values() if selects(sm["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
-    c.check(len(scraped) == 1, "%s: ServiceMonitor selects %d Services" % (name, len(scraped)))
-    jobs = set()
-    for s in scraped:
-        sport = {p["name"]: p for p in s["spec"]["ports"]}
-        for ep in sm["spec"]["endpoints"]:
-            p = sport.get(ep.get("port"))
-            c.check(p is not None and ports.get(p.get("targetPort"), p.get("targetPort")) == metrics_port,
-                    "%s: ServiceMonitor port %s is not the metrics port of Service %s" % (name, ep.get("port"), s["metadata"]["name"]))
-            c.check(ep.get("path", "/metrics") == "/metrics", "%s: ServiceMonitor path %s" % (name, ep.get("path")))
-        jobs.add(s["metadata"]["labels"].get(sm["spec"].get("jobLabel", ""), s["metadata"]["name"]))
-    rule = by_kind(objs, "PrometheusRule")[0]
-    for g in rule["spec"]["groups"]:
-        for r in g["rules"]:
-            for job in re.findall(r'job="([^"]*)"', r["expr"]):
-                c.check(job in jobs, "%s: rule %s selects job %s, the ServiceMonitor's job is %s"
-                        % (name, r.get("alert", r.get("record")), job, jobs))
+    rule = None
+    if monitoring:
+        sm = by_kind(objs, "ServiceMonitor")[0]
+        scraped = [s for s in services.values() if selects(sm["spec"]["selector"]["matchLabels"], s["metadata"].get("labels", {}))]
+        c.check(len(scraped) == 1, "%s: ServiceMonitor selects %d Services" % (name, len(scraped)))
+        jobs = set()
+        for s in scraped:
+            sport = {p["name"]: p for p in s["spec"]["ports"]}
+            for ep in sm["spec"]["endpoints"]:
+                p = sport.get(ep.get("port"))
+                c.check(p is not None and ports.get(p.get("targetPort"), p.get("targetPort")) == metrics_port,
+                        "%s: ServiceMonitor port %s is not the metrics port of Service %s" % (name, ep.get("port"), s["metadata"]["name"]))
+                c.check(ep.get("path", "/metrics") == "/metrics", "%s: ServiceMonitor path %s" % (name, ep.get("path")))
+            jobs.add(s["metadata"]["labels"].get(sm["spec"].get("jobLabel", ""), s["metadata"]["name"]))
+        rule = by_kind(objs, "PrometheusRule")[0]
+        for g in rule["spec"]["groups"]:
+            for r in g["rules"]:
+                for job in re.findall(r'job="([^"]*)"', r["expr"]):
+                    c.check(job in jobs, "%s: rule %s selects job %s, the ServiceMonitor's job is %s"
+                            % (name, r.get("alert", r.get("record")), job, jobs))
 
     pdb = by_kind(objs, "PodDisruptionBudget")[0]
     c.check(selects(pdb["spec"]["selector"]["matchLabels"], pod_labels), "%s: PodDisruptionBudget selects no pod" % name)
@@ -510,19 +595,17 @@ def check_overlay(c, name, objs, flags):
 
     res = ctr.get("resources", {})
     gpu_req = res.get("limits", {}).get("nvidia.com/gpu")
-    image = ctr["image"]
-    if name.endswith("gpu"):
+    c.extend(check_images(name, pod, "relserve:cuda" if overlay.endswith("gpu") else "relserve:latest"))
+    if overlay.endswith("gpu"):
         c.check(str(gpu_req) == "1", "%s: no nvidia.com/gpu limit" % name)
-        c.check(image.endswith(":cuda"), "%s: image %s is not the cuda one" % (name, image))
         c.check(arg.get("device") == "cuda", "%s: --device %s" % (name, arg.get("device")))
         c.check(any(t.get("key") == "nvidia.com/gpu" for t in pod.get("tolerations", [])), "%s: no GPU toleration" % name)
         c.check(bool(pod.get("nodeSelector") or pod.get("affinity")), "%s: no GPU node selection" % name)
     else:
         c.check(gpu_req is None and "nvidia.com/gpu" not in res.get("requests", {}), "%s: requests a GPU" % name)
-        c.check(image.endswith(":latest") or ":" not in image, "%s: image %s" % (name, image))
         c.check(arg.get("device", "cpu") == "cpu", "%s: --device %s" % (name, arg.get("device")))
         c.check(not pod.get("tolerations"), "%s: GPU tolerations on the CPU overlay" % name)
-    if name.endswith("cpu"):
+    if overlay.endswith("cpu"):
         limit = res.get("limits", {}).get("cpu")
         if c.check(limit is not None, "%s: no CPU limit" % name):
             threads = int(arg.get("threads-per-worker", 0))
@@ -532,6 +615,44 @@ def check_overlay(c, name, objs, flags):
             c.check(cpu_quantity(res.get("requests", {}).get("cpu", 0)) == cpu_quantity(limit),
                     "%s: CPU request differs from the limit" % name)
     return rule, hpa
+
+
+def check_docs(root, rendered):
+    """Problems with the newcomer's path through README.md's Kubernetes section and
+    deploy/README.md: the first overlay either applies must start without a model placed by hand
+    (it serves a Hub model) unless the text copies the model in first; the optional component
+    is named; locally built images are loaded into kind and minikube under the names the
+    overlays use."""
+    problems = []
+    with open(os.path.join(root, "README.md")) as f:
+        top = f.read()
+    m = re.search(r"^## Kubernetes\n(.*?)(?=^## )", top, re.M | re.S)
+    docs = {"README.md (Kubernetes)": m.group(1) if m else ""}
+    with open(os.path.join(root, "deploy", "README.md")) as f:
+        docs["deploy/README.md"] = f.read()
+    for where, text in docs.items():
+        first = re.search(r"kubectl apply -k deploy/(\S+)", text)
+        if first is None:
+            problems.append("%s: no `kubectl apply -k deploy/...`" % where)
+            continue
+        overlay = first.group(1).rstrip("/")
+        objs = rendered.get(overlay)
+        if objs is None:
+            problems.append("%s: applies %s first, which is not a checked overlay" % (where, overlay))
+            continue
+        args = [str(a) for d in by_kind(objs, "Deployment") for a in d["spec"]["template"]["spec"]["containers"][0].get("args", [])]
+        serves_hub = any(HUB_ID.fullmatch(a.split("=", 1)[-1]) for a in args if "=" in a)
+        copies_first = re.search(r"kubectl -n relserve cp \S+ \S+:/models/", text[:first.start()]) is not None
+        if not serves_hub and not copies_first:
+            problems.append("%s: the first overlay applied, %s, serves /models, which holds no model yet: its pods "
+                            "crash-loop (apply a Hub overlay first, or copy the model in before)" % (where, overlay))
+        if MONITORING not in text:
+            problems.append("%s: does not name the optional component %s" % (where, MONITORING))
+    deploy_doc = docs["deploy/README.md"]
+    for line in ("kind load docker-image relserve:latest", "minikube image load relserve:latest"):
+        if line not in deploy_doc:
+            problems.append("deploy/README.md: no `%s` (a locally built image, loaded under the overlays' name)" % line)
+    return problems
 
 
 # ----------------------------------------------------------------------------------------------
@@ -784,23 +905,29 @@ def main():
     c.check(r.returncode == 0, "yamllint:\n" + r.stdout)
 
     flags = relserve_flags(opts.relserve)
-    rendered = {}
-    for overlay in ["base"] + OVERLAYS:
-        r = subprocess.run(["kubectl", "kustomize", os.path.join(deploy, overlay)], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-        if c.check(r.returncode == 0, "kubectl kustomize %s:\n%s" % (overlay, r.stderr)):
-            rendered[overlay] = [o for o in yaml.safe_load_all(r.stdout) if o]
-    rules, hpas = {}, []
-    for overlay, objs in rendered.items():
+    # Every overlay as it is, and with each optional component and with all of them.
+    renders = [("base", ())] + [(o, ()) for o in OVERLAYS]
+    renders += [(o, (comp,)) for o in OVERLAYS for comp in COMPONENTS] + [(o, tuple(COMPONENTS)) for o in OVERLAYS]
+    rendered, rules, hpas = {}, {}, []
+    for overlay, components in renders:
+        name = render_name(overlay, components)
+        out, err, code = render(deploy, overlay, components)
+        if not c.check(code == 0, "kubectl kustomize %s:\n%s" % (name, err)):
+            continue
+        objs = rendered[name] = [o for o in yaml.safe_load_all(out) if o]
         try:
-            rule, hpa = check_overlay(c, overlay, objs, flags)
-            rules[overlay] = rule
-            hpas.append((overlay, hpa))
+            rule, hpa = check_overlay(c, name, objs, flags, monitoring=MONITORING in components,
+                                      shared=SHARED_STORAGE in components)
+            if rule is not None:
+                rules[name] = rule
+            hpas.append((name, hpa))
         except (KeyError, IndexError, TypeError, ValueError) as e:
-            c.check(False, "%s: malformed objects: %r" % (overlay, e))
+            c.check(False, "%s: malformed objects: %r" % (name, e))
+    c.check(len(rules) == 2 * len(OVERLAYS), "PrometheusRules in %d renders with %s" % (len(rules), MONITORING))
     if len(rules) > 1:
         specs = [json.dumps(r["spec"], sort_keys=True) for r in rules.values()]
         c.check(len(set(specs)) == 1, "the overlays' PrometheusRules differ")
+    c.extend(check_docs(root, rendered))
 
     dash_path = opts.dashboard or os.path.join(deploy, "grafana", "relserve-dashboard.json")
     with open(dash_path) as f:
@@ -812,9 +939,10 @@ def main():
 
     work = tempfile.mkdtemp(prefix="relserve-deploy-test-")
     try:
-        if "base" in rules:
-            check_promtool(c, rules["base"], dash, work)
-            exprs, variables = all_queries(dash, rules["base"], adapter)
+        if rules:
+            rule = next(iter(rules.values()))
+            check_promtool(c, rule, dash, work)
+            exprs, variables = all_queries(dash, rule, adapter)
             try:
                 text = scrape_relserve(opts.relserve, root, work)
             except RuntimeError as e:
@@ -937,6 +1065,27 @@ class SelfTest(unittest.TestCase):
         self.assertIn("runs relserve:latest", check_hub_models("t", pod, other_image, arg, ["org/repo@v1"], ["c"])[0])
         self.assertTrue(HUB_ID.fullmatch("cross-encoder/nli-deberta-v3-small"))
         self.assertFalse(HUB_ID.fullmatch("/models/default"))
+
+    def test_storage(self):
+        def pvc(modes, **spec):
+            return {"kind": "PersistentVolumeClaim", "metadata": {"name": "m"}, "spec": dict(accessModes=modes, **spec)}
+        self.assertEqual(check_storage("t", [pvc(["ReadWriteOnce"])], shared=False), [])
+        self.assertEqual(check_storage("t", [pvc(["ReadWriteMany"])], shared=True), [])
+        self.assertIn("access modes", check_storage("t", [pvc(["ReadWriteMany"])], shared=False)[0])
+        self.assertIn("access modes", check_storage("t", [pvc(["ReadWriteOnce"])], shared=True)[0])
+        self.assertIn("storage class", check_storage("t", [pvc(["ReadWriteOnce"], storageClassName="gp3")], shared=False)[0])
+
+    def test_images(self):
+        ctr = {"name": "relserve", "image": "relserve:latest", "imagePullPolicy": "IfNotPresent"}
+        init = dict(ctr, name="download-model")
+        self.assertEqual(check_images("t", {"containers": [ctr], "initContainers": [init]}, "relserve:latest"), [])
+        self.assertEqual(len(check_images("t", {"containers": [ctr]}, "relserve:cuda")), 1)
+        self.assertEqual(len(check_images("t", {"containers": [ctr], "initContainers": [dict(init, image="relserve")]},
+                                          "relserve:latest")), 1)
+        self.assertIn("IfNotPresent", check_images("t", {"containers": [dict(ctr, imagePullPolicy="Always")]},
+                                                   "relserve:latest")[0])
+        self.assertEqual(render_name("overlays/cpu", (MONITORING, SHARED_STORAGE)),
+                         "overlays/cpu+prometheus-operator+shared-storage")
 
     def test_args(self):
         self.assertEqual(parse_args_list(["--model", "a=/m", "--metrics-port=9090", "x"]),
