@@ -59,6 +59,7 @@ test_pkgs=(
   openssl                 # tests/client: certificates for the TLS and mutual-TLS tests
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
   python3-requests curl   # tests/http: the HTTP API called by real clients
+  nodejs npm              # tests/clients: the official client packages from npm (Node.js >= 18; Debian's is 18)
 )
 sanitize_pkgs=(
   clang libclang-rt-14-dev  # the sanitizer builds; libclang-rt has the sanitizer and libFuzzer runtimes
@@ -83,6 +84,12 @@ fi
 
 missing=()
 for p in "${pkgs[@]}"; do
+  # A node or npm already on the PATH (NodeSource's nodejs bundles npm and conflicts with
+  # Debian's npm package) is kept.
+  case "$p" in
+    nodejs) command -v node > /dev/null && continue ;;
+    npm) command -v npm > /dev/null && continue ;;
+  esac
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi

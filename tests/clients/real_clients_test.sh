@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The official client packages from npm against a running relserve (issue 21): installs the
+# versions pinned in package.json / package-lock.json with `npm ci` into the build tree, serves
+# the reference models of tests/data/reference (transformers 4.40.2's outputs) with the built
+# relserve, and runs real_clients_test.mjs, which drives openai, @langchain/openai,
+# @huggingface/inference, cohere-ai and @grpc/grpc-js against it and checks their numbers.
+# Needs node >= 18 and npm (scripts/install-deps.sh installs Debian's) and npm's registry: without
+# them the test fails, saying why.
+# Arguments: the bin directory and the source root.
+bin="$1"; root="$2"
+source "$root/tests/client/client_test_lib.sh"
+here="$root/tests/clients"
+ref="$root/tests/data/reference"
+
+# --- node and npm --------------------------------------------------------------------------------
+for tool in node npm; do
+  command -v "$tool" > /dev/null || {
+    echo "FAILED: '$tool' is not on the PATH: this test runs the official clients from npm on Node.js >= 18"
+    echo "        (scripts/install-deps.sh installs Debian's nodejs and npm)"
+    exit 1
+  }
+done
+node_version=$(node --version)
+node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)' || {
+  echo "FAILED: node $node_version is too old: the pinned clients need Node.js >= 18"; exit 1
+}
+
+# --- the models ------------------------------------------------------------------------------------
+# ref: transformers' DebertaV2Model of the reference set with the reference SentencePiece model
+# (no sentence-transformers files: mean pooling, unnormalised unless asked); cls: the same backbone
+# with its 3-label head (DebertaV2ForSequenceClassification); reranker: a random 1-label head.
+for name in deberta_v3_like:ref deberta_v3_cls:cls; do
+  mkdir -p "$work/${name#*:}"
+  cp "$ref/${name%:*}/config.json" "$work/${name#*:}/"
+  ln -s "$ref/${name%:*}/model.safetensors" "$work/${name#*:}/model.safetensors"
+  cp "$ref/tokenizer/spm.model" "$work/${name#*:}/"
+done
+make_model reranker --labels 1
+api_key="relserve-clients-test-key"
+printf '%s\n' "$api_key" > "$work/keys"
+
+start_server server.log --model "ref=$work/ref" --model "cls=$work/cls" --model "reranker=$work/reranker" \
+  --metrics-port -1 --api-key-file "$work/keys"
+server=$server_pid
+grpc=$grpc_port
+http_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/server.log")
+# A TEI endpoint serving the classifier alone (TEI serves one model; the Hugging Face client sends
+# no model name).
+start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys"
+classifier=$server_pid
+classifier_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/classifier.log")
+[ -n "$http_port" ] && [ -n "$classifier_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
+
+# --- the clients, from npm's registry into the build tree ----------------------------------------
+npm_dir="$(cd "$bin/.." && pwd)/tests/clients/npm"
+mkdir -p "$npm_dir"
+cp "$here/package.json" "$here/package-lock.json" "$here/real_clients_test.mjs" "$npm_dir/"
+registry=$(npm config get registry 2> /dev/null || echo "npm's registry")
+export npm_config_update_notifier=false
+if ! timeout 120 npm ping --fetch-retries=1 --fetch-timeout=30000 > "$work/npm-ping.log" 2>&1; then
+  echo "FAILED: npm's registry ($registry) cannot be reached: this test installs the official client"
+  echo "        packages (tests/clients/package-lock.json) from it. npm ping said:"
+  grep -v '^npm error  *at ' "$work/npm-ping.log" | head -n 12 | sed 's/^/        /'
+  exit 1
+fi
+started=$(date +%s)
+if ! (cd "$npm_dir" && timeout 480 npm ci --ignore-scripts --no-audit --no-fund) > "$work/npm-ci.log" 2>&1; then
+  echo "FAILED: npm ci could not install the pinned clients from $registry into $npm_dir:"
+  tail -n 40 "$work/npm-ci.log"
+  exit 1
+fi
+echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo done) ($(( $(date +%s) - started )) s with node $node_version, npm $(npm --version))"
+
+# --- run them -------------------------------------------------------------------------------------
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
+config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s"}' \
+  "$http_port" "$classifier_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref")
+if ! node "$npm_dir/real_clients_test.mjs" "$config"; then
+  echo "server log:"; tail -n 30 "$work/server.log"
+  exit 1
+fi
+
+stop_server "$classifier"
+stop_server "$server"
+echo "OK"
