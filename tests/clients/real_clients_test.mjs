@@ -86,8 +86,9 @@ function referenceRows(dir) {
     for (let t = 0; t < n; t++) {
       for (let h = 0; h < hidden; h++) pooled[h] += last.data[(b * length + t) * hidden + h];
     }
-    const row_logits = expected.logits ? Array.from(expected.logits.data.subarray(b * expected.logits.shape[1], (b + 1) * expected.logits.shape[1])) : null;
-    return { ids: row.slice(0, n), pooled: pooled.map((x) => x / n), logits: row_logits };
+    const labels = expected.logits ? expected.logits.shape[1] : 0;
+    const logits = labels ? Array.from(expected.logits.data.subarray(b * labels, (b + 1) * labels)) : null;
+    return { ids: row.slice(0, n), pooled: pooled.map((x) => x / n), logits };
   });
 }
 
