@@ -7,6 +7,12 @@ namespace {
 
 TemplatePiece Special(int32_t id, int32_t type_id) { return TemplatePiece{-1, {id}, type_id}; }
 TemplatePiece Text(int sequence, int32_t type_id) { return TemplatePiece{sequence, {}, type_id}; }
+// T5Tokenizer._add_eos_if_not_present: no </s> after a text whose ids end with it already.
+TemplatePiece SpecialUnlessPresent(int32_t id) {
+  TemplatePiece piece = Special(id, 0);
+  piece.unless_text_ends_with_it = true;
+  return piece;
+}
 
 absl::Status ValidateSide(const std::vector<TemplatePiece>& side, bool is_pair, int vocab_size) {
   const char* name = is_pair ? "pair" : "single";
@@ -78,8 +84,9 @@ absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
       break;
     case TokenizerFamily::kT5:
       if (ids.eos < 0) return missing("eos");
-      t.single = {Text(0, 0), Special(ids.eos, 0)};
-      t.pair = {Text(0, 0), Special(ids.eos, 0), Text(1, 0), Special(ids.eos, 0)};
+      // build_inputs_with_special_tokens runs _add_eos_if_not_present on each text.
+      t.single = {Text(0, 0), SpecialUnlessPresent(ids.eos)};
+      t.pair = {Text(0, 0), SpecialUnlessPresent(ids.eos), Text(1, 0), SpecialUnlessPresent(ids.eos)};
       break;
     case TokenizerFamily::kXlnet:
       // XLNetTokenizer's segment ids: A and its <sep> 0, B and its <sep> 1, <cls> 2.

@@ -15,6 +15,12 @@ struct TemplatePiece {
   int sequence = -1;         // -1: special token; 0: the first text; 1: the second
   std::vector<int32_t> ids;  // a special token's ids
   int32_t type_id = 0;
+  // A special token of one id left out where the text right before it already ends with that
+  // id: T5Tokenizer._add_eos_if_not_present, so that "hello</s>" gets no second </s> from the
+  // slow T5 and mT5 tokenizers. Still counted by NumSpecialTokens, as transformers'
+  // num_special_tokens_to_add counts it when it truncates. The `tokenizers` library's
+  // TemplateProcessing (tokenizer.json) has no such rule and adds it whatever the text ends with.
+  bool unless_text_ends_with_it = false;
 };
 
 // Where the special tokens go around one text and around a pair (the `tokenizers` library's
@@ -29,7 +35,8 @@ struct PostProcessorTemplate {
   absl::Status Validate(int vocab_size) const;
 };
 
-// The template of the family's slow tokenizer (see tokenizer.h), from its special token ids.
+// The template of the family's slow tokenizer (see tokenizer.h), from its special token ids;
+// T5's </s> pieces are unless_text_ends_with_it, as T5Tokenizer's build_inputs_with_special_tokens.
 // INVALID_ARGUMENT naming the role when a token the template needs has no id.
 absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
                                                      const SpecialTokenIds& ids);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -53,6 +54,32 @@ void AppendText(const std::vector<TokenSpan>& tokens, int first, int count, int3
     out->sequence_ids.push_back(sequence_id);
   }
 }
+
+// The id of the last of tokens[first, first + count); -1 when count is 0.
+int32_t LastId(const std::vector<TokenSpan>& tokens, int first, int count) {
+  return count > 0 ? tokens[static_cast<size_t>(first + count - 1)].id : -1;
+}
+
+// Whether side[i] is a special token left out because the text right before it already ends
+// with its id (TemplatePiece::unless_text_ends_with_it: T5Tokenizer's _add_eos_if_not_present).
+// last_ids: the last id of the first and the second text, -1 for an empty or absent text.
+bool LeftOut(const std::vector<TemplatePiece>& side, size_t i, const int32_t (&last_ids)[2]) {
+  const TemplatePiece& piece = side[i];
+  if (!piece.unless_text_ends_with_it || piece.sequence >= 0 || piece.ids.size() != 1 || i == 0) {
+    return false;
+  }
+  const int text = side[i - 1].sequence;
+  return (text == 0 || text == 1) && last_ids[text] >= 0 && last_ids[text] == piece.ids[0];
+}
+
+int LeftOutCount(const std::vector<TemplatePiece>& side, const int32_t (&last_ids)[2]) {
+  int n = 0;
+  for (size_t i = 0; i < side.size(); ++i) n += LeftOut(side, i, last_ids) ? 1 : 0;
+  return n;
+}
+
+// Assemble's max_length where nothing may be cut: truncation is off and the encoding fits.
+constexpr int kNoTruncation = std::numeric_limits<int>::max();
 
 struct LoadedModel {
   std::unique_ptr<TextModel> model;
@@ -374,13 +401,17 @@ absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
                                            const TokenizeOptions& opts) const {
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/false));
   ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens, Tokens(text, "text"));
-  const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false));
+  const int32_t last_ids[2] = {LastId(tokens, 0, static_cast<int>(tokens.size())), -1};
+  const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false) -
+                                                            LeftOutCount(template_.single, last_ids));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "text is ", length, " tokens including special tokens, more than max_length ",
         max_length, ", and truncation is off"));
   }
-  return Assemble(tokens, nullptr, max_length, opts.direction);
+  // Truncation off cuts nothing, as transformers' truncation=False: the encoding fits, even
+  // where it does only thanks to a special token left out.
+  return Assemble(tokens, nullptr, opts.truncate ? max_length : kNoTruncation, opts.direction);
 }
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_view b,
@@ -388,40 +419,54 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_v
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/true));
   ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_a, Tokens(a, "first text"));
   ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_b, Tokens(b, "second text"));
+  const int32_t last_ids[2] = {LastId(tokens_a, 0, static_cast<int>(tokens_a.size())),
+                               LastId(tokens_b, 0, static_cast<int>(tokens_b.size()))};
   const size_t length =
-      tokens_a.size() + tokens_b.size() + static_cast<size_t>(NumSpecialTokens(true));
+      tokens_a.size() + tokens_b.size() +
+      static_cast<size_t>(NumSpecialTokens(true) - LeftOutCount(template_.pair, last_ids));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  return Assemble(tokens_a, &tokens_b, max_length, opts.direction);
+  return Assemble(tokens_a, &tokens_b, opts.truncate ? max_length : kNoTruncation, opts.direction);
 }
 
 Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
                              int max_length, TruncationDirection direction) const {
   const bool pair = b != nullptr;
+  const std::vector<TemplatePiece>& side = pair ? template_.pair : template_.single;
   const int specials = NumSpecialTokens(pair);
   // Inputs are capped at 2^31 bytes, and no family makes more tokens than bytes plus one.
   const int length_a = static_cast<int>(a.size());
   const int length_b = pair ? static_cast<int>(b->size()) : 0;
+  // As transformers' prepare_for_model: the texts are cut to leave room for every special
+  // token of the template, a T5 </s> that will be left out included, and the template applies
+  // to what is kept.
   const TruncatedLengths kept = TruncateLongestFirst(length_a, length_b, max_length - specials);
   const int first_a = FirstKeptToken(length_a, kept.first, direction);
   const int first_b = FirstKeptToken(length_b, kept.second, direction);
+  const int32_t full_last[2] = {LastId(a, 0, length_a), pair ? LastId(*b, 0, length_b) : -1};
+  const int32_t kept_last[2] = {LastId(a, first_a, kept.first),
+                                pair ? LastId(*b, first_b, kept.second) : -1};
 
   Encoding out;
-  const int64_t untruncated = int64_t{length_a} + length_b + specials;
+  const int64_t untruncated =
+      int64_t{length_a} + length_b + specials - LeftOutCount(side, full_last);
   out.untruncated_length = static_cast<int32_t>(std::min<int64_t>(untruncated, INT32_MAX));
   out.truncated = kept.first < length_a || kept.second < length_b;
-  const size_t total = static_cast<size_t>(kept.first + kept.second + specials);
+  const size_t total =
+      static_cast<size_t>(kept.first + kept.second + specials - LeftOutCount(side, kept_last));
   out.input_ids.reserve(total);
   out.token_type_ids.reserve(total);
   out.attention_mask.reserve(total);
   out.offsets.reserve(total);
   out.sequence_ids.reserve(total);
 
-  for (const TemplatePiece& piece : pair ? template_.pair : template_.single) {
+  for (size_t i = 0; i < side.size(); ++i) {
+    const TemplatePiece& piece = side[i];
     if (piece.sequence < 0) {
+      if (LeftOut(side, i, kept_last)) continue;
       for (const int32_t id : piece.ids) AppendSpecial(id, piece.type_id, &out);
     } else if (piece.sequence == 0) {
       AppendText(a, first_a, kept.first, piece.type_id, 0, &out);

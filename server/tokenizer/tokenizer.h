@@ -53,7 +53,10 @@ struct Encoding {
 // RobertaTokenizer) encode text:
 //   DeBERTa, BERT:   [CLS] a [SEP]    and  [CLS] a [SEP] b [SEP]      (token types 0 0 0 / 1 1)
 //   MPNet, RoBERTa:  <s> a </s>       and  <s> a </s></s> b </s>      (token types all 0)
-//   T5:              a </s>           and  a </s> b </s>              (token types all 0)
+//   T5:              a </s>           and  a </s> b </s>              (token types all 0; from
+//                                                                      the slow files, no </s>
+//                                                                      after a text whose ids end
+//                                                                      with it, as T5Tokenizer)
 //   XLNet:           a <sep> <cls>    and  a <sep> b <sep> <cls>      (0 0 / 1 1 / 2), padded
 //                                                                      on the left
 // Special and added tokens written in the text ("[MASK]", "</s>", "<cls>", ...) are those

@@ -143,7 +143,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "token type %d for sequence %d", enc->token_type_ids[i], sequence);
     if (sequence == -1) ++specials;
   }
-  FUZZ_CHECK(specials == tokenizer.NumSpecialTokens(pair), "%d special tokens", specials);
+  // T5Tokenizer adds no </s> after a text whose kept tokens end with it already
+  // (_add_eos_if_not_present).
+  int left_out = 0;
+  for (int8_t sequence = 0; t5 && sequence <= (pair ? 1 : 0); ++sequence) {
+    int32_t last = -1;
+    for (size_t i = 0; i < n; ++i) {
+      if (enc->sequence_ids[i] == sequence) last = enc->input_ids[i];
+    }
+    if (last >= 0 && last == tokenizer.eos_id()) ++left_out;
+  }
+  FUZZ_CHECK(specials == tokenizer.NumSpecialTokens(pair) - left_out, "%d special tokens, %d </s> left out",
+             specials, left_out);
   CheckText(tokenizer, *enc, 0, a, opts.direction);
   if (pair) CheckText(tokenizer, *enc, 1, b, opts.direction);
   return 0;

@@ -84,6 +84,21 @@ void CheckText(const Tokenizer& tokenizer, const Encoding& enc, int8_t sequence,
   }
 }
 
+// The template's special tokens left out of enc: T5Tokenizer (the slow files) adds no </s>
+// after a text whose kept tokens end with it (_add_eos_if_not_present).
+int LeftOutEos(const Tokenizer& tokenizer, const Encoding& enc, bool pair) {
+  if (tokenizer.family() != TokenizerFamily::kT5) return 0;
+  int left_out = 0;
+  for (int8_t sequence = 0; sequence <= (pair ? 1 : 0); ++sequence) {
+    int32_t last = -1;
+    for (size_t i = 0; i < enc.input_ids.size(); ++i) {
+      if (enc.sequence_ids[i] == sequence) last = enc.input_ids[i];
+    }
+    if (last >= 0 && last == tokenizer.eos_id()) ++left_out;
+  }
+  return left_out;
+}
+
 TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
   for (TokenizerFamily family : {TokenizerFamily::kDeberta, TokenizerFamily::kT5, TokenizerFamily::kBert,
                                  TokenizerFamily::kMpnet, TokenizerFamily::kXlnet, TokenizerFamily::kRoberta,
@@ -111,7 +126,7 @@ TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
         EXPECT_LT(enc->input_ids[i], tokenizer->vocab_size()) << label;
         specials += enc->sequence_ids[i] < 0;
       }
-      EXPECT_EQ(specials, tokenizer->NumSpecialTokens(pair)) << label;
+      EXPECT_EQ(specials, tokenizer->NumSpecialTokens(pair) - LeftOutEos(*tokenizer, *enc, pair)) << label;
       CheckText(*tokenizer, *enc, 0, a, label);
       if (pair) CheckText(*tokenizer, *enc, 1, b, label);
       ASSERT_TRUE(tokenizer->Pad(&*enc, opts.max_length).ok());
