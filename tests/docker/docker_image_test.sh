@@ -61,8 +61,9 @@ if [ "$health" != healthy ]; then
 fi
 echo "docker health: $health"
 # The README's calls: the health check script and the client inside the image.
-docker exec "$name" relserve-healthcheck | grep -q 'healthy: GET http://127.0.0.1:9090/healthz' || {
-  echo "FAILED: relserve-healthcheck in the container:"; docker exec "$name" relserve-healthcheck; exit 1; }
+probe=$(docker exec "$name" relserve-healthcheck)
+[[ "$probe" == "healthy: GET http://127.0.0.1:9090/healthz"* ]] || {
+  echo "FAILED: relserve-healthcheck in the container: $probe"; exit 1; }
 docker exec "$name" relserve-client health --quiet
 
 # The container's answer equals the engine's, computed offline on the host.
@@ -133,8 +134,10 @@ for _ in $(seq 1 90); do
   sleep 1
 done
 [ "$health" = healthy ] || { echo "FAILED: with --metrics-port 9191 the health is '$health'"; docker logs "$name-flags" 2>&1 | tail -20; exit 1; }
-docker exec "$name-flags" relserve-healthcheck | grep -q ':9191/healthz' || { echo "FAILED: the health check ignores --metrics-port"; exit 1; }
-docker exec "$name-flags" relserve-client models | grep -q '"other"' || { echo "FAILED: the command line's model is not served"; exit 1; }
+probe=$(docker exec "$name-flags" relserve-healthcheck)
+[[ "$probe" == *":9191/healthz"* ]] || { echo "FAILED: the health check ignores --metrics-port: $probe"; exit 1; }
+models=$(docker exec "$name-flags" relserve-client models)
+[[ "$models" == *'"other"'* ]] || { echo "FAILED: the command line's model is not served: $models"; exit 1; }
 docker stop --time 20 "$name-flags" > /dev/null
 docker logs "$name-flags" > "$work/flags.log" 2>&1
 grep -q 'draining for up to 8s' "$work/flags.log" || {
