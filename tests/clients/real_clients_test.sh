@@ -69,7 +69,7 @@ if ! (cd "$npm_dir" && timeout 480 npm ci --ignore-scripts --no-audit --no-fund)
   tail -n 40 "$work/npm-ci.log"
   exit 1
 fi
-echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo done) ($(( $(date +%s) - started )) s with node $node_version, npm $(npm --version))"
+echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date +%s) - started )) s") (node $node_version, npm $(npm --version))"
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
