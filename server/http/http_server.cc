@@ -246,6 +246,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   return http;
 }
 
+WebServerStats HttpServer::connection_stats() const {
+  return impl_->web ? impl_->web->stats() : WebServerStats{};
+}
+
 void HttpServer::Stop() {
   if (impl_->web) impl_->web->Stop();
 }

@@ -13,6 +13,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/call_tracker.h"
 #include "server/serving/model_registry.h"
+#include "server/web/web_server.h"
 
 namespace relserve {
 
@@ -66,6 +67,8 @@ class HttpServer {
   void StartDraining();
   bool WaitForIdle(absl::Time deadline) const { return tracker_.WaitForIdle(deadline); }
   int64_t in_flight() const { return tracker_.in_flight(); }
+  // What the connection table has seen (server/web's counters).
+  WebServerStats connection_stats() const;
   // Closes the port and every connection, and joins the threads. Safe to call twice.
   void Stop();
 

@@ -28,6 +28,7 @@
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
+#include "server/web/web_server.h"
 
 namespace relserve {
 
@@ -44,11 +45,34 @@ struct RelserveServer::State {
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<MetricsHttpEndpoint> endpoint;
   std::unique_ptr<HttpServer> http;
+  // Set once each server runs: the metrics render reads them from the servers' threads.
+  std::atomic<const HttpServer*> http_started{nullptr};
+  std::atomic<const MetricsHttpEndpoint*> endpoint_started{nullptr};
   int grpc_port = 0;
   std::atomic<bool> serving{false};
   std::mutex shutdown_mu;
   bool shut_down = false;
   std::unique_ptr<GrpcListenerCheck> listener_check;  // last: its thread stops first
+
+  // The metrics text, with the HTTP ports' connection counts brought up to date first.
+  std::string RenderMetrics() {
+    const auto counts = [](const WebServerStats& s) {
+      HttpConnectionCounts c;
+      c.open = s.open_connections;
+      c.accepted = s.connections_accepted;
+      c.evicted = s.connections_evicted;
+      c.refused = s.connections_refused;
+      c.head_timeouts = s.head_timeouts;
+      c.body_timeouts = s.body_timeouts;
+      c.write_timeouts = s.write_timeouts;
+      return c;
+    };
+    if (const HttpServer* h = http_started.load(); h != nullptr) metrics.SetHttpConnections("api", counts(h->connection_stats()));
+    if (const MetricsHttpEndpoint* e = endpoint_started.load(); e != nullptr) {
+      metrics.SetHttpConnections("metrics", counts(e->stats()));
+    }
+    return metrics.Render();
+  }
 
   void SetHealth(bool serving_now) {
     serving = serving_now;
@@ -222,11 +246,12 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
       };
     }
     ASSIGN_OR_RETURN(state->endpoint, MetricsHttpEndpoint::Start(
-                                          ec, [raw] { return raw->metrics.Render(); },
+                                          ec, [raw] { return raw->RenderMetrics(); },
                                           [raw] {
                                             return raw->serving.load() ? raw->listener_check->status()
                                                                        : absl::UnavailableError("not ready");
                                           }));
+    state->endpoint_started = state->endpoint.get();
   }
   if (!config.http_address.empty()) {
     HttpServerConfig hc;
@@ -250,9 +275,10 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     routes.limits.version = RELSERVE_VERSION;
     routes.started_unix_seconds = absl::ToUnixSeconds(absl::Now());
     // GET /metrics on the API port too (TEI serves it there): the metrics port's text.
-    routes.metrics_text = [raw] { return raw->metrics.Render(); };
+    routes.metrics_text = [raw] { return raw->RenderMetrics(); };
     routes.metrics_need_key = config.metrics_api_key_required;
     ASSIGN_OR_RETURN(state->http, HttpServer::Start(hc, std::move(routes), &state->registry, &state->metrics));
+    state->http_started = state->http.get();
   }
   state->SetHealth(true);
   if (!config.tls_cert.empty()) {

@@ -115,6 +115,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpEndpoint>> MetricsHttpEndpoint::Start(
 
 int MetricsHttpEndpoint::port() const { return server_->port(); }
 int MetricsHttpEndpoint::max_connections() const { return server_->max_connections(); }
+WebServerStats MetricsHttpEndpoint::stats() const { return server_->stats(); }
 
 MetricsHttpEndpoint::~MetricsHttpEndpoint() { Stop(); }
 

@@ -10,10 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/web/web_server.h"
 
 namespace relserve {
-
-class WebServer;
 
 // Where and how the metrics endpoint listens. Only address and port matter in production;
 // the limits have safe defaults and exist mostly so tests can shorten them.
@@ -83,6 +82,8 @@ class MetricsHttpEndpoint {
   int port() const;
   // The size of the connection table after the descriptor budget was applied.
   int max_connections() const;
+  // What the connection table has seen (evictions, timeouts, ...).
+  WebServerStats stats() const;
 
   // Closes the listening socket and every open connection and joins the serving thread.
   // Safe to call more than once and from several threads; must not be called from inside

@@ -292,6 +292,27 @@ struct ServerMetrics::Impl {
           .Help("1 while the gRPC port accepts and answers new connections (self-check), 0 "
                 "otherwise.")
           .Register(*registry);
+
+  // The HTTP ports' connections: appear with the first SetHttpConnections().
+  Family<Gauge>& http_connections_family =
+      prometheus::BuildGauge()
+          .Name("relserve_http_connections")
+          .Help("Open connections of an HTTP port (api, metrics).")
+          .Register(*registry);
+  Family<Counter>& http_accepted_family =
+      prometheus::BuildCounter()
+          .Name("relserve_http_connections_accepted_total")
+          .Help("Connections an HTTP port (api, metrics) accepted.")
+          .Register(*registry);
+  Family<Counter>& http_closed_family =
+      prometheus::BuildCounter()
+          .Name("relserve_http_connections_closed_total")
+          .Help("Connections an HTTP port closed to protect itself, by reason: evicted (made room for a newer "
+                "one), refused (a newcomer, every slot busy), head_timeout (no whole request head in time, or "
+                "idle past the keep-alive time), body_timeout, write_timeout (a client not reading its answer).")
+          .Register(*registry);
+  std::mutex http_mu;
+  std::unordered_map<std::string, HttpConnectionCounts> http_seen;
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -399,6 +420,24 @@ void ServerMetrics::SetServing(const std::string& model, bool serving) {
 
 void ServerMetrics::SetGrpcListenerOk(bool ok) {
   impl_->grpc_listener_family.Add({}).Set(ok ? 1 : 0);  // Add returns the existing series
+}
+
+void ServerMetrics::SetHttpConnections(const std::string& port, const HttpConnectionCounts& counts) {
+  std::lock_guard<std::mutex> lock(impl_->http_mu);
+  HttpConnectionCounts& seen = impl_->http_seen[port];
+  impl_->http_connections_family.Add({{"port", port}}).Set(static_cast<double>(counts.open));
+  const auto advance = [](Counter& counter, uint64_t now, uint64_t before) {
+    if (now > before) counter.Increment(static_cast<double>(now - before));
+  };
+  advance(impl_->http_accepted_family.Add({{"port", port}}), counts.accepted, seen.accepted);
+  const std::pair<const char*, uint64_t HttpConnectionCounts::*> reasons[] = {
+      {"evicted", &HttpConnectionCounts::evicted},           {"refused", &HttpConnectionCounts::refused},
+      {"head_timeout", &HttpConnectionCounts::head_timeouts}, {"body_timeout", &HttpConnectionCounts::body_timeouts},
+      {"write_timeout", &HttpConnectionCounts::write_timeouts}};
+  for (const auto& [reason, field] : reasons) {
+    advance(impl_->http_closed_family.Add({{"port", port}, {"reason", reason}}), counts.*field, seen.*field);
+  }
+  seen = counts;
 }
 
 }  // namespace relserve

@@ -148,6 +148,16 @@ TEST_F(HttpHardeningTest, IdleSlowAndPipeliningClientsDoNotStarveHealthOrEmbeddi
   dripper.join();
   for (std::thread& t : pipeliners) t.join();
   EXPECT_GT(pipelined_ok.load(), 0);
+  // The connection table is in the metrics: the attack's 300 connections are open now, but for
+  // those evicted when the table (a quarter of this process's open-files limit) was full.
+  const HttpResponse scrape = RawRequest(port(), "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n");
+  const metrics_test::Exposition e = metrics_test::ParseExposition(scrape.body);
+  const double open = e.Value("relserve_http_connections", {{"port", "api"}}).value_or(0);
+  const double evicted =
+      e.Value("relserve_http_connections_closed_total", {{"port", "api"}, {"reason", "evicted"}}).value_or(0);
+  EXPECT_GE(open + evicted, 300) << scrape.raw.substr(0, 300);
+  EXPECT_GE(open, 200);
+  EXPECT_GE(e.Value("relserve_http_connections_accepted_total", {{"port", "api"}}).value_or(0), 330);
   for (int fd : idle) ::close(fd);
   for (int fd : slow) ::close(fd);
 }

@@ -340,5 +340,34 @@ TEST(ServerMetricsTest, ConcurrentRecordingIsExact) {
             kAll);
 }
 
+TEST(ServerMetricsTest, HttpConnectionCountsAdvanceByTheirDifferences) {
+  ServerMetrics m;
+  HttpConnectionCounts c;
+  c.open = 7;
+  c.accepted = 10;
+  c.evicted = 2;
+  c.head_timeouts = 3;
+  m.SetHttpConnections("api", c);
+  c.open = 4;
+  c.accepted = 15;
+  c.evicted = 5;
+  c.write_timeouts = 1;
+  m.SetHttpConnections("api", c);
+  m.SetHttpConnections("api", c);  // the same totals again: nothing moves
+  HttpConnectionCounts metrics_port;
+  metrics_port.accepted = 1;
+  m.SetHttpConnections("metrics", metrics_port);
+  const Exposition e = ParseExposition(m.Render());
+  EXPECT_TRUE(e.errors.empty());
+  EXPECT_EQ(e.Value("relserve_http_connections", {{"port", "api"}}), 4);
+  EXPECT_EQ(e.Value("relserve_http_connections_accepted_total", {{"port", "api"}}), 15);
+  EXPECT_EQ(e.Value("relserve_http_connections_accepted_total", {{"port", "metrics"}}), 1);
+  EXPECT_EQ(e.Value("relserve_http_connections_closed_total", {{"port", "api"}, {"reason", "evicted"}}), 5);
+  EXPECT_EQ(e.Value("relserve_http_connections_closed_total", {{"port", "api"}, {"reason", "head_timeout"}}), 3);
+  EXPECT_EQ(e.Value("relserve_http_connections_closed_total", {{"port", "api"}, {"reason", "write_timeout"}}), 1);
+  EXPECT_EQ(e.Value("relserve_http_connections_closed_total", {{"port", "api"}, {"reason", "refused"}}), 0);
+}
+
+
 }  // namespace
 }  // namespace relserve
