@@ -171,6 +171,17 @@ class Routes {
     return WithTeiHeaders(TeiEmbedJson(*result), call, Characters(request->inputs), result->usage, result->timing);
   }
 
+  Answer TeiSimilarity(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTeiSimilarity(body);
+    if (!request.ok()) return request.status();
+    if (absl::Status s = ReadTeiModel(body, &request->model); !s.ok()) return s;
+    *model = request->model;
+    auto result = Await<EmbedResult>(call, [&](auto done) { serving_->Embed(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(TeiSimilarityJson(*result), call, Characters(request->inputs), result->usage,
+                          result->timing);
+  }
+
   Answer TeiEmbedAll(const json& body, const HttpCall& call, std::string* model) const {
     auto request = ParseTeiEmbedAll(body);
     if (!request.ok()) return request.status();
@@ -316,6 +327,7 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
   // text-embeddings-inference
   add("POST", "/embed", ErrorStyle::kTei, std::bind(&Routes::TeiEmbed, r, _1, _2, _3));
   add("POST", "/embed_all", ErrorStyle::kTei, std::bind(&Routes::TeiEmbedAll, r, _1, _2, _3));
+  add("POST", "/similarity", ErrorStyle::kTei, std::bind(&Routes::TeiSimilarity, r, _1, _2, _3));
   add("POST", "/rerank", ErrorStyle::kTei, std::bind(&Routes::TeiRerank, r, _1, _2, _3));
   add("POST", "/predict", ErrorStyle::kTei, std::bind(&Routes::TeiPredict, r, _1, _2, _3));
   for (const char* path : {"/", "/invocations"}) {

@@ -60,6 +60,49 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   return r;
 }
 
+absl::StatusOr<EmbedRequest> ParseTeiSimilarity(const json& body) {
+  EmbedRequest r;
+  auto inputs = Required(body, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  if (!(*inputs)->is_object()) return WrongType("inputs", "an object with source_sentence and sentences", **inputs);
+  auto source = Required(**inputs, "source_sentence");
+  if (!source.ok()) return absl::Status(source.status().code(), absl::StrCat("inputs.", source.status().message()));
+  if (absl::Status s = NonEmptyString(**source, "inputs.source_sentence"); !s.ok()) return s;
+  r.inputs.push_back(Input::Text((*source)->get<std::string>()));
+  auto sentences = Required(**inputs, "sentences");
+  if (!sentences.ok()) {
+    return absl::Status(sentences.status().code(), absl::StrCat("inputs.", sentences.status().message()));
+  }
+  if (!(*sentences)->is_array()) return WrongType("inputs.sentences", "an array of strings", **sentences);
+  if ((*sentences)->empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs.sentences is empty"), 400);
+  for (size_t i = 0; i < (*sentences)->size(); ++i) {
+    const json& t = (**sentences)[i];
+    if (absl::Status s = NonEmptyString(t, absl::StrCat("inputs.sentences[", i, "]")); !s.ok()) return s;
+    r.inputs.push_back(Input::Text(t.get<std::string>()));
+  }
+  r.normalize = true;
+  const auto parameters = body.find("parameters");
+  if (parameters != body.end() && !parameters->is_null()) {
+    if (!parameters->is_object()) return WrongType("parameters", "an object", *parameters);
+    if (absl::Status s = ReadTruncation(*parameters, &r.truncation); !s.ok()) return s;
+    if (absl::Status s = ReadString(*parameters, "prompt_name", &r.prompt_name); !s.ok()) return s;
+  }
+  return r;
+}
+
+json TeiSimilarityJson(const EmbedResult& result) {
+  json out = json::array();
+  if (result.embeddings.empty()) return out;
+  const std::vector<float>& source = result.embeddings[0].values;
+  for (size_t i = 1; i < result.embeddings.size(); ++i) {
+    const std::vector<float>& v = result.embeddings[i].values;
+    double dot = 0;
+    for (size_t k = 0; k < v.size() && k < source.size(); ++k) dot += double(source[k]) * v[k];
+    out.push_back(static_cast<float>(dot));
+  }
+  return out;
+}
+
 json TeiEmbedJson(const EmbedResult& result) {
   json out = json::array();
   for (const Embedding& e : result.embeddings) out.push_back(e.values);

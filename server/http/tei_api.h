@@ -22,6 +22,12 @@ namespace relserve {
 // /embed: {inputs, normalize (default true), truncate, truncation_direction, dimensions}
 // -> [[float, ...], ...]
 absl::StatusOr<EmbedRequest> ParseTeiEmbed(const nlohmann::json& body);
+// TEI's POST /similarity: {"inputs": {"source_sentence", "sentences": [..]}, "parameters":
+// {"truncate", "truncation_direction", "prompt_name"}} as one embedding request of the source
+// sentence followed by the sentences, normalised.
+absl::StatusOr<EmbedRequest> ParseTeiSimilarity(const nlohmann::json& body);
+// The cosine similarity of the first embedding with each of the others (TEI's answer: [float]).
+nlohmann::json TeiSimilarityJson(const EmbedResult& result);
 nlohmann::json TeiEmbedJson(const EmbedResult& result);
 
 // /rerank: {query, texts, truncate, truncation_direction, raw_scores, return_text}

@@ -228,6 +228,34 @@ TEST_F(HttpApiTest, TeiEmbedEqualsGrpcWithTeiDefaults) {
   EXPECT_EQ(single.body.size(), 1u);
 }
 
+// TEI's /similarity: the cosine similarity of the source sentence's embedding with each
+// sentence's, as /embed's normalised vectors give it.
+TEST_F(HttpApiTest, TeiSimilarityIsTheCosineOfEmbedVectors) {
+  const std::vector<std::string> sentences = {"Hello there world", "a different text", "Hello world"};
+  const Reply r = Post(http(), "/similarity",
+                       {{"inputs", {{"source_sentence", "Hello world"}, {"sentences", sentences}}},
+                        {"parameters", {{"truncate", true}}}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  ASSERT_EQ(r.body.size(), sentences.size());
+  json all = sentences;
+  all.insert(all.begin(), "Hello world");
+  const Reply e = Post(http(), "/embed", {{"inputs", all}});
+  ASSERT_EQ(e.status, 200) << e.raw;
+  const std::vector<float> source = e.body[0].get<std::vector<float>>();
+  for (size_t i = 0; i < sentences.size(); ++i) {
+    const std::vector<float> v = e.body[i + 1].get<std::vector<float>>();
+    double dot = 0;
+    for (size_t k = 0; k < v.size(); ++k) dot += double(source[k]) * v[k];
+    EXPECT_NEAR(r.body[i].get<double>(), dot, 1e-5) << i;
+  }
+  EXPECT_NEAR(r.body[2].get<double>(), 1.0, 1e-5);  // the same sentence
+  const Reply bad = Post(http(), "/similarity", {{"inputs", {{"source_sentence", "x"}}}});
+  EXPECT_EQ(bad.status, 422) << bad.raw;
+  EXPECT_THAT(bad.raw, HasSubstr("inputs.sentences"));
+  const Reply empty = Post(http(), "/similarity", {{"inputs", {{"source_sentence", "x"}, {"sentences", json::array()}}}});
+  EXPECT_EQ(empty.status, 400) << empty.raw;
+}
+
 // A text of about 600 tokens whose start and end differ.
 std::string LongText() {
   std::string text;
