@@ -298,6 +298,8 @@ class WebServer::Loop {
   bool Respond(Connection& c, WebResponse response, bool force_close, Clock::time_point now);
   bool RespondError(Connection& c, int status, const std::string& message, const HttpRequestHead* head,
                     Clock::time_point now);
+  // 503 with Retry-After: the bodies being received are over max_buffered_body_bytes.
+  bool RespondOverBudget(Connection& c, Clock::time_point now);
   void Charge(Connection& c, size_t bytes);
   void Uncharge(Connection& c);
   void TakeCompletions(Clock::time_point now);
@@ -689,13 +691,7 @@ bool WebServer::Loop::Advance(Connection& c, Clock::time_point now) {
       if (c.framing.kind == BodyFraming::Kind::kLength) {
         const size_t need = static_cast<size_t>(c.framing.length);
         if (need > c.charged) Charge(c, std::min(need, c.in.size()));
-        if (buffered_body_bytes_ > budget) {
-          WebResponse busy = handlers_.error ? handlers_.error(503, "too many request bodies are being received at once; retry", &c.head)
-                                             : PlainError(503, "too many request bodies are being received at once; retry");
-          busy.headers.emplace_back("Retry-After", "1");
-          Uncharge(c);
-          return Respond(c, std::move(busy), true, now);
-        }
+        if (buffered_body_bytes_ > budget) return RespondOverBudget(c, now);
         if (c.in.size() < need) {
           if (!c.peer_closed) return true;
           return RespondError(c, 400, absl::StrCat("the client closed after ", c.in.size(), " of the ", need,
@@ -714,13 +710,7 @@ bool WebServer::Loop::Advance(Connection& c, Clock::time_point now) {
       if (o == ChunkedBodyDecoder::Outcome::kError) {
         return RespondError(c, c.chunked->status(), c.chunked->error(), &c.head, now);
       }
-      if (buffered_body_bytes_ > budget) {
-        WebResponse busy = handlers_.error ? handlers_.error(503, "too many request bodies are being received at once; retry", &c.head)
-                                           : PlainError(503, "too many request bodies are being received at once; retry");
-        busy.headers.emplace_back("Retry-After", "1");
-        Uncharge(c);
-        return Respond(c, std::move(busy), true, now);
-      }
+      if (buffered_body_bytes_ > budget) return RespondOverBudget(c, now);
       if (o == ChunkedBodyDecoder::Outcome::kComplete) return Dispatch(c, now);
       if (!c.peer_closed) return true;
       return RespondError(c, 400, "the client closed before the chunked body was complete", &c.head, now);
@@ -760,6 +750,14 @@ bool WebServer::Loop::Dispatch(Connection& c, Clock::time_point now) {
   WebResponse response = run(request, gone);
   Uncharge(c);
   return Respond(c, std::move(response), false, now);
+}
+
+bool WebServer::Loop::RespondOverBudget(Connection& c, Clock::time_point now) {
+  const std::string message = "too many request bodies are being received at once; retry";
+  WebResponse busy = handlers_.error ? handlers_.error(503, message, &c.head) : PlainError(503, message);
+  busy.headers.emplace_back("Retry-After", "1");
+  Uncharge(c);
+  return Respond(c, std::move(busy), true, now);
 }
 
 bool WebServer::Loop::RespondError(Connection& c, int status, const std::string& message, const HttpRequestHead* head,
