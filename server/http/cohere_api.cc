@@ -18,13 +18,7 @@ using nlohmann::json;
 absl::StatusOr<RerankRequest> ParseCohereRerank(const json& body) {
   RerankRequest r;
   if (absl::Status s = ReadString(body, "model", &r.model); !s.ok()) return s;
-  auto query = Required(body, "query");
-  if (!query.ok()) return query.status();
-  if (!(*query)->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat("query must be a string, not ", JsonTypeName(**query)));
-  }
-  r.query = (*query)->get<std::string>();
-  if (r.query.empty()) return WithHttpStatus(absl::InvalidArgumentError("query is empty"), 400);
+  if (absl::Status s = ReadRequiredNonEmptyString(body, "query", &r.query); !s.ok()) return s;
   auto documents = Required(body, "documents");
   if (!documents.ok()) return documents.status();
   if (!(*documents)->is_array()) {

@@ -36,13 +36,7 @@ json UsageJson(int64_t tokens) { return {{"prompt_tokens", tokens}, {"total_toke
 
 absl::StatusOr<RerankRequest> ParseInfinityRerank(const json& body) {
   RerankRequest r;
-  auto query = Required(body, "query");
-  if (!query.ok()) return query.status();
-  if (!(*query)->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat("query must be a string, not ", JsonTypeName(**query)));
-  }
-  r.query = (*query)->get<std::string>();
-  if (r.query.empty()) return WithHttpStatus(absl::InvalidArgumentError("query is empty"), 400);
+  if (absl::Status s = ReadRequiredNonEmptyString(body, "query", &r.query); !s.ok()) return s;
   auto documents = Required(body, "documents");
   if (!documents.ok()) return documents.status();
   if (absl::Status s = NonEmptyStrings(**documents, "documents", &r.documents); !s.ok()) return s;

@@ -71,6 +71,17 @@ absl::StatusOr<const json*> Required(const json& object, const char* field) {
   return &object.at(field);
 }
 
+absl::Status ReadRequiredNonEmptyString(const json& object, const char* field, std::string* out) {
+  auto value = Required(object, field);
+  if (!value.ok()) return value.status();
+  if (!(*value)->is_string()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be a string, not ", JsonTypeName(**value)));
+  }
+  *out = (*value)->get<std::string>();
+  if (out->empty()) return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+  return absl::OkStatus();
+}
+
 absl::Status ReadBool(const json& object, const char* field, bool* out) {
   if (Absent(object, field)) return absl::OkStatus();
   const json& v = object.at(field);

@@ -34,6 +34,9 @@ absl::Status ReadInt(const nlohmann::json& object, const char* field, int64_t mi
 bool FieldAbsent(const nlohmann::json& object, const char* field);
 // A required field that must be present and not null.
 absl::StatusOr<const nlohmann::json*> Required(const nlohmann::json& object, const char* field);
+// A required string that must not be empty: "<field> must be a string, not <type>" (422), or
+// "<field> is empty" (400).
+absl::Status ReadRequiredNonEmptyString(const nlohmann::json& object, const char* field, std::string* out);
 
 // "a string", "an array", ...: for messages.
 std::string JsonTypeName(const nlohmann::json& value);

@@ -56,20 +56,9 @@ struct RelserveServer::State {
 
   // The metrics text, with the HTTP ports' connection counts brought up to date first.
   std::string RenderMetrics() {
-    const auto counts = [](const WebServerStats& s) {
-      HttpConnectionCounts c;
-      c.open = s.open_connections;
-      c.accepted = s.connections_accepted;
-      c.evicted = s.connections_evicted;
-      c.refused = s.connections_refused;
-      c.head_timeouts = s.head_timeouts;
-      c.body_timeouts = s.body_timeouts;
-      c.write_timeouts = s.write_timeouts;
-      return c;
-    };
-    if (const HttpServer* h = http_started.load(); h != nullptr) metrics.SetHttpConnections("api", counts(h->connection_stats()));
+    if (const HttpServer* h = http_started.load(); h != nullptr) metrics.SetHttpConnections("api", h->connection_stats());
     if (const MetricsHttpEndpoint* e = endpoint_started.load(); e != nullptr) {
-      metrics.SetHttpConnections("metrics", counts(e->stats()));
+      metrics.SetHttpConnections("metrics", e->stats());
     }
     return metrics.Render();
   }

@@ -312,7 +312,7 @@ struct ServerMetrics::Impl {
                 "idle past the keep-alive time), body_timeout, write_timeout (a client not reading its answer).")
           .Register(*registry);
   std::mutex http_mu;
-  std::unordered_map<std::string, HttpConnectionCounts> http_seen;
+  std::unordered_map<std::string, WebServerStats> http_seen;
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -422,18 +422,18 @@ void ServerMetrics::SetGrpcListenerOk(bool ok) {
   impl_->grpc_listener_family.Add({}).Set(ok ? 1 : 0);  // Add returns the existing series
 }
 
-void ServerMetrics::SetHttpConnections(const std::string& port, const HttpConnectionCounts& counts) {
+void ServerMetrics::SetHttpConnections(const std::string& port, const WebServerStats& counts) {
   std::lock_guard<std::mutex> lock(impl_->http_mu);
-  HttpConnectionCounts& seen = impl_->http_seen[port];
-  impl_->http_connections_family.Add({{"port", port}}).Set(static_cast<double>(counts.open));
+  WebServerStats& seen = impl_->http_seen[port];
+  impl_->http_connections_family.Add({{"port", port}}).Set(static_cast<double>(counts.open_connections));
   const auto advance = [](Counter& counter, uint64_t now, uint64_t before) {
     if (now > before) counter.Increment(static_cast<double>(now - before));
   };
-  advance(impl_->http_accepted_family.Add({{"port", port}}), counts.accepted, seen.accepted);
-  const std::pair<const char*, uint64_t HttpConnectionCounts::*> reasons[] = {
-      {"evicted", &HttpConnectionCounts::evicted},           {"refused", &HttpConnectionCounts::refused},
-      {"head_timeout", &HttpConnectionCounts::head_timeouts}, {"body_timeout", &HttpConnectionCounts::body_timeouts},
-      {"write_timeout", &HttpConnectionCounts::write_timeouts}};
+  advance(impl_->http_accepted_family.Add({{"port", port}}), counts.connections_accepted, seen.connections_accepted);
+  const std::pair<const char*, uint64_t WebServerStats::*> reasons[] = {
+      {"evicted", &WebServerStats::connections_evicted}, {"refused", &WebServerStats::connections_refused},
+      {"head_timeout", &WebServerStats::head_timeouts},  {"body_timeout", &WebServerStats::body_timeouts},
+      {"write_timeout", &WebServerStats::write_timeouts}};
   for (const auto& [reason, field] : reasons) {
     advance(impl_->http_closed_family.Add({{"port", port}, {"reason", reason}}), counts.*field, seen.*field);
   }

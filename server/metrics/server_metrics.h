@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "server/web/web_server.h"
+
 namespace relserve {
 
 // Every Prometheus series relserve exports. The names and labels are part of the product:
@@ -48,18 +50,6 @@ namespace relserve {
 // Families are registered once in the constructor; a label combination appears on first use.
 // All methods are thread-safe. An instance is passed down to the components that record into it
 // (there is no global registry); Render() produces the text exposition format served on /metrics.
-// What an HTTP port's server did with its connections: its totals since it started
-// (server/web's WebServerStats, copied by whoever owns the server).
-struct HttpConnectionCounts {
-  int64_t open = 0;
-  uint64_t accepted = 0;
-  uint64_t evicted = 0;         // closed to make room for a newer connection
-  uint64_t refused = 0;         // new connections closed: every slot was busy
-  uint64_t head_timeouts = 0;   // request heads (or idle keep-alive waits) past their deadline
-  uint64_t body_timeouts = 0;
-  uint64_t write_timeouts = 0;
-};
-
 class ServerMetrics {
  public:
   ServerMetrics();  // owns its own prometheus::Registry
@@ -98,8 +88,8 @@ class ServerMetrics {
   void SetGrpcListenerOk(bool ok);
   // relserve_http_connections{port} and the counters of accepted and closed connections
   // (relserve_http_connections_accepted_total, relserve_http_connections_closed_total{reason});
-  // `port` is "api" or "metrics". The counts are totals: the counters advance by the difference.
-  void SetHttpConnections(const std::string& port, const HttpConnectionCounts& counts);
+  // `port` is "api" or "metrics". server/web's counts are totals: the counters advance by the difference.
+  void SetHttpConnections(const std::string& port, const WebServerStats& counts);
 
  private:
   struct Impl;

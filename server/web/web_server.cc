@@ -323,6 +323,7 @@ class WebServer::Loop {
   uint64_t next_serial_ = 0;
   Clock::time_point accept_resume_{};
   size_t buffered_body_bytes_ = 0;
+  std::vector<char> read_buffer_ = std::vector<char>(kReadChunk);  // each recv's bytes, then appended
   std::mutex completions_mu_;
   std::vector<Completion> completions_;
   mutable std::mutex stats_mu_;
@@ -602,12 +603,12 @@ bool WebServer::Loop::OnReadable(Connection& c, Clock::time_point now) {
   }
   bool error = false;
   while (!c.peer_closed && c.in.size() < cap) {
-    const size_t want = std::min(kReadChunk, cap - c.in.size());
-    const size_t old = c.in.size();
-    c.in.resize(old + want);
-    const ssize_t r = ::recv(c.fd, c.in.data() + old, want, 0);
-    c.in.resize(old + (r > 0 ? static_cast<size_t>(r) : 0));
-    if (r > 0) continue;
+    const size_t want = std::min(read_buffer_.size(), cap - c.in.size());
+    const ssize_t r = ::recv(c.fd, read_buffer_.data(), want, 0);
+    if (r > 0) {
+      c.in.append(read_buffer_.data(), static_cast<size_t>(r));
+      continue;
+    }
     if (r == 0) {
       c.peer_closed = true;
       break;

@@ -342,20 +342,20 @@ TEST(ServerMetricsTest, ConcurrentRecordingIsExact) {
 
 TEST(ServerMetricsTest, HttpConnectionCountsAdvanceByTheirDifferences) {
   ServerMetrics m;
-  HttpConnectionCounts c;
-  c.open = 7;
-  c.accepted = 10;
-  c.evicted = 2;
+  WebServerStats c;
+  c.open_connections = 7;
+  c.connections_accepted = 10;
+  c.connections_evicted = 2;
   c.head_timeouts = 3;
   m.SetHttpConnections("api", c);
-  c.open = 4;
-  c.accepted = 15;
-  c.evicted = 5;
+  c.open_connections = 4;
+  c.connections_accepted = 15;
+  c.connections_evicted = 5;
   c.write_timeouts = 1;
   m.SetHttpConnections("api", c);
   m.SetHttpConnections("api", c);  // the same totals again: nothing moves
-  HttpConnectionCounts metrics_port;
-  metrics_port.accepted = 1;
+  WebServerStats metrics_port;
+  metrics_port.connections_accepted = 1;
   m.SetHttpConnections("metrics", metrics_port);
   const Exposition e = ParseExposition(m.Render());
   EXPECT_TRUE(e.errors.empty());
