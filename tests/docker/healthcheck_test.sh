@@ -122,8 +122,10 @@ stop
 echo "7. not serving yet (the model still loads): unhealthy"
 # A server whose model load stalls is hard to make: this stands in for one, a listener that
 # answers 503 as /healthz does during start-up, with its port in its RELSERVE_ variables.
-env -i PATH=/usr/bin:/bin RELSERVE_METRICS_ADDRESS=127.0.0.1 RELSERVE_METRICS_PORT="$metrics" \
-  /usr/bin/python3 - "$metrics" > "$work/fake.log" 2>&1 <<'PY' &
+# A port picked now: the one the cases above used may have been taken since by another test.
+read -r fake_port <<< "$(free_ports 1)"
+env -i PATH=/usr/bin:/bin RELSERVE_METRICS_ADDRESS=127.0.0.1 RELSERVE_METRICS_PORT="$fake_port" \
+  /usr/bin/python3 - "$fake_port" > "$work/fake.log" 2>&1 <<'PY' &
 import http.server, sys
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
@@ -142,7 +144,8 @@ for _ in $(seq 1 50); do
   [[ "$out" == *503* ]] && break
   sleep 0.1
 done
-[[ "$out" == *"503"*"model default: loading"* ]] || { echo "FAILED: the probe does not report the 503: $out"; exit 1; }
+[[ "$out" == *"503"*"model default: loading"* ]] || {
+  echo "FAILED: the probe does not report the 503: $out"; cat "$work/fake.log"; exit 1; }
 echo "  $out"
 stop
 
