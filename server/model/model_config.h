@@ -19,7 +19,13 @@ namespace relserve {
 class FamilyDescriptor;
 
 // What the checkpoint's head computes, from `architectures`.
-enum class HeadKind { kNone, kSequenceClassification };
+enum class HeadKind {
+  kNone,
+  kSequenceClassification,
+  // *ForMaskedLM: the backbone serves embeddings as *Model would; the masked-LM head, where the
+  // checkpoint holds it, serves SPLADE sparse vectors (the descriptor's MaskedLmHead()).
+  kMaskedLm,
+};
 
 // Base of each family's own config struct (DebertaV2Config, T5Config, BertConfig...): the keys
 // of transformers' config class for that family, with its defaults.
@@ -51,6 +57,10 @@ struct ModelConfig {
   // ("max_position_embeddings 512").
   int max_length_limit = 0;
   std::string max_length_limit_source;
+
+  // PretrainedConfig's tie_word_embeddings (default true), read for masked-LM heads: whether the
+  // decoder shares the word embeddings.
+  bool tie_word_embeddings = true;
 
   // Classification heads.
   int num_labels = 0;

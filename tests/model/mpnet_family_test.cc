@@ -121,9 +121,10 @@ TEST(MpnetFamilyTest, Architectures) {
   EXPECT_EQ(cls->num_labels, 2);  // PretrainedConfig's default
   auto masked_lm = parse("MPNetForMaskedLM");
   ASSERT_TRUE(masked_lm.ok()) << masked_lm.status();
-  EXPECT_EQ(masked_lm->head, HeadKind::kNone);
-  // Loaded, not created.
-  EXPECT_EQ(MpnetFamily().CheckpointLayout(*masked_lm).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(masked_lm->head, HeadKind::kMaskedLm);
+  EXPECT_TRUE(masked_lm->tie_word_embeddings);  // PretrainedConfig's default
+  EXPECT_TRUE(MpnetFamily().CheckpointLayout(*masked_lm).ok());
+  EXPECT_FALSE(MpnetFamily().MaskedLmHead(*cls).has_value());
   auto token_cls = parse("MPNetForTokenClassification");
   ASSERT_FALSE(token_cls.ok());
   EXPECT_NE(token_cls.status().message().find("\"architectures\""), std::string::npos) << token_cls.status();
@@ -165,6 +166,29 @@ TEST(MpnetFamilyTest, CheckpointLayoutIsTransformers) {
   want["classifier.out_proj.weight"] = {3, 48};
   want["classifier.out_proj.bias"] = {3};
   EXPECT_EQ(LayoutShapes(*cls), want);
+  // MPNetForMaskedLM: the backbone under "mpnet." without pooler, and MPNetLMHead as
+  // save_pretrained writes it to safetensors: lm_head.decoder (tied to the word embeddings)
+  // and its bias alias left out.
+  j.erase("id2label");
+  j["architectures"] = {"MPNetForMaskedLM"};
+  auto masked_lm = ParseModelConfig(j, "config.json");
+  ASSERT_TRUE(masked_lm.ok()) << masked_lm.status();
+  want.clear();
+  for (const auto& [name, shape] : saved) {
+    if (name.rfind("pooler.", 0) != 0) want["mpnet." + name] = shape;
+  }
+  want["lm_head.dense.weight"] = {48, 48};
+  want["lm_head.dense.bias"] = {48};
+  want["lm_head.layer_norm.weight"] = {48};
+  want["lm_head.layer_norm.bias"] = {48};
+  want["lm_head.bias"] = {1000};
+  EXPECT_EQ(LayoutShapes(*masked_lm), want);
+  // Untied, the decoder is saved too.
+  j["tie_word_embeddings"] = false;
+  auto untied = ParseModelConfig(j, "config.json");
+  ASSERT_TRUE(untied.ok()) << untied.status();
+  want["lm_head.decoder.weight"] = {1000, 48};
+  EXPECT_EQ(LayoutShapes(*untied), want);
 }
 
 TEST(MpnetFamilyTest, IgnoredPrefixesFollowTheArchitecture) {

@@ -719,7 +719,7 @@ TEST(ModelCreatorTest, ValidatesOptions) {
   o.config_overrides = {{"position_buckets", 0}, {"max_relative_positions", -1},
                         {"max_position_embeddings", 0}};
   EXPECT_EQ(CreateCode(o, dir, "max_position_embeddings"), kInvalid);
-  o.config_overrides = {{"architectures", {"DebertaV2ForMaskedLM"}}};
+  o.config_overrides = {{"architectures", {"DebertaV2ForQuestionAnswering"}}};
   EXPECT_EQ(CreateCode(o, dir, "architectures"), kInvalid);
   o.config_overrides = {{"model_type", "t5"}};
   EXPECT_EQ(CreateCode(o, dir, "model_type"), kInvalid);
@@ -986,6 +986,75 @@ TEST(ModelCreatorTest, BertFamilyLayouts) {
   const std::string electra_dir = ScratchDir("_electra");
   EXPECT_EQ(CreateAndReadShapes(o, electra_dir), want);
   EXPECT_EQ(ReadJson(electra_dir + "/config.json")["embedding_size"], 16);
+}
+
+// *ForMaskedLM as transformers 4.40.2's save_pretrained writes model.safetensors: the backbone
+// under its prefix without a pooler (add_pooling_layer=False), the head's transform and bias,
+// and no decoder weight while it is tied to the word embeddings (nor the decoder.bias alias).
+TEST(ModelCreatorTest, MaskedLmLayouts) {
+  CreateModelOptions o = SmallBert("bert");
+  o.config_overrides = {{"architectures", {"BertForMaskedLM"}}};
+  Shapes want = BertShapes("bert.", 32, 512, 2, false);
+  want["cls.predictions.bias"] = {100};
+  want["cls.predictions.transform.dense.weight"] = {32, 32};
+  want["cls.predictions.transform.dense.bias"] = {32};
+  want["cls.predictions.transform.LayerNorm.weight"] = {32};
+  want["cls.predictions.transform.LayerNorm.bias"] = {32};
+  EXPECT_EQ(CreateAndReadShapes(o, ScratchDir("_bert_mlm")), want);
+  // tie_word_embeddings false: the decoder is the head's own.
+  o.config_overrides["tie_word_embeddings"] = false;
+  want["cls.predictions.decoder.weight"] = {100, 32};
+  EXPECT_EQ(CreateAndReadShapes(o, ScratchDir("_bert_mlm_untied")), want);
+
+  // XLMRobertaForMaskedLM: lm_head.dense, layer_norm and bias.
+  o = SmallBert("xlm-roberta");
+  o.config_overrides = {{"architectures", {"XLMRobertaForMaskedLM"}}};
+  want = BertShapes("roberta.", 32, 514, 1, false);
+  want["lm_head.bias"] = {100};
+  want["lm_head.dense.weight"] = {32, 32};
+  want["lm_head.dense.bias"] = {32};
+  want["lm_head.layer_norm.weight"] = {32};
+  want["lm_head.layer_norm.bias"] = {32};
+  EXPECT_EQ(CreateAndReadShapes(o, ScratchDir("_xlmr_mlm")), want);
+
+  // ElectraForMaskedLM with embedding_size 16: the generator head projects to 16 features and
+  // generator_lm_head (tied, 16 wide) keeps its own bias.
+  o = SmallBert("electra");
+  o.embedding_size = 16;
+  o.config_overrides = {{"architectures", {"ElectraForMaskedLM"}}};
+  want = BertShapes("electra.", 16, 512, 2, false);
+  want["electra.embeddings_project.weight"] = {32, 16};
+  want["electra.embeddings_project.bias"] = {32};
+  want["generator_predictions.dense.weight"] = {16, 32};
+  want["generator_predictions.dense.bias"] = {16};
+  want["generator_predictions.LayerNorm.weight"] = {16};
+  want["generator_predictions.LayerNorm.bias"] = {16};
+  want["generator_lm_head.bias"] = {100};
+  EXPECT_EQ(CreateAndReadShapes(o, ScratchDir("_electra_mlm")), want);
+
+  // DebertaV2ForMaskedLM with embedding_size 16: the transform's dense goes from hidden to
+  // embedding_size, as DebertaV2PredictionHeadTransform does.
+  o = SmallDeberta();
+  o.embedding_size = 16;
+  o.config_overrides = {{"architectures", {"DebertaV2ForMaskedLM"}}};
+  const Shapes deberta = CreateAndReadShapes(o, ScratchDir("_deberta_mlm"));
+  EXPECT_EQ(deberta.count("pooler.dense.weight"), 0u);
+  ASSERT_EQ(deberta.count("deberta.embeddings.word_embeddings.weight"), 1u);
+  EXPECT_EQ(deberta.at("deberta.embeddings.word_embeddings.weight")[1], 16);
+  const std::map<std::string, std::vector<int64_t>> head = {
+      {"cls.predictions.bias", {deberta.at("deberta.embeddings.word_embeddings.weight")[0]}},
+      {"cls.predictions.transform.dense.weight", {16, 32}},
+      {"cls.predictions.transform.dense.bias", {16}},
+      {"cls.predictions.transform.LayerNorm.weight", {16}},
+      {"cls.predictions.transform.LayerNorm.bias", {16}}};
+  size_t head_tensors = 0;
+  for (const auto& [name, shape] : deberta) {
+    if (name.rfind("cls.", 0) != 0) continue;
+    ++head_tensors;
+    ASSERT_EQ(head.count(name), 1u) << name;
+    EXPECT_EQ(shape, head.at(name)) << name;
+  }
+  EXPECT_EQ(head_tensors, head.size());
 }
 
 TEST(ModelCreatorTest, BertDefaultConfig) {

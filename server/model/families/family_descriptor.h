@@ -43,6 +43,7 @@
 // Descriptors are immutable singletons, safe to use from any thread.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,8 +72,39 @@ struct ArchitectureSpec {
   std::string name;
   HeadKind head = HeadKind::kNone;
   // Whether `relserve-model create` can write it (a backbone taken out of a checkpoint with
-  // another head, such as *ForMaskedLM, is loaded but not created).
+  // another head, such as *ForPreTraining, is loaded but not created).
   bool creatable = true;
+};
+
+// The masked-language-model head of a *ForMaskedLM architecture, as transformers 4.40.2 builds
+// it: transform(h) = LayerNorm(act(dense(h))) with `width` features, then
+// logits = transform(h) . decoder^T + bias over the vocabulary. Unless tie_word_embeddings is
+// false the decoder is the word embeddings ([vocab, width]), and save_pretrained leaves it out
+// of model.safetensors (older pytorch_model.bin files keep a copy, which is then read).
+struct MaskedLmHeadLayout {
+  std::string dense;       // nn.Linear prefix, hidden -> width: "cls.predictions.transform.dense"
+  std::string activation;  // ACT2FN name: config.hidden_act (BERT, DeBERTa-v2) or "gelu"
+  std::string layer_norm;  // nn.LayerNorm prefix: "cls.predictions.transform.LayerNorm"
+  double layer_norm_eps = 1e-12;
+  int64_t hidden = 0, width = 0, vocab = 0;
+  std::string decoder_weight;  // [vocab, width]: "cls.predictions.decoder.weight"
+  // The output bias [vocab]: bias.front() is the name save_pretrained keeps; the others are
+  // aliases of the same parameter (decoder.bias) that a file may hold instead or as well.
+  std::vector<std::string> bias;
+  // The bias belongs to the decoder Linear itself (ELECTRA's generator_lm_head), which comes
+  // after the transform in the state dict; otherwise it is the head's own parameter, first.
+  bool bias_after_decoder = false;
+  bool tied = true;  // config.json's tie_word_embeddings
+  // The word embeddings the decoder is tied to, as the *ForMaskedLM class names them.
+  std::string word_embeddings;
+
+  // Every name the head's tensors may have in a checkpoint.
+  std::vector<std::string> TensorNames() const {
+    std::vector<std::string> names = {dense + ".weight", dense + ".bias", layer_norm + ".weight",
+                                      layer_norm + ".bias", decoder_weight};
+    names.insert(names.end(), bias.begin(), bias.end());
+    return names;
+  }
 };
 
 // What `relserve-model create` asks of a family. 0 means the variant's default.
@@ -136,6 +168,12 @@ class FamilyDescriptor {
   // Checkpoint name prefixes that the model does not use and transformers drops when it loads
   // this architecture (other heads, an unused pooler).
   virtual std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const = 0;
+  // The masked-LM head of a config whose head is HeadKind::kMaskedLm; nullopt for other
+  // configs and for families without one. CheckpointLayout lists its tensors for such configs.
+  virtual std::optional<MaskedLmHeadLayout> MaskedLmHead(const ModelConfig& config) const {
+    (void)config;
+    return std::nullopt;
+  }
 
   // Special tokens, template and files of the tokenizer (which files mean a model directory has
   // one: Tokenizer::HasFiles); without them the model serves token ids only.

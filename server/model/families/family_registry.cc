@@ -102,6 +102,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   if (config.head == HeadKind::kSequenceClassification) {
     RETURN_IF_ERROR(ReadClassificationLabels(r, j, &config));
   }
+  if (config.head == HeadKind::kMaskedLm) {
+    RETURN_IF_ERROR(r.Bool("tie_word_embeddings", &config.tie_word_embeddings));
+  }
   return config;
 }
 

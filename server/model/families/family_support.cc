@@ -26,6 +26,14 @@ void LayoutBuilder::LayerNorm(const std::string& prefix, int64_t n) {
   Add(prefix + ".bias", {n}, ModelTensorSpec::Init::kZeros);
 }
 
+void AddMaskedLmHead(const MaskedLmHeadLayout& head, LayoutBuilder* s) {
+  if (!head.bias_after_decoder) s->Add(head.bias.front(), {head.vocab}, ModelTensorSpec::Init::kZeros);
+  s->Linear(head.dense, head.hidden, head.width, /*bias=*/true);
+  s->LayerNorm(head.layer_norm, head.width);
+  if (!head.tied) s->Add(head.decoder_weight, {head.vocab, head.width});
+  if (head.bias_after_decoder) s->Add(head.bias.front(), {head.vocab}, ModelTensorSpec::Init::kZeros);
+}
+
 absl::Status CheckCreatable(const FamilyDescriptor& descriptor, const ModelConfig& config) {
   std::vector<std::string> creatable;
   bool ok = false;

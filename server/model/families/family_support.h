@@ -30,6 +30,11 @@ class LayoutBuilder {
   std::vector<ModelTensorSpec> specs_;
 };
 
+// The masked-LM head's tensors as save_pretrained writes them to model.safetensors: the bias
+// under its first name (the aliases are dropped), dense and LayerNorm, and the decoder weight
+// only when it is not tied to the word embeddings.
+void AddMaskedLmHead(const MaskedLmHeadLayout& head, LayoutBuilder* s);
+
 // INVALID_ARGUMENT "config: \"architectures\" cannot create a \"X\" (supported: ...)" for an
 // architecture of `descriptor` that is not creatable.
 absl::Status CheckCreatable(const FamilyDescriptor& descriptor, const ModelConfig& config);

@@ -120,7 +120,7 @@ class BertDescriptor final : public FamilyDescriptor {
     const std::string p = BaseArchitecturePrefix(model_type);
     std::vector<ArchitectureSpec> archs = {{p + "Model", HeadKind::kNone, true},
                                            {p + "ForSequenceClassification", HeadKind::kSequenceClassification, true},
-                                           {p + "ForMaskedLM", HeadKind::kNone, false}};
+                                           {p + "ForMaskedLM", HeadKind::kMaskedLm, true}};
     if (model_type == "bert" || model_type == "electra") archs.push_back({p + "ForPreTraining", HeadKind::kNone, false});
     return archs;
   }
@@ -151,12 +151,13 @@ class BertDescriptor final : public FamilyDescriptor {
   }
 
   // transformers 4.40.2 modeling_{bert,roberta,xlm_roberta,electra}.py: *Model (BERT and
-  // RoBERTa with their pooler) and *ForSequenceClassification.
+  // RoBERTa with their pooler), *ForSequenceClassification and *ForMaskedLM.
   absl::StatusOr<std::vector<ModelTensorSpec>> CheckpointLayout(const ModelConfig& config) const override {
     RETURN_IF_ERROR(CheckCreatable(*this, config));
     const auto& c = config.family_config_as<BertConfig>();
     const bool classifier = config.head == HeadKind::kSequenceClassification;
-    const std::string prefix = classifier ? BertBasePrefix(config.model_type) : "";
+    const bool masked_lm = config.head == HeadKind::kMaskedLm;
+    const std::string prefix = classifier || masked_lm ? BertBasePrefix(config.model_type) : "";
     const int64_t H = c.hidden_size, E = c.embedding_size, I = c.intermediate_size;
     LayoutBuilder s;
     const std::string emb = prefix + "embeddings.";
@@ -177,10 +178,12 @@ class BertDescriptor final : public FamilyDescriptor {
       s.Linear(l + "output.dense", I, H, true);
       s.LayerNorm(l + "output.LayerNorm", H);
     }
-    // BertModel and RobertaModel have a pooler; RobertaForSequenceClassification builds its
-    // RobertaModel without one, and ELECTRA has none.
-    const bool pooler = c.variant == Variant::kBert || (c.variant == Variant::kRoberta && !classifier);
+    // BertModel and RobertaModel have a pooler; RobertaForSequenceClassification and the
+    // *ForMaskedLM classes build theirs without one (add_pooling_layer=False), and ELECTRA has
+    // none.
+    const bool pooler = !masked_lm && (c.variant == Variant::kBert || (c.variant == Variant::kRoberta && !classifier));
     if (pooler) s.Linear(prefix + "pooler.dense", H, H, true);
+    if (masked_lm) AddMaskedLmHead(*MaskedLmHead(config), &s);
     if (classifier) {
       if (c.variant == Variant::kBert) {
         s.Linear("classifier", H, config.num_labels, true);
@@ -209,6 +212,48 @@ class BertDescriptor final : public FamilyDescriptor {
     }
     if (config.head != HeadKind::kSequenceClassification) ignored.push_back("classifier.");
     return ignored;
+  }
+
+  // BertOnlyMLMHead (transform with hidden_act, decoder tied, bias), RobertaLMHead and
+  // XLMRobertaLMHead (dense, gelu, layer_norm, decoder tied, bias), and ELECTRA's generator
+  // head (ElectraGeneratorPredictions: dense to embedding_size, gelu, LayerNorm; then
+  // generator_lm_head, tied, with its own bias).
+  std::optional<MaskedLmHeadLayout> MaskedLmHead(const ModelConfig& config) const override {
+    if (config.head != HeadKind::kMaskedLm) return std::nullopt;
+    const auto& c = config.family_config_as<BertConfig>();
+    MaskedLmHeadLayout h;
+    h.hidden = c.hidden_size;
+    h.width = c.hidden_size;
+    h.vocab = c.vocab_size;
+    h.layer_norm_eps = c.layer_norm_eps;
+    h.tied = config.tie_word_embeddings;
+    h.word_embeddings = BertBasePrefix(config.model_type) + "embeddings.word_embeddings.weight";
+    switch (c.variant) {
+      case Variant::kBert:
+        h.dense = "cls.predictions.transform.dense";
+        h.activation = c.hidden_act;
+        h.layer_norm = "cls.predictions.transform.LayerNorm";
+        h.decoder_weight = "cls.predictions.decoder.weight";
+        h.bias = {"cls.predictions.bias", "cls.predictions.decoder.bias"};
+        break;
+      case Variant::kRoberta:
+        h.dense = "lm_head.dense";
+        h.activation = "gelu";
+        h.layer_norm = "lm_head.layer_norm";
+        h.decoder_weight = "lm_head.decoder.weight";
+        h.bias = {"lm_head.bias", "lm_head.decoder.bias"};
+        break;
+      case Variant::kElectra:
+        h.dense = "generator_predictions.dense";
+        h.activation = "gelu";
+        h.layer_norm = "generator_predictions.LayerNorm";
+        h.width = c.embedding_size;
+        h.decoder_weight = "generator_lm_head.weight";
+        h.bias = {"generator_lm_head.bias"};
+        h.bias_after_decoder = true;
+        break;
+    }
+    return h;
   }
 
   TokenizerFamily tokenizer_family(const ModelConfig& config) const override {

@@ -151,7 +151,7 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
   std::vector<ArchitectureSpec> architectures(const std::string&) const override {
     return {{"DebertaV2Model", HeadKind::kNone, true},
             {"DebertaV2ForSequenceClassification", HeadKind::kSequenceClassification, true},
-            {"DebertaV2ForMaskedLM", HeadKind::kNone, false}};
+            {"DebertaV2ForMaskedLM", HeadKind::kMaskedLm, true}};
   }
 
   absl::Status ParseConfig(const JsonFieldReader& r, const json& j, ModelConfig* config) const override {
@@ -171,12 +171,13 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
     return absl::OkStatus();
   }
 
-  // transformers 4.40.2 modeling_deberta_v2.py: DebertaV2Model / DebertaV2ForSequenceClassification.
+  // transformers 4.40.2 modeling_deberta_v2.py: DebertaV2Model, DebertaV2ForSequenceClassification
+  // and DebertaV2ForMaskedLM.
   absl::StatusOr<std::vector<ModelTensorSpec>> CheckpointLayout(const ModelConfig& config) const override {
     RETURN_IF_ERROR(CheckCreatable(*this, config));
     const auto& c = config.family_config_as<DebertaV2Config>();
     const bool classifier = config.head == HeadKind::kSequenceClassification;
-    const std::string prefix = classifier ? "deberta." : "";
+    const std::string prefix = classifier || config.head == HeadKind::kMaskedLm ? "deberta." : "";
     const int64_t H = c.hidden_size, E = c.embedding_size, A = c.all_head_size(), I = c.intermediate_size;
     LayoutBuilder s;
     const std::string emb = prefix + "embeddings.";
@@ -213,7 +214,29 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
       s.Linear("pooler.dense", P, P, true);
       s.Linear("classifier", P, config.num_labels, true);
     }
+    if (config.head == HeadKind::kMaskedLm) AddMaskedLmHead(*MaskedLmHead(config), &s);
     return s.Take();
+  }
+
+  // DebertaV2OnlyMLMHead: DebertaV2PredictionHeadTransform (dense from hidden_size to
+  // embedding_size, hidden_act, LayerNorm of embedding_size), then the decoder (embedding_size
+  // -> vocab, tied to the word embeddings, which are embedding_size wide) and the bias.
+  std::optional<MaskedLmHeadLayout> MaskedLmHead(const ModelConfig& config) const override {
+    if (config.head != HeadKind::kMaskedLm) return std::nullopt;
+    const auto& c = config.family_config_as<DebertaV2Config>();
+    MaskedLmHeadLayout h;
+    h.dense = "cls.predictions.transform.dense";
+    h.activation = c.hidden_act;
+    h.layer_norm = "cls.predictions.transform.LayerNorm";
+    h.layer_norm_eps = c.layer_norm_eps;
+    h.hidden = c.hidden_size;
+    h.width = c.embedding_size;
+    h.vocab = c.vocab_size;
+    h.decoder_weight = "cls.predictions.decoder.weight";
+    h.bias = {"cls.predictions.bias", "cls.predictions.decoder.bias"};
+    h.tied = config.tie_word_embeddings;
+    h.word_embeddings = "deberta.embeddings.word_embeddings.weight";
+    return h;
   }
 
   std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const override {

@@ -19,7 +19,7 @@ class MpnetDescriptor final : public FamilyDescriptor {
   std::vector<ArchitectureSpec> architectures(const std::string&) const override {
     return {{"MPNetModel", HeadKind::kNone, true},
             {"MPNetForSequenceClassification", HeadKind::kSequenceClassification, true},
-            {"MPNetForMaskedLM", HeadKind::kNone, false}};
+            {"MPNetForMaskedLM", HeadKind::kMaskedLm, true}};
   }
 
   absl::Status ParseConfig(const JsonFieldReader& r, const json&, ModelConfig* config) const override {
@@ -39,14 +39,15 @@ class MpnetDescriptor final : public FamilyDescriptor {
     return absl::OkStatus();
   }
 
-  // transformers 4.40.2 modeling_mpnet.py: MPNetModel (with its pooler) and
+  // transformers 4.40.2 modeling_mpnet.py: MPNetModel (with its pooler),
   // MPNetForSequenceClassification (MPNetModel(add_pooling_layer=False) under "mpnet.", then
-  // MPNetClassificationHead).
+  // MPNetClassificationHead) and MPNetForMaskedLM (the same backbone, then MPNetLMHead).
   absl::StatusOr<std::vector<ModelTensorSpec>> CheckpointLayout(const ModelConfig& config) const override {
     RETURN_IF_ERROR(CheckCreatable(*this, config));
     const auto& c = config.family_config_as<MpnetConfig>();
     const bool classification = config.head == HeadKind::kSequenceClassification;
-    const std::string p = classification ? "mpnet." : "";
+    const bool masked_lm = config.head == HeadKind::kMaskedLm;
+    const std::string p = classification || masked_lm ? "mpnet." : "";
     const int64_t H = c.hidden_size, I = c.intermediate_size;
     LayoutBuilder s;
     s.Add(p + "embeddings.word_embeddings.weight", {c.vocab_size, H});
@@ -64,10 +65,31 @@ class MpnetDescriptor final : public FamilyDescriptor {
     if (classification) {
       s.Linear("classifier.dense", H, H, true);
       s.Linear("classifier.out_proj", H, config.num_labels, true);
+    } else if (masked_lm) {
+      AddMaskedLmHead(*MaskedLmHead(config), &s);
     } else {
       s.Linear("pooler.dense", H, H, true);
     }
     return s.Take();
+  }
+
+  // MPNetLMHead: dense, gelu, layer_norm, the decoder (tied to the word embeddings) and bias.
+  std::optional<MaskedLmHeadLayout> MaskedLmHead(const ModelConfig& config) const override {
+    if (config.head != HeadKind::kMaskedLm) return std::nullopt;
+    const auto& c = config.family_config_as<MpnetConfig>();
+    MaskedLmHeadLayout h;
+    h.dense = "lm_head.dense";
+    h.activation = "gelu";
+    h.layer_norm = "lm_head.layer_norm";
+    h.layer_norm_eps = c.layer_norm_eps;
+    h.hidden = c.hidden_size;
+    h.width = c.hidden_size;
+    h.vocab = c.vocab_size;
+    h.decoder_weight = "lm_head.decoder.weight";
+    h.bias = {"lm_head.bias", "lm_head.decoder.bias"};
+    h.tied = config.tie_word_embeddings;
+    h.word_embeddings = "mpnet.embeddings.word_embeddings.weight";
+    return h;
   }
 
   // What from_pretrained drops, with a warning, for the architecture: the heads of the other
