@@ -17,6 +17,9 @@ constexpr const char* kTokenizerFiles[] = {
     "spm.model",  "spiece.model", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
     "vocab.txt",  "vocab.json",   "merges.txt",     "added_tokens.json", "sentencepiece.bpe.model",
 };
+// Heads beside the weights that the engine reads: BAAI/bge-m3's sparse and ColBERT
+// projections (torch.save state dicts of a few kilobytes to a few megabytes).
+constexpr const char* kHeadFiles[] = {"sparse_linear.pt", "colbert_linear.pt"};
 constexpr const char* kSentenceTransformersFiles[] = {
     "modules.json",
     "sentence_bert_config.json",
@@ -160,6 +163,7 @@ absl::StatusOr<std::vector<std::string>> SelectModelFiles(const std::vector<std:
   for (const std::string& folder : module_weight_folders) {
     RETURN_IF_ERROR(AddWeights(&s, folder, /*allow_shards=*/false, read));
   }
+  for (const char* f : kHeadFiles) s.AddIfPresent(f);
   RETURN_IF_ERROR(AddWeights(&s, "", /*allow_shards=*/true, read));
   return s.Take();
 }

@@ -27,7 +27,9 @@ using ReadRepoFile = std::function<absl::StatusOr<std::string>(const std::string
 //   - sentence-transformers files that are present: modules.json, sentence_bert_config.json,
 //     config_sentence_transformers.json, and in every module folder modules.json names its
 //     config.json and weights as above (model.safetensors, else pytorch_model.bin); a Pooling
-//     or Dense module's config.json and a Dense module's weights are required.
+//     or Dense module's config.json and a Dense module's weights are required;
+//   - heads beside the weights that are present: sparse_linear.pt and colbert_linear.pt
+//     (BAAI/bge-m3's), after the modules' files and before the weights.
 // `read` is called for the index and modules.json only. Errors: NOT_FOUND naming a required
 // file that is missing; INVALID_ARGUMENT for an index or modules.json that cannot be read
 // (naming the file and the key) or that names a path outside the repository.

@@ -81,6 +81,29 @@ TEST(FileSelectionTest, SentenceTransformersModulesBeforeTheModelsWeights) {
                                   "2_Dense/pytorch_model.bin", "model.safetensors"));
 }
 
+// BAAI/bge-m3's listing: its sparse and ColBERT heads sit beside pytorch_model.bin as
+// torch.save files, fetched before the weights; the ONNX export and the pictures are not.
+TEST(FileSelectionTest, BgeM3HeadsBesideTheWeights) {
+  Repo r({".gitattributes", "1_Pooling/config.json", "README.md", "colbert_linear.pt", "config.json",
+          "config_sentence_transformers.json", "imgs/bm25.jpg", "long.jpg", "modules.json", "onnx/model.onnx",
+          "onnx/model.onnx_data", "pytorch_model.bin", "sentence_bert_config.json", "sentencepiece.bpe.model",
+          "sparse_linear.pt", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json"},
+         {{"modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}])"}});
+  absl::StatusOr<std::vector<std::string>> files = r.Select();
+  ASSERT_TRUE(files.ok()) << files.status();
+  EXPECT_THAT(*files, ElementsAre("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                                  "sentencepiece.bpe.model", "modules.json", "sentence_bert_config.json",
+                                  "config_sentence_transformers.json", "1_Pooling/config.json", "sparse_linear.pt",
+                                  "colbert_linear.pt", "pytorch_model.bin"));
+  // Either one alone, and neither: nothing is required.
+  r = Repo({"config.json", "model.safetensors", "colbert_linear.pt"});
+  EXPECT_THAT(*r.Select(), ElementsAre("config.json", "colbert_linear.pt", "model.safetensors"));
+  r = Repo({"config.json", "model.safetensors", "sparse_linear.pt.backup"});
+  EXPECT_THAT(*r.Select(), ElementsAre("config.json", "model.safetensors"));
+}
+
 TEST(FileSelectionTest, MissingRequiredFilesAreNamed) {
   struct Case {
     Repo repo;
