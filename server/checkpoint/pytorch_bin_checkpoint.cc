@@ -33,4 +33,15 @@ absl::StatusOr<std::unique_ptr<PytorchBinCheckpoint>> PytorchBinCheckpoint::Open
   return checkpoint;
 }
 
+absl::StatusOr<std::unique_ptr<PytorchBinCheckpoint>> PytorchBinCheckpoint::OpenFile(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::unique_ptr<PytorchBinCheckpoint> checkpoint(new PytorchBinCheckpoint(dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<PytorchBinFile> file, PytorchBinFile::Open(path));
+  checkpoint->files_.push_back(std::move(file));
+  RETURN_IF_ERROR(checkpoint->AddTensors(checkpoint->files_.back()->tensors(), name));
+  return checkpoint;
+}
+
 }  // namespace relserve

@@ -24,6 +24,10 @@ class PytorchBinCheckpoint : public Checkpoint {
   // or a tensor present in two shards; DATA_LOSS when a tensor the index lists is missing from
   // its shard; plus any error of PytorchBinFile::Open.
   static absl::StatusOr<std::unique_ptr<PytorchBinCheckpoint>> OpenDirectory(const std::string& dir);
+  // One file that torch.save wrote a state dict to, whatever its name (bge-m3's
+  // sparse_linear.pt): dir() is the file's folder and file_names() its name. The errors of
+  // PytorchBinFile::Open.
+  static absl::StatusOr<std::unique_ptr<PytorchBinCheckpoint>> OpenFile(const std::string& path);
 
   const std::vector<std::unique_ptr<PytorchBinFile>>& files() const { return files_; }
 

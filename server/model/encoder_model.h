@@ -33,6 +33,9 @@ class EncoderModel {
  public:
   virtual ~EncoderModel() = default;
   virtual EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const = 0;
+  // The word embeddings [vocab, embedding width] as loaded (dtype and device of the model), for
+  // a masked-LM decoder tied to them; undefined for families without a masked-LM head.
+  virtual at::Tensor word_embeddings() const { return at::Tensor(); }
 };
 
 }  // namespace relserve

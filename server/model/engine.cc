@@ -2,8 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
+#include <optional>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -11,13 +13,17 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "server/model/bge_m3_heads.h"
 #include "server/model/cpu_tensor_allocator.h"
 #include "server/model/device.h"
 #include "server/model/encoder_model.h"
 #include "server/model/families/family_models.h"
 #include "server/model/families/family_registry.h"
+#include "server/model/masked_lm_head.h"
 #include "server/model/model_limits.h"
 #include "server/model/pooler.h"
+#include "server/model/token_packing.h"
 #include "server/model/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
@@ -34,6 +40,16 @@ struct Engine::Impl {
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
+
+  // Which head answers kOutputSparse.
+  enum class SparseHead { kNone, kSplade, kBgeM3 };
+  SparseHead sparse_head = SparseHead::kNone;
+  std::optional<MaskedLmHead> masked_lm;  // a *ForMaskedLM checkpoint's head, where it holds one
+  BgeM3Heads bge_m3;                      // sparse_linear.pt, colbert_linear.pt, where present
+  std::vector<int32_t> lexical_dropped_ids;  // bge-m3's sparse weights leave these ids out
+  // Why kOutputSparse / kOutputMultiVector are refused, for FAILED_PRECONDITION.
+  std::string no_sparse;
+  std::string no_multi_vector;
 };
 
 namespace {
@@ -70,6 +86,13 @@ absl::Status TorchError(const std::exception& e, const char* what) {
     return absl::ResourceExhaustedError(absl::StrCat(what, ": out of memory: ", msg));
   }
   return absl::InternalError(absl::StrCat(what, ": ", msg));
+}
+
+// The checkpoint's file(s), for messages about tensors in them.
+std::string CheckpointFiles(const std::string& dir, const Checkpoint& checkpoint) {
+  const std::vector<std::string>& names = checkpoint.file_names();
+  if (names.size() == 1) return JoinPath(dir, names.front());
+  return absl::StrCat(dir, " (", absl::StrJoin(names, ", "), ")");
 }
 
 std::vector<float> ToFloatVector(const at::Tensor& t) {
@@ -168,6 +191,23 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     auto model = LoadFamilyModel(config, weights);
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
+    // A *ForMaskedLM checkpoint's masked-LM head, where it holds one: SPLADE vectors. Without
+    // it the backbone still serves embeddings, as it did before.
+    if (std::optional<MaskedLmHeadLayout> layout = config.family->MaskedLmHead(config)) {
+      if (MaskedLmHead::Present(weights, *layout)) {
+        auto head = MaskedLmHead::Load(weights, *layout, engine->impl_->model->word_embeddings());
+        if (!head.ok()) {
+          return absl::Status(head.status().code(),
+                              absl::StrCat(CheckpointFiles(dir, *checkpoint), ": the masked-LM head of ",
+                                           config.architecture, ": ", head.status().message()));
+        }
+        engine->impl_->masked_lm = std::move(*head);
+      } else {
+        engine->impl_->no_sparse = absl::StrCat("its checkpoint holds no masked-LM head (no ", layout->dense,
+                                                ".weight, ", layout->bias.front(), ", ...) and there is no ",
+                                                BgeM3Heads::kSparseFile);
+      }
+    }
     absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
   } catch (const std::exception& e) {
@@ -197,6 +237,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   } catch (const std::exception& e) {
     return TorchError(e, "loading pooling modules");
   }
+  // bge-m3's heads beside the weights.
+  ASSIGN_OR_RETURN(engine->impl_->bge_m3, BgeM3Heads::Load(dir, config.hidden_size, device));
 
   // The tokenizer family names the files that make a tokenizer; without them the model serves token ids
   // only. A file that is there but unreadable as a file (a directory) is an error, not a model
@@ -248,7 +290,52 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();
   info.no_tokenizer_reason = no_tokenizer_reason;
   engine->impl_->pad_id = config.pad_token_id;
+  engine->DescribeHeads();
   return engine;
+}
+
+void Engine::DescribeHeads() {
+  Impl& impl = *impl_;
+  ModelInfo& info = info_;
+  std::string sparse, multi_vector;
+  // sparse_linear.pt is a file someone put there for this: it wins over a masked-LM head. Its
+  // weights leave out the tokenizer's cls, eos, pad and unk ids, which only a tokenizer knows.
+  if (impl.bge_m3.has_sparse() && tokenizer_ != nullptr) {
+    for (int id : {tokenizer_->cls_id(), tokenizer_->eos_id(), tokenizer_->pad_id(), tokenizer_->unk_id()}) {
+      if (id >= 0 && std::find(impl.lexical_dropped_ids.begin(), impl.lexical_dropped_ids.end(), id) ==
+                         impl.lexical_dropped_ids.end()) {
+        impl.lexical_dropped_ids.push_back(id);
+      }
+    }
+    impl.sparse_head = Impl::SparseHead::kBgeM3;
+    info.sparse_kind = "bge-m3";
+    sparse = absl::StrCat("bge-m3 from ", BgeM3Heads::kSparseFile, " (special token ids ",
+                          absl::StrJoin(impl.lexical_dropped_ids, ", "), " left out)");
+  } else if (impl.masked_lm.has_value()) {
+    const MaskedLmHeadLayout layout = *config_.family->MaskedLmHead(config_);
+    impl.sparse_head = Impl::SparseHead::kSplade;
+    info.sparse_kind = "splade";
+    sparse = absl::StrCat("splade from the masked-LM head (", layout.dense, ", ", layout.layer_norm, ", decoder ",
+                          impl.masked_lm->decoder_is_word_embeddings() ? "tied to the word embeddings" : layout.decoder_weight,
+                          ")");
+  } else if (impl.bge_m3.has_sparse()) {
+    impl.no_sparse = absl::StrCat(BgeM3Heads::kSparseFile, " is there, but without a tokenizer the special tokens ",
+                                  "its weights leave out (cls, eos, pad, unk) are not known");
+  } else if (impl.no_sparse.empty()) {
+    impl.no_sparse = absl::StrCat("it is not a *ForMaskedLM architecture with a masked-LM head, and there is no ",
+                                  BgeM3Heads::kSparseFile);
+  }
+  if (impl.bge_m3.has_colbert()) {
+    info.multi_vector_kind = "colbert";
+    info.multi_vector_dim = static_cast<int>(impl.bge_m3.colbert_dim());
+    multi_vector = absl::StrCat("colbert from ", BgeM3Heads::kColbertFile, " (", config_.hidden_size, " -> ",
+                                info.multi_vector_dim, ")");
+  } else {
+    impl.no_multi_vector = absl::StrCat("there is no ", BgeM3Heads::kColbertFile);
+  }
+  heads_description_ = absl::StrCat("sparse: ", sparse.empty() ? absl::StrCat("none (", impl.no_sparse, ")") : sparse,
+                                    "; multi-vector: ",
+                                    multi_vector.empty() ? absl::StrCat("none (", impl.no_multi_vector, ")") : multi_vector);
 }
 
 absl::Status Engine::Validate(const SequenceInput& s) const {
@@ -286,6 +373,14 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   if ((outputs & kOutputLogits) && info_.labels.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no classification head"));
+  }
+  if ((outputs & kOutputSparse) && impl_->sparse_head == Impl::SparseHead::kNone) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", info_.architecture, " has no sparse head: ", impl_->no_sparse));
+  }
+  if ((outputs & kOutputMultiVector) && !impl_->bge_m3.has_colbert()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", info_.architecture, " has no multi-vector head: ", impl_->no_multi_vector));
   }
   if (batch.empty()) return std::vector<SequenceOutput>();
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -367,11 +462,33 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
     at::Tensor pooled, logits, states;
     auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
     if (outputs & kOutputPooled) {
-      pooled = to_host((*impl_->pooler)(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask));
+      pooled = to_host((*impl_->pooler)(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask,
+                                        /*normalize=*/(outputs & kOutputPooledUnnormalized) == 0));
     }
     if (outputs & kOutputLogits) logits = to_host(out.logits);
     if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
     const int64_t H = out.last_hidden_state.size(2);
+
+    // The sparse and multi-vector heads run on the real tokens only, packed sequence after
+    // sequence: sequence b's tokens are rows [first[b], first[b + 1]).
+    const bool sparse = (outputs & kOutputSparse) != 0, multi_vector = (outputs & kOutputMultiVector) != 0;
+    std::vector<int64_t> first(B + 1, 0);
+    std::vector<std::vector<std::pair<int32_t, float>>> splade;
+    at::Tensor token_weights, colbert;
+    if (sparse || multi_vector) {
+      std::vector<int64_t> lengths(B);
+      for (int64_t b = 0; b < B; ++b) {
+        lengths[b] = static_cast<int64_t>(batch[b].input_ids.size());
+        first[b + 1] = first[b] + lengths[b];
+      }
+      const at::Tensor packed = padded ? TokenPacking(in.attention_mask, in.token_rows).Pack(out.last_hidden_state)
+                                       : out.last_hidden_state.reshape({B * L, H});
+      if (sparse && impl_->sparse_head == Impl::SparseHead::kSplade) splade = impl_->masked_lm->Splade(packed, lengths);
+      if (sparse && impl_->sparse_head == Impl::SparseHead::kBgeM3) {
+        token_weights = to_host(impl_->bge_m3.TokenWeights(packed));
+      }
+      if (multi_vector) colbert = to_host(impl_->bge_m3.ColbertVectors(packed));
+    }
     for (int64_t b = 0; b < B; ++b) {
       SequenceOutput& r = results[b];
       r.num_tokens = static_cast<int32_t>(batch[b].input_ids.size());
@@ -386,6 +503,19 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
       if (logits.defined()) {
         const float* p = logits.data_ptr<float>() + b * logits.size(1);
         r.logits.assign(p, p + logits.size(1));
+      }
+      if (sparse) {
+        r.sparse = impl_->sparse_head == Impl::SparseHead::kSplade
+                       ? std::move(splade[b])
+                       : LexicalWeights(batch[b].input_ids, token_weights.data_ptr<float>() + first[b],
+                                        impl_->lexical_dropped_ids);
+      }
+      if (multi_vector) {
+        // FlagEmbedding's colbert vectors: every token after the first (the final </s> too).
+        const int64_t D = colbert.size(1);
+        r.num_vectors = r.num_tokens - 1;
+        const float* p = colbert.data_ptr<float>() + (first[b] + 1) * D;
+        r.multi_vector.assign(p, p + static_cast<int64_t>(r.num_vectors) * D);
       }
     }
     return results;

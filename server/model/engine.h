@@ -38,18 +38,32 @@ struct NamedTensor {
 
 // One model directory loaded for inference: the encoder, its pooling and head, and its
 // tokenizer when the directory has one. Implements the serving backend interface.
+//
+// Sparse and multi-vector outputs (kOutputSparse, kOutputMultiVector) come from heads beside
+// the encoder: a *ForMaskedLM checkpoint's masked-LM head gives SPLADE vectors
+// (masked_lm_head.h); bge-m3's sparse_linear.pt and colbert_linear.pt beside the weights give
+// its lexical weights and ColBERT vectors (bge_m3_heads.h). The pooled embedding is the
+// model's pooling either way.
 class Engine : public InferenceBackend {
  public:
   // Reads config.json, the weights (model.safetensors or a sharded index), the tokenizer and
-  // sentence-transformers modules. Any problem is an error that names it; nothing is
-  // half-loaded. Sizes in config.json must agree with the checkpoint's tensors and stay within
-  // model_limits.h; options.max_length within kMaxSequenceLength. An allocation that fails is
+  // sentence-transformers modules, and the heads above where the directory has them. Any
+  // problem is an error that names it; nothing is half-loaded. Sizes in config.json must agree
+  // with the checkpoint's tensors and stay within model_limits.h; options.max_length within
+  // kMaxSequenceLength. A head that is there but malformed (a missing or misshaped tensor) is
+  // INVALID_ARGUMENT naming its file and the tensor. An allocation that fails is
   // RESOURCE_EXHAUSTED, never an exception.
   static absl::StatusOr<std::unique_ptr<Engine>> Load(const std::string& model_dir, const EngineOptions& options);
   ~Engine() override;
 
   const ModelInfo& info() const override { return info_; }
   absl::Status Validate(const SequenceInput& sequence) const override;
+  // kOutputSparse: SPLADE's v[j] = max over every token of log(1 + relu(logits[t, j])), or
+  // bge-m3's largest relu(sparse_linear(h_t)) per token id without the tokenizer's cls, eos, pad
+  // and unk; entries above 0, ids ascending. kOutputMultiVector: colbert_linear(h_t),
+  // L2-normalised, for the tokens after the first (n - 1 vectors). kOutputPooledUnnormalized:
+  // the pooled embedding without the Normalize module. FAILED_PRECONDITION naming the
+  // architecture and what is missing for a head the model does not have.
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                   uint32_t outputs) override;
 
@@ -58,6 +72,10 @@ class Engine : public InferenceBackend {
   absl::StatusOr<std::vector<NamedTensor>> ForwardPadded(const PaddedBatch& batch, bool all_hidden_states);
 
   const ModelConfig& config() const { return config_; }
+  // The sparse and multi-vector heads found at load, where from, and why one is missing, for
+  // the load log and `relserve-model info`: "sparse: splade, masked-LM head cls.predictions.*
+  // (decoder: the word embeddings); multi-vector: none (no colbert_linear.pt)".
+  const std::string& heads_description() const { return heads_description_; }
   // nullptr when the directory has no tokenizer; text inputs are then an error.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
@@ -67,9 +85,13 @@ class Engine : public InferenceBackend {
   // Load, with exceptions left to the caller.
   static absl::StatusOr<std::unique_ptr<Engine>> LoadOrThrow(const std::string& model_dir,
                                                              const EngineOptions& options);
+  // After loading: picks the sparse and multi-vector heads, fills their ModelInfo fields and
+  // heads_description_.
+  void DescribeHeads();
 
   ModelConfig config_;
   ModelInfo info_;
+  std::string heads_description_;
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Impl> impl_;
 };

@@ -53,7 +53,7 @@ std::string Pooler::Describe() const {
   return s;
 }
 
-at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& attention_mask) const {
+at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& attention_mask, bool normalize) const {
   at::Tensor hidden = hidden_in.to(at::kFloat);
   at::Tensor mask = attention_mask.to(at::kFloat).unsqueeze(-1);  // [B, L, 1]
   std::vector<at::Tensor> parts;
@@ -83,7 +83,7 @@ at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& att
   }
   at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
   for (const Dense& d : dense_) out = ApplyActivation(d.act, d.linear(out));
-  if (normalize_) out = out / at::clamp_min(out.norm(2, {1}, true), 1e-12);
+  if (normalize_ && normalize) out = out / at::clamp_min(out.norm(2, {1}, true), 1e-12);
   return out;
 }
 

@@ -20,8 +20,9 @@ class Pooler {
   static absl::StatusOr<Pooler> Create(const PoolingConfig& pooling, const std::vector<DenseConfig>& dense,
                                        bool normalize, int hidden_size);
 
-  // hidden [B, L, H], attention_mask [B, L] (int64) -> [B, output_dim()] float32.
-  at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& attention_mask) const;
+  // hidden [B, L, H], attention_mask [B, L] (int64) -> [B, output_dim()] float32. With
+  // `normalize` false the Normalize module is left out (Pooling and Dense still apply).
+  at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& attention_mask, bool normalize = true) const;
 
   // Moves the Dense modules' weights to `device`, where the hidden states will be.
   void MoveTo(const c10::Device& device);

@@ -30,6 +30,11 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
     for (const auto& [name, text] : i.prompts) out["prompts"][name] = text;
   }
   if (!i.default_prompt_name.empty()) out["default_prompt_name"] = i.default_prompt_name;
+  // The sparse and multi-vector heads found (a masked-LM head, bge-m3's files), and why not.
+  out["sparse_kind"] = i.sparse_kind;
+  out["multi_vector_kind"] = i.multi_vector_kind;
+  if (i.multi_vector_dim > 0) out["multi_vector_dim"] = i.multi_vector_dim;
+  out["heads"] = engine->heads_description();
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();
 }
