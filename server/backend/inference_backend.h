@@ -47,6 +47,15 @@ struct ModelInfo {
   // Why a model without a tokenizer has none where that is not a missing file: e.g. a
   // tokenizer_class relserve has no tokenizer for.
   std::string no_tokenizer_reason;
+  // Sparse (lexical) vectors over the vocabulary, kOutputSparse: "splade" for a masked-LM head
+  // (*ForMaskedLM: log(1 + relu(logits)) max-pooled over the sequence's tokens), "bge-m3" for
+  // bge-m3's sparse_linear.pt (relu(linear(h)) per token, the largest weight per token id, the
+  // special tokens left out), "" when the model has neither.
+  std::string sparse_kind;
+  // Multi-vector (ColBERT-style) token vectors, kOutputMultiVector: "colbert" for bge-m3's
+  // colbert_linear.pt (linear on every token after the first, L2-normalised), "" without one.
+  std::string multi_vector_kind;
+  int multi_vector_dim = 0;  // length of one such vector; 0 without a projection
 };
 
 // One tokenized sequence, special tokens included.
@@ -62,13 +71,26 @@ enum OutputFlag : uint32_t {
   kOutputTokenStates = 1u << 0,  // last hidden state per token
   kOutputPooled = 1u << 1,       // pooled embedding (model's pooling, dense, normalize)
   kOutputLogits = 1u << 2,       // classification logits
+  // SequenceOutput::pooled_unnormalized: the pooled embedding before the model's Normalize
+  // module (long inputs combine the pooled vectors of their windows, then normalise). A field of
+  // its own, not a change to `pooled`: the batcher ORs the flags of every sequence in a batch.
+  kOutputPooledUnnormalized = 1u << 3,
+  kOutputSparse = 1u << 4,       // sparse vector (ModelInfo::sparse_kind must not be empty)
+  kOutputMultiVector = 1u << 5,  // projected token vectors (ModelInfo::multi_vector_kind must not be empty)
 };
 
 struct SequenceOutput {
   int32_t num_tokens = 0;
   std::vector<float> token_states;  // [num_tokens, hidden_size] row-major when asked for
   std::vector<float> pooled;        // [embedding_dim]
+  std::vector<float> pooled_unnormalized;  // [embedding_dim], kOutputPooledUnnormalized
   std::vector<float> logits;        // [labels]
+  // kOutputSparse: (vocabulary id, weight) for every weight > 0, ids ascending.
+  std::vector<std::pair<int32_t, float>> sparse;
+  // kOutputMultiVector: num_vectors x ModelInfo::multi_vector_dim, row-major (bge-m3: one per
+  // token after the first).
+  std::vector<float> multi_vector;
+  int32_t num_vectors = 0;
 };
 
 // A model that runs batches. Implementations are thread-safe: several workers may call Run
@@ -85,7 +107,7 @@ class InferenceBackend {
 
   // Runs `batch` (any lengths; padded internally) and returns one output per input, in order.
   // FAILED_PRECONDITION if `outputs` asks for logits from a model without a classification
-  // head; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
+  // head, or for a sparse or multi-vector output the model has no head for; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
   virtual absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                           uint32_t outputs) = 0;
 };

@@ -51,6 +51,12 @@ void KeepRequested(uint32_t outputs, SequenceOutput* output) {
   if (!(outputs & kOutputTokenStates)) output->token_states = std::vector<float>();
   if (!(outputs & kOutputPooled)) output->pooled = std::vector<float>();
   if (!(outputs & kOutputLogits)) output->logits = std::vector<float>();
+  if (!(outputs & kOutputPooledUnnormalized)) output->pooled_unnormalized = std::vector<float>();
+  if (!(outputs & kOutputSparse)) output->sparse = std::vector<std::pair<int32_t, float>>();
+  if (!(outputs & kOutputMultiVector)) {
+    output->multi_vector = std::vector<float>();
+    output->num_vectors = 0;
+  }
 }
 
 }  // namespace

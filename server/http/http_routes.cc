@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "server/http/cohere_api.h"
+#include "server/http/hf_inference_api.h"
 #include "server/http/infinity_api.h"
 #include "server/http/json_fields.h"
 #include "server/http/openai_api.h"
@@ -182,6 +183,62 @@ class Routes {
                           result->timing);
   }
 
+  Answer TeiEmbedSparse(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTeiEmbedSparse(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto result = Await<EmbedResult>(call, [&](auto done) { serving_->Embed(*request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(TeiEmbedSparseJson(*result), call, Characters(request->inputs), result->usage,
+                          result->timing);
+  }
+
+  // ColBERT-style token vectors: the model's projection where it has one (bge-m3's
+  // colbert_linear), else every token's last hidden state, normalised.
+  Answer MultiVector(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseMultiVector(body);
+    if (!request.ok()) return request.status();
+    *model = request->model;
+    auto described = serving_->DescribeModel(request->model);
+    if (!described.ok()) return described.status();
+    if (!described->multi_vector_kind.empty()) {
+      auto result =
+          Await<EmbedResult>(call, [&](auto done) { serving_->Embed(*request, call.context, std::move(done)); });
+      if (!result.ok()) return result.status();
+      return WithTeiHeaders(MultiVectorJson(*result), call, Characters(request->inputs), result->usage,
+                            result->timing);
+    }
+    if (request->whole_input.value_or(false)) {
+      return absl::InvalidArgumentError("whole_input applies to models with a multi-vector head only");
+    }
+    EmbedTokensRequest tokens;
+    tokens.model = request->model;
+    tokens.inputs = request->inputs;
+    tokens.truncation = request->truncation;
+    if (!request->prompt_name.empty()) {
+      return absl::InvalidArgumentError("prompt_name applies to models with a multi-vector head only");
+    }
+    auto result = Await<EmbedTokensResult>(
+        call, [&](auto done) { serving_->EmbedTokens(tokens, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    return WithTeiHeaders(NormalizedTokenStatesJson(*result), call, Characters(tokens.inputs), result->usage,
+                          result->timing);
+  }
+
+  Answer ZeroShot(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseZeroShot(body);
+    if (!request.ok()) return request.status();
+    *model = request->zero_shot.model;
+    auto result = Await<ZeroShotResult>(
+        call, [&](auto done) { serving_->ZeroShotClassify(request->zero_shot, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    int64_t characters = 0;
+    for (const std::string& s : request->zero_shot.sequences) {
+      characters += CountCharacters(Input::Text(s)) * static_cast<int64_t>(request->zero_shot.candidate_labels.size());
+    }
+    return WithTeiHeaders(ZeroShotJson(*result, request->batch), call, characters, result->usage, result->timing);
+  }
+
   Answer TeiEmbedAll(const json& body, const HttpCall& call, std::string* model) const {
     auto request = ParseTeiEmbedAll(body);
     if (!request.ok()) return request.status();
@@ -241,6 +298,8 @@ class Routes {
     *model = name;
     auto described = serving_->DescribeModel(name);
     if (!described.ok()) return described.status();
+    // The Inference API's zero-shot-classification task, where an NLI model is served.
+    if (!described->labels.empty() && HasCandidateLabels(body)) return ZeroShot(body, call, model);
     if (described->labels.empty()) return TeiEmbed(body, call, model);
     if (described->labels.size() == 1) return TeiRerank(body, call, model);
     return TeiPredict(body, call, model);
@@ -328,6 +387,10 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
   add("POST", "/embed", ErrorStyle::kTei, std::bind(&Routes::TeiEmbed, r, _1, _2, _3));
   add("POST", "/embed_all", ErrorStyle::kTei, std::bind(&Routes::TeiEmbedAll, r, _1, _2, _3));
   add("POST", "/similarity", ErrorStyle::kTei, std::bind(&Routes::TeiSimilarity, r, _1, _2, _3));
+  add("POST", "/embed_sparse", ErrorStyle::kTei, std::bind(&Routes::TeiEmbedSparse, r, _1, _2, _3));
+  add("POST", "/embed_multi_vector", ErrorStyle::kTei, std::bind(&Routes::MultiVector, r, _1, _2, _3));
+  // The Hugging Face Inference API's zero-shot-classification task.
+  add("POST", "/zero-shot-classification", ErrorStyle::kTei, std::bind(&Routes::ZeroShot, r, _1, _2, _3));
   add("POST", "/rerank", ErrorStyle::kTei, std::bind(&Routes::TeiRerank, r, _1, _2, _3));
   add("POST", "/predict", ErrorStyle::kTei, std::bind(&Routes::TeiPredict, r, _1, _2, _3));
   for (const char* path : {"/", "/invocations"}) {

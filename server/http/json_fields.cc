@@ -196,6 +196,20 @@ absl::Status ReadTruncation(const json& object, Truncation* out) {
   return absl::OkStatus();
 }
 
+absl::Status ReadWholeInput(const json& object, EmbedRequest* out) {
+  if (!Absent(object, "whole_input")) {
+    bool whole = false;
+    if (absl::Status s = ReadBool(object, "whole_input", &whole); !s.ok()) return s;
+    out->whole_input = whole;
+  }
+  if (!Absent(object, "window_overlap")) {
+    int overlap = 0;
+    if (absl::Status s = ReadInt(object, "window_overlap", 0, 1 << 20, &overlap); !s.ok()) return s;
+    out->window_overlap = overlap;
+  }
+  return absl::OkStatus();
+}
+
 std::string DumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace relserve

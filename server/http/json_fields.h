@@ -53,6 +53,11 @@ absl::StatusOr<std::vector<Input>> ReadEmbedInputs(const nlohmann::json& value, 
 // `truncation_direction`: "Right" (the default) or "Left", as TEI spells them, or in lower case.
 absl::Status ReadTruncation(const nlohmann::json& object, Truncation* out);
 
+// relserve's long-input fields of an embedding request: `whole_input` (true or false; absent
+// or null: the server's --whole-input) and `window_overlap` (an integer >= 0; absent: the
+// server's --window-overlap).
+absl::Status ReadWholeInput(const nlohmann::json& object, EmbedRequest* out);
+
 // Serialises a response; strings that are not UTF-8 (a tokenizer piece cut inside a
 // character) have the bad bytes replaced by U+FFFD instead of failing.
 std::string DumpJson(const nlohmann::json& value);

@@ -33,6 +33,8 @@ absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) 
   if (absl::Status s = ReadString(body, "user", &user); !s.ok()) return s;
   // relserve's extension: the model's sentence-transformers prompt of that name before each text.
   if (absl::Status s = ReadString(body, "prompt_name", &r.embed.prompt_name); !s.ok()) return s;
+  // relserve's extension: texts longer than the model's window embedded whole.
+  if (absl::Status s = ReadWholeInput(body, &r.embed); !s.ok()) return s;
   r.embed.normalize = true;
   return r;
 }

@@ -1,6 +1,7 @@
 #include "server/http/tei_api.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <utility>
 
@@ -57,7 +58,83 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.dimensions); !s.ok()) return s;
   // The model's sentence-transformers prompt of that name goes before each text (serving checks it).
   if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
+  if (absl::Status s = ReadWholeInput(body, &r); !s.ok()) return s;
   return r;
+}
+
+absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const json& body) {
+  EmbedRequest r;
+  auto inputs_field = Required(body, "inputs");
+  if (!inputs_field.ok()) return inputs_field.status();
+  auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  r.inputs = std::move(*inputs);
+  r.return_sparse = true;
+  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
+  if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
+  if (absl::Status s = ReadWholeInput(body, &r); !s.ok()) return s;
+  if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  return r;
+}
+
+json TeiEmbedSparseJson(const EmbedResult& result) {
+  json out = json::array();
+  for (const Embedding& e : result.embeddings) {
+    json values = json::array();
+    for (const auto& [index, value] : e.sparse) values.push_back(json{{"index", index}, {"value", value}});
+    out.push_back(std::move(values));
+  }
+  return out;
+}
+
+absl::StatusOr<EmbedRequest> ParseMultiVector(const json& body) {
+  EmbedRequest r;
+  auto inputs_field = Required(body, "inputs");
+  if (!inputs_field.ok()) return inputs_field.status();
+  auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
+  if (!inputs.ok()) return inputs.status();
+  r.inputs = std::move(*inputs);
+  r.return_multi_vector = true;
+  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
+  if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
+  if (absl::Status s = ReadWholeInput(body, &r); !s.ok()) return s;
+  if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  return r;
+}
+
+json MultiVectorJson(const EmbedResult& result) {
+  json all = json::array();
+  for (const Embedding& e : result.embeddings) {
+    json rows = json::array();
+    const size_t dim = static_cast<size_t>(std::max(e.multi_vector_dim, 1));
+    for (size_t row = 0; row * dim < e.multi_vector.size(); ++row) {
+      const auto begin = e.multi_vector.begin() + static_cast<std::ptrdiff_t>(row * dim);
+      rows.push_back(std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(dim)));
+    }
+    all.push_back(std::move(rows));
+  }
+  return all;
+}
+
+json NormalizedTokenStatesJson(const EmbedTokensResult& result) {
+  json all = json::array();
+  for (const TokenStates& t : result.sequences) {
+    json rows = json::array();
+    const size_t hidden = static_cast<size_t>(std::max(t.hidden_size, 1));
+    for (size_t row = 0; row * hidden < t.values.size(); ++row) {
+      std::vector<float> v(t.values.begin() + static_cast<std::ptrdiff_t>(row * hidden),
+                           t.values.begin() + static_cast<std::ptrdiff_t>((row + 1) * hidden));
+      double norm = 0;
+      for (float x : v) norm += double(x) * x;
+      norm = std::sqrt(norm);
+      if (norm > 1e-12) {
+        for (float& x : v) x = static_cast<float>(x / norm);
+      }
+      rows.push_back(std::move(v));
+    }
+    all.push_back(std::move(rows));
+  }
+  return all;
 }
 
 absl::StatusOr<EmbedRequest> ParseTeiSimilarity(const json& body) {

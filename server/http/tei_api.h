@@ -30,6 +30,21 @@ absl::StatusOr<EmbedRequest> ParseTeiSimilarity(const nlohmann::json& body);
 nlohmann::json TeiSimilarityJson(const EmbedResult& result);
 nlohmann::json TeiEmbedJson(const EmbedResult& result);
 
+// /embed_sparse: {inputs, truncate, truncation_direction, prompt_name, model} -> for each input
+// [{index, value}, ...]: the model's sparse vector (a SPLADE masked-LM head or bge-m3's
+// sparse_linear), ids ascending, weights > 0 only. A model without a sparse head: 424.
+absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const nlohmann::json& body);
+nlohmann::json TeiEmbedSparseJson(const EmbedResult& result);
+
+// relserve's /embed_multi_vector, in /embed_all's shape: {inputs, truncate, truncation_direction,
+// prompt_name, model} -> [[[float]]], ColBERT-style token vectors for each input. With bge-m3's
+// colbert_linear: the projected, normalised vectors of every token after the first
+// (MultiVectorJson); without a projection the route answers every token's last hidden state,
+// L2-normalised (NormalizedTokenStatesJson).
+absl::StatusOr<EmbedRequest> ParseMultiVector(const nlohmann::json& body);
+nlohmann::json MultiVectorJson(const EmbedResult& result);
+nlohmann::json NormalizedTokenStatesJson(const EmbedTokensResult& result);
+
 // /rerank: {query, texts, truncate, truncation_direction, raw_scores, return_text}
 // -> [{index, score, text?}, ...], best first.
 absl::StatusOr<RerankRequest> ParseTeiRerank(const nlohmann::json& body);

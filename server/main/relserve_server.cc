@@ -196,6 +196,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   limits.max_inputs_per_request = config.max_inputs_per_request;
   limits.max_response_bytes = static_cast<size_t>(MaxSendMessageBytes(config));
   limits.auto_truncate = config.auto_truncate;
+  limits.whole_input = config.whole_input;
+  limits.window_overlap = config.window_overlap;
+  limits.max_windows_per_request = config.max_windows_per_request;
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
   state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
                                                     state->api_keys.get());

@@ -198,6 +198,14 @@ const std::vector<Flag>& Flags() {
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins)",
                &ServerConfig::auto_truncate),
+      BoolFlag("whole-input",
+               "embed texts longer than the model's maximum whole, in windows whose pooled vectors are averaged, in "
+               "Embed requests that do not say (a request's own whole_input wins)",
+               &ServerConfig::whole_input),
+      IntFlag("window-overlap", "tokens each window of a text embedded whole repeats from the one before",
+              &ServerConfig::window_overlap, 0),
+      IntFlag("max-windows-per-request", "windows the texts of one Embed request may be split into (whole_input)",
+              &ServerConfig::max_windows_per_request, 1),
       IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "

@@ -45,6 +45,11 @@ struct ServerConfig {
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
   // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
   bool auto_truncate = false;
+  // Embed texts longer than the maximum whole, in windows (EmbedRequest.whole_input unset), with
+  // this many tokens repeated between consecutive windows, at most this many windows a request.
+  bool whole_input = false;
+  int window_overlap = 0;
+  int max_windows_per_request = 4096;
   int max_message_bytes = 16 << 20;
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;

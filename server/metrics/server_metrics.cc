@@ -313,6 +313,20 @@ struct ServerMetrics::Impl {
           .Register(*registry);
   std::mutex http_mu;
   std::unordered_map<std::string, WebServerStats> http_seen;
+
+  // Long inputs embedded whole: appear with the first RecordWindowedInput().
+  Family<Counter>& windowed_inputs_family =
+      prometheus::BuildCounter()
+          .Name("relserve_windowed_inputs_total")
+          .Help("Texts longer than the model's maximum embedded whole, in several windows (whole_input).")
+          .Register(*registry);
+  Family<Counter>& windows_family =
+      prometheus::BuildCounter()
+          .Name("relserve_input_windows_total")
+          .Help("Windows those texts were split into, each one sequence through the batcher.")
+          .Register(*registry);
+  SeriesCache<Counter> windowed_inputs{windowed_inputs_family};
+  SeriesCache<Counter> windows{windows_family};
 };
 
 ServerMetrics::ServerMetrics() : impl_(std::make_unique<Impl>()) {}
@@ -416,6 +430,11 @@ void ServerMetrics::SetModelInfo(const std::string& model,
 
 void ServerMetrics::SetServing(const std::string& model, bool serving) {
   impl_->ModelGauge(impl_->serving, model).Set(serving ? 1 : 0);
+}
+
+void ServerMetrics::RecordWindowedInput(const std::string& model, int windows) {
+  impl_->ModelCounter(impl_->windowed_inputs, model).Increment();
+  impl_->ModelCounter(impl_->windows, model).Increment(windows);
 }
 
 void ServerMetrics::SetGrpcListenerOk(bool ok) {

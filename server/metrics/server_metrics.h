@@ -66,6 +66,9 @@ class ServerMetrics {
   void RecordTokenize(const std::string& model, double seconds);
   void RecordRejection(const std::string& model, const std::string& reason);
   void RecordNonFiniteOutput(const std::string& model);  // per sequence
+  // A text embedded whole in `windows` (> 1) windows (relserve_windowed_inputs_total,
+  // relserve_input_windows_total).
+  void RecordWindowedInput(const std::string& model, int windows);
   // A call refused for a missing or wrong API key: "grpc", "http" or "metrics".
   void RecordUnauthenticated(const std::string& transport);
   void AddInFlightSequences(const std::string& model, int64_t delta);

@@ -112,6 +112,20 @@ grpc::ServerUnaryReactor* EncoderService::Classify(grpc::CallbackServerContext* 
   return call;
 }
 
+grpc::ServerUnaryReactor* EncoderService::ZeroShotClassify(grpc::CallbackServerContext* ctx,
+                                                           const grpc::ByteBuffer* bytes, grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::ZeroShotClassifyRequest, v1::ZeroShotClassifyResponse>(&tracker_, metrics_,
+                                                                                        "ZeroShotClassify", out);
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  serving_->ZeroShotClassify(*request, ContextOf(ctx, call), Answer(call));
+  return call;
+}
+
 grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::TokenizeRequest, v1::TokenizeResponse>(&tracker_, metrics_, "Tokenize", out);

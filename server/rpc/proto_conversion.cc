@@ -77,6 +77,23 @@ absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
   out.dimensions = r.dimensions();
   out.request_id = r.request_id();
   out.prompt_name = r.prompt_name();
+  if (r.has_whole_input()) out.whole_input = r.whole_input();
+  if (r.has_window_overlap()) out.window_overlap = r.window_overlap();
+  out.return_sparse = r.return_sparse();
+  out.return_multi_vector = r.return_multi_vector();
+  return out;
+}
+
+absl::StatusOr<ZeroShotRequest> FromProto(const v1::ZeroShotClassifyRequest& r) {
+  ZeroShotRequest out;
+  auto truncation = TruncationOf(r);
+  if (!truncation.ok()) return truncation.status();
+  out.truncation = *truncation;
+  out.model = r.model();
+  out.sequences.assign(r.sequences().begin(), r.sequences().end());
+  out.candidate_labels.assign(r.candidate_labels().begin(), r.candidate_labels().end());
+  out.hypothesis_template = r.hypothesis_template();
+  out.multi_label = r.multi_label();
   return out;
 }
 
@@ -134,6 +151,18 @@ void ToProto(EmbedResult&& r, v1::EmbedResponse* out) {
     p->mutable_values()->Assign(e.values.begin(), e.values.end());
     p->set_num_tokens(e.num_tokens);
     p->set_truncated(e.truncated);
+    p->set_windows(e.windows);
+    for (const auto& [index, value] : e.sparse) {
+      v1::SparseValue* v = p->add_sparse();
+      v->set_index(index);
+      v->set_value(value);
+    }
+    if (e.multi_vector_dim > 0) {
+      v1::TokenVectors* v = p->mutable_multi_vector();
+      v->set_dim(e.multi_vector_dim);
+      v->set_count(e.multi_vector_count);
+      v->mutable_values()->Assign(e.multi_vector.begin(), e.multi_vector.end());
+    }
   }
   ToProto(r.usage, out->mutable_usage());
   ToProto(r.timing, out->mutable_timing());
@@ -181,6 +210,22 @@ void ToProto(ClassifyResult&& r, v1::ClassifyResponse* out) {
   ToProto(r.timing, out->mutable_timing());
 }
 
+void ToProto(ZeroShotResult&& r, v1::ZeroShotClassifyResponse* out) {
+  out->set_model(r.model);
+  for (ZeroShotClassification& c : r.results) {
+    v1::ZeroShotClassification* p = out->add_results();
+    p->set_sequence(std::move(c.sequence));
+    for (LabelScore& l : c.labels) {
+      v1::LabelScore* s = p->add_labels();
+      s->set_index(l.index);
+      s->set_label(std::move(l.label));
+      s->set_score(l.score);
+    }
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
 void ToProto(TokenizeResult&& r, v1::TokenizeResponse* out) {
   out->set_model(r.model);
   for (Tokenized& t : r.results) {
@@ -215,6 +260,10 @@ void ToProto(const std::vector<ModelDescription>& models, const std::string& def
     p->set_normalized(m.normalized);
     for (const std::string& name : m.prompt_names) p->add_prompt_names(name);
     p->set_default_prompt_name(m.default_prompt_name);
+    p->set_sparse(m.sparse_kind);
+    p->set_multi_vector(m.multi_vector_kind);
+    p->set_multi_vector_dim(m.multi_vector_dim);
+    p->set_entailment_label(m.entailment_label);
   }
   out->set_default_model(default_model);
 }

@@ -17,12 +17,14 @@ absl::StatusOr<EmbedTokensRequest> FromProto(const v1::EmbedTokensRequest& r);
 absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r);
 absl::StatusOr<ClassifyRequest> FromProto(const v1::ClassifyRequest& r);
 absl::StatusOr<TokenizeRequest> FromProto(const v1::TokenizeRequest& r);
+absl::StatusOr<ZeroShotRequest> FromProto(const v1::ZeroShotClassifyRequest& r);
 
 void ToProto(EmbedResult&& r, v1::EmbedResponse* out);
 void ToProto(EmbedTokensResult&& r, v1::EmbedTokensResponse* out);
 void ToProto(RerankResult&& r, v1::RerankResponse* out);
 void ToProto(ClassifyResult&& r, v1::ClassifyResponse* out);
 void ToProto(TokenizeResult&& r, v1::TokenizeResponse* out);
+void ToProto(ZeroShotResult&& r, v1::ZeroShotClassifyResponse* out);
 void ToProto(const std::vector<ModelDescription>& models, const std::string& default_model,
              v1::ListModelsResponse* out);
 

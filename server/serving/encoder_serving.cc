@@ -9,7 +9,9 @@
 #include "absl/time/clock.h"
 #include "server/serving/embed_prompt.h"
 #include "server/serving/input_encoder.h"
+#include "server/serving/long_input.h"
 #include "server/serving/sequence_submitter.h"
+#include "server/serving/zero_shot.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
@@ -170,50 +172,138 @@ EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* met
 
 void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const {
   const absl::Time start = absl::Now();
-  // sentence-transformers' prompt (the one named, else the model's default) before each text.
   auto model = registry_->Find(request.model);
   if (!model.ok()) return done(model.status());
-  auto prompted = ApplyEmbedPrompt(request.inputs, request.prompt_name, (*model)->backend->info(),
-                                   (*model)->tokenizer, (*model)->max_length);
+  const ServedModel& m = **model;
+  const ModelInfo& info = m.backend->info();
+  // Refused here: asked of a model without the head, the output would fail the whole batch.
+  if (request.return_sparse && info.sparse_kind.empty()) {
+    return done(absl::FailedPreconditionError(absl::StrCat(
+        "model ", m.name, " (", info.architecture, ") has no sparse head: sparse vectors need a SPLADE model (a ",
+        "*ForMaskedLM checkpoint with its masked-LM head) or bge-m3's sparse_linear.pt")));
+  }
+  if (request.return_multi_vector && info.multi_vector_kind.empty()) {
+    return done(absl::FailedPreconditionError(
+        absl::StrCat("model ", m.name, " (", info.architecture,
+                     ") has no multi-vector head: multi-vector output needs bge-m3's colbert_linear.pt")));
+  }
+  // sentence-transformers' prompt (the one named, else the model's default) before each text.
+  auto prompted = ApplyEmbedPrompt(request.inputs, request.prompt_name, info, m.tokenizer, m.max_length);
   if (!prompted.ok()) return done(prompted.status());
-  auto prepared = Prepare(request.model, prompted->prompted ? prompted->inputs : request.inputs, request.truncation,
-                          *registry_, limits_, metrics_);
-  if (!prepared.ok()) return done(prepared.status());
-  const ServedModel& m = *prepared->model;
+  const std::vector<Input>& inputs = prompted->prompted ? prompted->inputs : request.inputs;
+  const bool whole = request.whole_input.value_or(limits_.whole_input);
+  const int overlap = request.window_overlap.value_or(limits_.window_overlap);
+
+  // Each input's sequences: one, or (whole_input) one per window; first[i] is input i's first.
+  auto encoded = std::make_shared<std::vector<EncodedInput>>();
+  auto first = std::make_shared<std::vector<size_t>>();
+  absl::Duration tokenize;
+  if (!whole) {
+    auto prepared = Prepare(request.model, inputs, request.truncation, *registry_, limits_, metrics_);
+    if (!prepared.ok()) return done(prepared.status());
+    encoded = prepared->inputs;
+    tokenize = prepared->tokenize;
+    for (size_t i = 0; i <= encoded->size(); ++i) first->push_back(i);
+  } else {
+    if (absl::Status s = CheckCount(inputs.size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) return done(s);
+    const absl::Time t0 = absl::Now();
+    const InputLimits input_limits = LimitsOf(m, request.truncation, limits_);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const std::string field = absl::StrCat("inputs[", i, "]");
+      first->push_back(encoded->size());
+      if (inputs[i].kind != Input::Kind::kText || m.tokenizer == nullptr) {
+        auto e = EncodeInput(inputs[i], field, m.tokenizer, *m.backend, input_limits);
+        if (!e.ok()) return done(e.status());
+        encoded->push_back(std::move(*e));
+        continue;
+      }
+      const int prompt_bytes = static_cast<int>(inputs[i].text.size() - request.inputs[i].text.size());
+      auto windows = EncodeTextWindows(inputs[i].text, field, *m.tokenizer, *m.backend, m.max_length, overlap,
+                                       prompt_bytes);
+      if (!windows.ok()) return done(windows.status());
+      if (encoded->size() + windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
+        return done(absl::InvalidArgumentError(absl::StrCat(
+            "the inputs up to ", field, " need more than ", limits_.max_windows_per_request,
+            " windows of the model's ", m.max_length, " tokens, the most one request may compute (send fewer or "
+            "shorter texts per request)")));
+      }
+      if (metrics_ != nullptr && windows->size() > 1) {
+        metrics_->RecordWindowedInput(m.name, static_cast<int>(windows->size()));
+      }
+      for (EncodedInput& w : *windows) encoded->push_back(std::move(w));
+    }
+    first->push_back(encoded->size());
+    tokenize = absl::Now() - t0;
+    if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  }
   if (prompted->pooling_skip > 0) {
     for (size_t i = 0; i < request.inputs.size(); ++i) {
       if (request.inputs[i].kind != Input::Kind::kText) continue;
-      (*prepared->inputs)[i].sequence.pooling_skip = prompted->pooling_skip;
+      for (size_t w = (*first)[i]; w < (*first)[i + 1]; ++w) (*encoded)[w].sequence.pooling_skip = prompted->pooling_skip;
     }
   }
-  const int dim = m.backend->info().embedding_dim;
+  const int dim = info.embedding_dim;
   if (request.dimensions < 0 || request.dimensions > dim) {
     return done(absl::InvalidArgumentError(
         absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
   }
-  auto inputs = prepared->inputs;
-  SubmitSequences(m, Sequences(*inputs), kOutputPooled, call.deadline, call.cancelled, metrics_,
-                  [=, tokenize = prepared->tokenize, name = m.name, normalize = request.normalize,
-                   dimensions = request.dimensions, renormalize = request.dimensions_renormalize,
-                   id = request.request_id](absl::StatusOr<RequestResults> r) {
-                    if (!r.ok()) return done(r.status());
-                    EmbedResult out;
-                    out.model = name;
-                    out.request_id = id;
-                    out.embeddings.reserve(r->outputs.size());
-                    for (size_t i = 0; i < r->outputs.size(); ++i) {
-                      Embedding e;
-                      e.values = std::move(r->outputs[i].pooled);
-                      if (dimensions > 0) e.values.resize(dimensions);
-                      if (normalize || (dimensions > 0 && renormalize)) L2Normalize(&e.values);
-                      e.num_tokens = static_cast<int32_t>((*inputs)[i].sequence.input_ids.size());
-                      e.truncated = (*inputs)[i].truncated;
-                      out.embeddings.push_back(std::move(e));
-                    }
-                    out.usage = UsageOf(*inputs);
-                    out.timing = TimingOf(start, tokenize, *r);
-                    done(std::move(out));
-                  });
+  bool windowed = false;
+  for (size_t i = 0; i + 1 < first->size(); ++i) windowed = windowed || (*first)[i + 1] - (*first)[i] > 1;
+  uint32_t outputs = kOutputPooled;
+  if (windowed) outputs |= kOutputPooledUnnormalized;
+  if (request.return_sparse) outputs |= kOutputSparse;
+  if (request.return_multi_vector) outputs |= kOutputMultiVector;
+  SubmitSequences(
+      m, Sequences(*encoded), outputs, call.deadline, call.cancelled, metrics_,
+      [=, name = m.name, normalize = request.normalize, dimensions = request.dimensions,
+       renormalize = request.dimensions_renormalize, id = request.request_id, model_normalizes = info.normalizes,
+       vector_dim = info.multi_vector_dim](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        EmbedResult out;
+        out.model = name;
+        out.request_id = id;
+        out.embeddings.reserve(first->size() - 1);
+        for (size_t i = 0; i + 1 < first->size(); ++i) {
+          const size_t b = (*first)[i], n = (*first)[i + 1] - b;
+          Embedding e;
+          e.windows = static_cast<int32_t>(n);
+          if (n == 1) {
+            e.values = std::move(r->outputs[b].pooled);
+          } else {
+            // The windows' pooled vectors before the model's normalisation, weighted by the
+            // tokens each one pooled, then normalised as the model does.
+            std::vector<const std::vector<float>*> pooled;
+            std::vector<double> weights;
+            for (size_t w = b; w < b + n; ++w) {
+              const SequenceInput& s = (*encoded)[w].sequence;
+              pooled.push_back(&r->outputs[w].pooled_unnormalized);
+              weights.push_back(std::max<double>(static_cast<double>(s.input_ids.size()) - s.pooling_skip, 1.0));
+            }
+            e.values = CombineWindows(pooled, weights);
+            if (model_normalizes) L2Normalize(&e.values);
+          }
+          if (dimensions > 0) e.values.resize(dimensions);
+          if (normalize || (dimensions > 0 && renormalize)) L2Normalize(&e.values);
+          std::vector<const std::vector<std::pair<int32_t, float>>*> sparse;
+          for (size_t w = b; w < b + n; ++w) {
+            const EncodedInput& in = (*encoded)[w];
+            e.num_tokens += static_cast<int32_t>(in.sequence.input_ids.size());
+            e.truncated = e.truncated || in.truncated;
+            sparse.push_back(&r->outputs[w].sparse);
+            if (outputs & kOutputMultiVector) {
+              SequenceOutput& o = r->outputs[w];
+              e.multi_vector.insert(e.multi_vector.end(), o.multi_vector.begin(), o.multi_vector.end());
+              e.multi_vector_count += o.num_vectors;
+            }
+          }
+          if (outputs & kOutputSparse) e.sparse = n == 1 ? std::move(r->outputs[b].sparse) : MergeSparseMax(sparse);
+          if (outputs & kOutputMultiVector) e.multi_vector_dim = vector_dim;
+          out.embeddings.push_back(std::move(e));
+        }
+        out.usage = UsageOf(*encoded);  // every window computed
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
 }
 
 void EncoderServing::EmbedTokens(const EmbedTokensRequest& request, const CallContext& call,
@@ -350,6 +440,91 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
                   });
 }
 
+void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const CallContext& call,
+                                      Done<ZeroShotResult> done) const {
+  const absl::Time start = absl::Now();
+  auto model = registry_->Find(request.model);
+  if (!model.ok()) return done(model.status());
+  const ServedModel& m = **model;
+  const ModelInfo& info = m.backend->info();
+  if (info.labels.empty()) return done(NoClassifier(m, "; zero-shot classification needs an NLI model"));
+  auto entailment = EntailmentIndex(info.labels, m.name);
+  if (!entailment.ok()) return done(entailment.status());
+  if (m.tokenizer == nullptr) {
+    return done(absl::FailedPreconditionError(
+        absl::StrCat("model ", m.name, " has no tokenizer: zero-shot classification takes text")));
+  }
+  if (absl::Status s = CheckCount(request.sequences.size(), limits_.max_inputs_per_request, "sequences"); !s.ok()) {
+    return done(s);
+  }
+  if (request.candidate_labels.empty()) return done(absl::InvalidArgumentError("candidate_labels is empty"));
+  for (size_t i = 0; i < request.sequences.size(); ++i) {
+    if (request.sequences[i].empty()) return done(absl::InvalidArgumentError(absl::StrCat("sequences[", i, "] is empty")));
+  }
+  const std::string& hypothesis_template =
+      request.hypothesis_template.empty() ? std::string(kDefaultHypothesisTemplate) : request.hypothesis_template;
+  std::vector<std::string> hypotheses;
+  for (size_t k = 0; k < request.candidate_labels.size(); ++k) {
+    if (request.candidate_labels[k].empty()) {
+      return done(absl::InvalidArgumentError(absl::StrCat("candidate_labels[", k, "] is empty")));
+    }
+    auto h = FormatHypothesis(hypothesis_template, request.candidate_labels[k]);
+    if (!h.ok()) return done(h.status());
+    hypotheses.push_back(std::move(*h));
+  }
+  const size_t labels = hypotheses.size();
+  const size_t pairs = request.sequences.size() * labels;
+  if (pairs > static_cast<size_t>(limits_.max_inputs_per_request)) {
+    return done(absl::InvalidArgumentError(absl::StrCat(
+        "sequences x candidate_labels = ", request.sequences.size(), " x ", labels, " = ", pairs,
+        " pairs, more than the limit of ", limits_.max_inputs_per_request,
+        " per request (send fewer texts or labels per request)")));
+  }
+  const absl::Time t0 = absl::Now();
+  InputLimits input_limits = LimitsOf(m, request.truncation, limits_);
+  input_limits.truncate = request.truncation.truncate.value_or(true);
+  input_limits.pair_truncation = PairTruncation::kOnlyFirst;
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  inputs->reserve(pairs);
+  for (size_t i = 0; i < request.sequences.size(); ++i) {
+    for (size_t k = 0; k < labels; ++k) {
+      auto e = EncodePair(request.sequences[i], hypotheses[k], absl::StrCat("sequences[", i, "] with candidate_labels[", k, "]"),
+                          m.tokenizer, *m.backend, input_limits);
+      if (!e.ok()) return done(e.status());
+      inputs->push_back(std::move(*e));
+    }
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  auto sequences = std::make_shared<std::vector<std::string>>(request.sequences);
+  auto candidates = std::make_shared<std::vector<std::string>>(request.candidate_labels);
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputLogits, call.deadline, call.cancelled, metrics_,
+      [=, name = m.name, entail = *entailment, multi = request.multi_label](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        ZeroShotResult out;
+        out.model = name;
+        for (size_t i = 0; i < sequences->size(); ++i) {
+          std::vector<std::vector<float>> logits;
+          for (size_t k = 0; k < labels; ++k) logits.push_back(std::move(r->outputs[i * labels + k].logits));
+          const std::vector<double> scores = ZeroShotScores(logits, entail, multi);
+          ZeroShotClassification c;
+          c.sequence = (*sequences)[i];
+          for (int k : ZeroShotOrder(scores)) {
+            LabelScore l;
+            l.label = (*candidates)[k];
+            l.index = k;
+            l.score = static_cast<float>(scores[k]);
+            c.labels.push_back(std::move(l));
+          }
+          out.results.push_back(std::move(c));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
 absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request) const {
   auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_,
                           request.whole_text);
@@ -427,6 +602,10 @@ ModelDescription EncoderServing::Describe(const ServedModel& model) {
   d.normalized = i.normalizes;
   for (const auto& [name, text] : i.prompts) d.prompt_names.push_back(name);
   d.default_prompt_name = i.default_prompt_name;
+  d.sparse_kind = i.sparse_kind;
+  d.multi_vector_kind = i.multi_vector_kind;
+  d.multi_vector_dim = i.multi_vector_dim;
+  if (auto entailment = EntailmentIndex(i.labels, m->name); entailment.ok()) d.entailment_label = i.labels[*entailment];
   return d;
 }
 

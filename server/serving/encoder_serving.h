@@ -20,6 +20,12 @@ struct ServingLimits {
   // Whether over-long inputs are cut to the model's maximum in requests that do not say
   // (Truncation.truncate unset); a request's own choice wins (--auto-truncate).
   bool auto_truncate = false;
+  // Whether Embed embeds over-long texts whole, in windows, in requests that do not say
+  // (EmbedRequest.whole_input unset; --whole-input), and how many tokens consecutive windows
+  // share (--window-overlap).
+  bool whole_input = false;
+  int window_overlap = 0;
+  int max_windows_per_request = 4096;  // sequences one Embed request's inputs may become
 };
 
 // What relserve does for a call, whatever transport carried it: validation, tokenization,
@@ -47,6 +53,11 @@ class EncoderServing {
   void EmbedTokens(const EmbedTokensRequest& request, const CallContext& call, Done<EmbedTokensResult> done) const;
   void Rerank(const RerankRequest& request, const CallContext& call, Done<RerankResult> done) const;
   void Classify(const ClassifyRequest& request, const CallContext& call, Done<ClassifyResult> done) const;
+  // Zero-shot classification (zero_shot.h): all pairs of the request go through the batcher
+  // together. FAILED_PRECONDITION for a model without a classification head, a tokenizer or an
+  // entailment label; INVALID_ARGUMENT for no texts or labels, an empty one, a template
+  // without {} or more pairs than max_inputs_per_request.
+  void ZeroShotClassify(const ZeroShotRequest& request, const CallContext& call, Done<ZeroShotResult> done) const;
   absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request) const;
   std::vector<ModelDescription> ListModels() const;
   // The model a request names ("" for the default; NOT_FOUND as for any call).

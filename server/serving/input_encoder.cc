@@ -39,6 +39,7 @@ TokenizeOptions Options(const InputLimits& limits) {
   o.max_length = limits.whole_text ? kWholeTextLength : limits.max_length;
   o.truncate = limits.truncate && !limits.whole_text;
   o.direction = limits.direction;
+  o.pair_truncation = limits.pair_truncation;
   return o;
 }
 

@@ -24,6 +24,7 @@ struct InputLimits {
   int max_length = 512;  // the model's (or the server's) longest sequence
   bool truncate = false;
   TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
+  PairTruncation pair_truncation = PairTruncation::kLongestFirst;  // which text of a pair is cut
   // Tokenize only (TokenizeRequest.whole_text): every token, past max_length too, and no check
   // against the model (the sequence is never run).
   bool whole_text = false;

@@ -21,10 +21,14 @@ struct PendingRequest {
 }  // namespace
 
 bool AllFinite(const SequenceOutput& out) {
-  for (const std::vector<float>* v : {&out.token_states, &out.pooled, &out.logits}) {
+  for (const std::vector<float>* v :
+       {&out.token_states, &out.pooled, &out.logits, &out.pooled_unnormalized, &out.multi_vector}) {
     for (float x : *v) {
       if (!std::isfinite(x)) return false;
     }
+  }
+  for (const auto& [id, weight] : out.sparse) {
+    if (!std::isfinite(weight)) return false;
   }
   return true;
 }

@@ -95,11 +95,23 @@ struct EmbedRequest {
   // and OpenAI (Matryoshka truncation), no for TEI's /embed, which only normalises when asked.
   bool dimensions_renormalize = true;
   std::string request_id;
+  // Texts longer than the model's maximum embedded whole, in windows whose pooled vectors are
+  // averaged (long_input.h). Unset: the server's default (ServingLimits::whole_input).
+  std::optional<bool> whole_input;
+  // Tokens a window repeats from the one before; unset: ServingLimits::window_overlap.
+  std::optional<int> window_overlap;
+  bool return_sparse = false;        // also the model's sparse vector (ModelInfo::sparse_kind)
+  bool return_multi_vector = false;  // also its multi-vector token vectors (ModelInfo::multi_vector_kind)
 };
 struct Embedding {
   std::vector<float> values;
-  int32_t num_tokens = 0;
+  int32_t num_tokens = 0;  // tokens computed for the input, every window's
   bool truncated = false;
+  int32_t windows = 1;     // windows the input was embedded in
+  std::vector<std::pair<int32_t, float>> sparse;  // return_sparse: (id, weight > 0), ids ascending
+  std::vector<float> multi_vector;                // return_multi_vector: multi_vector_count x multi_vector_dim
+  int32_t multi_vector_count = 0;
+  int32_t multi_vector_dim = 0;
 };
 struct EmbedResult {
   std::string model;
@@ -179,6 +191,30 @@ struct ClassifyResult {
   Timing timing;
 };
 
+// Zero-shot classification with an NLI model (zero_shot.h): each text against every candidate
+// label's hypothesis.
+struct ZeroShotRequest {
+  std::string model;
+  std::vector<std::string> sequences;
+  std::vector<std::string> candidate_labels;
+  std::string hypothesis_template;  // empty: "This example is {}."
+  bool multi_label = false;
+  // Only the text (the premise) is cut, never the hypothesis; unset truncate cuts, as the
+  // pipeline always does.
+  Truncation truncation;
+};
+struct ZeroShotClassification {
+  std::string sequence;
+  // Every candidate label, best first; index is the label's position in candidate_labels.
+  std::vector<LabelScore> labels;
+};
+struct ZeroShotResult {
+  std::string model;
+  std::vector<ZeroShotClassification> results;
+  Usage usage;
+  Timing timing;
+};
+
 struct TokenizeRequest {
   std::string model;
   std::vector<Input> inputs;
@@ -224,6 +260,10 @@ struct ModelDescription {
   bool normalized = false;
   std::vector<std::string> prompt_names;
   std::string default_prompt_name;
+  std::string sparse_kind;        // "splade", "bge-m3" or "" (ModelInfo::sparse_kind)
+  std::string multi_vector_kind;  // "colbert" or ""
+  int multi_vector_dim = 0;
+  std::string entailment_label;   // the NLI label zero-shot classification reads; "" for none
 };
 
 }  // namespace relserve

@@ -429,11 +429,23 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_v
         "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  return Assemble(tokens_a, &tokens_b, opts.truncate ? max_length : kNoTruncation, opts.direction);
+  if (opts.truncate && opts.pair_truncation == PairTruncation::kOnlyFirst && length > static_cast<size_t>(max_length)) {
+    // transformers' truncate_sequences refuses to cut the first text away entirely.
+    const size_t to_remove = length - static_cast<size_t>(max_length);
+    if (tokens_a.size() <= to_remove) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
+          " + special tokens), more than max_length ", max_length, ", and only the first text may be cut: the second "
+          "leaves no room for any of it"));
+    }
+  }
+  return Assemble(tokens_a, &tokens_b, opts.truncate ? max_length : kNoTruncation, opts.direction,
+                  opts.pair_truncation);
 }
 
 Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
-                             int max_length, TruncationDirection direction) const {
+                             int max_length, TruncationDirection direction,
+                             PairTruncation pair_truncation) const {
   const bool pair = b != nullptr;
   const std::vector<TemplatePiece>& side = pair ? template_.pair : template_.single;
   const int specials = NumSpecialTokens(pair);
@@ -443,7 +455,9 @@ Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<
   // As transformers' prepare_for_model: the texts are cut to leave room for every special
   // token of the template, a T5 </s> that will be left out included, and the template applies
   // to what is kept.
-  const TruncatedLengths kept = TruncateLongestFirst(length_a, length_b, max_length - specials);
+  const TruncatedLengths kept = pair_truncation == PairTruncation::kOnlyFirst
+                                    ? TruncateOnlyFirst(length_a, length_b, max_length - specials)
+                                    : TruncateLongestFirst(length_a, length_b, max_length - specials);
   const int first_a = FirstKeptToken(length_a, kept.first, direction);
   const int first_b = FirstKeptToken(length_b, kept.second, direction);
   const int32_t full_last[2] = {LastId(a, 0, length_a), pair ? LastId(*b, 0, length_b) : -1};

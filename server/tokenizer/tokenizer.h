@@ -28,6 +28,9 @@ struct TokenizeOptions {
   int max_length = 0;    // total length including special tokens; 0 = the tokenizer's default
   bool truncate = true;  // false: over-long input is INVALID_ARGUMENT naming the lengths
   TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
+  // Which text of a pair is cut (EncodePair). With kOnlyFirst a second text that leaves no
+  // room for any of the first is INVALID_ARGUMENT, as transformers fails then.
+  PairTruncation pair_truncation = PairTruncation::kLongestFirst;
 };
 
 struct Encoding {
@@ -179,7 +182,8 @@ class Tokenizer {
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
   MappedText T5Prefix(const MappedText& text) const;
   Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
-                    int max_length, TruncationDirection direction) const;
+                    int max_length, TruncationDirection direction,
+                    PairTruncation pair_truncation = PairTruncation::kLongestFirst) const;
 
   std::unique_ptr<TextModel> model_;
   TokenizerFamily family_;

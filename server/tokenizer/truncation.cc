@@ -19,6 +19,11 @@ TruncatedLengths TruncateLongestFirst(int first, int second, int budget) {
   return {budget - budget / 2, budget / 2};
 }
 
+TruncatedLengths TruncateOnlyFirst(int first, int second, int budget) {
+  if (static_cast<int64_t>(first) + second <= budget) return {first, second};
+  return {std::clamp(budget - second, 0, first), second};
+}
+
 int FirstKeptToken(int length, int kept, TruncationDirection direction) {
   return direction == TruncationDirection::kLeft ? length - kept : 0;
 }

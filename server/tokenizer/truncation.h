@@ -16,6 +16,15 @@ struct TruncatedLengths {
 // Requires first, second, budget >= 0.
 TruncatedLengths TruncateLongestFirst(int first, int second, int budget);
 
+// Which text of a pair loses tokens: transformers' truncation strategies "longest_first" (the
+// default) and "only_first" (the zero-shot-classification pipeline: only the premise is cut,
+// the hypothesis is kept whole).
+enum class PairTruncation { kLongestFirst, kOnlyFirst };
+
+// "only_first": the first text keeps what the budget leaves after the whole second text (none
+// if the second alone fills it; the caller refuses that case).
+TruncatedLengths TruncateOnlyFirst(int first, int second, int budget);
+
 // Which end of a text loses its tokens: kRight its last ones (transformers' default
 // truncation_side "right"), kLeft its first ones (truncation_side "left", TEI's
 // truncation_direction "Left": the end of a long text is kept). Only text tokens are dropped;

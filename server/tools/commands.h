@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/tools/cli_args.h"
 
 namespace relserve {
 
@@ -19,6 +20,10 @@ absl::Status RunInfoCommand(const std::vector<std::string>& args);
 absl::Status RunAccuracyCommand(const std::vector<std::string>& args);
 absl::Status RunDownloadCommand(const std::vector<std::string>& args);
 absl::Status RunConvertCommand(const std::vector<std::string>& args);
+absl::Status RunZeroShotCommand(const std::vector<std::string>& args);
+// embed with --whole-input, --window-overlap, --sparse or --multi-vector: through the server's
+// serving layer (serving_commands.cc).
+absl::Status RunServedEmbedCommand(const CliArgs& args);
 
 // create's options for --help: the shared ones, then each family's own (create_options()).
 std::string CreateCommandSynopsis();

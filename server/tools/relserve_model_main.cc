@@ -34,11 +34,20 @@ const std::vector<Command>& Commands() {
        "--padding pads every line to the longest one, or to the max length, on the family's side\n"
        "(the left for XLNet) with attention mask 0",
        false, relserve::RunTokenizeCommand},
-      {"embed", "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate] [--prompt-name NAME]",
+      {"embed",
+       "--model DIR [--batch-size N] [--pooling MODE] [--max-length N] [--no-truncate] [--prompt-name NAME]\n"
+       "[--whole-input [--window-overlap N]] [--sparse] [--multi-vector]",
        "one text per line on stdin; pooled embeddings as JSON lines, in input order (--batch-size: lines\n"
        "per batch, default 32; --prompt-name: the sentence-transformers prompt put before each text, by\n"
-       "default the model's default_prompt_name)",
+       "default the model's default_prompt_name; --whole-input: texts longer than the model embedded in\n"
+       "windows whose pooled vectors are averaged; --sparse, --multi-vector: the model's sparse vector\n"
+       "and ColBERT token vectors too, as the server's Embed answers them)",
        true, relserve::RunEmbedCommand},
+      {"zero-shot", "--model DIR --labels A,B,... [--template T] [--multi-label] [--no-truncate] [--batch-size N]",
+       "one text per line on stdin; zero-shot classification with an NLI model as transformers'\n"
+       "zero-shot-classification pipeline answers it: {sequence, labels, scores} per line, best first\n"
+       "(--template: the hypothesis, default \"This example is {}.\"; --multi-label: each label on its own)",
+       true, relserve::RunZeroShotCommand},
       {"create", relserve::CreateCommandSynopsis(),
        "writes a randomly initialised model directory in Hugging Face's format (--config: JSON keys merged\n"
        "into config.json; --sentence-transformers: pooling files, with a Dense layer of --dense-out outputs;\n"
@@ -93,7 +102,8 @@ std::string Usage() {
   std::string out = "usage: relserve-model COMMAND [options]\n\ncommands:\n";
   for (const Command& c : Commands()) {
     const std::string name = c.name;
-    out += "  " + name + std::string(9 - name.size(), ' ') + IndentContinuation(c.synopsis, std::string(13, ' ')) + "\n";
+    out += "  " + name + std::string(name.size() < 9 ? 9 - name.size() : 1, ' ') +
+           IndentContinuation(c.synopsis, std::string(13, ' ')) + "\n";
     out += Indent(c.description, "           ") + "\n";
   }
   out += "\n";

@@ -115,7 +115,13 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   std::set<std::string> known = EngineFlagNames();
   known.insert("batch-size");
   known.insert("prompt-name");
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-truncate"})));
+  known.insert("window-overlap");
+  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known,
+                                                WithModelBooleanFlags({"no-truncate", "whole-input", "sparse",
+                                                                       "multi-vector"})));
+  if (args.Bool("whole-input") || args.Has("window-overlap") || args.Bool("sparse") || args.Bool("multi-vector")) {
+    return RunServedEmbedCommand(args);
+  }
   ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
   if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));

@@ -21,7 +21,8 @@
 namespace relserve::testing {
 
 namespace {
-void Create(const std::string& dir, const std::string& family, int labels, bool st) {
+void Create(const std::string& dir, const std::string& family, int labels, bool st,
+            const nlohmann::json& overrides = nlohmann::json::object()) {
   CreateModelOptions o;
   o.family = family;
   o.hidden = 32;
@@ -33,6 +34,7 @@ void Create(const std::string& dir, const std::string& family, int labels, bool 
   o.vocab_file = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/tokenizer/spm.model";
   o.seed = 11;
   if (family == "deberta-v3") o.config_overrides = nlohmann::json{{"position_buckets", 32}};
+  o.config_overrides.update(overrides);
   auto s = CreateModelDirectory(o, dir);
   if (!s.ok()) throw std::runtime_error(std::string(s.message()));
 }
@@ -46,6 +48,10 @@ TestModels::TestModels() {
   Create(dir("reranker"), "deberta-v3", 1, false);
   Create(dir("classifier"), "deberta-v3", 3, false);
   Create(dir("t5"), "t5", 0, false);
+  // An NLI cross-encoder (zero-shot classification): MNLI's label names.
+  Create(dir("nli"), "deberta-v3", 3, false,
+         nlohmann::json{{"id2label", {{"0", "contradiction"}, {"1", "neutral"}, {"2", "entailment"}}},
+                        {"label2id", {{"contradiction", 0}, {"entailment", 2}, {"neutral", 1}}}});
   std::atexit([] { RemoveTree(Get().root_); });
 }
 

@@ -12,71 +12,13 @@
 #include "gtest/gtest.h"
 #include "server/batching/model_batcher.h"
 #include "server/tokenizer/tokenizer.h"
+#include "tests/serving/fake_backend.h"
 
 namespace relserve {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-// Outputs that are simple functions of the ids: pooled = [sum, count, 1, 2], token states =
-// the id repeated hidden times, logits from a table (or the first id plus the length).
-class FakeBackend : public InferenceBackend {
- public:
-  FakeBackend(std::vector<std::string> labels, std::string problem_type, std::vector<float> logits = {})
-      : logits_(std::move(logits)) {
-    info_.architecture = labels.empty() ? "FakeModel" : "FakeForSequenceClassification";
-    info_.model_type = "fake";
-    info_.hidden_size = 3;
-    info_.num_layers = 1;
-    info_.vocab_size = 1000;
-    info_.max_length = 16;
-    info_.embedding_dim = 4;
-    info_.pooling = "mean";
-    info_.labels = std::move(labels);
-    info_.problem_type = std::move(problem_type);
-    info_.dtype = "bfloat16";
-    info_.device = "cpu";
-  }
-  const ModelInfo& info() const override { return info_; }
-  absl::Status Validate(const SequenceInput& s) const override {
-    for (int32_t id : s.input_ids) {
-      if (id < 0 || id >= info_.vocab_size) return absl::InvalidArgumentError("id out of range");
-    }
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch, uint32_t outputs) override {
-    runs_ += static_cast<int>(batch.size());
-    std::vector<SequenceOutput> out;
-    for (const SequenceInput& s : batch) {
-      SequenceOutput o;
-      o.num_tokens = static_cast<int32_t>(s.input_ids.size());
-      float sum = 0;
-      for (int32_t id : s.input_ids) sum += static_cast<float>(id);
-      if (outputs & kOutputPooled) o.pooled = {sum, static_cast<float>(s.input_ids.size()), 1, 2};
-      if (outputs & kOutputTokenStates) {
-        for (int32_t id : s.input_ids) o.token_states.insert(o.token_states.end(), 3, static_cast<float>(id));
-      }
-      if (outputs & kOutputLogits) {
-        if (!logits_.empty()) {
-          o.logits = logits_;
-        } else {
-          // The first id plus the length: pairs of different lengths score differently.
-          o.logits.assign(info_.labels.size(), static_cast<float>(s.input_ids[0] + s.input_ids.size() - 1));
-        }
-        if (s.input_ids[0] == 999) o.logits[0] = NAN;  // a model that overflows on this input
-      }
-      out.push_back(std::move(o));
-    }
-    return out;
-  }
-  int runs() const { return runs_.load(); }
-
- private:
-  ModelInfo info_;
-  std::vector<float> logits_;
-  std::atomic<int> runs_{0};
-};
 
 class EncoderServingTest : public ::testing::Test {
  protected:

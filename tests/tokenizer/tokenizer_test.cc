@@ -220,6 +220,36 @@ TEST_F(TokenizerTest, PairIsTruncatedLongestFirst) {
   EXPECT_EQ(enc->input_ids, Concat({{1}, b, {2}, Head(b, 5), {2}}));
 }
 
+// truncation="only_first" (the zero-shot-classification pipeline): the second text is never
+// cut; the first keeps what is left, and is refused when nothing of it would be.
+TEST_F(TokenizerTest, PairTruncatedOnlyFirstKeepsTheSecondWhole) {
+  const std::vector<int32_t> a = Raw(kLicense), b = Raw(kHello);  // 21 and 6 pieces
+  TokenizeOptions opts;
+  opts.pair_truncation = PairTruncation::kOnlyFirst;
+  opts.max_length = 3 + 7;  // longest_first would keep 4 + 3; only_first keeps 1 + 6
+  auto enc = deberta_->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->input_ids, Concat({{1}, Head(a, 1), {2}, b, {2}}));
+  EXPECT_TRUE(enc->truncated);
+
+  opts.direction = TruncationDirection::kLeft;
+  enc = deberta_->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(enc.ok()) << enc.status();
+  EXPECT_EQ(enc->input_ids, Concat({{1}, Tail(a, 1), {2}, b, {2}}));
+
+  opts.direction = TruncationDirection::kRight;
+  opts.max_length = 3 + 6;  // the second alone fills the budget
+  auto refused = deberta_->EncodePair(kLicense, kHello, opts);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(refused.status().message()).find("only the first text may be cut"), std::string::npos)
+      << refused.status();
+
+  opts.max_length = 3 + 27;  // everything fits: nothing is cut
+  enc = deberta_->EncodePair(kLicense, kHello, opts);
+  ASSERT_TRUE(enc.ok());
+  EXPECT_FALSE(enc->truncated);
+}
+
 // truncation_side="left" in transformers: the same number of tokens is cut from each text as
 // on the right (longest first), but from its start; the template's tokens stay where they are.
 TEST_F(TokenizerTest, LeftTruncationCutsTheStartOfEachTextNotTheTemplate) {

@@ -42,6 +42,15 @@ TEST(TruncationTest, TiesCutTheSecondText) {
   EXPECT_EQ(kept.second, 5);
 }
 
+TEST(TruncationTest, OnlyFirstCutsTheFirstText) {
+  EXPECT_EQ(TruncateOnlyFirst(10, 4, 20).first, 10);  // fits
+  EXPECT_EQ(TruncateOnlyFirst(10, 4, 20).second, 4);
+  EXPECT_EQ(TruncateOnlyFirst(10, 4, 9).first, 5);
+  EXPECT_EQ(TruncateOnlyFirst(10, 4, 9).second, 4);
+  EXPECT_EQ(TruncateOnlyFirst(10, 12, 9).first, 0);   // nothing of the first fits
+  EXPECT_EQ(TruncateOnlyFirst(10, 12, 9).second, 12);  // the second is never cut
+}
+
 TEST(TruncationTest, MatchesTransformersLoopEverywhere) {
   for (int first = 0; first <= 24; ++first) {
     for (int second = 0; second <= 24; ++second) {

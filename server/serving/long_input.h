@@ -1,0 +1,44 @@
+#ifndef RELSERVE_SERVER_SERVING_LONG_INPUT_H_
+#define RELSERVE_SERVER_SERVING_LONG_INPUT_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/backend/inference_backend.h"
+#include "server/serving/input_encoder.h"
+
+namespace relserve {
+
+class Tokenizer;
+
+// Texts longer than a model's maximum, embedded whole (EmbedRequest.whole_input): the text's
+// tokens are split into windows that each fit the model with the template's special tokens,
+// each window is one sequence through the batcher, and the windows' pooled vectors are averaged.
+
+// A text's windows. One window, the text as EncodeInput would encode it, when it fits.
+// Otherwise each window is the template's special tokens around a run of the text's tokens:
+// the first `keep_leading` text tokens (a sentence-transformers prompt) start every window, the
+// rest are dealt out in runs of the room that is left, each run repeating the last `overlap`
+// tokens of the one before. INVALID_ARGUMENT naming `field` when the window has no room for a
+// token beyond the prompt, or when `overlap` is negative or more than half that room.
+absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& text, const std::string& field,
+                                                            const Tokenizer& tokenizer,
+                                                            const InferenceBackend& backend, int max_length,
+                                                            int overlap, int keep_leading_bytes);
+
+// The windows' pooled vectors (before the model's normalisation) combined: their mean weighted
+// by `weights` (the tokens each window's pooling saw). Requires as many vectors as weights, all
+// of one length, and a positive total weight.
+std::vector<float> CombineWindows(const std::vector<const std::vector<float>*>& pooled,
+                                  const std::vector<double>& weights);
+
+// Sparse vectors of several windows as one: the largest weight of each id (SPLADE max-pools over
+// every token, bge-m3 keeps each id's largest weight). Inputs and output ids ascending.
+std::vector<std::pair<int32_t, float>> MergeSparseMax(const std::vector<const std::vector<std::pair<int32_t, float>>*>& parts);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_SERVING_LONG_INPUT_H_
