@@ -8,7 +8,8 @@
 //   node real_clients_test.mjs CONFIG_JSON
 //
 // CONFIG_JSON: {"url": "http://127.0.0.1:P" (the server: models ref, cls, reranker; ref the
-// default), "classifier_url": a second server whose default model is cls, "grpc": "127.0.0.1:P",
+// default; and nli), "classifier_url": a second server whose default model is cls, "nli_url": a third
+// serving nli (the classifier with MNLI's label names) alone, "grpc": "127.0.0.1:P",
 // "api_key", "proto": ".../proto/relserve/v1/encoder.proto", "reference": ".../tests/data/reference"}
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -21,7 +22,7 @@ import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 
 const config = JSON.parse(process.argv[2]);
-const { url, classifier_url: classifierUrl, api_key: apiKey } = config;
+const { url, classifier_url: classifierUrl, nli_url: nliUrl, api_key: apiKey } = config;
 // Installed versions, read beside this script (the driver copies it next to node_modules).
 const versionOf = (name) => JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')).version;
 
@@ -145,13 +146,15 @@ async function grpcEmbed(inputs, { model = 'ref', normalize: norm = true, dimens
 async function grpcTests() {
   const models = await call('ListModels', {});
   const byName = Object.fromEntries(models.models.map((m) => [m.name, m]));
-  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'ref', 'reranker']);
+  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'nli', 'ref', 'reranker']);
   assert.equal(byName.ref.hidden_size, 32);
   assert.equal(byName.ref.architecture, 'DebertaV2Model');
   assert.equal(byName.ref.pooling, 'mean');
   assert.equal(byName.ref.has_tokenizer, true);
   assert.deepEqual(byName.cls.labels, ['LABEL_0', 'LABEL_1', 'LABEL_2']);
-  ok('grpc ListModels: ref, cls and reranker with their architecture, pooling and labels');
+  assert.equal(byName.nli.entailment_label, 'entailment');
+  assert.equal(byName.cls.entailment_label, '');
+  ok('grpc ListModels: ref, cls, reranker and nli with their architecture, pooling, labels and entailment label');
 
   // The reference rows as token ids: mean pooling of transformers' last hidden state.
   const emb = await call('Embed', { model: 'ref', inputs: reference.map((r) => ({ tokens: { ids: r.ids } })), normalize: false });
@@ -297,6 +300,62 @@ async function huggingfaceTests(want, wantRaw, wantClass) {
   ok('@huggingface/inference: an empty input is a ProviderApiError (400) carrying TEI\'s error message');
 }
 
+// --- zero-shot classification: @huggingface/inference's zeroShotClassification -------------------
+
+// transformers' ZeroShotClassificationPipeline.postprocess over the NLI model's logits for each
+// (text, hypothesis) pair, from gRPC Classify: label -> score.
+async function pipelineScores(text, labels, template, multi) {
+  const logits = [];
+  for (const l of labels) {
+    const r = await call('Classify', { model: 'nli', inputs: [{ pair: { first: text, second: template.replace('{}', l) } }] });
+    logits.push(r.results[0].logits);
+  }
+  const entail = 2, contradiction = 0;  // id2label: contradiction, neutral, entailment
+  const z = logits.reduce((s, l) => s + Math.exp(l[entail]), 0);
+  return new Map(labels.map((l, k) => [l, multi || labels.length === 1
+    ? Math.exp(logits[k][entail]) / (Math.exp(logits[k][entail]) + Math.exp(logits[k][contradiction]))
+    : Math.exp(logits[k][entail]) / z]));
+}
+
+function assertZeroShot(got, want, what) {
+  assert.equal(got.length, want.size, `${what}: ${got.length} labels`);
+  got.forEach((g, j) => {
+    assert.ok(want.has(g.label), `${what}: unknown label ${g.label}`);
+    assertClose([g.score], [want.get(g.label)], SAME, `${what} ${g.label}`);
+    if (j > 0) assert.ok(got[j - 1].score >= g.score, `${what}: not best first`);
+  });
+}
+
+async function zeroShotTests() {
+  const text = texts[1];
+  const labels = ['software', 'cooking', 'sports'];
+  const log = [];
+  // The Inference API endpoint's root: POST / with candidate_labels is zero-shot classification.
+  const hf = new InferenceClient(apiKey, { fetch: recordingFetch(log) }).endpoint(nliUrl);
+  const single = await hf.zeroShotClassification({ inputs: text, parameters: { candidate_labels: labels } });
+  assert.equal(log[0].url, nliUrl);
+  assert.deepEqual(log[0].body, { inputs: text, parameters: { candidate_labels: labels } });
+  assertZeroShot(single, await pipelineScores(text, labels, 'This example is {}.', false), 'zeroShotClassification');
+  assertClose([single.reduce((s, g) => s + g.score, 0)], [1], 1e-5, 'zero-shot single-label scores sum');
+
+  // endpointUrl at /zero-shot-classification, multi_label and a template of one's own.
+  const multi = await new HfInference(apiKey).zeroShotClassification({
+    endpointUrl: `${nliUrl}/zero-shot-classification`, inputs: text,
+    parameters: { candidate_labels: labels, multi_label: true, hypothesis_template: 'The topic is {}.' },
+  });
+  assertZeroShot(multi, await pipelineScores(text, labels, 'The topic is {}.', true), 'zeroShotClassification multi_label');
+
+  // gRPC ZeroShotClassify gives the same.
+  const g = await call('ZeroShotClassify', { model: 'nli', sequences: [text], candidate_labels: labels });
+  assert.deepEqual(g.results[0].labels.map((l) => l.label), single.map((l) => l.label));
+  g.results[0].labels.forEach((l, j) => assertClose([l.score], [single[j].score], SAME, `gRPC ZeroShotClassify ${l.label}`));
+  ok(`@huggingface/inference ${versionOf('@huggingface/inference')}: zeroShotClassification at the root and at /zero-shot-classification (multi_label, hypothesis_template) equals transformers' pipeline formulas over gRPC Classify's logits, and gRPC ZeroShotClassify`);
+
+  await assert.rejects(hf.zeroShotClassification({ inputs: text, parameters: { candidate_labels: [] } }),
+    (e) => e.name === 'ProviderApiError' && e.httpResponse.status === 400 && /candidate_labels/.test(e.message));
+  ok('@huggingface/inference: empty candidate_labels are a ProviderApiError (400) naming the field');
+}
+
 // --- cohere-ai ---------------------------------------------------------------------------------
 
 function int8Of(v) {
@@ -373,6 +432,7 @@ async function main() {
   await openaiTests(want, want8);
   await langchainTests(want, want8);
   await huggingfaceTests(want, wantRaw, wantClass);
+  await zeroShotTests();
   await cohereTests(want, want8, rerank);
   encoder.close();
   console.log(`largest difference from gRPC Embed/Rerank/Classify: ${worst.get(SAME)} (bound ${SAME}); ` +

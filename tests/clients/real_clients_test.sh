@@ -35,11 +35,18 @@ for name in deberta_v3_like:ref deberta_v3_cls:cls; do
   ln -s "$ref/${name%:*}/model.safetensors" "$work/${name#*:}/model.safetensors"
   cp "$ref/tokenizer/spm.model" "$work/${name#*:}/"
 done
+# nli: the same classifier with MNLI's label names, for zero-shot classification.
+mkdir -p "$work/nli"
+sed -e 's/LABEL_0/contradiction/g' -e 's/LABEL_1/neutral/g' -e 's/LABEL_2/entailment/g' \
+  "$ref/deberta_v3_cls/config.json" > "$work/nli/config.json"
+ln -s "$ref/deberta_v3_cls/model.safetensors" "$work/nli/model.safetensors"
+cp "$ref/tokenizer/spm.model" "$work/nli/"
 make_model reranker --labels 1
 api_key="relserve-clients-test-key"
 printf '%s\n' "$api_key" > "$work/keys"
 
 start_server server.log --model "ref=$work/ref" --model "cls=$work/cls" --model "reranker=$work/reranker" \
+  --model "nli=$work/nli" \
   --metrics-port -1 --api-key-file "$work/keys"
 server=$server_pid
 grpc=$grpc_port
@@ -49,7 +56,11 @@ http_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/server.log")
 start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys"
 classifier=$server_pid
 classifier_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/classifier.log")
-[ -n "$http_port" ] && [ -n "$classifier_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
+# An Inference API endpoint serving the NLI model alone (zero-shot classification at its root).
+start_server nli.log --model "nli=$work/nli" --metrics-port -1 --api-key-file "$work/keys"
+nli_server=$server_pid
+nli_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/nli.log")
+[ -n "$http_port" ] && [ -n "$classifier_port" ] && [ -n "$nli_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
 
 # --- the clients, from npm's registry into the build tree ----------------------------------------
 npm_dir="$(cd "$bin/.." && pwd)/tests/clients/npm"
@@ -73,13 +84,14 @@ echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date 
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
-config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s"}' \
-  "$http_port" "$classifier_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref")
+config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s"}' \
+  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref")
 if ! node "$npm_dir/real_clients_test.mjs" "$config"; then
   echo "server log:"; tail -n 30 "$work/server.log"
   exit 1
 fi
 
+stop_server "$nli_server"
 stop_server "$classifier"
 stop_server "$server"
 echo "OK"
