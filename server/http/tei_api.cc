@@ -62,18 +62,28 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbed(const json& body) {
   return r;
 }
 
-absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const json& body) {
+namespace {
+
+// /embed_sparse's and /embed_multi_vector's request: /embed's without normalize and dimensions.
+absl::StatusOr<EmbedRequest> ParseEmbedWithHead(const json& body) {
   EmbedRequest r;
   auto inputs_field = Required(body, "inputs");
   if (!inputs_field.ok()) return inputs_field.status();
   auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
   if (!inputs.ok()) return inputs.status();
   r.inputs = std::move(*inputs);
-  r.return_sparse = true;
   if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
   if (absl::Status s = ReadWholeInput(body, &r); !s.ok()) return s;
   if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const json& body) {
+  auto r = ParseEmbedWithHead(body);
+  if (r.ok()) r->return_sparse = true;
   return r;
 }
 
@@ -88,17 +98,8 @@ json TeiEmbedSparseJson(const EmbedResult& result) {
 }
 
 absl::StatusOr<EmbedRequest> ParseMultiVector(const json& body) {
-  EmbedRequest r;
-  auto inputs_field = Required(body, "inputs");
-  if (!inputs_field.ok()) return inputs_field.status();
-  auto inputs = ReadEmbedInputs(**inputs_field, "inputs");
-  if (!inputs.ok()) return inputs.status();
-  r.inputs = std::move(*inputs);
-  r.return_multi_vector = true;
-  if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
-  if (absl::Status s = ReadString(body, "prompt_name", &r.prompt_name); !s.ok()) return s;
-  if (absl::Status s = ReadWholeInput(body, &r); !s.ok()) return s;
-  if (absl::Status s = ReadTeiModel(body, &r.model); !s.ok()) return s;
+  auto r = ParseEmbedWithHead(body);
+  if (r.ok()) r->return_multi_vector = true;
   return r;
 }
 

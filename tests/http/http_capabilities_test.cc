@@ -115,7 +115,9 @@ TEST_F(HttpCapabilitiesTest, ZeroShotRouteAnswersAsThePipeline) {
       previous = score;
       total += score;
     }
-    if (!multi) EXPECT_NEAR(total, 1.0, 1e-5);
+    if (!multi) {
+      EXPECT_NEAR(total, 1.0, 1e-5);
+    }
   }
 }
 

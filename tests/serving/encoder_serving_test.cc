@@ -36,44 +36,24 @@ class EncoderServingTest : public ::testing::Test {
     ServingLimits limits;
     limits.max_inputs_per_request = 4;
     limits.max_response_bytes = 2000;
-    serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, limits);
-  }
-  void TearDown() override {
-    for (auto& b : batchers_) b->Stop(absl::Seconds(5));
+    harness_.Serve(limits);
+    serving_ = &harness_.serving();
   }
   void Add(const std::string& name, std::unique_ptr<FakeBackend> backend, const Tokenizer* tokenizer = nullptr) {
-    BatcherConfig config;
-    config.policy.max_queue_delay = absl::ZeroDuration();
-    auto batcher = ModelBatcher::Create(backend.get(), config, nullptr);
-    ASSERT_TRUE(batcher.ok()) << batcher.status();
-    ServedModel m;
-    m.name = name;
-    m.backend = backend.get();
-    m.batcher = batcher->get();
-    m.tokenizer = tokenizer;
-    m.max_length = 16;
-    registry_.Add(m);
-    backends_.push_back(std::move(backend));
-    batchers_.push_back(std::move(*batcher));
+    harness_.Add(name, std::move(backend), tokenizer, 16);
   }
-  FakeBackend& backend(int i) { return *backends_[i]; }
+  FakeBackend& backend(int i) { return harness_.backend(i); }
 
-  // Runs an asynchronous call and waits for its answer.
   template <typename Request, typename Result>
   absl::StatusOr<Result> Call(void (EncoderServing::*method)(const Request&, const CallContext&,
                                                              EncoderServing::Done<Result>) const,
                               const Request& request, CallContext context = {}) {
-    std::promise<absl::StatusOr<Result>> answer;
-    (serving_.get()->*method)(request, context, [&answer](absl::StatusOr<Result> r) { answer.set_value(std::move(r)); });
-    return answer.get_future().get();
+    return harness_.Call(method, request, context);
   }
 
-  std::unique_ptr<Tokenizer> tokenizer_;
-  ModelRegistry registry_;
-  ServerMetrics metrics_;
-  std::vector<std::unique_ptr<FakeBackend>> backends_;
-  std::vector<std::unique_ptr<ModelBatcher>> batchers_;
-  std::unique_ptr<EncoderServing> serving_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // outlives the harness's batchers
+  ServingHarness harness_;
+  EncoderServing* serving_ = nullptr;
 };
 
 TEST_F(EncoderServingTest, EmbedNormalizesCutsDimensionsAndReportsUsage) {
@@ -242,7 +222,7 @@ TEST_F(EncoderServingTest, NonFiniteOutputsAreInternalAndCounted) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("model classifier produced non-finite values"));
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("sequence 1 of the request"));
-  EXPECT_THAT(metrics_.Render(), HasSubstr("relserve_nonfinite_outputs_total{model=\"classifier\"} 1"));
+  EXPECT_THAT(harness_.metrics().Render(), HasSubstr("relserve_nonfinite_outputs_total{model=\"classifier\"} 1"));
 }
 
 TEST_F(EncoderServingTest, ExpiredAndCancelledCallsAreNotComputed) {
@@ -263,7 +243,7 @@ TEST_F(EncoderServingTest, AutoTruncateIsTheDefaultOfRequestsThatDoNotSay) {
   req.inputs = {Input::Tokens(std::vector<int32_t>(20, 1))};
   ServingLimits limits = serving_->limits();
   limits.auto_truncate = true;
-  const EncoderServing automatic(&registry_, &metrics_, limits);
+  const EncoderServing automatic(&harness_.registry(), &harness_.metrics(), limits);
   auto cut = automatic.Tokenize(req);
   ASSERT_TRUE(cut.ok()) << cut.status();
   EXPECT_TRUE(cut->results[0].truncated);

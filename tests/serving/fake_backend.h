@@ -4,12 +4,18 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <future>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "server/backend/inference_backend.h"
+#include "server/batching/model_batcher.h"
+#include "server/serving/encoder_serving.h"
+#include "server/serving/model_registry.h"
 
 namespace relserve {
 
@@ -111,6 +117,55 @@ class FakeBackend : public InferenceBackend {
   std::function<std::vector<float>(const SequenceInput&)> logit_fn_;
   std::atomic<int> runs_{0};
   std::atomic<uint32_t> seen_outputs_{0};
+};
+
+// Models behind real batchers (no queue delay) and the serving layer over them.
+class ServingHarness {
+ public:
+  ~ServingHarness() {
+    for (auto& b : batchers_) b->Stop(absl::Seconds(5));
+  }
+  // Call before serving(): the registry is read when the serving layer is made.
+  void Add(const std::string& name, std::unique_ptr<FakeBackend> backend, const Tokenizer* tokenizer,
+           int max_length) {
+    BatcherConfig config;
+    config.policy.max_queue_delay = absl::ZeroDuration();
+    auto batcher = ModelBatcher::Create(backend.get(), config, nullptr);
+    ASSERT_TRUE(batcher.ok()) << batcher.status();
+    ServedModel m;
+    m.name = name;
+    m.backend = backend.get();
+    m.batcher = batcher->get();
+    m.tokenizer = tokenizer;
+    m.max_length = max_length;
+    registry_.Add(m);
+    backends_.push_back(std::move(backend));
+    batchers_.push_back(std::move(*batcher));
+  }
+  void Serve(ServingLimits limits) { serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, limits); }
+
+  EncoderServing& serving() { return *serving_; }
+  ServerMetrics& metrics() { return metrics_; }
+  const ModelRegistry& registry() const { return registry_; }
+  FakeBackend& backend(size_t i) { return *backends_[i]; }
+  const std::vector<std::unique_ptr<FakeBackend>>& backends() const { return backends_; }
+
+  // Runs an asynchronous call and waits for its answer.
+  template <typename Request, typename Result>
+  absl::StatusOr<Result> Call(void (EncoderServing::*method)(const Request&, const CallContext&,
+                                                             EncoderServing::Done<Result>) const,
+                              const Request& request, CallContext context = {}) {
+    std::promise<absl::StatusOr<Result>> answer;
+    (serving_.get()->*method)(request, context, [&answer](absl::StatusOr<Result> r) { answer.set_value(std::move(r)); });
+    return answer.get_future().get();
+  }
+
+ private:
+  ModelRegistry registry_;
+  ServerMetrics metrics_;
+  std::vector<std::unique_ptr<FakeBackend>> backends_;
+  std::vector<std::unique_ptr<ModelBatcher>> batchers_;
+  std::unique_ptr<EncoderServing> serving_;
 };
 
 }  // namespace relserve

@@ -126,50 +126,23 @@ class WholeInputServingTest : public LongInputTest {
  protected:
   void SetUp() override {
     LongInputTest::SetUp();
-    auto plain = std::make_unique<FakeBackend>(std::vector<std::string>{}, "");
     auto normalizing = std::make_unique<FakeBackend>(std::vector<std::string>{}, "");
     normalizing->set_normalizes(true);
     normalizing->set_heads(/*sparse=*/true, /*multi_vector=*/true);
-    Add("plain", std::move(plain));
-    Add("hybrid", std::move(normalizing));
+    harness_.Add("plain", std::make_unique<FakeBackend>(std::vector<std::string>{}, ""), tokenizer_.get(), kMaxLength);
+    harness_.Add("hybrid", std::move(normalizing), tokenizer_.get(), kMaxLength);
     ServingLimits limits;
     limits.max_windows_per_request = 12;
-    serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, limits);
+    harness_.Serve(limits);
   }
-  void TearDown() override {
-    for (auto& b : batchers_) b->Stop(absl::Seconds(5));
-  }
-  void Add(const std::string& name, std::unique_ptr<FakeBackend> backend) {
-    BatcherConfig config;
-    config.policy.max_queue_delay = absl::ZeroDuration();
-    auto batcher = ModelBatcher::Create(backend.get(), config, nullptr);
-    ASSERT_TRUE(batcher.ok()) << batcher.status();
-    ServedModel m;
-    m.name = name;
-    m.backend = backend.get();
-    m.batcher = batcher->get();
-    m.tokenizer = tokenizer_.get();
-    m.max_length = kMaxLength;
-    registry_.Add(m);
-    backends_.push_back(std::move(backend));
-    batchers_.push_back(std::move(*batcher));
-  }
-  absl::StatusOr<EmbedResult> Embed(const EmbedRequest& request) {
-    std::promise<absl::StatusOr<EmbedResult>> answer;
-    serving_->Embed(request, {}, [&](absl::StatusOr<EmbedResult> r) { answer.set_value(std::move(r)); });
-    return answer.get_future().get();
-  }
+  absl::StatusOr<EmbedResult> Embed(const EmbedRequest& request) { return harness_.Call(&EncoderServing::Embed, request); }
 
-  ModelRegistry registry_;
-  ServerMetrics metrics_;
-  std::vector<std::unique_ptr<FakeBackend>> backends_;
-  std::vector<std::unique_ptr<ModelBatcher>> batchers_;
-  std::unique_ptr<EncoderServing> serving_;
+  ServingHarness harness_;
 };
 
 TEST_F(WholeInputServingTest, WindowsPooledVectorsAreAveragedByTokenCountThenNormalised) {
   const std::string text = LongText(8);
-  auto windows = EncodeTextWindows(text, "inputs[0]", *tokenizer_, *backends_[0], kMaxLength, 0, 0);
+  auto windows = EncodeTextWindows(text, "inputs[0]", *tokenizer_, harness_.backend(0), kMaxLength, 0, 0);
   ASSERT_TRUE(windows.ok());
   ASSERT_GE(windows->size(), 2u);
   // The fake pools [sum of ids, count, 1, 2]: the token-weighted mean over the windows.
@@ -213,7 +186,7 @@ TEST_F(WholeInputServingTest, WindowsPooledVectorsAreAveragedByTokenCountThenNor
   norm = std::sqrt(norm);
   for (int j = 0; j < 4; ++j) EXPECT_NEAR(n->embeddings[0].values[j], want[j] / norm, 1e-5) << j;
   // The metrics count the windows.
-  EXPECT_THAT(metrics_.Render(), HasSubstr("relserve_input_windows_total{model=\"hybrid\"} " +
+  EXPECT_THAT(harness_.metrics().Render(), HasSubstr("relserve_input_windows_total{model=\"hybrid\"} " +
                                            std::to_string(windows->size())));
 }
 
@@ -262,7 +235,7 @@ TEST_F(WholeInputServingTest, OutputsAModelHasNoHeadForAreRefusedBeforeQueueing)
   req.return_sparse = false;
   req.return_multi_vector = true;
   EXPECT_EQ(Embed(req).status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(backends_[0]->runs(), 0);
+  EXPECT_EQ(harness_.backend(0).runs(), 0);
   // Too many windows for one request.
   req.return_multi_vector = false;
   req.inputs = {Input::Text(LongText(40))};
@@ -270,7 +243,7 @@ TEST_F(WholeInputServingTest, OutputsAModelHasNoHeadForAreRefusedBeforeQueueing)
   auto many = Embed(req);
   EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(many.status().message()), HasSubstr("more than 12 windows"));
-  EXPECT_EQ(backends_[0]->runs(), 0);
+  EXPECT_EQ(harness_.backend(0).runs(), 0);
 }
 
 }  // namespace

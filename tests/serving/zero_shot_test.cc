@@ -101,36 +101,19 @@ class ZeroShotServingTest : public ::testing::Test {
     auto nli = std::make_unique<FakeBackend>(std::vector<std::string>{"contradiction", "neutral", "entailment"},
                                              "single_label_classification");
     nli->set_logit_fn(NliLogits);
-    Add("nli", std::move(nli));
-    Add("sentiment", std::make_unique<FakeBackend>(std::vector<std::string>{"negative", "positive"},
-                                                   "single_label_classification"));
-    Add("embedder", std::make_unique<FakeBackend>(std::vector<std::string>{}, ""));
+    harness_.Add("nli", std::move(nli), tokenizer_.get(), kMaxLength);
+    harness_.Add("sentiment",
+                 std::make_unique<FakeBackend>(std::vector<std::string>{"negative", "positive"},
+                                               "single_label_classification"),
+                 tokenizer_.get(), kMaxLength);
+    harness_.Add("embedder", std::make_unique<FakeBackend>(std::vector<std::string>{}, ""), tokenizer_.get(),
+                 kMaxLength);
     ServingLimits limits;
     limits.max_inputs_per_request = 8;
-    serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, limits);
-  }
-  void TearDown() override {
-    for (auto& b : batchers_) b->Stop(absl::Seconds(5));
-  }
-  void Add(const std::string& name, std::unique_ptr<FakeBackend> backend) {
-    BatcherConfig config;
-    config.policy.max_queue_delay = absl::ZeroDuration();
-    auto batcher = ModelBatcher::Create(backend.get(), config, nullptr);
-    ASSERT_TRUE(batcher.ok()) << batcher.status();
-    ServedModel m;
-    m.name = name;
-    m.backend = backend.get();
-    m.batcher = batcher->get();
-    m.tokenizer = tokenizer_.get();
-    m.max_length = kMaxLength;
-    registry_.Add(m);
-    backends_.push_back(std::move(backend));
-    batchers_.push_back(std::move(*batcher));
+    harness_.Serve(limits);
   }
   absl::StatusOr<ZeroShotResult> Classify(const ZeroShotRequest& request) {
-    std::promise<absl::StatusOr<ZeroShotResult>> answer;
-    serving_->ZeroShotClassify(request, {}, [&](absl::StatusOr<ZeroShotResult> r) { answer.set_value(std::move(r)); });
-    return answer.get_future().get();
+    return harness_.Call(&EncoderServing::ZeroShotClassify, request);
   }
   // The logits the fake model gives the pair (text, template with label), tokenized here.
   std::vector<float> PairLogits(const std::string& text, const std::string& hypothesis) {
@@ -144,12 +127,8 @@ class ZeroShotServingTest : public ::testing::Test {
   }
 
   static constexpr int kMaxLength = 64;
-  std::unique_ptr<Tokenizer> tokenizer_;
-  ModelRegistry registry_;
-  ServerMetrics metrics_;
-  std::vector<std::unique_ptr<FakeBackend>> backends_;
-  std::vector<std::unique_ptr<ModelBatcher>> batchers_;
-  std::unique_ptr<EncoderServing> serving_;
+  std::unique_ptr<Tokenizer> tokenizer_;  // outlives the harness's batchers
+  ServingHarness harness_;
 };
 
 TEST_F(ZeroShotServingTest, ScoresAndOrderAsThePipeline) {
@@ -187,10 +166,14 @@ TEST_F(ZeroShotServingTest, ScoresAndOrderAsThePipeline) {
         const LabelScore& l = c.labels[j];
         EXPECT_EQ(l.label, labels[l.index]);
         EXPECT_NEAR(l.score, want[l.index], 1e-6) << "label " << l.label << " multi " << multi;
-        if (j > 0) EXPECT_GE(c.labels[j - 1].score, l.score);
+        if (j > 0) {
+          EXPECT_GE(c.labels[j - 1].score, l.score);
+        }
         total += l.score;
       }
-      if (!multi) EXPECT_NEAR(total, 1.0, 1e-5);
+      if (!multi) {
+        EXPECT_NEAR(total, 1.0, 1e-5);
+      }
     }
     // One pair per text and label, all through the batcher.
     EXPECT_EQ(r->usage.sequences, 6);
@@ -253,14 +236,14 @@ TEST_F(ZeroShotServingTest, RefusesWhatThePipelineCannotAnswer) {
   EXPECT_THAT(std::string(no_entailment.status().message()), HasSubstr("no entailment label"));
   req.model = "embedder";
   EXPECT_EQ(Classify(req).status().code(), absl::StatusCode::kFailedPrecondition);
-  for (const auto& b : backends_) EXPECT_EQ(b->runs(), 0);
+  for (const auto& b : harness_.backends()) EXPECT_EQ(b->runs(), 0);
 }
 
 TEST_F(ZeroShotServingTest, ListModelsNamesTheEntailmentLabel) {
-  auto d = serving_->DescribeModel("nli");
+  auto d = harness_.serving().DescribeModel("nli");
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->entailment_label, "entailment");
-  EXPECT_EQ(serving_->DescribeModel("sentiment")->entailment_label, "");
+  EXPECT_EQ(harness_.serving().DescribeModel("sentiment")->entailment_label, "");
 }
 
 }  // namespace
