@@ -51,8 +51,11 @@ absl::StatusOr<Linear> LoadLinearFile(const std::string& path, int64_t hidden, i
     if (!t.ok()) return invalid(std::string(t.status().message()));
     *tensor = std::move(*t);
   }
-  absl::Status unused = w.CheckNoneUnused({});
-  if (!unused.ok()) return invalid(std::string(unused.message()));
+  const std::vector<std::string> unused = w.Unused({});
+  if (!unused.empty()) {
+    return invalid(
+        absl::StrCat("unexpected tensor \"", unused.front(), "\" (an nn.Linear's state dict holds weight and bias)"));
+  }
   return linear;
 }
 
