@@ -3,8 +3,8 @@
 
 // One descriptor per model family: the only place that knows a family's config.json keys and
 // transformers' defaults for them, its checkpoint layout (tensor names and shapes), the
-// checkpoint prefixes transformers ignores, its tokenizer family, its FLOPs, and what
-// `relserve-model create` writes for it. Its model (LibTorch) lives in the same folder.
+// checkpoint prefixes transformers ignores, its masked-LM head, its tokenizer family, its FLOPs,
+// and what `relserve-model create` writes for it. Its model (LibTorch) lives in the same folder.
 //
 // How a new family plugs in (everything in server/model/families/<name>/):
 //  1. <name>_config.h (torch-free, CMake target relserve_family_<name>_config): the family's

@@ -6,8 +6,9 @@
 namespace relserve {
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA encoders (model_type "bert", "roberta",
-// "xlm-roberta", "electra"): *Model and *ForSequenceClassification, and the backbone of their
-// *ForMaskedLM / *ForPreTraining checkpoints. Every position_embedding_type: absolute,
+// "xlm-roberta", "electra"): *Model, *ForSequenceClassification and *ForMaskedLM (the backbone,
+// and the masked-LM head where the checkpoint holds it), and the backbone of *ForPreTraining
+// checkpoints. Every position_embedding_type: absolute,
 // relative_key, relative_key_query. Creates "bert", "roberta", "xlm-roberta" and "electra".
 const FamilyDescriptor& BertFamily();
 

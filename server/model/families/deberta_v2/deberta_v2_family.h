@@ -6,7 +6,8 @@
 namespace relserve {
 
 // DeBERTa-v2/v3 and mDeBERTa (model_type "deberta-v2"): DebertaV2Model,
-// DebertaV2ForSequenceClassification, and the backbone of DebertaV2ForMaskedLM. Creates
+// DebertaV2ForSequenceClassification and DebertaV2ForMaskedLM (the backbone, and the masked-LM
+// head where the checkpoint holds it). Creates
 // "deberta-v3" (relative positions only, shared attention key, log buckets) and "deberta-v2"
 // (the same with the convolution layer of microsoft/deberta-v2-xlarge).
 const FamilyDescriptor& DebertaV2Family();

@@ -5,10 +5,10 @@
 
 namespace relserve {
 
-// MPNet (model_type "mpnet"): MPNetModel, MPNetForSequenceClassification, and the backbone of
-// MPNetForMaskedLM, whose lm_head is ignored. WordPiece tokenizer (vocab.txt, <s> a </s></s> b
-// </s>); no token types. The longest input is max_position_embeddings - 2 (positions start after
-// padding_idx 1). Creates "mpnet" (all-mpnet-base-v2's layout).
+// MPNet (model_type "mpnet"): MPNetModel, MPNetForSequenceClassification and MPNetForMaskedLM
+// (the backbone, and lm_head where the checkpoint holds it). WordPiece tokenizer (vocab.txt,
+// <s> a </s></s> b </s>); no token types. The longest input is max_position_embeddings - 2
+// (positions start after padding_idx 1). Creates "mpnet" (all-mpnet-base-v2's layout).
 const FamilyDescriptor& MpnetFamily();
 
 }  // namespace relserve
