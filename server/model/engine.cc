@@ -459,11 +459,16 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
 
     // The only copies back, and the only waits for the device: the results.
     std::vector<SequenceOutput> results(batch.size());
-    at::Tensor pooled, logits, states;
+    at::Tensor pooled, pooled_raw, logits, states;
     auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
-    if (outputs & kOutputPooled) {
-      pooled = to_host((*impl_->pooler)(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask,
-                                        /*normalize=*/(outputs & kOutputPooledUnnormalized) == 0));
+    if (outputs & (kOutputPooled | kOutputPooledUnnormalized)) {
+      // Pooling and Dense once; the Normalize module on top for `pooled`. The batcher ORs its
+      // sequences' flags, so a batch may need both.
+      const Pooler& pooler = *impl_->pooler;
+      const at::Tensor raw =
+          pooler(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask, /*normalize=*/false);
+      if (outputs & kOutputPooledUnnormalized) pooled_raw = to_host(raw);
+      if (outputs & kOutputPooled) pooled = to_host(pooler.Normalize(raw));
     }
     if (outputs & kOutputLogits) logits = to_host(out.logits);
     if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
@@ -499,6 +504,10 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
       if (pooled.defined()) {
         const float* p = pooled.data_ptr<float>() + b * pooled.size(1);
         r.pooled.assign(p, p + pooled.size(1));
+      }
+      if (pooled_raw.defined()) {
+        const float* p = pooled_raw.data_ptr<float>() + b * pooled_raw.size(1);
+        r.pooled_unnormalized.assign(p, p + pooled_raw.size(1));
       }
       if (logits.defined()) {
         const float* p = logits.data_ptr<float>() + b * logits.size(1);

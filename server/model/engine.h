@@ -62,7 +62,7 @@ class Engine : public InferenceBackend {
   // bge-m3's largest relu(sparse_linear(h_t)) per token id without the tokenizer's cls, eos, pad
   // and unk; entries above 0, ids ascending. kOutputMultiVector: colbert_linear(h_t),
   // L2-normalised, for the tokens after the first (n - 1 vectors). kOutputPooledUnnormalized:
-  // the pooled embedding without the Normalize module. FAILED_PRECONDITION naming the
+  // pooled_unnormalized, the pooled embedding without the Normalize module (`pooled` keeps it). FAILED_PRECONDITION naming the
   // architecture and what is missing for a head the model does not have.
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                   uint32_t outputs) override;

@@ -83,8 +83,13 @@ at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& att
   }
   at::Tensor out = parts.size() == 1 ? parts[0] : at::cat(parts, 1);
   for (const Dense& d : dense_) out = ApplyActivation(d.act, d.linear(out));
-  if (normalize_ && normalize) out = out / at::clamp_min(out.norm(2, {1}, true), 1e-12);
+  if (normalize) out = Normalize(out);
   return out;
+}
+
+at::Tensor Pooler::Normalize(const at::Tensor& pooled) const {
+  if (!normalize_) return pooled;
+  return pooled / at::clamp_min(pooled.norm(2, {1}, true), 1e-12);
 }
 
 }  // namespace relserve

@@ -23,6 +23,9 @@ class Pooler {
   // hidden [B, L, H], attention_mask [B, L] (int64) -> [B, output_dim()] float32. With
   // `normalize` false the Normalize module is left out (Pooling and Dense still apply).
   at::Tensor operator()(const at::Tensor& hidden, const at::Tensor& attention_mask, bool normalize = true) const;
+  // The Normalize module alone (L2, eps 1e-12), on the unnormalised output; `pooled` unchanged
+  // when the modules have none.
+  at::Tensor Normalize(const at::Tensor& pooled) const;
 
   // Moves the Dense modules' weights to `device`, where the hidden states will be.
   void MoveTo(const c10::Device& device);

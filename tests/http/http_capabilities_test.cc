@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -48,6 +49,7 @@ class HttpCapabilitiesTest : public ::testing::Test {
     ServerConfig config = TestServerConfig();
     // The NLI model first: TEI's routes without a model name go to it.
     config.models.insert(config.models.begin(), {"nli", TestModels::Get().dir("nli")});
+    config.models.emplace_back("splade", TestModels::Get().dir("splade"));
     config.max_input_length = 64;  // long inputs are a few windows long
     auto server = RelserveServer::Start(config);
     ASSERT_TRUE(server.ok()) << server.status();
@@ -259,13 +261,69 @@ TEST_F(HttpCapabilitiesTest, SparseAndMultiVectorRoutesWithoutHeads) {
   EXPECT_EQ(stub_->Embed(&ctx, req, &resp).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+TEST_F(HttpCapabilitiesTest, SpladeSparseVectorsOverHttpAndGrpcAndWholeInputsTakeTheMaxOverWindows) {
+  const std::vector<std::string> texts = {"the quick brown fox", "jumps over the lazy dog again and again"};
+  const Reply r = Post(http(), "/embed_sparse", {{"inputs", texts}, {"model", "splade"}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  v1::EmbedRequest req;
+  req.set_model("splade");
+  for (const std::string& t : texts) req.add_inputs()->set_text(t);
+  req.set_return_sparse(true);
+  v1::EmbedResponse resp;
+  {
+    grpc::ClientContext ctx;
+    grpc::Status s = stub_->Embed(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+  }
+  ASSERT_EQ(r.body.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    const v1::Embedding& e = resp.embeddings(i);
+    ASSERT_GT(e.sparse_size(), 0);
+    ASSERT_EQ(r.body[i].size(), static_cast<size_t>(e.sparse_size()));
+    for (int k = 0; k < e.sparse_size(); ++k) {
+      EXPECT_EQ(r.body[i][k]["index"], e.sparse(k).index());
+      EXPECT_NEAR(r.body[i][k]["value"].get<double>(), e.sparse(k).value(), 1e-6);
+      EXPECT_GT(e.sparse(k).value(), 0);
+      if (k > 0) {
+        EXPECT_LT(e.sparse(k - 1).index(), e.sparse(k).index());
+      }
+    }
+    EXPECT_GT(e.values_size(), 0);  // the dense embedding comes with it
+  }
+  // A long text in windows: each id's weight is its largest over the windows, computed here
+  // from the windows sent one by one as token ids.
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "the quick brown fox jumps over the lazy dog ";
+  const Reply tokens = Post(http(), "/tokenize", {{"inputs", text}, {"model", "splade"}});
+  ASSERT_EQ(tokens.status, 200) << tokens.raw;
+  std::vector<int32_t> ids;
+  for (const json& t : tokens.body[0]) ids.push_back(t["id"]);
+  const int room = 64 - 2;
+  std::map<int32_t, float> want;
+  for (size_t start = 1; start + 1 < ids.size(); start += room) {
+    json window = json::array({ids.front()});
+    for (size_t i = start; i < std::min(start + room, ids.size() - 1); ++i) window.push_back(ids[i]);
+    window.push_back(ids.back());
+    const Reply w = Post(http(), "/embed_sparse", {{"inputs", {window}}, {"model", "splade"}});
+    ASSERT_EQ(w.status, 200) << w.raw;
+    for (const json& v : w.body[0]) {
+      float& best = want[v["index"].get<int32_t>()];
+      best = std::max(best, v["value"].get<float>());
+    }
+  }
+  const Reply whole = Post(http(), "/embed_sparse", {{"inputs", text}, {"model", "splade"}, {"whole_input", true}});
+  ASSERT_EQ(whole.status, 200) << whole.raw;
+  ASSERT_EQ(whole.body[0].size(), want.size());
+  for (const json& v : whole.body[0]) EXPECT_NEAR(v["value"].get<double>(), want.at(v["index"].get<int32_t>()), 1e-6);
+}
+
 TEST_F(HttpCapabilitiesTest, ListModelsNamesTheNewCapabilities) {
   v1::ListModelsResponse models;
   grpc::ClientContext ctx;
   ASSERT_TRUE(stub_->ListModels(&ctx, v1::ListModelsRequest(), &models).ok());
   for (const auto& m : models.models()) {
     EXPECT_EQ(m.entailment_label(), m.name() == "nli" ? "entailment" : "") << m.name();
-    EXPECT_EQ(m.sparse(), "") << m.name();
+    EXPECT_EQ(m.sparse(), m.name() == "splade" ? "splade" : "") << m.name();
   }
 }
 

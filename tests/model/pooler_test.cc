@@ -103,14 +103,18 @@ TEST_F(PooledUnnormalizedTest, MeanPoolingWithNormalize) {
     for (int t = 0; t < raw[b].num_tokens; ++t) {
       for (int k = 0; k < 32; ++k) mean[k] += raw[b].token_states[t * 32 + k] / raw[b].num_tokens;
     }
-    EXPECT_LE(MaxDiff(raw[b].pooled, mean), 1e-5) << "sequence " << b;
-    EXPECT_GT(std::abs(Norm(raw[b].pooled) - 1), 0.01) << "sequence " << b;
+    EXPECT_LE(MaxDiff(raw[b].pooled_unnormalized, mean), 1e-5) << "sequence " << b;
+    EXPECT_GT(std::abs(Norm(raw[b].pooled_unnormalized) - 1), 0.01) << "sequence " << b;
     EXPECT_NEAR(Norm(pooled[b].pooled), 1.0, 1e-5);
-    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled)), 1e-6) << "sequence " << b;
+    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
+    // A batch asking both (the batcher ORs its sequences' flags) gets both: `pooled` stays normalised.
+    EXPECT_EQ(raw[b].pooled, pooled[b].pooled) << "sequence " << b;
+    EXPECT_TRUE(pooled[b].pooled_unnormalized.empty());
   }
-  // The flag alone, without kOutputPooled, asks for nothing.
-  const auto none = Run(dir, batch_, kOutputPooledUnnormalized);
-  EXPECT_TRUE(none[0].pooled.empty());
+  // The flag alone fills its own field only.
+  const auto alone = Run(dir, batch_, kOutputPooledUnnormalized);
+  EXPECT_TRUE(alone[0].pooled.empty());
+  EXPECT_EQ(alone[0].pooled_unnormalized, raw[0].pooled_unnormalized);
 }
 
 // A Dense module still applies: the unnormalised vector is tanh(W mean + b), 8 wide.
@@ -122,7 +126,7 @@ TEST_F(PooledUnnormalizedTest, DenseStillApplies) {
   const std::vector<float>& w = dense.at("linear.weight").data;
   const std::vector<float>& bias = dense.at("linear.bias").data;
   for (size_t b = 0; b < batch_.size(); ++b) {
-    ASSERT_EQ(raw[b].pooled.size(), 8u);
+    ASSERT_EQ(raw[b].pooled_unnormalized.size(), 8u);
     std::vector<double> mean(32, 0.0);
     for (int t = 0; t < raw[b].num_tokens; ++t) {
       for (int k = 0; k < 32; ++k) mean[k] += raw[b].token_states[t * 32 + k] / raw[b].num_tokens;
@@ -133,17 +137,20 @@ TEST_F(PooledUnnormalizedTest, DenseStillApplies) {
       for (int k = 0; k < 32; ++k) s += w[i * 32 + k] * mean[k];
       want[i] = std::tanh(s);
     }
-    EXPECT_LE(MaxDiff(raw[b].pooled, want), 1e-5) << "sequence " << b;
-    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled)), 1e-6) << "sequence " << b;
+    EXPECT_LE(MaxDiff(raw[b].pooled_unnormalized, want), 1e-5) << "sequence " << b;
+    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
   }
 }
 
-// Without a Normalize module the flag changes nothing.
+// Without a Normalize module both are the same vector.
 TEST_F(PooledUnnormalizedTest, NoNormalizeModule) {
   const std::string dir = Create("plain", 0, /*sentence_transformers=*/false);
   const auto pooled = Run(dir, batch_, kOutputPooled);
   const auto raw = Run(dir, batch_, kOutputPooled | kOutputPooledUnnormalized);
-  for (size_t b = 0; b < batch_.size(); ++b) EXPECT_EQ(pooled[b].pooled, raw[b].pooled);
+  for (size_t b = 0; b < batch_.size(); ++b) {
+    EXPECT_EQ(pooled[b].pooled, raw[b].pooled);
+    EXPECT_EQ(pooled[b].pooled, raw[b].pooled_unnormalized);
+  }
 }
 
 }  // namespace

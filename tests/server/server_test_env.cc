@@ -22,7 +22,8 @@ namespace relserve::testing {
 
 namespace {
 void Create(const std::string& dir, const std::string& family, int labels, bool st,
-            const nlohmann::json& overrides = nlohmann::json::object()) {
+            const nlohmann::json& overrides = nlohmann::json::object(),
+            const std::string& vocab_file = "/reference/tokenizer/spm.model") {
   CreateModelOptions o;
   o.family = family;
   o.hidden = 32;
@@ -31,7 +32,7 @@ void Create(const std::string& dir, const std::string& family, int labels, bool 
   o.intermediate = 64;
   o.num_labels = labels;
   o.sentence_transformers = st;
-  o.vocab_file = std::string(RELSERVE_TEST_DATA_DIR) + "/reference/tokenizer/spm.model";
+  o.vocab_file = std::string(RELSERVE_TEST_DATA_DIR) + vocab_file;
   o.seed = 11;
   if (family == "deberta-v3") o.config_overrides = nlohmann::json{{"position_buckets", 32}};
   o.config_overrides.update(overrides);
@@ -52,6 +53,9 @@ TestModels::TestModels() {
   Create(dir("nli"), "deberta-v3", 3, false,
          nlohmann::json{{"id2label", {{"0", "contradiction"}, {"1", "neutral"}, {"2", "entailment"}}},
                         {"label2id", {{"contradiction", 0}, {"entailment", 2}, {"neutral", 1}}}});
+  // A SPLADE model: BERT with its masked-LM head, WordPiece vocabulary.
+  Create(dir("splade"), "bert", 0, false, nlohmann::json{{"architectures", {"BertForMaskedLM"}}},
+         "/reference/tokenizer_wordpiece/vocab_uncased.txt");
   std::atexit([] { RemoveTree(Get().root_); });
 }
 
