@@ -59,7 +59,13 @@ compare("zero-shot 10 labels",
         3, "the same 10 pairs; b: one TEI /predict batch", {"units": 10, "unit": "pairs"})
 
 words = ["report", "budget", "council", "transport", "market", "river", "energy", "school", "health", "museum"]
-doc = " ".join("%s %d," % (words[i % len(words)], i) for i in range(2700))
+def document(items):
+    return " ".join("%s %d," % (words[i % len(words)], i) for i in range(items))
+
+
+# About 8192 tokens: the items it takes, from the tokens of a first guess.
+per_item = len(post("/tokenize", {"model": "embedder", "inputs": document(1000)}).json()[0]) / 1000
+doc = document(int(8192 / per_item))
 tokens = post("/tokenize", {"model": "embedder", "inputs": doc}).json()[0]
 ids = [t["id"] for t in tokens]
 cls, sep, body = ids[0], ids[-1], ids[1:-1]

@@ -151,7 +151,12 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                          " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
                          info.max_length_source.empty() ? "" : " (" + info.max_length_source + ")",
                          info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
-                         info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason, ") in ",
+                         info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason,
+                         info.sparse_kind.empty() ? "" : ", sparse vectors (" + info.sparse_kind + ")",
+                         info.multi_vector_kind.empty()
+                             ? ""
+                             : absl::StrCat(", multi-vector (", info.multi_vector_kind, ", ", info.multi_vector_dim, ")"),
+                         ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
     if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length, stop_requested));
     if (config.max_batch_tokens < info.max_length) {

@@ -1,6 +1,7 @@
 // relserve-model as it is used from outside: the binary, its files and its exit codes.
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -179,7 +180,7 @@ bool ListsOption(const std::string& usage, const std::string& option) {
 // one is refused with (exit 2, on standard error).
 TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   for (const std::string command :
-       {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download", "convert"}) {
+       {"forward", "tokenize", "embed", "zero-shot", "create", "bench", "info", "accuracy", "download", "convert"}) {
     const SplitResult help = RunCliSplit(command + " --help");
     EXPECT_EQ(help.exit_code, 0) << command << ": " << help.err;
     EXPECT_EQ(help.out.rfind("usage: relserve-model " + command + " ", 0), 0u) << command << ": " << help.out;
@@ -212,7 +213,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   const SplitResult top = RunCliSplit("--help");
   EXPECT_EQ(top.exit_code, 0);
   for (const char* command :
-       {"forward", "tokenize", "embed", "create", "bench", "info", "accuracy", "download", "convert"}) {
+       {"forward", "tokenize", "embed", "zero-shot", "create", "bench", "info", "accuracy", "download", "convert"}) {
     EXPECT_THAT(top.out, HasSubstr(std::string("\n  ") + command + " ")) << command;
   }
   EXPECT_EQ(RunCliSplit("frobnicate --help").exit_code, 2);
@@ -257,6 +258,81 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   auto bench = nlohmann::json::parse(r.output);
   EXPECT_GT(bench["tokens_per_second"].get<double>(), 0);
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
+}
+
+// zero-shot: the pipeline's scores over the logits `forward` gives for each (text, hypothesis)
+// pair that `tokenize` makes; embed --whole-input and --sparse through the serving layer.
+TEST_F(CliTest, ZeroShotAndEmbedThroughTheServingLayer) {
+  const std::string model = (dir_ / "nli").string();
+  Result r = RunCli("create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 --labels 3 "
+                    "--vocab-file " + kData + "/reference/tokenizer/spm.model --out " + model +
+                    " --config '{\"id2label\": {\"0\": \"contradiction\", \"1\": \"neutral\", \"2\": "
+                    "\"entailment\"}, \"label2id\": {\"contradiction\": 0, \"entailment\": 2, \"neutral\": 1}}'");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string text = "the council approved the budget";
+  const std::vector<std::string> labels = {"politics", "sports", "cooking"};
+  r = RunCli("zero-shot --model " + model + " --labels politics,sports,cooking", text + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json got = nlohmann::json::parse(r.output.substr(0, r.output.find('\n')));
+  EXPECT_EQ(got["sequence"], text);
+
+  // The pairs' ids, padded into one batch for forward.
+  std::string pairs;
+  for (const std::string& l : labels) pairs += text + "\tThis example is " + l + ".\n";
+  r = RunCli("tokenize --model " + model + " --padding longest", pairs);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  nlohmann::json batch{{"input_ids", nlohmann::json::array()}, {"attention_mask", nlohmann::json::array()}};
+  std::istringstream rows(r.output);
+  for (std::string line; std::getline(rows, line);) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    batch["input_ids"].push_back(row["input_ids"]);
+    batch["attention_mask"].push_back(row["attention_mask"]);
+  }
+  const std::string inputs = (dir_ / "pairs.json").string(), out = (dir_ / "pairs.safetensors").string();
+  std::ofstream(inputs) << batch.dump();
+  r = RunCli("forward --model " + model + " --inputs " + inputs + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto file = SafetensorsFile::Open(out);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const TensorView* logits = (*file)->Find("logits");
+  ASSERT_NE(logits, nullptr);
+  std::vector<float> l(logits->numel());
+  std::memcpy(l.data(), logits->data, logits->nbytes);
+  double z = 0;
+  for (int k = 0; k < 3; ++k) z += std::exp(double(l[k * 3 + 2]));
+  ASSERT_EQ(got["labels"].size(), 3u);
+  for (size_t j = 0; j < 3; ++j) {
+    const int k = static_cast<int>(std::find(labels.begin(), labels.end(), got["labels"][j].get<std::string>()) -
+                                   labels.begin());
+    ASSERT_LT(k, 3);
+    EXPECT_NEAR(got["scores"][j].get<double>(), std::exp(double(l[k * 3 + 2])) / z, 1e-5) << labels[k];
+  }
+
+  // A text of several windows, embedded whole.
+  std::string long_text;
+  for (int i = 0; i < 300; ++i) long_text += "word" + std::to_string(i % 5) + " ";
+  r = RunCli("embed --model " + model + " --max-length 64 --whole-input", long_text + "\nshort\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line;
+  std::getline(lines, line);
+  const nlohmann::json whole = nlohmann::json::parse(line);
+  EXPECT_GT(whole["windows"].get<int>(), 1);
+  EXPECT_EQ(whole["embedding"].size(), 32u);
+  std::getline(lines, line);
+  EXPECT_EQ(nlohmann::json::parse(line)["windows"], 1);
+  // Without --whole-input the long text is cut, as embed does by default.
+  r = RunCli("embed --model " + model + " --max-length 64", long_text + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(nlohmann::json::parse(r.output)["embedding"], whole["embedding"]);
+  // Sparse vectors need a sparse head.
+  r = RunCli("embed --model " + model + " --sparse", "hello\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("has no sparse head"));
+  // And zero-shot an entailment label.
+  r = RunCli("zero-shot --model " + kData + "/reference/deberta_v3_cls --labels a,b", "hello\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("no entailment label"));
 }
 
 // embed as SentenceTransformer.encode: max_seq_length cuts (or, with --no-truncate, refuses),
