@@ -44,6 +44,9 @@ struct Engine::Impl {
   // Which head answers kOutputSparse.
   enum class SparseHead { kNone, kSplade, kBgeM3 };
   SparseHead sparse_head = SparseHead::kNone;
+  // sentence-transformers' SpladePooling (a sparse encoder's modules.json): max or sum, relu or
+  // log1p_relu; SPLADE's max of log(1 + relu) without one.
+  MaskedLmHead::Pooling splade_pooling;
   std::optional<MaskedLmHead> masked_lm;  // a *ForMaskedLM checkpoint's head, where it holds one
   BgeM3Heads bge_m3;                      // sparse_linear.pt, colbert_linear.pt, where present
   std::vector<int32_t> lexical_dropped_ids;  // bge-m3's sparse weights leave these ids out
@@ -220,9 +223,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   bool normalize = false;
   if (!options.pooling.empty()) {
     ASSIGN_OR_RETURN(pooling, PoolingFromMode(options.pooling, config.hidden_size));
-  } else if (st.present) {
+  } else if (st.present && st.has_pooling) {
     pooling = st.pooling;
   } else {
+    // No modules.json, or a sparse encoder's (SpladePooling, no Pooling): the mean.
     ASSIGN_OR_RETURN(pooling, PoolingFromMode("mean", config.hidden_size));
   }
   if (st.present) {
@@ -290,6 +294,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();
   info.no_tokenizer_reason = no_tokenizer_reason;
   engine->impl_->pad_id = config.pad_token_id;
+  if (st.splade.has_value()) {
+    if (!engine->impl_->masked_lm.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": modules.json has a SpladePooling module, but the checkpoint holds no masked-LM head for it (",
+          config.architecture, ")"));
+    }
+    engine->impl_->splade_pooling.sum = st.splade->sum;
+    engine->impl_->splade_pooling.log1p_relu = st.splade->log1p_relu;
+  }
   engine->DescribeHeads();
   return engine;
 }
@@ -315,7 +328,9 @@ void Engine::DescribeHeads() {
     const MaskedLmHeadLayout layout = *config_.family->MaskedLmHead(config_);
     impl.sparse_head = Impl::SparseHead::kSplade;
     info.sparse_kind = "splade";
-    sparse = absl::StrCat("splade from the masked-LM head (", layout.dense, ", ", layout.layer_norm, ", decoder ",
+    sparse = absl::StrCat("splade (", impl.splade_pooling.sum ? "sum" : "max", ", ",
+                          impl.splade_pooling.log1p_relu ? "log1p_relu" : "relu", ") from the masked-LM head (",
+                          layout.dense, ", ", layout.layer_norm, ", decoder ",
                           impl.masked_lm->decoder_is_word_embeddings() ? "tied to the word embeddings" : layout.decoder_weight,
                           ")");
   } else if (impl.bge_m3.has_sparse()) {
@@ -488,7 +503,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
       }
       const at::Tensor packed = padded ? TokenPacking(in.attention_mask, in.token_rows).Pack(out.last_hidden_state)
                                        : out.last_hidden_state.reshape({B * L, H});
-      if (sparse && impl_->sparse_head == Impl::SparseHead::kSplade) splade = impl_->masked_lm->Splade(packed, lengths);
+      if (sparse && impl_->sparse_head == Impl::SparseHead::kSplade) {
+        splade = impl_->masked_lm->Splade(packed, lengths, impl_->splade_pooling);
+      }
       if (sparse && impl_->sparse_head == Impl::SparseHead::kBgeM3) {
         token_weights = to_host(impl_->bge_m3.TokenWeights(packed));
       }

@@ -95,7 +95,7 @@ at::Tensor MaskedLmHead::Logits(const at::Tensor& tokens) const {
 
 std::vector<std::vector<std::pair<int32_t, float>>> MaskedLmHead::Splade(const at::Tensor& tokens,
                                                                          const std::vector<int64_t>& lengths,
-                                                                         int64_t chunk_rows) const {
+                                                                         Pooling pooling, int64_t chunk_rows) const {
   const int64_t B = static_cast<int64_t>(lengths.size());
   const int64_t V = decoder_.size(0);
   std::vector<std::vector<std::pair<int32_t, float>>> out(B);
@@ -106,7 +106,8 @@ std::vector<std::vector<std::pair<int32_t, float>>> MaskedLmHead::Splade(const a
   const int64_t N = h.size(0);
   const int64_t rows = chunk_rows > 0 ? chunk_rows : std::max<int64_t>(1, kChunkBytes / (V * 4));
 
-  at::Tensor best = at::full({B, V}, -std::numeric_limits<float>::infinity(),
+  // max: the running maximum of the logits; sum: the running sum of the tokens' values.
+  at::Tensor best = at::full({B, V}, pooling.sum ? 0.0f : -std::numeric_limits<float>::infinity(),
                              at::TensorOptions().dtype(at::kFloat).device(h.device()));
   int64_t first = 0;  // the first sequence with rows at or after the chunk's start
   for (int64_t s = 0; s < N; s += rows) {
@@ -116,14 +117,26 @@ std::vector<std::vector<std::pair<int32_t, float>>> MaskedLmHead::Splade(const a
       const int64_t lo = std::max(start[b], s), hi = std::min(start[b + 1], e);
       if (hi <= lo) continue;
       at::Tensor row = best.select(0, b);
-      at::maximum_out(row, row, std::get<0>(logits.narrow(0, lo - s, hi - lo).max(0)));
+      const at::Tensor part = logits.narrow(0, lo - s, hi - lo);
+      if (pooling.sum) {
+        at::Tensor values = at::log1p(at::relu(part));
+        if (pooling.log1p_relu) values = at::log1p(values);
+        row.add_(values.sum(0));
+      } else {
+        at::maximum_out(row, row, std::get<0>(part.max(0)));
+      }
     }
     while (first < B && start[first + 1] <= e) ++first;
   }
   // log(1 + relu(max)) > 0 exactly where max > 0; ids come out in row-major order.
   const at::Tensor positive = best.gt(0);
-  const at::Tensor where = at::nonzero(positive).to(at::kCPU).contiguous();            // [K, 2]
-  const at::Tensor weights = at::log1p(best.masked_select(positive)).to(at::kCPU).contiguous();  // [K]
+  const at::Tensor where = at::nonzero(positive).to(at::kCPU).contiguous();  // [K, 2]
+  at::Tensor selected = best.masked_select(positive);
+  if (!pooling.sum) {
+    selected = at::log1p(selected);
+    if (pooling.log1p_relu) selected = at::log1p(selected);
+  }
+  const at::Tensor weights = selected.to(at::kCPU).contiguous();  // [K]
   const int64_t* w = where.data_ptr<int64_t>();
   const float* v = weights.data_ptr<float>();
   for (int64_t k = 0, K = weights.size(0); k < K; ++k) {

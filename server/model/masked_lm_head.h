@@ -48,9 +48,21 @@ class MaskedLmHead {
   // once: they are computed `chunk_rows` tokens at a time (0: as many as fit in 64 MiB of
   // float32) and folded into a running maximum per sequence ([sequences, vocab]); log(1 + relu)
   // is monotone, so it is applied to the maximum.
+  // `sum` (sentence-transformers' SpladePooling pooling_strategy "sum") adds log(1 + relu) over
+  // the tokens instead; `log1p_relu` (its activation_function "log1p_relu") applies a second
+  // log1p to each token's value.
+  struct Pooling {
+    bool sum = false;
+    bool log1p_relu = false;
+  };
   std::vector<std::vector<std::pair<int32_t, float>>> Splade(const at::Tensor& tokens,
                                                              const std::vector<int64_t>& lengths,
-                                                             int64_t chunk_rows = 0) const;
+                                                             int64_t chunk_rows = 0) const {
+    return Splade(tokens, lengths, Pooling(), chunk_rows);
+  }
+  std::vector<std::vector<std::pair<int32_t, float>>> Splade(const at::Tensor& tokens,
+                                                             const std::vector<int64_t>& lengths,
+                                                             Pooling pooling, int64_t chunk_rows = 0) const;
 
   int64_t vocab_size() const { return decoder_.size(0); }
   // Whether the decoder is the word embeddings (no decoder weight of its own in the checkpoint).

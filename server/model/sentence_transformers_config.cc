@@ -62,6 +62,29 @@ absl::StatusOr<PoolingConfig> ParsePooling(const std::string& dir) {
   return p;
 }
 
+// SpladePooling's config.json: pooling_strategy "max" (default) or "sum", activation_function
+// "relu" (default) or "log1p_relu"; word_embedding_dimension is the vocabulary's size, not read.
+absl::StatusOr<SpladePoolingConfig> ParseSpladePooling(const std::string& dir) {
+  const std::string path = JoinPath(dir, "config.json");
+  SpladePoolingConfig c;
+  if (!FileExists(path)) return c;  // sentence-transformers' defaults
+  ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
+  if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
+  JsonFieldReader r(j, path);
+  std::string strategy = "max", activation = "relu";
+  RETURN_IF_ERROR(r.String("pooling_strategy", &strategy));
+  RETURN_IF_ERROR(r.String("activation_function", &activation));
+  if (strategy != "max" && strategy != "sum") {
+    return r.Error("pooling_strategy", absl::StrCat("\"", strategy, "\" is not max or sum"));
+  }
+  if (activation != "relu" && activation != "log1p_relu") {
+    return r.Error("activation_function", absl::StrCat("\"", activation, "\" is not relu or log1p_relu"));
+  }
+  c.sum = strategy == "sum";
+  c.log1p_relu = activation == "log1p_relu";
+  return c;
+}
+
 absl::StatusOr<DenseConfig> ParseDense(const std::string& dir) {
   const std::string path = JoinPath(dir, "config.json");
   ASSIGN_OR_RETURN(json j, ReadJsonFile(path));
@@ -217,12 +240,16 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
       return r.Error("path", absl::StrCat("\"", sub, "\" is not a folder inside the model directory"));
     }
     const std::string dir = JoinPath(model_dir, sub);
-    if (absl::EndsWith(type, "models.Transformer")) {
+    if (absl::EndsWith(type, "models.Transformer") || absl::EndsWith(type, "sparse_encoder.models.MLMTransformer")) {
       // The first one's settings (sentence-transformers has one Transformer module).
       if (!have_transformer) RETURN_IF_ERROR(ParseTransformerConfig(JoinPath(dir, "sentence_bert_config.json"), &st));
       have_transformer = true;
     } else if (absl::EndsWith(type, "models.Pooling")) {
       ASSIGN_OR_RETURN(st.pooling, ParsePooling(dir));
+      have_pooling = true;
+      st.has_pooling = true;
+    } else if (absl::EndsWith(type, "sparse_encoder.models.SpladePooling")) {
+      ASSIGN_OR_RETURN(st.splade, ParseSpladePooling(dir));
       have_pooling = true;
     } else if (absl::EndsWith(type, "models.Dense")) {
       ASSIGN_OR_RETURN(DenseConfig d, ParseDense(dir));
@@ -231,16 +258,22 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
       st.normalize = true;
     } else {
       return r.Error("type", absl::StrCat("\"", type, "\" is not supported (supported: Transformer, Pooling, "
-                                          "Dense, Normalize)"));
+                                          "Dense, Normalize, and the sparse encoder's MLMTransformer and "
+                                          "SpladePooling)"));
     }
   }
   if (!have_pooling) {
-    return absl::InvalidArgumentError(absl::StrCat(modules_path, ": has no sentence_transformers Pooling module"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(modules_path, ": has no sentence_transformers Pooling (or SpladePooling) module"));
   }
   if (!have_transformer) {
     RETURN_IF_ERROR(ParseTransformerConfig(JoinPath(model_dir, "sentence_bert_config.json"), &st));
   }
   return st;
+}
+
+std::string SpladePoolingConfig::Describe() const {
+  return absl::StrCat("splade(", sum ? "sum" : "max", ", ", log1p_relu ? "log1p_relu" : "relu", ")");
 }
 
 }  // namespace relserve

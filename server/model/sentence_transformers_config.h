@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_MODEL_SENTENCE_TRANSFORMERS_CONFIG_H_
 #define RELSERVE_SERVER_MODEL_SENTENCE_TRANSFORMERS_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,9 +42,22 @@ struct DenseConfig {
 // between them.
 using SentencePrompts = std::vector<std::pair<std::string, std::string>>;
 
+// sentence_transformers.sparse_encoder.models.SpladePooling's config.json (a SparseEncoder:
+// MLMTransformer then SpladePooling): log(1 + activation(logit)) of the masked-LM head's logits,
+// pooled over the tokens.
+struct SpladePoolingConfig {
+  bool sum = false;         // pooling_strategy "sum"; "max" (the default) otherwise
+  bool log1p_relu = false;  // activation_function "log1p_relu" (a second log1p); "relu" otherwise
+  std::string Describe() const;  // "splade(max, relu)"
+};
+
 struct SentenceTransformersConfig {
   bool present = false;  // the directory has modules.json
+  // Whether modules.json has a Pooling module; a SparseEncoder has SpladePooling instead, and
+  // its dense embedding is then the mean of the token states.
+  bool has_pooling = false;
   PoolingConfig pooling;
+  std::optional<SpladePoolingConfig> splade;  // a SpladePooling module
   std::vector<DenseConfig> dense;
   bool normalize = false;
 
@@ -60,7 +74,9 @@ struct SentenceTransformersConfig {
 };
 
 // Reads modules.json and the module folders it names, sentence_bert_config.json and
-// config_sentence_transformers.json. A directory without modules.json gives
+// config_sentence_transformers.json; modules.json's types are sentence_transformers.models'
+// Transformer, Pooling, Dense and Normalize, and sparse_encoder.models' MLMTransformer (read as a
+// Transformer) and SpladePooling. A directory without modules.json gives
 // `present == false` (and may still give the other two files' settings). Unknown module
 // types are an error naming them; a bad value is INVALID_ARGUMENT naming the file and the key:
 // max_seq_length not a positive integer, do_lower_case not a boolean, prompts not an object of

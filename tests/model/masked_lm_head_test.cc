@@ -6,6 +6,8 @@
 // weights are read from the file by their transformers names, not through the descriptors; the
 // token states are the engine's own last_hidden_state (proven against transformers by
 // reference_parity_test and the switch tests).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -123,11 +125,18 @@ struct ReferenceHead {
   }
 
   // SPLADE over `n` token states [n, hidden] (row-major).
-  std::vector<double> Splade(const float* states, int64_t n, int64_t hidden) const {
+  // sentence-transformers' SpladePooling: log1p(relu(logit)) (twice log1p with log1p_relu) of
+  // every token, then their maximum or their sum.
+  std::vector<double> Splade(const float* states, int64_t n, int64_t hidden, bool sum = false,
+                             bool log1p_relu = false) const {
     std::vector<double> v(bias.size(), 0.0);
     for (int64_t t = 0; t < n; ++t) {
       const std::vector<double> logits = Logits(states + t * hidden);
-      for (size_t j = 0; j < v.size(); ++j) v[j] = std::max(v[j], std::log1p(std::max(0.0, logits[j])));
+      for (size_t j = 0; j < v.size(); ++j) {
+        double x = std::log1p(std::max(0.0, logits[j]));
+        if (log1p_relu) x = std::log1p(x);
+        v[j] = sum ? v[j] + x : std::max(v[j], x);
+      }
     }
     return v;
   }
@@ -288,6 +297,45 @@ TEST_F(MaskedLmHeadTest, SpladeOfEveryFamilyMatchesTheHeadInDouble) {
   }
 }
 
+// A sentence-transformers SparseEncoder directory (MLMTransformer, SpladePooling) loads, its
+// dense embedding is the mean of the token states (it has no Pooling module), and its sparse
+// vector follows SpladePooling's pooling_strategy and activation_function.
+TEST_F(MaskedLmHeadTest, SparseEncoderModulesChooseTheSpladePooling) {
+  const HeadCase& c = kCases[0];  // bert
+  const std::string dir = Create("sparse_encoder", c, Overrides(c));
+  ASSERT_TRUE(WriteStringToFile(JoinPath(dir, "modules.json"),
+                                R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.sparse_encoder.)"
+                                R"(models.MLMTransformer"}, {"idx": 1, "name": "1", "path": "1_SpladePooling", "type": )"
+                                R"("sentence_transformers.sparse_encoder.models.SpladePooling"}])")
+                  .ok());
+  ASSERT_EQ(mkdir(JoinPath(dir, "1_SpladePooling").c_str(), 0755), 0);
+  const ReferenceHead want = Reference(dir, c, c.embeddings);
+  for (const bool sum : {false, true}) {
+    for (const bool log1p_relu : {false, true}) {
+      const json pooling{{"pooling_strategy", sum ? "sum" : "max"},
+                         {"activation_function", log1p_relu ? "log1p_relu" : "relu"},
+                         {"word_embedding_dimension", kVocab}};
+      ASSERT_TRUE(WriteStringToFile(JoinPath(dir, "1_SpladePooling/config.json"), pooling.dump()).ok());
+      auto engine = LoadEngine(dir);
+      EXPECT_EQ(engine->info().sparse_kind, "splade");
+      EXPECT_EQ(engine->info().pooling, "mean");
+      const auto out = RunEngine(*engine, batch_, kOutputTokenStates | kOutputSparse | kOutputPooled);
+      for (size_t b = 0; b < batch_.size(); ++b) {
+        const std::vector<double> expected =
+            want.Splade(out[b].token_states.data(), out[b].num_tokens, kHidden, sum, log1p_relu);
+        EXPECT_LE(MaxDiff(Dense(out[b].sparse, kVocab), expected), kTolerance * (sum ? out[b].num_tokens : 1))
+            << "sum " << sum << " log1p_relu " << log1p_relu << ", sequence " << b;
+        std::vector<double> mean(kHidden, 0.0);
+        for (int t = 0; t < out[b].num_tokens; ++t) {
+          for (int k = 0; k < kHidden; ++k) mean[k] += out[b].token_states[t * kHidden + k] / out[b].num_tokens;
+        }
+        EXPECT_LE(MaxDiff(std::vector<double>(out[b].pooled.begin(), out[b].pooled.end()), mean), 1e-5)
+            << "sequence " << b;
+      }
+    }
+  }
+}
+
 // The decoder: the word embeddings when tied and absent from the file; the file's own decoder
 // weight when present (pytorch_model.bin files of the time kept the tied copy), or when
 // tie_word_embeddings is false. The bias may be saved under the decoder.bias alias only.
@@ -418,6 +466,25 @@ TEST_F(MaskedLmHeadTest, ChunkedMaximumOverPackedSequences) {
       const std::vector<double> expected = want.Splade(tokens.data_ptr<float>() + first * kHidden, lengths[b], kHidden);
       EXPECT_LE(MaxDiff(Dense(chunked[b], kVocab), expected), kTolerance) << rows << " rows, sequence " << b;
       first += lengths[b];
+    }
+  }
+  // SpladePooling's other settings, chunked the same way.
+  for (const bool sum : {false, true}) {
+    for (const bool log1p_relu : {false, true}) {
+      MaskedLmHead::Pooling pooling;
+      pooling.sum = sum;
+      pooling.log1p_relu = log1p_relu;
+      for (int64_t rows : {3, 64}) {
+        const auto got = head->Splade(tokens, lengths, pooling, rows);
+        int64_t first = 0;
+        for (size_t b = 0; b < lengths.size(); ++b) {
+          const std::vector<double> expected =
+              want.Splade(tokens.data_ptr<float>() + first * kHidden, lengths[b], kHidden, sum, log1p_relu);
+          EXPECT_LE(MaxDiff(Dense(got[b], kVocab), expected), kTolerance * (sum ? lengths[b] : 1))
+              << "sum " << sum << " log1p_relu " << log1p_relu << ", " << rows << " rows, sequence " << b;
+          first += lengths[b];
+        }
+      }
     }
   }
   // The logits themselves, as the *ForMaskedLM class returns them.

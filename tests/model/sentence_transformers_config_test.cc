@@ -61,6 +61,35 @@ TEST_F(SentenceTransformersConfigTest, ReadsPoolingAndDense) {
   EXPECT_TRUE(st->dense[0].bias);
 }
 
+// A SparseEncoder (sentence-transformers 5): MLMTransformer and SpladePooling, no Pooling.
+TEST_F(SentenceTransformersConfigTest, ReadsASparseEncodersSpladePooling) {
+  ASSERT_EQ(mkdir(JoinPath(dir_, "1_SpladePooling").c_str(), 0755), 0);
+  Write("modules.json",
+        R"([{"type": "sentence_transformers.sparse_encoder.models.MLMTransformer", "path": ""},)"
+        R"( {"type": "sentence_transformers.sparse_encoder.models.SpladePooling", "path": "1_SpladePooling"}])");
+  Write("sentence_bert_config.json", R"({"max_seq_length": 256, "do_lower_case": false})");
+  Write("1_SpladePooling/config.json",
+        R"({"pooling_strategy": "max", "activation_function": "relu", "word_embedding_dimension": null})");
+  auto st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_FALSE(st->has_pooling);
+  ASSERT_TRUE(st->splade.has_value());
+  EXPECT_FALSE(st->splade->sum);
+  EXPECT_FALSE(st->splade->log1p_relu);
+  EXPECT_EQ(st->max_seq_length, 256);  // the MLMTransformer's settings, as a Transformer's
+  Write("1_SpladePooling/config.json", R"({"pooling_strategy": "sum", "activation_function": "log1p_relu"})");
+  st = LoadSentenceTransformersConfig(dir_);
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->splade->sum);
+  EXPECT_TRUE(st->splade->log1p_relu);
+  EXPECT_EQ(st->splade->Describe(), "splade(sum, log1p_relu)");
+  Write("1_SpladePooling/config.json", R"({"pooling_strategy": "mean"})");
+  EXPECT_NE(LoadError().find("\"pooling_strategy\" \"mean\" is not max or sum"), std::string::npos) << LoadError();
+  Write("1_SpladePooling/config.json", R"({"activation_function": "gelu"})");
+  EXPECT_NE(LoadError().find("\"activation_function\" \"gelu\" is not relu or log1p_relu"), std::string::npos)
+      << LoadError();
+}
+
 TEST_F(SentenceTransformersConfigTest, PoolingWithoutDimensionTakesTheHiddenSizeLater) {
   // Pooler::Create fills in the model's hidden size for 0; the mode is still enabled.
   Write("1_Pooling/config.json", R"({"pooling_mode_cls_token": true})");
