@@ -79,6 +79,26 @@ absl::StatusOr<EmbedRequest> ParseEmbedWithHead(const json& body) {
   return r;
 }
 
+// A row-major [rows, width] array as JSON rows, each L2-normalised when asked.
+json Rows(const std::vector<float>& values, int width, bool normalize) {
+  json rows = json::array();
+  const size_t w = static_cast<size_t>(std::max(width, 1));
+  for (size_t row = 0; row * w < values.size(); ++row) {
+    std::vector<float> v(values.begin() + static_cast<std::ptrdiff_t>(row * w),
+                         values.begin() + static_cast<std::ptrdiff_t>(std::min(values.size(), (row + 1) * w)));
+    if (normalize) {
+      double norm = 0;
+      for (float x : v) norm += double(x) * x;
+      norm = std::sqrt(norm);
+      if (norm > 1e-12) {
+        for (float& x : v) x = static_cast<float>(x / norm);
+      }
+    }
+    rows.push_back(std::move(v));
+  }
+  return rows;
+}
+
 }  // namespace
 
 absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const json& body) {
@@ -105,36 +125,13 @@ absl::StatusOr<EmbedRequest> ParseMultiVector(const json& body) {
 
 json MultiVectorJson(const EmbedResult& result) {
   json all = json::array();
-  for (const Embedding& e : result.embeddings) {
-    json rows = json::array();
-    const size_t dim = static_cast<size_t>(std::max(e.multi_vector_dim, 1));
-    for (size_t row = 0; row * dim < e.multi_vector.size(); ++row) {
-      const auto begin = e.multi_vector.begin() + static_cast<std::ptrdiff_t>(row * dim);
-      rows.push_back(std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(dim)));
-    }
-    all.push_back(std::move(rows));
-  }
+  for (const Embedding& e : result.embeddings) all.push_back(Rows(e.multi_vector, e.multi_vector_dim, false));
   return all;
 }
 
 json NormalizedTokenStatesJson(const EmbedTokensResult& result) {
   json all = json::array();
-  for (const TokenStates& t : result.sequences) {
-    json rows = json::array();
-    const size_t hidden = static_cast<size_t>(std::max(t.hidden_size, 1));
-    for (size_t row = 0; row * hidden < t.values.size(); ++row) {
-      std::vector<float> v(t.values.begin() + static_cast<std::ptrdiff_t>(row * hidden),
-                           t.values.begin() + static_cast<std::ptrdiff_t>((row + 1) * hidden));
-      double norm = 0;
-      for (float x : v) norm += double(x) * x;
-      norm = std::sqrt(norm);
-      if (norm > 1e-12) {
-        for (float& x : v) x = static_cast<float>(x / norm);
-      }
-      rows.push_back(std::move(v));
-    }
-    all.push_back(std::move(rows));
-  }
+  for (const TokenStates& t : result.sequences) all.push_back(Rows(t.values, t.hidden_size, /*normalize=*/true));
   return all;
 }
 
@@ -369,15 +366,7 @@ absl::StatusOr<EmbedTokensRequest> ParseTeiEmbedAll(const json& body) {
 
 json TeiEmbedAllJson(const EmbedTokensResult& result) {
   json all = json::array();
-  for (const TokenStates& t : result.sequences) {
-    json rows = json::array();
-    const size_t hidden = static_cast<size_t>(std::max(t.hidden_size, 1));
-    for (size_t row = 0; row * hidden < t.values.size(); ++row) {
-      const auto begin = t.values.begin() + static_cast<std::ptrdiff_t>(row * hidden);
-      rows.push_back(std::vector<float>(begin, begin + static_cast<std::ptrdiff_t>(hidden)));
-    }
-    all.push_back(std::move(rows));
-  }
+  for (const TokenStates& t : result.sequences) all.push_back(Rows(t.values, t.hidden_size, /*normalize=*/false));
   return all;
 }
 

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/http/cohere_api.h"
+#include "server/http/hf_inference_api.h"
 #include "server/http/http_routes.h"
 #include "server/http/http_status.h"
 #include "server/http/infinity_api.h"
@@ -640,6 +641,103 @@ TEST(InfinityTest, RerankAndClassifyShapes) {
   EXPECT_EQ(InfinityClassifyJson(classified, "id", 7), json::parse(R"({"object": "classify",
       "data": [[{"score": 0.75, "label": "POS"}, {"score": 0.25, "label": "NEG"}]], "model": "classifier",
       "usage": {"prompt_tokens": 5, "total_tokens": 5}, "id": "id", "created": 7})"));
+}
+
+// The Inference API's zero-shot-classification request, as huggingface_hub and
+// @huggingface/inference send it, and the pipeline's answer.
+TEST(ZeroShotTest, RequestShapesAndAnswer) {
+  auto r = ParseZeroShot(json::parse(R"({"inputs": "text", "parameters": {"candidate_labels": [" a", "b"],
+      "multi_label": true, "hypothesis_template": null}})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->batch);
+  EXPECT_EQ(r->zero_shot.sequences, std::vector<std::string>{"text"});
+  EXPECT_EQ(r->zero_shot.candidate_labels, (std::vector<std::string>{" a", "b"}));  // a list is kept as it is
+  EXPECT_TRUE(r->zero_shot.multi_label);
+  EXPECT_EQ(r->zero_shot.hypothesis_template, "");  // null: the default
+  EXPECT_FALSE(r->zero_shot.truncation.truncate.has_value());
+  // A comma-separated string is split and stripped; multi_class is the old name of multi_label;
+  // a list of inputs answers a list.
+  r = ParseZeroShot(json::parse(R"({"inputs": ["x", "y"], "model": "nli", "parameters": {"candidate_labels":
+      "sports, politics ,, food", "multi_class": true, "hypothesis_template": "About {}.", "truncate": false}})"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->batch);
+  EXPECT_EQ(r->zero_shot.model, "nli");
+  EXPECT_EQ(r->zero_shot.candidate_labels, (std::vector<std::string>{"sports", "politics", "food"}));
+  EXPECT_TRUE(r->zero_shot.multi_label);
+  EXPECT_EQ(r->zero_shot.hypothesis_template, "About {}.");
+  EXPECT_EQ(r->zero_shot.truncation.truncate, false);
+  EXPECT_TRUE(HasCandidateLabels(json::parse(R"({"inputs": "x", "parameters": {"candidate_labels": "a"}})")));
+  EXPECT_FALSE(HasCandidateLabels(json::parse(R"({"inputs": "x", "parameters": {"top_k": 1}})")));
+  EXPECT_FALSE(HasCandidateLabels(json::parse(R"({"inputs": "x"})")));
+
+  auto bad = [](const char* body, int status, const std::string& says) {
+    auto p = ParseZeroShot(json::parse(body));
+    ASSERT_FALSE(p.ok()) << body;
+    EXPECT_EQ(HttpStatusOf(p.status()), status) << body << ": " << p.status();
+    EXPECT_THAT(std::string(p.status().message()), HasSubstr(says)) << body;
+  };
+  bad(R"({"inputs": "", "parameters": {"candidate_labels": ["a"]}})", 400, "inputs is empty");
+  bad(R"({"inputs": [], "parameters": {"candidate_labels": ["a"]}})", 400, "inputs is empty");
+  bad(R"({"inputs": 3, "parameters": {"candidate_labels": ["a"]}})", 422, "inputs must be a string or an array");
+  bad(R"({"inputs": ["x", 2], "parameters": {"candidate_labels": ["a"]}})", 422, "inputs[1] must be a string");
+  bad(R"({"inputs": "x", "parameters": {}})", 422, "parameters.candidate_labels");
+  bad(R"({"inputs": "x", "parameters": {"candidate_labels": ["a", ""]}})", 400, "candidate_labels[1] is empty");
+  bad(R"({"inputs": "x", "parameters": {"candidate_labels": {"a": 1}}})", 422,
+      "candidate_labels must be an array of strings or a comma-separated string");
+  bad(R"({"inputs": "x", "parameters": {"candidate_labels": ["a"], "multi_label": "yes"}})", 422,
+      "parameters.multi_label");
+  bad(R"({"inputs": "x", "parameters": {"candidate_labels": ["a"], "hypothesis_template": ""}})", 400,
+      "parameters.hypothesis_template is empty");
+
+  ZeroShotResult result;
+  result.results.push_back({"text", {{"b", 1, 0.75f}, {"a", 0, 0.25f}}});
+  EXPECT_EQ(ZeroShotJson(result, false),
+            json::parse(R"({"sequence": "text", "labels": ["b", "a"], "scores": [0.75, 0.25]})"));
+  EXPECT_EQ(ZeroShotJson(result, true),
+            json::parse(R"([{"sequence": "text", "labels": ["b", "a"], "scores": [0.75, 0.25]}])"));
+}
+
+// /embed_sparse's and /embed_multi_vector's requests, and whole_input on /embed and /v1/embeddings.
+TEST(TeiTest, SparseMultiVectorAndWholeInputFields) {
+  auto sparse = ParseTeiEmbedSparse(json::parse(R"({"inputs": ["a", [5, 6]], "truncate": true,
+      "prompt_name": "query", "whole_input": true, "window_overlap": 8, "model": "splade"})"));
+  ASSERT_TRUE(sparse.ok()) << sparse.status();
+  EXPECT_TRUE(sparse->return_sparse);
+  EXPECT_FALSE(sparse->return_multi_vector);
+  EXPECT_EQ(sparse->inputs.size(), 2u);
+  EXPECT_EQ(sparse->prompt_name, "query");
+  EXPECT_EQ(sparse->whole_input, true);
+  EXPECT_EQ(sparse->window_overlap, 8);
+  EXPECT_EQ(sparse->model, "splade");
+  auto multi = ParseMultiVector(json::parse(R"({"inputs": "a"})"));
+  ASSERT_TRUE(multi.ok());
+  EXPECT_TRUE(multi->return_multi_vector);
+  EXPECT_FALSE(multi->whole_input.has_value());
+  auto embed = ParseTeiEmbed(json::parse(R"({"inputs": "a", "whole_input": false})"));
+  ASSERT_TRUE(embed.ok());
+  EXPECT_EQ(embed->whole_input, false);
+  auto openai = ParseOpenAIEmbeddings(json::parse(R"({"input": "a", "model": "m", "window_overlap": 4})"));
+  ASSERT_TRUE(openai.ok());
+  EXPECT_EQ(openai->embed.window_overlap, 4);
+  EXPECT_FALSE(ParseTeiEmbed(json::parse(R"({"inputs": "a", "window_overlap": -1})")).ok());
+  EXPECT_FALSE(ParseTeiEmbed(json::parse(R"({"inputs": "a", "whole_input": "yes"})")).ok());
+
+  EmbedResult result;
+  Embedding e;
+  e.sparse = {{3, 0.5f}, {9, 1.25f}};
+  e.multi_vector = {1, 0, 0, 2};
+  e.multi_vector_dim = 2;
+  e.multi_vector_count = 2;
+  result.embeddings.push_back(e);
+  EXPECT_EQ(TeiEmbedSparseJson(result), json::parse(R"([[{"index": 3, "value": 0.5}, {"index": 9, "value": 1.25}]])"));
+  EXPECT_EQ(MultiVectorJson(result), json::parse(R"([[[1.0, 0.0], [0.0, 2.0]]])"));
+  EmbedTokensResult states;
+  TokenStates t;
+  t.hidden_size = 2;
+  t.values = {3, 4, 0, -2};
+  states.sequences.push_back(t);
+  EXPECT_EQ(NormalizedTokenStatesJson(states), json({{{0.6f, 0.8f}, {0.0f, -1.0f}}}));
+  EXPECT_EQ(TeiEmbedAllJson(states), json::parse(R"([[[3.0, 4.0], [0.0, -2.0]]])"));
 }
 
 // The OpenAPI document is JSON and lists exactly the routes the server serves.
