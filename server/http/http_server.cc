@@ -14,7 +14,7 @@
 #include "server/http/openai_api.h"
 #include "server/http/request_deadline.h"
 #include "server/http/tei_api.h"
-#include "server/rpc/status_mapping.h"
+#include "server/serving/status_labels.h"
 #include "server/web/web_server.h"
 
 namespace relserve {

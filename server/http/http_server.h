@@ -11,7 +11,7 @@
 #include "server/auth/api_keys.h"
 #include "server/http/http_routes.h"
 #include "server/metrics/server_metrics.h"
-#include "server/rpc/call_tracker.h"
+#include "server/serving/call_tracker.h"
 #include "server/serving/model_registry.h"
 #include "server/web/web_server.h"
 

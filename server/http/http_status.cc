@@ -5,7 +5,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "server/rpc/status_mapping.h"
+#include "server/serving/status_labels.h"
 
 namespace relserve {
 

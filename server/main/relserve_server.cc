@@ -23,7 +23,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
 #include "server/rpc/encoder_service.h"
-#include "server/rpc/metrics_batch_observer.h"
+#include "server/serving/metrics_batch_observer.h"
 #include "server/serving/model_registry.h"
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"

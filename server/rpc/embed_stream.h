@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/metrics/server_metrics.h"
-#include "server/rpc/call_tracker.h"
+#include "server/serving/call_tracker.h"
 
 namespace relserve {
 

@@ -12,7 +12,7 @@
 #include "relserve/v1/encoder.grpc.pb.h"
 #include "server/auth/api_keys.h"
 #include "server/metrics/server_metrics.h"
-#include "server/rpc/call_tracker.h"
+#include "server/serving/call_tracker.h"
 #include "server/serving/encoder_serving.h"
 #include "server/serving/model_registry.h"
 

@@ -9,6 +9,4 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), CapMessage(std::string(status.message()), kMaxStatusMessageBytes));
 }
 
-std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
-
 }  // namespace relserve

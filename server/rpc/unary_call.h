@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "server/metrics/server_metrics.h"
-#include "server/rpc/call_tracker.h"
+#include "server/serving/call_tracker.h"
 #include "server/rpc/reaction_order.h"
 #include "server/rpc/message_codec.h"
 #include "server/rpc/status_mapping.h"

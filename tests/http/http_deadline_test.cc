@@ -18,7 +18,7 @@
 #include "server/http/http_server.h"
 #include "server/http/http_status.h"
 #include "server/http/request_deadline.h"
-#include "server/rpc/metrics_batch_observer.h"
+#include "server/serving/metrics_batch_observer.h"
 #include "server/serving/encoder_serving.h"
 
 namespace relserve {

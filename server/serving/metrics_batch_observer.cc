@@ -1,4 +1,4 @@
-#include "server/rpc/metrics_batch_observer.h"
+#include "server/serving/metrics_batch_observer.h"
 
 #include <algorithm>
 

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_RPC_CALL_TRACKER_H_
-#define RELSERVE_SERVER_RPC_CALL_TRACKER_H_
+#ifndef RELSERVE_SERVER_SERVING_CALL_TRACKER_H_
+#define RELSERVE_SERVER_SERVING_CALL_TRACKER_H_
 
 #include <atomic>
 #include <cstddef>
@@ -66,4 +66,4 @@ class CallTracker {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_RPC_CALL_TRACKER_H_
+#endif  // RELSERVE_SERVER_SERVING_CALL_TRACKER_H_

@@ -1,4 +1,4 @@
-#include "server/rpc/call_tracker.h"
+#include "server/serving/call_tracker.h"
 
 #include <vector>
 
