@@ -27,6 +27,29 @@ double Softmax2(double other, double entail) {
 }  // namespace
 
 absl::StatusOr<std::string> FormatHypothesis(const std::string& t, const std::string& label) {
+  // An upper bound of the result's size: every "{" a field holding the label.
+  const size_t braces = static_cast<size_t>(std::count(t.begin(), t.end(), '{'));
+  if (t.size() > kMaxHypothesisBytes || (label.size() > 0 && braces > kMaxHypothesisBytes / label.size()) ||
+      t.size() + braces * label.size() > kMaxHypothesisBytes) {
+    // The exact size, counted without building it.
+    size_t bytes = 0;
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i] == '{' && i + 1 < t.size() && t[i + 1] != '{') {
+        const size_t close = t.find('}', i + 1);
+        if (close == std::string::npos) break;
+        bytes += label.size();
+        i = close;
+      } else {
+        ++bytes;
+        if ((t[i] == '{' || t[i] == '}') && i + 1 < t.size() && t[i + 1] == t[i]) ++i;
+      }
+    }
+    if (bytes > kMaxHypothesisBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("hypothesis_template with the label ", Quote(label),
+                                                     " makes a hypothesis of ", bytes, " bytes, more than the limit of ",
+                                                     kMaxHypothesisBytes));
+    }
+  }
   std::string out;
   out.reserve(t.size() + label.size());
   int fields = 0;

@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_SERVING_ZERO_SHOT_H_
 #define RELSERVE_SERVER_SERVING_ZERO_SHOT_H_
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ inline constexpr char kDefaultHypothesisTemplate[] = "This example is {}.";
 // has no field for the label (the pipeline refuses a template that formats to itself), or a
 // field Python could not fill with one positional argument ("{1}", "{name}", "{:>5}", an
 // unmatched brace).
+// A hypothesis longer than kMaxHypothesisBytes is INVALID_ARGUMENT before it is built (a template
+// of many {} and a long label would otherwise multiply into gigabytes).
+inline constexpr size_t kMaxHypothesisBytes = 64 << 10;
 absl::StatusOr<std::string> FormatHypothesis(const std::string& hypothesis_template, const std::string& label);
 
 // The pipeline's entailment_id: the id of the first label (in label2id's order, which

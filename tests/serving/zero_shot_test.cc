@@ -38,6 +38,18 @@ TEST(FormatHypothesisTest, RefusesTemplatesPythonCannotFormatWithOneLabel) {
   EXPECT_THAT(std::string(FormatHypothesis("no field", "x").status().message()), HasSubstr("has no {} for the label"));
 }
 
+TEST(FormatHypothesisTest, RefusesHypothesesThatWouldBeHuge) {
+  std::string many;
+  for (int i = 0; i < 10000; ++i) many += "{}";
+  const std::string label(1000, 'x');  // 10,000 x 1,000 bytes: 10 MB, never built
+  auto r = FormatHypothesis(many, label);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(r.status().message()), HasSubstr("makes a hypothesis of 10000000 bytes, more than the limit"));
+  // Under the limit, many fields are fine, and escaped braces count once.
+  EXPECT_EQ(FormatHypothesis(std::string(20000, '{') + std::string(20000, '}') + "{}", "y")->size(), 20001u);
+  EXPECT_TRUE(FormatHypothesis(many, "ab").ok());
+}
+
 TEST(EntailmentIndexTest, FirstLabelStartingWithEntailInLabel2idOrder) {
   EXPECT_EQ(*EntailmentIndex({"contradiction", "neutral", "entailment"}, "m"), 2);
   EXPECT_EQ(*EntailmentIndex({"ENTAILMENT", "NEUTRAL", "CONTRADICTION"}, "m"), 0);
