@@ -107,20 +107,22 @@ std::vector<SequenceInput> Sequences(const std::vector<EncodedInput>& inputs) {
   return out;
 }
 
-// EmbedTokens answers tokens x hidden floats: refused before any computation when that cannot
-// fit in one response. Per token: hidden float32 values, plus the token id and two offsets
-// (up to 5 bytes each in protobuf's varints).
-absl::Status CheckTokenStatesFit(const std::vector<EncodedInput>& inputs, int hidden, size_t max_bytes) {
-  const size_t per_token = static_cast<size_t>(hidden) * sizeof(float) + 15;
+// EmbedTokens answers tokens x hidden floats, Embed's multi-vector output tokens x its
+// dimension: refused before any computation when that cannot fit in one response. Per token:
+// the float32 values, plus the token id and two offsets (up to 5 bytes each in protobuf's
+// varints). `what` names the output and the request in the message.
+absl::Status CheckTokenVectorsFit(const std::vector<EncodedInput>& inputs, int width, size_t max_bytes,
+                                  const char* what, const char* request) {
+  const size_t per_token = static_cast<size_t>(width) * sizeof(float) + 15;
   size_t tokens = 0;
   for (const EncodedInput& e : inputs) tokens += e.sequence.input_ids.size();
   const size_t overhead = 64 * inputs.size() + 256;  // per-sequence fields, usage, timing
   if (tokens * per_token + overhead <= max_bytes) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
-      "the token states of these inputs (", tokens, " tokens x ", hidden, " values) need about ",
+      "the ", what, " of these inputs (", tokens, " tokens x ", width, " values) need about ",
       tokens * per_token + overhead, " bytes, more than the largest response of ", max_bytes,
       " bytes: send at most about ", max_bytes > overhead ? (max_bytes - overhead) / per_token : 0,
-      " tokens per EmbedTokens request (split the inputs over several requests)"));
+      " tokens per ", request, " request (split the inputs over several requests)"));
 }
 
 absl::Status NoClassifier(const ServedModel& m, const char* what) {
@@ -247,6 +249,13 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
     return done(absl::InvalidArgumentError(
         absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
   }
+  if (request.return_multi_vector) {
+    if (absl::Status s = CheckTokenVectorsFit(*encoded, info.multi_vector_dim, limits_.max_response_bytes,
+                                              "multi-vector token vectors", "Embed");
+        !s.ok()) {
+      return done(s);
+    }
+  }
   bool windowed = false;
   for (size_t i = 0; i + 1 < first->size(); ++i) windowed = windowed || (*first)[i + 1] - (*first)[i] > 1;
   uint32_t outputs = kOutputPooled;
@@ -313,7 +322,9 @@ void EncoderServing::EmbedTokens(const EmbedTokensRequest& request, const CallCo
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const int hidden = m.backend->info().hidden_size;
-  if (absl::Status s = CheckTokenStatesFit(*prepared->inputs, hidden, limits_.max_response_bytes); !s.ok()) {
+  if (absl::Status s = CheckTokenVectorsFit(*prepared->inputs, hidden, limits_.max_response_bytes, "token states",
+                                            "EmbedTokens");
+      !s.ok()) {
     return done(s);
   }
   auto inputs = prepared->inputs;

@@ -133,6 +133,7 @@ class WholeInputServingTest : public LongInputTest {
     harness_.Add("hybrid", std::move(normalizing), tokenizer_.get(), kMaxLength);
     ServingLimits limits;
     limits.max_windows_per_request = 12;
+    limits.max_response_bytes = 2000;
     harness_.Serve(limits);
   }
   absl::StatusOr<EmbedResult> Embed(const EmbedRequest& request) { return harness_.Call(&EncoderServing::Embed, request); }
@@ -236,6 +237,16 @@ TEST_F(WholeInputServingTest, OutputsAModelHasNoHeadForAreRefusedBeforeQueueing)
   req.return_multi_vector = true;
   EXPECT_EQ(Embed(req).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(harness_.backend(0).runs(), 0);
+  // Multi-vector answers that could not fit in one response are refused before computing.
+  req.model = "hybrid";
+  req.return_multi_vector = true;
+  req.inputs = {Input::Text(LongText(14))};  // about 5 windows, 80 tokens of 2 floats: over 2000 bytes
+  req.whole_input = true;
+  auto large = Embed(req);
+  EXPECT_EQ(large.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(large.status().message()), HasSubstr("multi-vector token vectors of these inputs"));
+  EXPECT_EQ(harness_.backend(1).runs(), 0);
+  req.model = "plain";
   // Too many windows for one request.
   req.return_multi_vector = false;
   req.inputs = {Input::Text(LongText(40))};
