@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
+#include "server/util/field_error.h"
 #include "server/util/quote.h"
 
 namespace relserve {
@@ -22,25 +23,25 @@ absl::StatusOr<RerankRequest> ParseCohereRerank(const json& body) {
   auto documents = Required(body, "documents");
   if (!documents.ok()) return documents.status();
   if (!(*documents)->is_array()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("documents must be an array of strings, not ", JsonTypeName(**documents)));
+    return WrongTypeError("documents", "an array of strings", **documents);
   }
-  if ((*documents)->empty()) return WithHttpStatus(absl::InvalidArgumentError("documents is empty"), 400);
+  if ((*documents)->empty()) return EmptyField("documents");
   for (size_t i = 0; i < (*documents)->size(); ++i) {
     const json& d = (**documents)[i];
     const std::string field = absl::StrCat("documents[", i, "]");
     const json* text = &d;
     if (d.is_object()) {  // {"text": "..."}, as Cohere and Jina also take
       auto it = d.find("text");
-      if (it == d.end()) return absl::InvalidArgumentError(absl::StrCat(field, " is an object without \"text\""));
+      if (it == d.end()) {
+        return FieldError(FieldErrorKind::kMissing, field, absl::StrCat(field, " is an object without \"text\""));
+      }
       text = &*it;
     }
     if (!text->is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, " must be a string or {\"text\": string}, not ", JsonTypeName(*text)));
+      return WrongTypeError(field, "a string or {\"text\": string}", *text);
     }
     if (text->get_ref<const std::string&>().empty()) {
-      return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+      return EmptyField(field);
     }
     r.documents.push_back(text->get<std::string>());
   }
@@ -101,7 +102,7 @@ absl::StatusOr<CohereEmbedRequest> ParseCohereEmbed(const json& body, bool v2) {
   if (!(*texts)->is_array()) {
     return absl::InvalidArgumentError(absl::StrCat("texts must be an array of strings, not ", JsonTypeName(**texts)));
   }
-  if ((*texts)->empty()) return WithHttpStatus(absl::InvalidArgumentError("texts is empty"), 400);
+  if ((*texts)->empty()) return EmptyField("texts");
   for (size_t i = 0; i < (*texts)->size(); ++i) {
     const json& t = (**texts)[i];
     const std::string field = absl::StrCat("texts[", i, "]");
@@ -109,7 +110,7 @@ absl::StatusOr<CohereEmbedRequest> ParseCohereEmbed(const json& body, bool v2) {
       return absl::InvalidArgumentError(absl::StrCat(field, " must be a string, not ", JsonTypeName(t)));
     }
     if (t.get_ref<const std::string&>().empty()) {
-      return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+      return EmptyField(field);
     }
     r.embed.inputs.push_back(Input::Text(t.get<std::string>()));
   }

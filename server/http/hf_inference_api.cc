@@ -16,12 +16,10 @@ using nlohmann::json;
 namespace {
 
 absl::Status WrongType(const std::string& field, const char* expected, const json& got) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+  return WrongTypeError(field, expected, got);
 }
 
-absl::Status Empty(const std::string& field) {
-  return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
-}
+absl::Status Empty(const std::string& field) { return EmptyField(field); }
 
 // The pipeline's _parse_labels: a string is split on commas, each part stripped, empty parts dropped.
 absl::StatusOr<std::vector<std::string>> ReadLabels(const json& v) {

@@ -18,6 +18,7 @@
 #include "server/http/openapi_document.h"
 #include "server/http/request_deadline.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 namespace {
@@ -58,11 +59,12 @@ absl::StatusOr<T> Await(const HttpCall& http, Call&& call) {
 
 // The serving layer names Rerank's documents "documents"; TEI's request calls them "texts".
 absl::Status AsTeiRerankStatus(const absl::Status& s) {
+  const std::optional<FieldErrorDetail> detail = FieldErrorOf(s);
   const std::string message(s.message());
-  if (message.rfind("documents", 0) != 0) return s;
+  if (!detail.has_value() || FieldRoot(detail->field) != "documents" || message.rfind("documents", 0) != 0) return s;
   absl::Status renamed(s.code(), absl::StrCat("texts", message.substr(9)));
   s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { renamed.SetPayload(url, payload); });
-  return renamed;
+  return WithFieldError(std::move(renamed), detail->kind, absl::StrCat("texts", detail->field.substr(9)));
 }
 
 // The ids of the special tokens the model's tokenizer adds.
@@ -98,9 +100,8 @@ HttpAnswer WithTeiHeaders(json body, const HttpCall& call, int64_t characters, c
 // LangChain's OpenAIEmbeddings (Python) tokenizes with tiktoken and sends OpenAI's token ids,
 // which mean nothing to another vocabulary: say how to make it send text.
 absl::Status WithTokenIdHint(const absl::Status& s, const std::vector<Input>& inputs) {
-  if (s.code() != absl::StatusCode::kInvalidArgument || !absl::StrContains(s.message(), "outside the vocabulary")) {
-    return s;
-  }
+  const std::optional<FieldErrorDetail> detail = FieldErrorOf(s);
+  if (!detail.has_value() || detail->kind != FieldErrorKind::kOutOfVocabulary) return s;
   bool ids = false;
   for (const Input& in : inputs) ids = ids || in.kind == Input::Kind::kTokens;
   if (!ids) return s;

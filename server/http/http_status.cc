@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "server/serving/status_labels.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 
@@ -49,7 +50,10 @@ int HttpStatusOf(const absl::Status& status) {
 
 const char* TeiErrorType(const absl::Status& status, int http_status) {
   switch (http_status) {
-    case 400: return absl::EndsWith(status.message(), " is empty") ? "Empty" : "Validation";
+    case 400: {
+      const std::optional<FieldErrorDetail> detail = FieldErrorOf(status);
+      return detail.has_value() && detail->kind == FieldErrorKind::kEmpty ? "Empty" : "Validation";
+    }
     case 401: return "Unauthorized";
     case 413:
     case 422: return "Validation";

@@ -16,14 +16,14 @@ absl::Status NonEmptyStrings(const json& v, const std::string& field, std::vecto
   if (!v.is_array()) {
     return absl::InvalidArgumentError(absl::StrCat(field, " must be an array of strings, not ", JsonTypeName(v)));
   }
-  if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+  if (v.empty()) return EmptyField(field);
   for (size_t i = 0; i < v.size(); ++i) {
     const std::string item = absl::StrCat(field, "[", i, "]");
     if (!v[i].is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(item, " must be a string, not ", JsonTypeName(v[i])));
     }
     if (v[i].get_ref<const std::string&>().empty()) {
-      return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(item, " is empty")), 400);
+      return EmptyField(item);
     }
     out->push_back(v[i].get<std::string>());
   }
@@ -65,7 +65,7 @@ absl::StatusOr<ClassifyRequest> ParseInfinityClassify(const json& body) {
   std::vector<std::string> texts;
   if ((*input)->is_string()) {
     if ((*input)->get_ref<const std::string&>().empty()) {
-      return WithHttpStatus(absl::InvalidArgumentError("input is empty"), 400);
+      return EmptyField("input");
     }
     texts.push_back((*input)->get<std::string>());
   } else if (absl::Status s = NonEmptyStrings(**input, "input", &texts); !s.ok()) {

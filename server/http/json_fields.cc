@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
+#include "server/util/field_error.h"
 #include "server/util/json_util.h"
 
 namespace relserve {
@@ -12,7 +13,7 @@ namespace {
 using nlohmann::json;
 
 absl::Status WrongType(const std::string& field, const char* expected, const json& got) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+  return WrongTypeError(field, expected, got);
 }
 
 bool Absent(const json& object, const char* field) {
@@ -20,11 +21,18 @@ bool Absent(const json& object, const char* field) {
   return it == object.end() || it->is_null();
 }
 
-absl::Status EmptyInputs(const std::string& field) {
-  return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
-}
+absl::Status EmptyInputs(const std::string& field) { return EmptyField(field); }
 
 }  // namespace
+
+absl::Status EmptyField(const std::string& field) {
+  return WithHttpStatus(FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, " is empty")), 400);
+}
+
+absl::Status WrongTypeError(const std::string& field, const char* expected, const json& got) {
+  return FieldError(FieldErrorKind::kInvalid, field,
+                    absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+}
 
 std::string JsonTypeName(const json& value) {
   switch (value.type()) {
@@ -67,18 +75,16 @@ absl::StatusOr<json> ParseJsonObject(const std::string& body) {
 bool FieldAbsent(const json& object, const char* field) { return Absent(object, field); }
 
 absl::StatusOr<const json*> Required(const json& object, const char* field) {
-  if (Absent(object, field)) return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  if (Absent(object, field)) return FieldError(FieldErrorKind::kMissing, field, absl::StrCat(field, " is required"));
   return &object.at(field);
 }
 
 absl::Status ReadRequiredNonEmptyString(const json& object, const char* field, std::string* out) {
   auto value = Required(object, field);
   if (!value.ok()) return value.status();
-  if (!(*value)->is_string()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " must be a string, not ", JsonTypeName(**value)));
-  }
+  if (!(*value)->is_string()) return WrongType(field, "a string", **value);
   *out = (*value)->get<std::string>();
-  if (out->empty()) return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
+  if (out->empty()) return EmptyField(field);
   return absl::OkStatus();
 }
 
@@ -102,8 +108,8 @@ absl::Status ReadInt(const json& object, const char* field, int64_t min, int64_t
   if (Absent(object, field)) return absl::OkStatus();
   const json& v = object.at(field);
   auto out_of_range = [&] {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, " must be an integer in [", min, ", ", max, "], not ", JsonValueForMessage(v)));
+    return FieldError(FieldErrorKind::kInvalid, field,
+                      absl::StrCat(field, " must be an integer in [", min, ", ", max, "], not ", JsonValueForMessage(v)));
   };
   if (v.is_number_unsigned()) {
     if (v.get<uint64_t>() > static_cast<uint64_t>(max)) return out_of_range();
@@ -130,9 +136,10 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const json& value, const std::
     const bool in_range = (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{kMaxId}) ||
                           (v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxId);
     if (!in_range) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, "[", i, "] must be a token id (an integer in [0, 2147483647]), not ",
-                       JsonValueForMessage(v)));
+      const std::string item = absl::StrCat(field, "[", i, "]");
+      return FieldError(FieldErrorKind::kInvalid, item,
+                        absl::StrCat(item, " must be a token id (an integer in [0, 2147483647]), not ",
+                                     JsonValueForMessage(v)));
     }
     ids.push_back(static_cast<int32_t>(v.get<int64_t>()));
   }
@@ -190,8 +197,8 @@ absl::Status ReadTruncation(const json& object, Truncation* out) {
   } else if (d == "Left" || d == "left") {
     out->direction = TruncationDirection::kLeft;
   } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("truncation_direction must be \"Right\" or \"Left\", not ", JsonValueForMessage(v)));
+    return FieldError(FieldErrorKind::kInvalid, "truncation_direction",
+                      absl::StrCat("truncation_direction must be \"Right\" or \"Left\", not ", JsonValueForMessage(v)));
   }
   return absl::OkStatus();
 }

@@ -26,6 +26,12 @@ inline constexpr int kMaxRequestJsonDepth = 64;
 // parser's position, or the limit; JSON that is not an object: 422.
 absl::StatusOr<nlohmann::json> ParseJsonObject(const std::string& body);
 
+// "<field> is empty" (400, FieldErrorKind::kEmpty).
+absl::Status EmptyField(const std::string& field);
+// "<field> must be <expected>, not <type of got>" (422, FieldErrorKind::kInvalid).
+absl::Status WrongTypeError(const std::string& field, const char* expected, const nlohmann::json& got);
+
+// Every failure below carries its field (server/util/field_error.h).
 absl::Status ReadBool(const nlohmann::json& object, const char* field, bool* out);
 absl::Status ReadString(const nlohmann::json& object, const char* field, std::string* out);
 // An integer in [min, max].

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
+#include "server/util/field_error.h"
 #include "server/util/quote.h"
 
 namespace relserve {
@@ -24,8 +25,8 @@ absl::StatusOr<OpenAIEmbeddingsRequest> ParseOpenAIEmbeddings(const json& body) 
   std::string format = "float";
   if (absl::Status s = ReadString(body, "encoding_format", &format); !s.ok()) return s;
   if (format != "float" && format != "base64") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("encoding_format must be \"float\" or \"base64\", not ", Quote(format)));
+    return FieldError(FieldErrorKind::kInvalid, "encoding_format",
+                      absl::StrCat("encoding_format must be \"float\" or \"base64\", not ", Quote(format)));
   }
   r.base64 = format == "base64";
   if (absl::Status s = ReadInt(body, "dimensions", 1, 1 << 20, &r.embed.dimensions); !s.ok()) return s;
@@ -71,17 +72,17 @@ json OpenAIModelsJson(const std::vector<ModelDescription>& models, int64_t creat
 
 json OpenAIErrorJson(const absl::Status& status, int http_status) {
   const std::string message(status.message());
-  // The field the message starts with ("input[2] ...", "inputs[0].text ...", "dimensions ..."),
-  // named as OpenAI's request names it.
+  // The field the status names (field_error.h), as OpenAI's request names it: the serving
+  // layer's inputs are OpenAI's input; fields OpenAI's requests do not have are no param.
   json param = nullptr;
-  for (const char* field : {"input", "model", "encoding_format", "dimensions", "user", "query", "documents",
-                            "top_n", "return_documents"}) {
-    const size_t n = std::strlen(field);
-    if (message.compare(0, n, field) == 0 && (message.size() == n || !absl::ascii_isalpha(message[n]))) {
-      param = field;
+  if (const std::optional<FieldErrorDetail> detail = FieldErrorOf(status); detail.has_value()) {
+    std::string root = FieldRoot(detail->field);
+    if (root == "inputs") root = "input";
+    for (const char* field : {"input", "model", "encoding_format", "dimensions", "user", "query", "documents",
+                              "top_n", "return_documents"}) {
+      if (root == field) param = field;
     }
   }
-  if (param.is_null() && message.rfind("inputs", 0) == 0) param = "input";
   if (param.is_null() && status.code() == absl::StatusCode::kNotFound) param = "model";
   return {{"error",
            {{"message", CapMessage(message, kMaxHttpErrorMessageBytes)},

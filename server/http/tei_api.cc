@@ -17,14 +17,12 @@ using nlohmann::json;
 namespace {
 
 absl::Status WrongType(const std::string& field, const char* expected, const json& got) {
-  return absl::InvalidArgumentError(absl::StrCat(field, " must be ", expected, ", not ", JsonTypeName(got)));
+  return WrongTypeError(field, expected, got);
 }
 
 absl::Status NonEmptyString(const json& v, const std::string& field) {
   if (!v.is_string()) return WrongType(field, "a string", v);
-  if (v.get_ref<const std::string&>().empty()) {
-    return WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(field, " is empty")), 400);
-  }
+  if (v.get_ref<const std::string&>().empty()) return EmptyField(field);
   return absl::OkStatus();
 }
 
@@ -149,7 +147,7 @@ absl::StatusOr<EmbedRequest> ParseTeiSimilarity(const json& body) {
     return absl::Status(sentences.status().code(), absl::StrCat("inputs.", sentences.status().message()));
   }
   if (!(*sentences)->is_array()) return WrongType("inputs.sentences", "an array of strings", **sentences);
-  if ((*sentences)->empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs.sentences is empty"), 400);
+  if ((*sentences)->empty()) return EmptyField("inputs.sentences");
   for (size_t i = 0; i < (*sentences)->size(); ++i) {
     const json& t = (**sentences)[i];
     if (absl::Status s = NonEmptyString(t, absl::StrCat("inputs.sentences[", i, "]")); !s.ok()) return s;
@@ -193,7 +191,7 @@ absl::StatusOr<RerankRequest> ParseTeiRerank(const json& body) {
   auto texts = Required(body, "texts");
   if (!texts.ok()) return texts.status();
   if (!(*texts)->is_array()) return WrongType("texts", "an array of strings", **texts);
-  if ((*texts)->empty()) return WithHttpStatus(absl::InvalidArgumentError("texts is empty"), 400);
+  if ((*texts)->empty()) return EmptyField("texts");
   for (size_t i = 0; i < (*texts)->size(); ++i) {
     const json& t = (**texts)[i];
     if (absl::Status s = NonEmptyString(t, absl::StrCat("texts[", i, "]")); !s.ok()) return s;
@@ -228,7 +226,7 @@ absl::StatusOr<TeiPredictRequest> ParseTeiPredict(const json& body) {
     if (!one.ok()) return one.status();
     r.classify.inputs.push_back(std::move(*one));
   } else if (v.is_array()) {  // a batch of [text] and [text, text]
-    if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs is empty"), 400);
+    if (v.empty()) return EmptyField("inputs");
     r.batch = true;
     for (size_t i = 0; i < v.size(); ++i) {
       auto one = SequenceOf(v[i], absl::StrCat("inputs[", i, "]"));
@@ -266,7 +264,7 @@ absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
     if (absl::Status s = NonEmptyString(v, "inputs"); !s.ok()) return s;
     r.tokenize.inputs.push_back(Input::Text(v.get<std::string>()));
   } else if (v.is_array()) {
-    if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("inputs is empty"), 400);
+    if (v.empty()) return EmptyField("inputs");
     for (size_t i = 0; i < v.size(); ++i) {
       if (absl::Status s = NonEmptyString(v[i], absl::StrCat("inputs[", i, "]")); !s.ok()) return s;
       r.tokenize.inputs.push_back(Input::Text(v[i].get<std::string>()));
@@ -376,7 +374,7 @@ absl::StatusOr<TeiDecodeRequest> ParseTeiDecode(const json& body) {
   if (!ids.ok()) return ids.status();
   const json& v = **ids;
   if (!v.is_array()) return WrongType("ids", "an array of token ids or an array of arrays of token ids", v);
-  if (v.empty()) return WithHttpStatus(absl::InvalidArgumentError("ids is empty"), 400);
+  if (v.empty()) return EmptyField("ids");
   if (v[0].is_array()) {
     for (size_t i = 0; i < v.size(); ++i) {
       auto one = ReadTokenIds(v[i], absl::StrCat("ids[", i, "]"));

@@ -28,6 +28,7 @@
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/tokenizer_class.h"
+#include "server/util/field_error.h"
 #include "server/util/file_util.h"
 #include "server/util/process_tuning.h"
 #include "server/util/status_macros.h"
@@ -362,8 +363,9 @@ absl::Status Engine::Validate(const SequenceInput& s) const {
   }
   for (size_t i = 0; i < n; ++i) {
     if (s.input_ids[i] < 0 || s.input_ids[i] >= info_.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat("input_ids[", i, "] = ", s.input_ids[i],
-                                                     " is outside the vocabulary [0, ", info_.vocab_size, ")"));
+      return FieldError(FieldErrorKind::kOutOfVocabulary, absl::StrCat("input_ids[", i, "]"),
+                        absl::StrCat("input_ids[", i, "] = ", s.input_ids[i], " is outside the vocabulary [0, ",
+                                     info_.vocab_size, ")"));
     }
   }
   if (!s.token_type_ids.empty()) {

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/sentence_transformers_config.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 
@@ -17,9 +18,9 @@ absl::StatusOr<PromptedInputs> ApplyEmbedPrompt(const std::vector<Input>& inputs
   if (!prompt_name.empty()) {
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (inputs[i].kind == Input::Kind::kText) continue;
-      return absl::InvalidArgumentError(
-          absl::StrCat("inputs[", i, "]: prompt_name puts the prompt before texts; this input is ",
-                       inputs[i].kind == Input::Kind::kTokens ? "token ids" : "not a text"));
+      return FieldError(FieldErrorKind::kInvalid, absl::StrCat("inputs[", i, "]"),
+                        absl::StrCat("inputs[", i, "]: prompt_name puts the prompt before texts; this input is ",
+                                     inputs[i].kind == Input::Kind::kTokens ? "token ids" : "not a text"));
     }
   }
   out.prompted = true;

@@ -13,6 +13,7 @@
 #include "server/serving/sequence_submitter.h"
 #include "server/serving/zero_shot.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 namespace {
@@ -54,10 +55,11 @@ void L2Normalize(std::vector<float>* v) {
 }
 
 absl::Status CheckCount(size_t count, int limit, const char* field) {
-  if (count == 0) return absl::InvalidArgumentError(absl::StrCat(field, " is empty"));
+  if (count == 0) return FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, " is empty"));
   if (count > static_cast<size_t>(limit)) {
-    return absl::InvalidArgumentError(absl::StrCat(field, " has ", count, " entries, more than the limit of ", limit,
-                                                   " per request (split the request or use EmbedStream)"));
+    return FieldError(FieldErrorKind::kTooMany, field,
+                      absl::StrCat(field, " has ", count, " entries, more than the limit of ", limit,
+                                   " per request (split the request or use EmbedStream)"));
   }
   return absl::OkStatus();
 }
@@ -118,16 +120,21 @@ absl::Status CheckTokenVectorsFit(const std::vector<EncodedInput>& inputs, int w
   for (const EncodedInput& e : inputs) tokens += e.sequence.input_ids.size();
   const size_t overhead = 64 * inputs.size() + 256;  // per-sequence fields, usage, timing
   if (tokens * per_token + overhead <= max_bytes) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
+  return FieldError(FieldErrorKind::kTooMany, "inputs", absl::StrCat(
       "the ", what, " of these inputs (", tokens, " tokens x ", width, " values) need about ",
       tokens * per_token + overhead, " bytes, more than the largest response of ", max_bytes,
       " bytes: send at most about ", max_bytes > overhead ? (max_bytes - overhead) / per_token : 0,
       " tokens per ", request, " request (split the inputs over several requests)"));
 }
 
+// A model without what a call needs: FAILED_PRECONDITION about the field "model".
+absl::Status ModelLacks(std::string message) {
+  return WithFieldError(absl::FailedPreconditionError(message), FieldErrorKind::kInvalid, "model");
+}
+
 absl::Status NoClassifier(const ServedModel& m, const char* what) {
-  return absl::FailedPreconditionError(absl::StrCat("model ", m.name, " (", m.backend->info().architecture,
-                                                    ") has no classification head", what));
+  return ModelLacks(
+      absl::StrCat("model ", m.name, " (", m.backend->info().architecture, ") has no classification head", what));
 }
 
 }  // namespace
@@ -180,14 +187,14 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   const ModelInfo& info = m.backend->info();
   // Refused here: asked of a model without the head, the output would fail the whole batch.
   if (request.return_sparse && info.sparse_kind.empty()) {
-    return done(absl::FailedPreconditionError(absl::StrCat(
+    return done(ModelLacks(absl::StrCat(
         "model ", m.name, " (", info.architecture, ") has no sparse head: sparse vectors need a SPLADE model (a ",
         "*ForMaskedLM checkpoint with its masked-LM head) or bge-m3's sparse_linear.pt")));
   }
   if (request.return_multi_vector && info.multi_vector_kind.empty()) {
-    return done(absl::FailedPreconditionError(
-        absl::StrCat("model ", m.name, " (", info.architecture,
-                     ") has no multi-vector head: multi-vector output needs bge-m3's colbert_linear.pt")));
+    return done(ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture,
+                                        ") has no multi-vector head: multi-vector output needs bge-m3's "
+                                        "colbert_linear.pt")));
   }
   // sentence-transformers' prompt (the one named, else the model's default) before each text.
   auto prompted = ApplyEmbedPrompt(request.inputs, request.prompt_name, info, m.tokenizer, m.max_length);
@@ -224,7 +231,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
                                        prompt_bytes);
       if (!windows.ok()) return done(windows.status());
       if (encoded->size() + windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
-        return done(absl::InvalidArgumentError(absl::StrCat(
+        return done(FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
             "the inputs up to ", field, " need more than ", limits_.max_windows_per_request,
             " windows of the model's ", m.max_length, " tokens, the most one request may compute (send fewer or "
             "shorter texts per request)")));
@@ -246,8 +253,8 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   }
   const int dim = info.embedding_dim;
   if (request.dimensions < 0 || request.dimensions > dim) {
-    return done(absl::InvalidArgumentError(
-        absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
+    return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
+                           absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
   }
   if (request.return_multi_vector) {
     if (absl::Status s = CheckTokenVectorsFit(*encoded, info.multi_vector_dim, limits_.max_response_bytes,
@@ -355,11 +362,11 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   if (!model.ok()) return done(model.status());
   const ServedModel& m = **model;
   if (m.backend->info().labels.empty()) return done(NoClassifier(m, "; Rerank needs a cross-encoder"));
-  if (request.query.empty()) return done(absl::InvalidArgumentError("query is empty"));
+  if (request.query.empty()) return done(FieldError(FieldErrorKind::kEmpty, "query", "query is empty"));
   if (absl::Status s = CheckCount(request.documents.size(), limits_.max_inputs_per_request, "documents"); !s.ok()) {
     return done(s);
   }
-  if (request.top_n < 0) return done(absl::InvalidArgumentError("top_n must not be negative"));
+  if (request.top_n < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_n", "top_n must not be negative"));
   const absl::Time t0 = absl::Now();
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
   const InputLimits limits = LimitsOf(m, request.truncation, limits_);
@@ -411,7 +418,7 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
 void EncoderServing::Classify(const ClassifyRequest& request, const CallContext& call,
                               Done<ClassifyResult> done) const {
   const absl::Time start = absl::Now();
-  if (request.top_k < 0) return done(absl::InvalidArgumentError("top_k must not be negative"));
+  if (request.top_k < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_k", "top_k must not be negative"));
   auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
@@ -462,22 +469,25 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
   auto entailment = EntailmentIndex(info.labels, m.name);
   if (!entailment.ok()) return done(entailment.status());
   if (m.tokenizer == nullptr) {
-    return done(absl::FailedPreconditionError(
-        absl::StrCat("model ", m.name, " has no tokenizer: zero-shot classification takes text")));
+    return done(ModelLacks(absl::StrCat("model ", m.name, " has no tokenizer: zero-shot classification takes text")));
   }
   if (absl::Status s = CheckCount(request.sequences.size(), limits_.max_inputs_per_request, "sequences"); !s.ok()) {
     return done(s);
   }
-  if (request.candidate_labels.empty()) return done(absl::InvalidArgumentError("candidate_labels is empty"));
+  if (request.candidate_labels.empty()) {
+    return done(FieldError(FieldErrorKind::kEmpty, "candidate_labels", "candidate_labels is empty"));
+  }
   for (size_t i = 0; i < request.sequences.size(); ++i) {
-    if (request.sequences[i].empty()) return done(absl::InvalidArgumentError(absl::StrCat("sequences[", i, "] is empty")));
+    const std::string field = absl::StrCat("sequences[", i, "]");
+    if (request.sequences[i].empty()) return done(FieldError(FieldErrorKind::kEmpty, field, field + " is empty"));
   }
   const std::string& hypothesis_template =
       request.hypothesis_template.empty() ? std::string(kDefaultHypothesisTemplate) : request.hypothesis_template;
   std::vector<std::string> hypotheses;
   for (size_t k = 0; k < request.candidate_labels.size(); ++k) {
     if (request.candidate_labels[k].empty()) {
-      return done(absl::InvalidArgumentError(absl::StrCat("candidate_labels[", k, "] is empty")));
+      const std::string field = absl::StrCat("candidate_labels[", k, "]");
+      return done(FieldError(FieldErrorKind::kEmpty, field, field + " is empty"));
     }
     auto h = FormatHypothesis(hypothesis_template, request.candidate_labels[k]);
     if (!h.ok()) return done(h.status());
@@ -486,7 +496,7 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
   const size_t labels = hypotheses.size();
   const size_t pairs = request.sequences.size() * labels;
   if (pairs > static_cast<size_t>(limits_.max_inputs_per_request)) {
-    return done(absl::InvalidArgumentError(absl::StrCat(
+    return done(FieldError(FieldErrorKind::kTooMany, "candidate_labels", absl::StrCat(
         "sequences x candidate_labels = ", request.sequences.size(), " x ", labels, " = ", pairs,
         " pairs, more than the limit of ", limits_.max_inputs_per_request,
         " per request (send fewer texts or labels per request)")));
@@ -570,8 +580,7 @@ absl::StatusOr<std::vector<std::string>> EncoderServing::Decode(const std::strin
   auto m = registry_->Find(model);
   if (!m.ok()) return m.status();
   if ((*m)->tokenizer == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", (*m)->name, " has no tokenizer: its token ids cannot be decoded"));
+    return ModelLacks(absl::StrCat("model ", (*m)->name, " has no tokenizer: its token ids cannot be decoded"));
   }
   if (absl::Status s = CheckCount(ids.size(), limits_.max_inputs_per_request, "ids"); !s.ok()) return s;
   std::vector<std::string> texts;

@@ -2,13 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 namespace {
 
-absl::Status Field(const std::string& field, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(field, ": ", s.message()));
-}
+absl::Status Field(const std::string& field, const absl::Status& s) { return PrefixFieldError(field, s); }
 
 absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const std::string& field,
                                           const InferenceBackend& backend, bool validate) {
@@ -26,8 +25,9 @@ absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const st
 
 absl::Status NeedTokenizer(const Tokenizer* tokenizer, const std::string& field) {
   if (tokenizer != nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError(
-      absl::StrCat(field, ": the model has no tokenizer; send token ids (Input.tokens) instead of text"));
+  return WithFieldError(absl::FailedPreconditionError(absl::StrCat(
+                            field, ": the model has no tokenizer; send token ids (Input.tokens) instead of text")),
+                        FieldErrorKind::kInvalid, field);
 }
 
 // A whole text is tokenized against a length no text reaches (16 MiB of text cannot hold a
@@ -49,7 +49,7 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
                                          const InferenceBackend& backend, const InputLimits& limits) {
   switch (input.kind) {
     case Input::Kind::kText: {
-      if (input.text.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
+      if (input.text.empty()) return FieldError(FieldErrorKind::kEmpty, field + ".text", field + ".text is empty");
       if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
       return FromEncoding(tokenizer->Encode(input.text, Options(limits)), field + ".text", backend,
                           !limits.whole_text);
@@ -62,9 +62,9 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
       out.sequence.token_type_ids = input.token_type_ids;
       if (!limits.whole_text && static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
         if (!limits.truncate) {
-          return absl::InvalidArgumentError(absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
-                                                         " ids, more than the maximum of ", limits.max_length,
-                                                         " (set truncate to cut it)"));
+          return FieldError(FieldErrorKind::kTooLong, field + ".tokens",
+                            absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
+                                         " ids, more than the maximum of ", limits.max_length, " (set truncate to cut it)"));
         }
         // Ids are cut as they are: the special tokens they hold are not put back.
         std::vector<int32_t>& ids = out.sequence.input_ids;
@@ -87,14 +87,14 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
     case Input::Kind::kEmpty:
       break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(field, " is empty: set text, pair or tokens"));
+  return FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, " is empty: set text, pair or tokens"));
 }
 
 absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::string& second, const std::string& field,
                                         const Tokenizer* tokenizer, const InferenceBackend& backend,
                                         const InputLimits& limits) {
   if (first.empty() || second.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": both texts of a pair must be non-empty"));
+    return FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, ": both texts of a pair must be non-empty"));
   }
   if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
   return FromEncoding(tokenizer->EncodePair(first, second, Options(limits)), field, backend, !limits.whole_text);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 namespace {
@@ -11,9 +12,7 @@ namespace {
 // Far more tokens than any text can make (texts are capped well below 2^30 bytes).
 constexpr int kWholeTextLength = 1 << 30;
 
-absl::Status Field(const std::string& field, const absl::Status& s) {
-  return absl::Status(s.code(), absl::StrCat(field, ": ", s.message()));
-}
+absl::Status Field(const std::string& field, const absl::Status& s) { return PrefixFieldError(field, s); }
 
 void AppendRange(const Encoding& enc, int begin, int end, EncodedInput* out) {
   for (int i = begin; i < end; ++i) {
@@ -29,7 +28,7 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
                                                             const Tokenizer& tokenizer,
                                                             const InferenceBackend& backend, int max_length,
                                                             int overlap, int keep_leading_bytes) {
-  if (text.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ".text is empty"));
+  if (text.empty()) return FieldError(FieldErrorKind::kEmpty, field + ".text", field + ".text is empty");
   TokenizeOptions whole;
   whole.max_length = kWholeTextLength;
   whole.truncate = false;
@@ -62,12 +61,13 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
   const int specials = n - text_tokens;
   const int room = max_length - specials - keep;
   if (room < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
+    return FieldError(FieldErrorKind::kTooLong, field + ".text", absl::StrCat(
         field, ".text: the model's maximum of ", max_length, " tokens leaves no room for the text in a window beside ",
         specials, " special tokens", keep > 0 ? absl::StrCat(" and the prompt's ", keep, " tokens") : ""));
   }
   if (overlap < 0 || overlap > room / 2) {
-    return absl::InvalidArgumentError(absl::StrCat("window_overlap ", overlap, " is outside [0, ", room / 2,
+    return FieldError(FieldErrorKind::kInvalid, "window_overlap",
+                      absl::StrCat("window_overlap ", overlap, " is outside [0, ", room / 2,
                                                    "]: at most half of the ", room,
                                                    " text tokens a window of this model holds"));
   }

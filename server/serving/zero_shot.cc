@@ -8,13 +8,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/util/field_error.h"
 #include "server/util/quote.h"
 
 namespace relserve {
 namespace {
 
 absl::Status BadTemplate(const std::string& hypothesis_template, const std::string& why) {
-  return absl::InvalidArgumentError(
+  return FieldError(FieldErrorKind::kInvalid, "hypothesis_template", 
       absl::StrCat("hypothesis_template ", Quote(hypothesis_template), " ", why,
                    " (it must hold {} where the label goes, as \"", kDefaultHypothesisTemplate, "\")"));
 }
@@ -45,7 +46,8 @@ absl::StatusOr<std::string> FormatHypothesis(const std::string& t, const std::st
       }
     }
     if (bytes > kMaxHypothesisBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("hypothesis_template with the label ", Quote(label),
+      return FieldError(FieldErrorKind::kTooLong, "hypothesis_template",
+                        absl::StrCat("hypothesis_template with the label ", Quote(label),
                                                      " makes a hypothesis of ", bytes, " bytes, more than the limit of ",
                                                      kMaxHypothesisBytes));
     }
@@ -93,9 +95,10 @@ absl::StatusOr<int> EntailmentIndex(const std::vector<std::string>& labels, cons
     if (found < 0 || labels[i] < labels[found]) found = static_cast<int>(i);
   }
   if (found >= 0) return found;
-  return absl::FailedPreconditionError(absl::StrCat(
+  return WithFieldError(absl::FailedPreconditionError(absl::StrCat(
       "model ", model, " has no entailment label (its labels: ", labels.empty() ? "none" : absl::StrJoin(labels, ", "),
-      "): zero-shot classification needs an NLI model whose id2label names a label starting with \"entail\""));
+      "): zero-shot classification needs an NLI model whose id2label names a label starting with \"entail\"")),
+                        FieldErrorKind::kInvalid, "model");
 }
 
 std::vector<double> ZeroShotScores(const std::vector<std::vector<float>>& logits, int entailment, bool multi_label) {

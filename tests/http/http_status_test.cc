@@ -1,4 +1,5 @@
 #include "server/http/http_status.h"
+#include "server/util/field_error.h"
 
 #include "gtest/gtest.h"
 
@@ -31,7 +32,10 @@ TEST(HttpStatusTest, AnExplicitHttpStatusWinsAndKeepsTheCode) {
 }
 
 TEST(HttpStatusTest, TeiAndOpenAIErrorTypes) {
-  EXPECT_STREQ(TeiErrorType(absl::InvalidArgumentError("inputs is empty"), 400), "Empty");
+  EXPECT_STREQ(TeiErrorType(FieldError(FieldErrorKind::kEmpty, "inputs", "inputs is empty"), 400), "Empty");
+  EXPECT_STREQ(TeiErrorType(FieldError(FieldErrorKind::kEmpty, "inputs", "no text in inputs"), 400), "Empty");
+  // The kind decides, not the wording.
+  EXPECT_STREQ(TeiErrorType(absl::InvalidArgumentError("inputs is empty"), 400), "Validation");
   EXPECT_STREQ(TeiErrorType(absl::InvalidArgumentError("not JSON"), 400), "Validation");
   EXPECT_STREQ(TeiErrorType(absl::InvalidArgumentError("too long"), 422), "Validation");
   EXPECT_STREQ(TeiErrorType(absl::InvalidArgumentError("too big"), 413), "Validation");

@@ -18,6 +18,7 @@
 #include "server/http/openapi_document.h"
 #include "server/http/tei_api.h"
 #include "server/serving/encoder_serving.h"
+#include "server/util/field_error.h"
 
 namespace relserve {
 namespace {
@@ -168,12 +169,23 @@ TEST(OpenAIEmbeddingsTest, ModelsAndErrorShape) {
   EXPECT_EQ(models, json::parse(R"({"object": "list", "data": [
       {"id": "embedder", "object": "model", "created": 1700000000, "owned_by": "relserve"},
       {"id": "reranker", "object": "model", "created": 1700000000, "owned_by": "relserve"}]})"));
-  const json e = OpenAIErrorJson(absl::InvalidArgumentError("inputs[3].text is empty"), 422);
+  const json e =
+      OpenAIErrorJson(FieldError(FieldErrorKind::kEmpty, "inputs[3].text", "inputs[3].text is empty"), 422);
   EXPECT_EQ(e, json::parse(R"({"error": {"message": "inputs[3].text is empty", "type": "invalid_request_error",
                                           "param": "input", "code": "invalid_argument"}})"));
   EXPECT_EQ(OpenAIErrorJson(absl::NotFoundError("model \"x\" is not served here"), 404)["error"]["param"], "model");
-  EXPECT_EQ(OpenAIErrorJson(absl::InvalidArgumentError("dimensions must be"), 422)["error"]["param"], "dimensions");
+  EXPECT_EQ(OpenAIErrorJson(FieldError(FieldErrorKind::kInvalid, "dimensions", "dimensions must be"), 422)["error"]
+                                                                                                          ["param"],
+            "dimensions");
   EXPECT_TRUE(OpenAIErrorJson(absl::UnavailableError("shutting down"), 503)["error"]["param"].is_null());
+  // The param comes from the status's field, never from its wording: a message that starts with
+  // another word, or names a field without saying so structurally, changes nothing.
+  EXPECT_EQ(OpenAIErrorJson(FieldError(FieldErrorKind::kTooMany, "documents", "too many: 300 documents"), 422)
+                ["error"]["param"],
+            "documents");
+  EXPECT_TRUE(OpenAIErrorJson(absl::InvalidArgumentError("dimensions must be"), 422)["error"]["param"].is_null());
+  // Fields OpenAI's requests do not have are no param.
+  EXPECT_TRUE(OpenAIErrorJson(FieldError(FieldErrorKind::kInvalid, "prompt_name", "x"), 422)["error"]["param"].is_null());
 }
 
 TEST(TeiTest, EmbedDefaultsAndOptions) {
@@ -363,7 +375,7 @@ TEST(TeiTest, InfoAndErrorShape) {
   m.normalized = true;
   EXPECT_EQ(TeiInfoJson(m, limits)["similarity_fn_name"], "dot");
   EXPECT_EQ(TeiInfoJson(m, limits)["normalized"], true);
-  EXPECT_EQ(TeiErrorJson(absl::InvalidArgumentError("inputs is empty"), 400),
+  EXPECT_EQ(TeiErrorJson(EmptyField("inputs"), 400),
             json::parse(R"({"error": "inputs is empty", "error_type": "Empty"})"));
   EXPECT_EQ(TeiErrorJson(absl::ResourceExhaustedError("queue full"), 429),
             json::parse(R"({"error": "queue full", "error_type": "Overloaded"})"));
