@@ -24,6 +24,8 @@ const std::vector<Subcommand>& Subcommands() {
       {"embed-tokens", "[TEXT ...]", "EmbedTokens: per-token hidden states with ids and byte offsets"},
       {"rerank", "[--query Q DOC ...]", "Rerank: documents against a query through a cross-encoder, best first"},
       {"classify", "[TEXT ...]", "Classify: labels and scores per input (--pairs for text pairs)"},
+      {"zero-shot", "--labels A,B,... [TEXT ...]",
+       "ZeroShotClassify: each text against the candidate labels through an NLI model, best first"},
       {"tokenize", "[TEXT ...]", "Tokenize: ids, token types, offsets and pieces"},
       {"models", "", "ListModels: the served models"},
       {"health", "", "grpc.health.v1 Check: exit 0 when SERVING, 1 otherwise"},
@@ -34,7 +36,7 @@ const std::vector<Subcommand>& Subcommands() {
 
 constexpr const char* kAll = "*";
 constexpr const char* kInputs = "embed,embed-tokens,classify,tokenize";
-constexpr const char* kRpcs = "embed,embed-tokens,rerank,classify,tokenize,bench";
+constexpr const char* kRpcs = "embed,embed-tokens,rerank,classify,zero-shot,tokenize,bench";
 
 struct Flag {
   const char* name;
@@ -160,6 +162,32 @@ const std::vector<Flag>& Flags() {
       {"raw-scores", "", "rerank,classify", "logits instead of sigmoid/softmax scores",
        Switch("raw-scores", &C::request, &RequestOptions::raw_scores)},
       {"top-k", "N", "classify", "only the K best labels per input", Int("top-k", &C::request, &RequestOptions::top_k, 0)},
+      {"whole-input", "", "embed",
+       "embed texts longer than the model whole, in windows averaged (--whole-input=false: cut or refuse them; "
+       "default: the server's choice)",
+       [](const std::string& v, ClientCommand* c) {
+         if (v != "true" && v != "false") return Invalid("whole-input", v, "true or false");
+         c->request.whole_input = v == "true";
+         return absl::OkStatus();
+       }},
+      {"sparse", "", "embed", "also the model's sparse vector (SPLADE, bge-m3)",
+       Switch("sparse", &C::request, &RequestOptions::sparse)},
+      {"multi-vector", "", "embed", "also the model's ColBERT token vectors (bge-m3)",
+       Switch("multi-vector", &C::request, &RequestOptions::multi_vector)},
+      {"labels", "A,B,...", "zero-shot", "the candidate labels, comma-separated",
+       [](const std::string& v, ClientCommand* c) {
+         c->request.labels.clear();
+         for (absl::string_view l : absl::StrSplit(v, ',')) {
+           absl::string_view stripped = absl::StripAsciiWhitespace(l);
+           if (!stripped.empty()) c->request.labels.emplace_back(stripped);
+         }
+         if (c->request.labels.empty()) return Invalid("labels", v, "a comma-separated list of labels");
+         return absl::OkStatus();
+       }},
+      {"template", "TEXT", "zero-shot", "the hypothesis, {} where the label goes (default \"This example is {}.\")",
+       String("template", &C::request, &RequestOptions::hypothesis_template)},
+      {"multi-label", "", "zero-shot", "score each label on its own (entailment against contradiction)",
+       Switch("multi-label", &C::request, &RequestOptions::multi_label)},
       {"pairs", "", kInputs, "the arguments are text pairs: TEXT TEXT_PAIR TEXT TEXT_PAIR ...",
        Switch("pairs", &C::request, &RequestOptions::pairs)},
       {"ids", "", kInputs, "the arguments are token id lists (special tokens included), e.g. \"1,334,2\"",

@@ -42,6 +42,16 @@ struct RequestOptions {
   bool pairs = false;    // arguments are TEXT TEXT_PAIR, two at a time
   bool ids = false;      // arguments are token id lists
   int batch_size = 32;   // standard-input lines per request
+  // embed: texts longer than the model embedded whole (unset: the server's --whole-input), and
+  // the sparse and multi-vector outputs too.
+  std::optional<bool> whole_input;
+  bool sparse = false;
+  bool multi_vector = false;
+  // zero-shot: the candidate labels, the hypothesis template ("": the server's default) and
+  // whether the labels are scored each on its own.
+  std::vector<std::string> labels;
+  std::string hypothesis_template;
+  bool multi_label = false;
 };
 
 struct HealthOptions {

@@ -26,6 +26,20 @@ v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1
   SetTruncation(options, &r);
   r.set_dimensions(options.dimensions);
   r.set_request_id(options.request_id);
+  if (options.whole_input.has_value()) r.set_whole_input(*options.whole_input);
+  r.set_return_sparse(options.sparse);
+  r.set_return_multi_vector(options.multi_vector);
+  return r;
+}
+
+v1::ZeroShotClassifyRequest BuildZeroShotRequest(const RequestOptions& options, const std::vector<std::string>& texts) {
+  v1::ZeroShotClassifyRequest r;
+  r.set_model(options.model);
+  for (const std::string& t : texts) r.add_sequences(t);
+  for (const std::string& l : options.labels) r.add_candidate_labels(l);
+  r.set_hypothesis_template(options.hypothesis_template);
+  r.set_multi_label(options.multi_label);
+  SetTruncation(options, &r);
   return r;
 }
 

@@ -12,6 +12,8 @@ namespace relserve::client {
 // Request messages from parsed inputs and the flags that mirror their fields.
 v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 v1::EmbedTokensRequest BuildEmbedTokensRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
+// ZeroShotClassify: the texts against --labels.
+v1::ZeroShotClassifyRequest BuildZeroShotRequest(const RequestOptions& options, const std::vector<std::string>& texts);
 v1::ClassifyRequest BuildClassifyRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 v1::TokenizeRequest BuildTokenizeRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 v1::RerankRequest BuildRerankRequest(const RequestOptions& options, const std::string& query,

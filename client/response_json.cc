@@ -47,7 +47,19 @@ json Timing(const v1::Timing& t) {
 json ToJson(const v1::EmbedResponse& r) {
   json embeddings = json::array();
   for (const v1::Embedding& e : r.embeddings()) {
-    embeddings.push_back({{"values", Floats(e.values())}, {"num_tokens", e.num_tokens()}, {"truncated", e.truncated()}});
+    json item = {{"values", Floats(e.values())}, {"num_tokens", e.num_tokens()}, {"truncated", e.truncated()}};
+    if (e.windows() > 1) item["windows"] = e.windows();
+    if (e.sparse_size() > 0) {
+      json sparse = json::array();
+      for (const v1::SparseValue& v : e.sparse()) sparse.push_back({{"index", v.index()}, {"value", Shortest(v.value())}});
+      item["sparse"] = std::move(sparse);
+    }
+    if (e.has_multi_vector()) {
+      item["multi_vector"] = {{"dim", e.multi_vector().dim()},
+                              {"count", e.multi_vector().count()},
+                              {"values", Floats(e.multi_vector().values())}};
+    }
+    embeddings.push_back(std::move(item));
   }
   return {{"model", r.model()},
           {"embeddings", embeddings},
@@ -85,6 +97,18 @@ json ToJson(const v1::ClassifyResponse& r) {
       labels.push_back({{"label", l.label()}, {"index", l.index()}, {"score", Shortest(l.score())}});
     }
     results.push_back({{"labels", labels}, {"logits", Floats(c.logits())}});
+  }
+  return {{"model", r.model()}, {"results", results}, {"usage", Usage(r.usage())}, {"timing", Timing(r.timing())}};
+}
+
+json ToJson(const v1::ZeroShotClassifyResponse& r) {
+  json results = json::array();
+  for (const v1::ZeroShotClassification& c : r.results()) {
+    json labels = json::array();
+    for (const v1::LabelScore& l : c.labels()) {
+      labels.push_back({{"label", l.label()}, {"index", l.index()}, {"score", Shortest(l.score())}});
+    }
+    results.push_back({{"sequence", c.sequence()}, {"labels", labels}});
   }
   return {{"model", r.model()}, {"results", results}, {"usage", Usage(r.usage())}, {"timing", Timing(r.timing())}};
 }

@@ -156,7 +156,7 @@ TEST(ClientFlagsTest, HelpWithAndWithoutSubcommand) {
   ASSERT_TRUE(top.ok()) << top.status();
   EXPECT_TRUE(top->help);
   const std::string usage = Usage();
-  for (const char* s : {"embed", "embed-tokens", "rerank", "classify", "tokenize", "models", "health", "bench",
+  for (const char* s : {"embed", "embed-tokens", "rerank", "classify", "zero-shot", "tokenize", "models", "health", "bench",
                         "--target", "--deadline-ms", "--tls", "--ca-cert", "--client-cert", "--client-key",
                         "--tls-server-name", "--lengths", "--metrics-url", "--requests"}) {
     EXPECT_THAT(usage, HasSubstr(s));

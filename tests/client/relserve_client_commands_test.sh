@@ -8,8 +8,10 @@ make_model embedder --sentence-transformers   # mean pooling + Normalize
 make_model plain                              # no Normalize module: --normalize matters
 make_model reranker --labels 1
 make_model classifier --labels 3
+make_model nli --labels 3 --config '{"id2label": {"0": "contradiction", "1": "neutral", "2": "entailment"}, "label2id": {"contradiction": 0, "entailment": 2, "neutral": 1}}'
 start_server server.log --model "embedder=$work/embedder" --model "plain=$work/plain" \
-  --model "reranker=$work/reranker" --model "classifier=$work/classifier" --metrics-port -1
+  --model "reranker=$work/reranker" --model "classifier=$work/classifier" --model "nli=$work/nli" \
+  --metrics-port -1
 c=("$client" --target "127.0.0.1:$grpc_port")
 
 # embed: dimensions, --normalize, --dimensions, tokens.
@@ -71,9 +73,29 @@ expect_exit 0 "${c[@]}" classify --model classifier --top-k 1 "one text"
 check_json 'len(j["results"][0]["labels"]) == 1' 'j["results"][0]["labels"][0]["label"].startswith("LABEL_")' \
   < "$work/out"
 
+# zero-shot: every label once, best first; single-label scores sum to 1; texts from standard input.
+expect_exit 0 "${c[@]}" zero-shot --model nli --labels "sports, politics,food" "the match ended in a draw"
+check_json 'j["results"][0]["sequence"] == "the match ended in a draw"' \
+  'sorted(l["label"] for l in j["results"][0]["labels"]) == ["food", "politics", "sports"]' \
+  'abs(sum(l["score"] for l in j["results"][0]["labels"]) - 1) < 1e-4' \
+  'all(a["score"] >= b["score"] for a, b in zip(j["results"][0]["labels"], j["results"][0]["labels"][1:]))' \
+  'j["usage"]["sequences"] == 3' < "$work/out"
+printf '%s\n' "first text" "second text" | expect_exit 0 "${c[@]}" zero-shot --model nli --labels a,b --multi-label \
+  --template "It is about {}."
+check_json 'len(j["results"]) == 2' 'all(0 < l["score"] < 1 for r in j["results"] for l in r["labels"])' < "$work/out"
+expect_exit 1 "${c[@]}" zero-shot --model classifier --labels a,b "x"
+check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' '"entailment" in j["error"]["message"]' < "$work/err"
+expect_exit 2 "${c[@]}" zero-shot --model nli "x"
+# embed --whole-input: a text longer than the model, in windows.
+long=$(printf 'word%d ' $(seq 1 700))
+expect_exit 0 "${c[@]}" embed --model plain --whole-input "$long"
+check_json 'j["embeddings"][0]["windows"] > 1' 'j["usage"]["tokens"] == j["embeddings"][0]["num_tokens"]' < "$work/out"
+expect_exit 1 "${c[@]}" embed --model plain --sparse "x"
+check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' < "$work/err"
+
 # models
 expect_exit 0 "${c[@]}" models
-check_json '[m["name"] for m in j["models"]] == ["embedder", "plain", "reranker", "classifier"]' \
+check_json '[m["name"] for m in j["models"]] == ["embedder", "plain", "reranker", "classifier", "nli"]' \
   'j["default_model"] == "embedder"' 'j["models"][3]["labels"] == ["LABEL_0", "LABEL_1", "LABEL_2"]' < "$work/out"
 
 # RPC errors: exit 1, the status code name and message on stderr as JSON.
