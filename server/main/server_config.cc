@@ -160,10 +160,10 @@ const std::vector<Flag>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return c.device; }},
-      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16", &ServerConfig::dtype,
-                 {"float32", "bfloat16", "float16"}),
+      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16, or int8 (CPU)", &ServerConfig::dtype,
+                 {"float32", "bfloat16", "float16", "int8"}),
       IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: on the CPU, "
-              "float32 one per CPU, at most 4, bfloat16 and float16 1; on a GPU, 2, each on a CUDA stream of its own)",
+              "float32 one per CPU, at most 4, bfloat16, float16 and int8 1; on a GPU, 2, each on a CUDA stream of its own)",
               &ServerConfig::workers_per_device, 0),
       IntFlag("threads-per-worker", "compute threads of each worker (0: the CPUs / workers)",
               &ServerConfig::threads_per_worker, 0),

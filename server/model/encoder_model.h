@@ -7,6 +7,8 @@
 
 namespace relserve {
 
+struct Linear;
+
 // A padded batch, as transformers takes it. All tensors int64 [batch, length] on the model's device.
 struct EncoderInputs {
   at::Tensor input_ids;
@@ -36,6 +38,10 @@ class EncoderModel {
   // The word embeddings [vocab, embedding width] as loaded (dtype and device of the model), for
   // a masked-LM decoder tied to them; undefined for families without a masked-LM head.
   virtual at::Tensor word_embeddings() const { return at::Tensor(); }
+  // The encoder layers' projections (attention q/k/v and output, the feed-forward's), which
+  // --dtype int8 quantizes after load (int8_linear.h). Embeddings, layer norms, relative-position
+  // tables and projections, pooling and task heads are not among them and stay in float.
+  virtual std::vector<Linear*> EncoderLinears() = 0;
 };
 
 }  // namespace relserve

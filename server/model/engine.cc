@@ -20,6 +20,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/family_models.h"
 #include "server/model/families/family_registry.h"
+#include "server/model/int8_linear.h"
 #include "server/model/masked_lm_head.h"
 #include "server/model/model_limits.h"
 #include "server/model/pooler.h"
@@ -36,7 +37,8 @@
 namespace relserve {
 
 struct Engine::Impl {
-  at::ScalarType dtype = at::kFloat;
+  at::ScalarType dtype = at::kFloat;  // of the weights as loaded and of the activations
+  bool int8 = false;                   // the encoder layers' projections quantized (int8_linear.h)
   c10::Device device{c10::kCPU};
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
@@ -62,7 +64,9 @@ absl::StatusOr<at::ScalarType> ParseDType(const std::string& name) {
   if (name == "float32" || name == "fp32") return at::kFloat;
   if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
   if (name == "float16" || name == "fp16") return at::kHalf;
-  return absl::InvalidArgumentError(absl::StrCat("unknown dtype \"", name, "\" (known: float32, bfloat16, float16)"));
+  if (name == "int8") return at::kChar;  // float32 weights, the encoder's projections quantized
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype \"", name, "\" (known: float32, bfloat16, float16, int8)"));
 }
 
 const char* DTypeName(at::ScalarType t) {
@@ -144,6 +148,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(engine->impl_->dtype, ParseDType(options.dtype));
   ASSIGN_OR_RETURN(engine->impl_->device, ParseDevice(options.device));
   const c10::Device device = engine->impl_->device;
+  if (engine->impl_->dtype == at::kChar) {
+    if (!device.is_cpu()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dtype int8 runs on the CPU only (device ", device.str(), "); use bfloat16 or float16 there"));
+    }
+    RETURN_IF_ERROR(EnableInt8Engine());
+    engine->impl_->int8 = true;
+    engine->impl_->dtype = at::kFloat;
+  }
 
   // The sentence-transformers files: pooling, and the Transformer module's max_seq_length and
   // do_lower_case, read before the weights so that a bad length fails at once.
@@ -195,6 +208,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     auto model = LoadFamilyModel(config, weights);
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
+    if (engine->impl_->int8) RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears()));
     // A *ForMaskedLM checkpoint's masked-LM head, where it holds one: SPLADE vectors. Without
     // it the backbone still serves embeddings, as it did before.
     if (std::optional<MaskedLmHeadLayout> layout = config.family->MaskedLmHead(config)) {
@@ -289,7 +303,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (!info.labels.empty() && info.problem_type.empty()) {
     info.problem_type = info.labels.size() == 1 ? "regression" : "single_label_classification";
   }
-  info.dtype = DTypeName(engine->impl_->dtype);
+  info.dtype = engine->impl_->int8 ? "int8" : DTypeName(engine->impl_->dtype);
   info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
   if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();

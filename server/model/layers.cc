@@ -2,12 +2,14 @@
 
 #include <ATen/ATen.h>
 
+#include "server/model/int8_linear.h"
 #include "server/model/layer_norm_kernel.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (int8 != nullptr) return Int8Apply(*int8, x);
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
 }
 

@@ -1,7 +1,9 @@
 #ifndef RELSERVE_SERVER_MODEL_LAYERS_H_
 #define RELSERVE_SERVER_MODEL_LAYERS_H_
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -10,10 +12,15 @@
 
 namespace relserve {
 
-// nn.Linear: weight [out, in], optional bias [out].
+struct Int8Weights;  // int8_linear.h
+
+// nn.Linear: weight [out, in], optional bias [out]. After QuantizeLinearsInt8 (--dtype int8)
+// `int8` holds the layer instead and weight and bias are undefined.
 struct Linear {
   at::Tensor weight;
   at::Tensor bias;
+  std::shared_ptr<const Int8Weights> int8;
+  bool defined() const { return weight.defined() || int8 != nullptr; }
   at::Tensor operator()(const at::Tensor& x) const;
 };
 

@@ -9,6 +9,7 @@
 
 #include "server/model/device.h"
 #include "server/model/families/family_descriptor.h"
+#include "server/model/int8_linear.h"
 
 namespace relserve {
 
@@ -25,7 +26,14 @@ double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const st
   DeviceStreamScope stream(*device);
   // Random data: a product of zeros runs faster than real data on some GPUs.
   at::Tensor a = at::randn({n, n}).to(*device, t), b = at::randn({n, n}).to(*device, t);
-  at::Tensor c = at::mm(a, b);  // warm-up: thread pools, packing buffers, kernel selection
+  // int8: the encoder's dynamically quantized product (int8_linear.h), activation quantization
+  // included, as the engine runs it.
+  std::shared_ptr<const Int8Weights> int8;
+  if (d == "int8") {
+    if (!device->is_cpu() || !EnableInt8Engine().ok()) return 0;
+    int8 = QuantizeInt8(b, at::Tensor());
+  }
+  at::Tensor c = int8 ? Int8Apply(*int8, a) : at::mm(a, b);  // warm-up: thread pools, packing, kernels
   SynchronizeDevice(*device);
   using Clock = std::chrono::steady_clock;
   int iters = 0;
@@ -34,7 +42,13 @@ double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const st
   // A GPU queues products ahead of the host: rounds of several, each waited for.
   const int per_round = device->is_cpu() ? 1 : 20;
   do {
-    for (int i = 0; i < per_round; ++i) at::mm_out(c, a, b);
+    for (int i = 0; i < per_round; ++i) {
+      if (int8) {
+        c = Int8Apply(*int8, a);
+      } else {
+        at::mm_out(c, a, b);
+      }
+    }
     SynchronizeDevice(*device);
     iters += per_round;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();

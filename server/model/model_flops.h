@@ -13,7 +13,8 @@ namespace relserve {
 // model-FLOPs utilisation.
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length);
 
-// FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16")
+// FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16", or
+// "int8": the engine's dynamically quantized product, CPU only)
 // on `device` ("cpu", "cuda", "cuda:N"; 0 when unusable), with the current thread settings,
 // measured for about `seconds`.
 double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device = "cpu");

@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_MODEL_POST_NORM_BLOCK_H_
 
 #include <string>
+#include <vector>
 
 #include <ATen/core/Tensor.h>
 
@@ -26,6 +27,8 @@ struct PostNormBlock {
   // Given the attention's context for input x: a = LayerNorm(attention_output(context) + x),
   // then LayerNorm(output(act(intermediate(a))) + a).
   at::Tensor AfterAttention(const at::Tensor& context, const at::Tensor& x, Activation act) const;
+  // qkv, attention_output, intermediate and output.
+  std::vector<Linear*> Linears();
 };
 
 // Where a family keeps the parts after attention, and their sizes.

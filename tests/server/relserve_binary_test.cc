@@ -64,6 +64,32 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   EXPECT_THAT(log, HasSubstr("stopped"));
 }
 
+// --dtype int8: the model loads quantized, warms up and answers; the load log says int8 and
+// the answer is a unit vector of the model's width (the embedder normalizes).
+TEST(RelserveBinaryTest, ServesInt8) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "e=" + model, "--dtype", "int8", "--grpc-address", "127.0.0.1:0", "--http-address",
+                      "127.0.0.1:0", "--metrics-port", "-1", "--shutdown-grace-seconds", "5"});
+  KillOnExit guard{p.pid};
+  const int port = WaitForPort(p);
+  ASSERT_GT(port, 0) << ReadLog(p);
+  auto stub = testing::Connect(port);
+  v1::EmbedRequest req;
+  req.add_inputs()->set_text("hello int8");
+  v1::EmbedResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  ASSERT_EQ(resp.embeddings_size(), 1);
+  double norm = 0;
+  for (float v : resp.embeddings(0).values()) norm += double(v) * v;
+  EXPECT_GT(resp.embeddings(0).values_size(), 0);
+  EXPECT_NEAR(norm, 1.0, 1e-3);
+  stub.reset();
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
+  EXPECT_THAT(ReadLog(p), HasSubstr(", int8, max length"));
+}
+
 // Whether the channel leaves READY (the server closed the connection) within `within`.
 bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds within) {
   const auto deadline = std::chrono::system_clock::now() + within;

@@ -374,7 +374,7 @@ TEST(ServerConfigTest, WorkersAndThreadsShareOutTheCpus) {
 // Reduced precision runs one worker over every CPU (its oneDNN kernels are not safe to run
 // concurrently); asking for more workers is refused, naming the flags.
 TEST(ServerConfigTest, ReducedPrecisionRunsOneWorker) {
-  for (const char* dtype : {"bfloat16", "float16"}) {
+  for (const char* dtype : {"bfloat16", "float16", "int8"}) {
     auto a = ResolveCpuWorkers(8, 0, 0, dtype);
     ASSERT_TRUE(a.ok()) << a.status();
     EXPECT_EQ(a->workers, 1);

@@ -97,7 +97,7 @@ absl::Status BertModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(Linear q, LoadLinear(w, att + "query", H, H, true));
     ASSIGN_OR_RETURN(Linear k, LoadLinear(w, att + "key", H, H, true));
     ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "value", H, H, true));
-    Linear q_scaled{q.weight / scale, q.bias / scale};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     if (c_.relative()) {
       ASSIGN_OR_RETURN(layer.distance, w.Get(att + "distance_embedding.weight", {c_.distance_rows(), head_dim_}));
@@ -225,6 +225,14 @@ EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_state
   if (head_out_.weight.defined()) {
     at::Tensor first = out.last_hidden_state.select(1, 0);
     out.logits = head_out_(ApplyActivation(head_act_, head_dense_(first)));
+  }
+  return out;
+}
+
+std::vector<Linear*> BertModel::EncoderLinears() {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers_) {
+    for (Linear* l : layer.Linears()) out.push_back(l);
   }
   return out;
 }

@@ -168,7 +168,7 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
       if (use_c2p_) layer.pos_key = SplitHeads((c_.share_att_key ? k : pos_key_proj)(rel), heads_);
       if (use_p2c_) layer.pos_query = SplitHeads((c_.share_att_key ? q : pos_query_proj)(rel), heads_).div_(scale);
     }
-    Linear q_scaled{q.weight / scale, q.bias / scale};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     RETURN_IF_ERROR(LoadPostNormBlockDense(w, {l + "attention.output.dense", l + "attention.output.LayerNorm", l},
                                            A, H, c_.intermediate_size, c_.layer_norm_eps, &layer));
@@ -301,6 +301,14 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   if (classifier_.weight.defined()) {
     at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(out.last_hidden_state.select(1, 0)));
     out.logits = classifier_(pooled);
+  }
+  return out;
+}
+
+std::vector<Linear*> DebertaV2Model::EncoderLinears() {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers_) {
+    for (Linear* l : layer.Linears()) out.push_back(l);
   }
   return out;
 }

@@ -36,6 +36,7 @@ class DebertaV2Model : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<DebertaV2Model>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  std::vector<Linear*> EncoderLinears() override;
   at::Tensor word_embeddings() const override { return word_embeddings_; }
 
  private:

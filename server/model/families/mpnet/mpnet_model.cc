@@ -86,7 +86,7 @@ absl::Status MpnetModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(Linear q, LoadLinear(w, att + "q", H, H, true));
     ASSIGN_OR_RETURN(Linear k, LoadLinear(w, att + "k", H, H, true));
     ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "v", H, H, true));
-    Linear q_scaled{q.weight / scale, q.bias / scale};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     RETURN_IF_ERROR(
         LoadPostNormBlockDense(w, {att + "o", l + "attention.LayerNorm", l}, H, H, I, c_.layer_norm_eps, &layer));
@@ -188,6 +188,14 @@ EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
     // MPNetClassificationHead on <s>: out_proj(tanh(dense(x[:, 0])))
     at::Tensor first = out.last_hidden_state.select(1, 0);
     out.logits = classifier_out_(at::tanh(classifier_dense_(first)));
+  }
+  return out;
+}
+
+std::vector<Linear*> MpnetModel::EncoderLinears() {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers_) {
+    for (Linear* l : layer.Linears()) out.push_back(l);
   }
   return out;
 }

@@ -205,4 +205,12 @@ EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_
   return out;
 }
 
+std::vector<Linear*> T5EncoderModel::EncoderLinears() {
+  std::vector<Linear*> out;
+  for (Block& block : blocks_) {
+    for (Linear* l : {&block.qkv, &block.o, &block.wi, &block.wo}) out.push_back(l);
+  }
+  return out;
+}
+
 }  // namespace relserve

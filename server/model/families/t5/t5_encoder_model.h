@@ -34,6 +34,7 @@ class T5EncoderModel : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<T5EncoderModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  std::vector<Linear*> EncoderLinears() override;
 
  private:
   struct RmsNorm {  // T5LayerNorm: no mean, no bias, variance in float32

@@ -112,9 +112,9 @@ absl::Status XlnetModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(at::Tensor seg_embed, w.Get(att + "seg_embed", {2, heads, D}));
 
     // Content query (q + r_w_bias) * scale; key and value without bias (zeros, for one GEMM).
-    Linear content{q * scale, (r_w_bias * scale).reshape({A})};
-    Linear key{k, at::zeros({A}, k.options())};
-    Linear value{v, at::zeros({A}, v.options())};
+    Linear content{q * scale, (r_w_bias * scale).reshape({A}), nullptr};
+    Linear key{k, at::zeros({A}, k.options()), nullptr};
+    Linear value{v, at::zeros({A}, v.options()), nullptr};
     layer.qkv = FuseLinear({&content, &key, &value});
     // (q + r_r_bias) * scale = content query + (r_r_bias - r_w_bias) * scale.
     layer.position_query_offset = ((r_r_bias - r_w_bias) * scale).view({heads, 1, 1, D}).contiguous();
@@ -280,6 +280,15 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
   }
   out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
   if (num_labels_ > 0) out.logits = Summary(out.last_hidden_state, in);
+  return out;
+}
+
+// W_r stays in float: it projects the sinusoid table, once per length, not the tokens.
+std::vector<Linear*> XlnetModel::EncoderLinears() {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers_) {
+    for (Linear* l : {&layer.qkv, &layer.o, &layer.ff1, &layer.ff2}) out.push_back(l);
+  }
   return out;
 }
 

@@ -51,6 +51,7 @@ class XlnetModel : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<XlnetModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  std::vector<Linear*> EncoderLinears() override;
 
  private:
   struct Layer {
