@@ -57,7 +57,7 @@ const std::vector<Command>& Commands() {
        "tokens per second, and the efficiency against this machine's matmul throughput, as one JSON line",
        true, relserve::RunBenchCommand},
       {"info", "--model DIR", "what the engine loaded, as JSON", true, relserve::RunInfoCommand},
-      {"accuracy", "--model DIR --dtype bfloat16|float16 [--batch B --seq L]",
+      {"accuracy", "--model DIR --dtype bfloat16|float16|int8 [--batch B --seq L]",
        "cosine of pooled embeddings and max |logit difference| against float32", true,
        relserve::RunAccuracyCommand},
       {"download", "--model ORG/REPO[@REVISION] [--offline]",

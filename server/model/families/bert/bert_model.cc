@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/biased_attention.h"
 #include "server/model/device.h"
+#include "server/model/encoder_driver.h"
 #include "server/model/relative_attention.h"
 #include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
@@ -200,28 +201,12 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
 }
 
 EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
-  EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
-  at::Tensor embeddings = Embed(in);
-  const int64_t H = embeddings.size(2);
-  if (all_hidden_states) out.hidden_states.push_back(embeddings);
-
-  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();
   std::shared_ptr<const RelativeIndex> index;
-  if (c_.relative()) index = IndexFor(L);
-
-  // Between attentions the hidden states are rows of real tokens only; without padding, all
-  // B * L rows.
-  std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
-  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
-
-  at::Tensor x = packing ? packing->Pack(embeddings) : embeddings.reshape({B * L, H});
-  for (const Layer& layer : layers_) {
-    x = LayerForward(layer, x, B, L, packing.get(), mask, index.get());
-    if (all_hidden_states) out.hidden_states.push_back(to_batch(x));
-  }
-  out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
+  if (c_.relative()) index = IndexFor(in.input_ids.size(1));
+  EncoderOutputs out = RunEncoderLayers(
+      in, Embed(in), layers_.size(), all_hidden_states, [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
+        return LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, index.get());
+      });
   if (head_out_.weight.defined()) {
     at::Tensor first = out.last_hidden_state.select(1, 0);
     out.logits = head_out_(ApplyActivation(head_act_, head_dense_(first)));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/biased_attention.h"
 #include "server/model/device.h"
+#include "server/model/encoder_driver.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_position.h"
 #include "server/model/relative_softmax.h"
@@ -273,31 +274,16 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
 }
 
 EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {
-  EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
-  at::Tensor embeddings = Embed(in);
-  const int64_t H = embeddings.size(2);
-  if (all_hidden_states) out.hidden_states.push_back(embeddings);
-
-  // XSoftmax masks padded keys, and the rows of padded queries. As uint8 once, for every layer.
-  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();
+  // XSoftmax masks padded keys, and the rows of padded queries (the pass's mask).
   std::shared_ptr<const RelativeIndex> index;
-  if (use_c2p_ || use_p2c_) index = IndexFor(L);
-
-  // Between attentions the hidden states are rows of real tokens only (padded positions of the
-  // outputs are 0); without padding, all B * L rows.
-  std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
-  auto to_rows = [&](const at::Tensor& t) { return packing ? packing->Pack(t) : t.reshape({B * L, H}); };
-  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
-
-  at::Tensor x = to_rows(embeddings);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    x = LayerForward(layers_[i], x, B, L, packing.get(), mask, index.get());
-    if (i == 0 && conv_) x = to_rows(ConvForward(embeddings, to_batch(x), in.attention_mask));
-    if (all_hidden_states) out.hidden_states.push_back(to_batch(x));
-  }
-  out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
+  if (use_c2p_ || use_p2c_) index = IndexFor(in.input_ids.size(1));
+  const at::Tensor embeddings = Embed(in);
+  EncoderOutputs out = RunEncoderLayers(
+      in, embeddings, layers_.size(), all_hidden_states, [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
+        at::Tensor y = LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, index.get());
+        if (i == 0 && conv_) y = p.ToRows(ConvForward(embeddings, p.ToBatch(y), in.attention_mask));
+        return y;
+      });
   if (classifier_.weight.defined()) {
     at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(out.last_hidden_state.select(1, 0)));
     out.logits = classifier_(pooled);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/biased_attention.h"
 #include "server/model/device.h"
+#include "server/model/encoder_driver.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_position.h"
 #include "server/model/relative_softmax.h"
@@ -163,27 +164,13 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int
 }
 
 EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
-  EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
-  at::Tensor embeddings = Embed(in.input_ids);
-  const int64_t H = embeddings.size(2);
-  if (all_hidden_states) out.hidden_states.push_back(embeddings);
-
-  std::shared_ptr<const PositionBiasTables> position_bias = PositionBias(L);  // once, for every layer
-  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();
-
-  // Between attentions the hidden states are rows of real tokens only (padded positions of the
-  // outputs are 0); without padding, all B * L rows.
-  std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
-  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
-
-  at::Tensor x = packing ? packing->Pack(embeddings) : embeddings.reshape({B * L, H});
-  for (const Layer& layer : layers_) {
-    x = LayerForward(layer, x, B, L, packing.get(), mask, *position_bias);
-    if (all_hidden_states) out.hidden_states.push_back(to_batch(x));
-  }
-  out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
+  // Once, for every layer.
+  std::shared_ptr<const PositionBiasTables> position_bias = PositionBias(in.input_ids.size(1));
+  EncoderOutputs out = RunEncoderLayers(
+      in, Embed(in.input_ids), layers_.size(), all_hidden_states,
+      [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
+        return LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, *position_bias);
+      });
   if (num_labels_ > 0) {
     // MPNetClassificationHead on <s>: out_proj(tanh(dense(x[:, 0])))
     at::Tensor first = out.last_hidden_state.select(1, 0);

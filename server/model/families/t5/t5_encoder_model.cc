@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/biased_attention.h"
 #include "server/model/device.h"
+#include "server/model/encoder_driver.h"
 #include "server/model/layer_norm_kernel.h"
 #include "server/model/relative_attention.h"
 #include "server/model/relative_position.h"
@@ -181,28 +182,13 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
 }
 
 EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
-  EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
-  at::Tensor embedded = at::embedding(embed_tokens_, in.input_ids);
-  const int64_t D = embedded.size(2);
-
-  std::shared_ptr<const PositionBiasTables> position_bias = PositionBias(L);
-  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();  // once, for every block
-
-  // Between attentions the hidden states are rows of real tokens only (padded positions of the
-  // outputs are 0); without padding, all B * L rows.
-  std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
-  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, D}); };
-
-  at::Tensor x = packing ? packing->Pack(embedded) : embedded.reshape({B * L, D});
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    if (all_hidden_states) out.hidden_states.push_back(i == 0 ? embedded : to_batch(x));
-    x = BlockForward(blocks_[i], x, B, L, packing.get(), mask, *position_bias);
-  }
-  out.last_hidden_state = to_batch(final_norm_(x));
-  if (all_hidden_states) out.hidden_states.push_back(out.last_hidden_state);
-  return out;
+  std::shared_ptr<const PositionBiasTables> position_bias = PositionBias(in.input_ids.size(1));
+  return RunEncoderLayers(
+      in, at::embedding(embed_tokens_, in.input_ids), blocks_.size(), all_hidden_states,
+      [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
+        return BlockForward(blocks_[i], x, p.batch, p.length, p.packing.get(), p.mask, *position_bias);
+      },
+      [&](const at::Tensor& x) { return final_norm_(x); });
 }
 
 std::vector<Linear*> T5EncoderModel::EncoderLinears() {

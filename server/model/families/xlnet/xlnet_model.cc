@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/biased_attention.h"
 #include "server/model/device.h"
+#include "server/model/encoder_driver.h"
 #include "server/model/relative_attention.h"
 #include "server/model/token_packing.h"
 #include "server/util/status_macros.h"
@@ -222,35 +223,22 @@ at::Tensor XlnetModel::Summary(const at::Tensor& h, const EncoderInputs& in) con
 }
 
 EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {
-  EncoderOutputs out;
-  const int64_t B = in.input_ids.size(0), L = in.input_ids.size(1);
-  const int64_t H = c_.d_model, heads = c_.n_head, D = c_.d_head;
-  // XLNetModel.forward: output_h = dropout(word_embedding(input_ids)), also hidden_states[0].
-  at::Tensor embeddings = at::embedding(word_embedding_, in.input_ids);
-  if (all_hidden_states) out.hidden_states.push_back(embeddings);
-
+  const int64_t heads = c_.n_head, D = c_.d_head;
   // Each query attends to its own key alone when create_mask masks everything else.
   const bool self_only = c_.causal() && c_.same_length;
   std::shared_ptr<const RelativeIndex> index;
   std::shared_ptr<const PositionKeys> keys;
   if (!self_only) {
-    index = IndexFor(L);
+    index = IndexFor(in.input_ids.size(1));
     keys = PositionKeysFor(index->m);
   }
-  at::Tensor mask = in.has_padding ? in.attention_mask.ne(0).to(at::kByte) : at::Tensor();
   at::Tensor segment_ids = in.token_type_ids.defined() ? in.token_type_ids.to(at::kInt).contiguous() : at::Tensor();
 
-  // Between attentions the hidden states are rows of real tokens only; without padding, all B * L.
-  std::unique_ptr<TokenPacking> packing;
-  if (in.has_padding) packing = std::make_unique<TokenPacking>(in.attention_mask, in.token_rows);
-  auto to_rows = [&](const at::Tensor& t) { return packing ? packing->Pack(t) : t.reshape({B * L, H}); };
-  auto to_batch = [&](const at::Tensor& t) { return packing ? packing->Unpack(t) : t.view({B, L, H}); };
-
-  at::Tensor x = to_rows(embeddings);
-  for (size_t n = 0; n < layers_.size(); ++n) {
+  auto layer_forward = [&](const EncoderPass& p, size_t n, const at::Tensor& x) {
+    const int64_t B = p.batch, L = p.length;
     const Layer& layer = layers_[n];
     at::Tensor qkv_rows = layer.qkv(x);
-    at::Tensor qkv = SplitHeads(qkv_rows, packing.get(), B, L, 3, heads);
+    at::Tensor qkv = SplitHeads(qkv_rows, p.packing.get(), B, L, 3, heads);
     at::Tensor context;  // [heads, B, L, D]
     if (self_only) {
       context = qkv[2];
@@ -267,18 +255,19 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
                                  .to(at::kFloat);
         att.segment_ids = segment_ids;
       }
-      att.attention_mask = mask;  // undefined without padding
+      att.attention_mask = p.mask;  // undefined without padding
       att.causal = c_.causal();
       context = RelativeAttention(att);
     }
-    at::Tensor rows = MergeHeads(context, packing.get());
+    at::Tensor rows = MergeHeads(context, p.packing.get());
     // post_attention: layer_norm(o(attn_vec) + h); XLNetFeedForward: layer_norm(layer_2(act(layer_1(x))) + x)
     at::Tensor attended = layer.attention_norm(layer.o(rows), x);
     at::Tensor inner = ApplyActivation(ff_act_, layer.ff1(attended));
-    x = layer.ff_norm(layer.ff2(inner), attended);
-    if (all_hidden_states) out.hidden_states.push_back(to_batch(x));
-  }
-  out.last_hidden_state = all_hidden_states ? out.hidden_states.back() : to_batch(x);
+    return layer.ff_norm(layer.ff2(inner), attended);
+  };
+  // XLNetModel.forward: output_h = dropout(word_embedding(input_ids)), also hidden_states[0].
+  EncoderOutputs out = RunEncoderLayers(in, at::embedding(word_embedding_, in.input_ids), layers_.size(),
+                                        all_hidden_states, layer_forward);
   if (num_labels_ > 0) out.logits = Summary(out.last_hidden_state, in);
   return out;
 }

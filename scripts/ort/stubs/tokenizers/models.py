@@ -1,0 +1,1 @@
+from . import __getattr__  # noqa: F401  (BPE, Unigram, WordPiece: placeholders)
