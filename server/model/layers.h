@@ -39,6 +39,16 @@ absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, in
                                   bool bias);
 absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& prefix, int64_t dim, double eps);
 
+// Every layer's Linears(), in order (EncoderModel::EncoderLinears).
+template <typename Layer>
+std::vector<Linear*> AllLinears(std::vector<Layer>& layers) {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers) {
+    for (Linear* l : layer.Linears()) out.push_back(l);
+  }
+  return out;
+}
+
 // Concatenates Linear layers along the output dimension, so that one GEMM computes them all.
 Linear FuseLinear(const std::vector<const Linear*>& parts);
 

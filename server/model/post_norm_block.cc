@@ -25,6 +25,4 @@ absl::Status LoadPostNormBlockDense(WeightLoader& w, const PostNormBlockNames& n
   return absl::OkStatus();
 }
 
-std::vector<Linear*> PostNormBlock::Linears() { return {&qkv, &attention_output, &intermediate, &output}; }
-
 }  // namespace relserve

@@ -28,7 +28,7 @@ struct PostNormBlock {
   // then LayerNorm(output(act(intermediate(a))) + a).
   at::Tensor AfterAttention(const at::Tensor& context, const at::Tensor& x, Activation act) const;
   // qkv, attention_output, intermediate and output.
-  std::vector<Linear*> Linears();
+  std::vector<Linear*> Linears() { return {&qkv, &attention_output, &intermediate, &output}; }
 };
 
 // Where a family keeps the parts after attention, and their sizes.

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "server/model/biased_attention.h"
+#include "server/model/device.h"
 #include "server/model/relative_softmax.h"
 
 namespace relserve {
@@ -69,6 +70,30 @@ at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
     for (int64_t b0 = 0; b0 < B; b0 += n) AttendSlice(in, h, 1, b0, std::min(n, B - b0), context);
   }
   return context;
+}
+
+std::shared_ptr<const PositionBiasTables> PositionBiasTables::FromOffsets(const at::Tensor& by_offset,
+                                                                          int64_t length) {
+  auto bias = std::make_shared<PositionBiasTables>();
+  const c10::Device device = by_offset.device();
+  if (device.is_cpu()) {
+    bias->table = by_offset.to(at::kFloat).contiguous();
+  } else {
+    bias->matrix =
+        by_offset.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * length - 1, at::kInt), length,
+                                                                  /*transposed=*/false, device)})
+            .contiguous();
+    SynchronizeDevice(device);  // read next by other threads' streams
+  }
+  return bias;
+}
+
+void PositionBiasTables::SetOn(RelativeAttentionInputs& att) const {
+  if (matrix.defined()) {
+    att.position_bias_matrix = matrix;
+  } else {
+    att.position_bias = table;
+  }
 }
 
 }  // namespace relserve

@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_MODEL_RELATIVE_ATTENTION_H_
 
 #include <cstdint>
+#include <memory>
 
 #include <ATen/core/Tensor.h>
 
@@ -58,6 +59,18 @@ struct RelativeAttentionInputs {
 // On other devices the terms become one additive bias for a fused attention kernel
 // (BiasedAttention in biased_attention.h).
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
+
+// A per-head bias read by the offset j - i (T5's and MPNet's bucketed position bias), in the
+// form each device's attention takes, built once per length.
+struct PositionBiasTables {
+  at::Tensor table;   // float32 [heads, 2L - 1] (the CPU's fused softmax)
+  at::Tensor matrix;  // [heads, L, L] in the table's dtype, on its device (other devices)
+
+  // by_offset: [heads, 2L - 1], entry j - i + L - 1, on the model's device.
+  static std::shared_ptr<const PositionBiasTables> FromOffsets(const at::Tensor& by_offset, int64_t length);
+  // Sets the attention's position_bias (the CPU) or position_bias_matrix (other devices).
+  void SetOn(RelativeAttentionInputs& att) const;
+};
 
 }  // namespace relserve
 

@@ -129,23 +129,18 @@ absl::Status BertModel::LoadWeights(WeightLoader& w) {
 }
 
 std::shared_ptr<const BertModel::RelativeIndex> BertModel::IndexFor(int64_t length) const {
-  {
-    std::lock_guard<std::mutex> lock(index_mu_);
-    auto it = index_cache_.find(length);
-    if (it != index_cache_.end()) return it->second;
-  }
-  // Offset d = j - i + L - 1 needs distance row i - j + M - 1 = (M - L) + (2L - 2 - d): within
-  // the rows from M - L, entry 2L - 2 - d.
-  auto index = std::make_shared<RelativeIndex>();
-  index->index = at::arange(2 * length - 2, -1, -1, at::kInt);
-  const auto device = word_embeddings_.device();
-  if (!device.is_cpu()) {
-    index->gather = OffsetIndexMatrix(index->index, length, /*transposed=*/false, device);
-    SynchronizeDevice(device);  // read next by other threads' streams
-  }
-  std::lock_guard<std::mutex> lock(index_mu_);
-  index_cache_.emplace(length, index);
-  return index;
+  return index_cache_.Get(length, [&] {
+    // Offset d = j - i + L - 1 needs distance row i - j + M - 1 = (M - L) + (2L - 2 - d): within
+    // the rows from M - L, entry 2L - 2 - d.
+    auto index = std::make_shared<RelativeIndex>();
+    index->index = at::arange(2 * length - 2, -1, -1, at::kInt);
+    const auto device = word_embeddings_.device();
+    if (!device.is_cpu()) {
+      index->gather = OffsetIndexMatrix(index->index, length, /*transposed=*/false, device);
+      SynchronizeDevice(device);  // read next by other threads' streams
+    }
+    return index;
+  });
 }
 
 at::Tensor BertModel::Embed(const EncoderInputs& in) const {
@@ -214,12 +209,6 @@ EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_state
   return out;
 }
 
-std::vector<Linear*> BertModel::EncoderLinears() {
-  std::vector<Linear*> out;
-  for (Layer& layer : layers_) {
-    for (Linear* l : layer.Linears()) out.push_back(l);
-  }
-  return out;
-}
+std::vector<Linear*> BertModel::EncoderLinears() { return AllLinears(layers_); }
 
 }  // namespace relserve

@@ -1,9 +1,7 @@
 #ifndef RELSERVE_SERVER_MODEL_FAMILIES_BERT_BERT_MODEL_H_
 #define RELSERVE_SERVER_MODEL_FAMILIES_BERT_BERT_MODEL_H_
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +12,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/bert/bert_config.h"
 #include "server/model/layers.h"
+#include "server/model/length_cache.h"
 #include "server/model/post_norm_block.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
@@ -82,8 +81,7 @@ class BertModel : public EncoderModel {
   Activation head_act_ = Activation::kTanh;
   Linear head_out_;
 
-  mutable std::mutex index_mu_;
-  mutable std::map<int64_t, std::shared_ptr<const RelativeIndex>> index_cache_;
+  LengthCache<RelativeIndex> index_cache_;
 };
 
 }  // namespace relserve

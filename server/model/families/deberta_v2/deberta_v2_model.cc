@@ -190,33 +190,28 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
 }
 
 std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(int64_t length) const {
-  {
-    std::lock_guard<std::mutex> lock(index_mu_);
-    auto it = index_cache_.find(length);
-    if (it != index_cache_.end()) return it->second;
-  }
-  const int64_t span = c_.attention_span();
-  at::Tensor rel = DebertaRelativePosition(length, length, c_.position_buckets, c_.effective_max_relative_positions());
-  auto index = std::make_shared<RelativeIndex>();
-  auto restrict_rows = [](at::Tensor full, at::Tensor* out, int64_t* lo, int64_t* rows) {
-    *lo = full.min().item<int64_t>();
-    *rows = full.max().item<int64_t>() - *lo + 1;
-    *out = ToeplitzTable(full - *lo);
-  };
-  // c2p_pos = clamp(relative_pos + att_span, 0, 2 * att_span - 1), indexed [query, key].
-  restrict_rows(at::clamp(rel + span, 0, 2 * span - 1), &index->c2p, &index->c2p_lo, &index->c2p_rows);
-  // p2c_pos = clamp(-r_pos + att_span, ...) is indexed [key, query] (gathered along the keys'
-  // rows, then transposed): its transpose is the [query, key] matrix.
-  restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1).t(), &index->p2c, &index->p2c_lo, &index->p2c_rows);
-  const auto device = word_embeddings_.device();
-  if (!device.is_cpu()) {
-    index->c2p_gather = OffsetIndexMatrix(index->c2p, length, /*transposed=*/false, device);
-    index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/false, device);
-    SynchronizeDevice(device);  // read next by other threads' streams
-  }
-  std::lock_guard<std::mutex> lock(index_mu_);
-  index_cache_.emplace(length, index);
-  return index;
+  return index_cache_.Get(length, [&] {
+    const int64_t span = c_.attention_span();
+    at::Tensor rel = DebertaRelativePosition(length, length, c_.position_buckets, c_.effective_max_relative_positions());
+    auto index = std::make_shared<RelativeIndex>();
+    auto restrict_rows = [](at::Tensor full, at::Tensor* out, int64_t* lo, int64_t* rows) {
+      *lo = full.min().item<int64_t>();
+      *rows = full.max().item<int64_t>() - *lo + 1;
+      *out = ToeplitzTable(full - *lo);
+    };
+    // c2p_pos = clamp(relative_pos + att_span, 0, 2 * att_span - 1), indexed [query, key].
+    restrict_rows(at::clamp(rel + span, 0, 2 * span - 1), &index->c2p, &index->c2p_lo, &index->c2p_rows);
+    // p2c_pos = clamp(-r_pos + att_span, ...) is indexed [key, query] (gathered along the keys'
+    // rows, then transposed): its transpose is the [query, key] matrix.
+    restrict_rows(at::clamp(-rel + span, 0, 2 * span - 1).t(), &index->p2c, &index->p2c_lo, &index->p2c_rows);
+    const auto device = word_embeddings_.device();
+    if (!device.is_cpu()) {
+      index->c2p_gather = OffsetIndexMatrix(index->c2p, length, /*transposed=*/false, device);
+      index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/false, device);
+      SynchronizeDevice(device);  // read next by other threads' streams
+    }
+    return index;
+  });
 }
 
 at::Tensor DebertaV2Model::Embed(const EncoderInputs& in) const {
@@ -291,12 +286,6 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   return out;
 }
 
-std::vector<Linear*> DebertaV2Model::EncoderLinears() {
-  std::vector<Linear*> out;
-  for (Layer& layer : layers_) {
-    for (Linear* l : layer.Linears()) out.push_back(l);
-  }
-  return out;
-}
+std::vector<Linear*> DebertaV2Model::EncoderLinears() { return AllLinears(layers_); }
 
 }  // namespace relserve

@@ -1,9 +1,7 @@
 #ifndef RELSERVE_SERVER_MODEL_FAMILIES_DEBERTA_V2_DEBERTA_V2_MODEL_H_
 #define RELSERVE_SERVER_MODEL_FAMILIES_DEBERTA_V2_DEBERTA_V2_MODEL_H_
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -12,6 +10,7 @@
 #include "server/model/activation.h"
 #include "server/model/encoder_model.h"
 #include "server/model/layers.h"
+#include "server/model/length_cache.h"
 #include "server/model/post_norm_block.h"
 #include "server/model/families/deberta_v2/deberta_v2_config.h"
 #include "server/model/model_config.h"
@@ -95,8 +94,7 @@ class DebertaV2Model : public EncoderModel {
   Activation pooler_act_ = Activation::kGelu;
   Linear classifier_;
 
-  mutable std::mutex index_mu_;
-  mutable std::map<int64_t, std::shared_ptr<const RelativeIndex>> index_cache_;
+  LengthCache<RelativeIndex> index_cache_;
 };
 
 }  // namespace relserve

@@ -109,29 +109,15 @@ absl::Status MpnetModel::LoadWeights(WeightLoader& w) {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const MpnetModel::PositionBiasTables> MpnetModel::PositionBias(int64_t length) const {
-  {
-    std::lock_guard<std::mutex> lock(bias_mu_);
-    auto it = bias_cache_.find(length);
-    if (it != bias_cache_.end()) return it->second;
-  }
-  // compute_position_bias: relative_attention_bias(bucket) permuted to [heads, L, L], read by
-  // j - i.
-  at::Tensor by_offset = ToeplitzTable(MpnetRelativePositionBucket(length)).to(at::kLong);  // [2L - 1]
-  const auto device = relative_attention_bias_.device();
-  at::Tensor table = at::embedding(relative_attention_bias_, by_offset.to(device)).t().contiguous();  // [heads, 2L - 1]
-  auto bias = std::make_shared<PositionBiasTables>();
-  if (device.is_cpu()) {
-    bias->table = table.to(at::kFloat).contiguous();
-  } else {
-    bias->matrix = table.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * length - 1, at::kInt),
-                                                                         length, false, device)})
-                       .contiguous();
-    SynchronizeDevice(device);  // read next by other threads' streams
-  }
-  std::lock_guard<std::mutex> lock(bias_mu_);
-  bias_cache_.emplace(length, bias);
-  return bias;
+std::shared_ptr<const PositionBiasTables> MpnetModel::PositionBias(int64_t length) const {
+  return bias_cache_.Get(length, [&] {
+    // compute_position_bias: relative_attention_bias(bucket) permuted to [heads, L, L], read by
+    // j - i.
+    at::Tensor by_offset = ToeplitzTable(MpnetRelativePositionBucket(length)).to(at::kLong);  // [2L - 1]
+    const auto device = relative_attention_bias_.device();
+    at::Tensor table = at::embedding(relative_attention_bias_, by_offset.to(device)).t().contiguous();  // [heads, 2L - 1]
+    return PositionBiasTables::FromOffsets(table, length);
+  });
 }
 
 at::Tensor MpnetModel::Embed(const at::Tensor& input_ids) const {
@@ -150,11 +136,7 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int
   // like the others, as MPNet does (only padded keys are masked).
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
-  if (position_bias.matrix.defined()) {
-    att.position_bias_matrix = position_bias.matrix;
-  } else {
-    att.position_bias = position_bias.table;
-  }
+  position_bias.SetOn(att);
   att.attention_mask = mask;
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
@@ -179,12 +161,6 @@ EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
   return out;
 }
 
-std::vector<Linear*> MpnetModel::EncoderLinears() {
-  std::vector<Linear*> out;
-  for (Layer& layer : layers_) {
-    for (Linear* l : layer.Linears()) out.push_back(l);
-  }
-  return out;
-}
+std::vector<Linear*> MpnetModel::EncoderLinears() { return AllLinears(layers_); }
 
 }  // namespace relserve

@@ -1,9 +1,7 @@
 #ifndef RELSERVE_SERVER_MODEL_FAMILIES_MPNET_MPNET_MODEL_H_
 #define RELSERVE_SERVER_MODEL_FAMILIES_MPNET_MPNET_MODEL_H_
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -13,6 +11,8 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/mpnet/mpnet_config.h"
 #include "server/model/layers.h"
+#include "server/model/length_cache.h"
+#include "server/model/relative_attention.h"
 #include "server/model/post_norm_block.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
@@ -54,10 +54,6 @@ class MpnetModel : public EncoderModel {
 
  private:
   using Layer = PostNormBlock;  // the query rows divided by sqrt(head_size)
-  struct PositionBiasTables {
-    at::Tensor table;   // float32 [heads, 2L - 1] (the CPU kernel's)
-    at::Tensor matrix;  // [heads, L, L] in the weights' dtype, on their device (other devices)
-  };
 
   explicit MpnetModel(const MpnetConfig& config, int num_labels);
   // Sizes of config.json against the checkpoint's tensors, naming the key that disagrees.
@@ -82,8 +78,7 @@ class MpnetModel : public EncoderModel {
   Linear classifier_dense_;
   Linear classifier_out_;
 
-  mutable std::mutex bias_mu_;
-  mutable std::map<int64_t, std::shared_ptr<const PositionBiasTables>> bias_cache_;
+  LengthCache<PositionBiasTables> bias_cache_;
 };
 
 // create_position_ids_from_input_ids(input_ids, padding_idx=1): int64 [batch, L] positions,

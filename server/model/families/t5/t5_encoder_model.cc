@@ -122,31 +122,16 @@ absl::Status T5EncoderModel::LoadWeights(WeightLoader& w) {
   return absl::OkStatus();
 }
 
-std::shared_ptr<const T5EncoderModel::PositionBiasTables> T5EncoderModel::PositionBias(int64_t length) const {
-  {
-    std::lock_guard<std::mutex> lock(bias_mu_);
-    auto it = bias_cache_.find(length);
-    if (it != bias_cache_.end()) return it->second;
-  }
-  // T5Attention.compute_bias: embedding of the bucket of (memory - context), read by j - i.
-  at::Tensor buckets = T5RelativePositionBucket(length, length, c_.relative_attention_num_buckets,
-                                                c_.relative_attention_max_distance);
-  at::Tensor by_offset = ToeplitzTable(buckets).to(at::kLong);  // [2L - 1]
-  auto bias = std::make_shared<PositionBiasTables>();
-  const auto device = relative_attention_bias_.device();
-  at::Tensor by_offset_here = by_offset.to(device);
-  at::Tensor table = at::embedding(relative_attention_bias_, by_offset_here).t().contiguous();  // [heads, 2L - 1]
-  if (device.is_cpu()) {
-    bias->table = table.to(at::kFloat).contiguous();
-  } else {
-    bias->matrix = table.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * length - 1, at::kInt),
-                                                                         length, false, device)})
-                       .contiguous();
-    SynchronizeDevice(device);  // read next by other threads' streams
-  }
-  std::lock_guard<std::mutex> lock(bias_mu_);
-  bias_cache_.emplace(length, bias);
-  return bias;
+std::shared_ptr<const PositionBiasTables> T5EncoderModel::PositionBias(int64_t length) const {
+  return bias_cache_.Get(length, [&] {
+    // T5Attention.compute_bias: embedding of the bucket of (memory - context), read by j - i.
+    at::Tensor buckets = T5RelativePositionBucket(length, length, c_.relative_attention_num_buckets,
+                                                  c_.relative_attention_max_distance);
+    at::Tensor by_offset = ToeplitzTable(buckets).to(at::kLong);  // [2L - 1]
+    const auto device = relative_attention_bias_.device();
+    at::Tensor table = at::embedding(relative_attention_bias_, by_offset.to(device)).t().contiguous();  // [heads, 2L - 1]
+    return PositionBiasTables::FromOffsets(table, length);
+  });
 }
 
 at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
@@ -160,11 +145,7 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   // computed like the others, as T5 does.
   RelativeAttentionInputs att;
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, Dk]
-  if (position_bias.matrix.defined()) {
-    att.position_bias_matrix = position_bias.matrix;
-  } else {
-    att.position_bias = position_bias.table;
-  }
+  position_bias.SetOn(att);
   att.attention_mask = mask;
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
@@ -191,12 +172,6 @@ EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_
       [&](const at::Tensor& x) { return final_norm_(x); });
 }
 
-std::vector<Linear*> T5EncoderModel::EncoderLinears() {
-  std::vector<Linear*> out;
-  for (Block& block : blocks_) {
-    for (Linear* l : {&block.qkv, &block.o, &block.wi, &block.wo}) out.push_back(l);
-  }
-  return out;
-}
+std::vector<Linear*> T5EncoderModel::EncoderLinears() { return AllLinears(blocks_); }
 
 }  // namespace relserve

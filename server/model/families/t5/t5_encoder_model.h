@@ -1,9 +1,7 @@
 #ifndef RELSERVE_SERVER_MODEL_FAMILIES_T5_T5_ENCODER_MODEL_H_
 #define RELSERVE_SERVER_MODEL_FAMILIES_T5_T5_ENCODER_MODEL_H_
 
-#include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -12,6 +10,8 @@
 #include "server/model/activation.h"
 #include "server/model/encoder_model.h"
 #include "server/model/layers.h"
+#include "server/model/length_cache.h"
+#include "server/model/relative_attention.h"
 #include "server/model/families/t5/t5_config.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
@@ -49,12 +49,9 @@ class T5EncoderModel : public EncoderModel {
     RmsNorm ff_norm;
     Linear wi;  // gated: wi_0 and wi_1 fused
     Linear wo;
+    std::vector<Linear*> Linears() { return {&qkv, &o, &wi, &wo}; }
   };
 
-  struct PositionBiasTables {
-    at::Tensor table;   // float32 [heads, 2L - 1] (the CPU kernel's)
-    at::Tensor matrix;  // [heads, L, L] in the weights' dtype, on their device (other devices)
-  };
 
   explicit T5EncoderModel(const ModelConfig& config);
   // Sizes of config.json against the checkpoint's tensors, naming the key that disagrees.
@@ -74,8 +71,7 @@ class T5EncoderModel : public EncoderModel {
   std::vector<Block> blocks_;
   RmsNorm final_norm_;
 
-  mutable std::mutex bias_mu_;
-  mutable std::map<int64_t, std::shared_ptr<const PositionBiasTables>> bias_cache_;
+  LengthCache<PositionBiasTables> bias_cache_;
 };
 
 }  // namespace relserve

@@ -169,29 +169,24 @@ std::shared_ptr<const XlnetModel::PositionKeys> XlnetModel::PositionKeysFor(int6
 }
 
 std::shared_ptr<const XlnetModel::RelativeIndex> XlnetModel::IndexFor(int64_t length) const {
-  {
-    std::lock_guard<std::mutex> lock(cache_mu_);
-    auto it = index_cache_.find(length);
-    if (it != index_cache_.end()) return it->second;
-  }
-  const int64_t L = length;
-  auto index = std::make_shared<RelativeIndex>();
-  index->m = c_.clamp_len > 0 ? std::min<int64_t>(L - 1, c_.clamp_len) : L - 1;
-  // Entry d = j - i + L - 1 is the distance i - j = L - 1 - d, clamped to +-m (clamp_len),
-  // as a row of the window [-m, m].
-  index->c2p = at::empty({2 * L - 1}, at::kInt);
-  int32_t* c2p = index->c2p.data_ptr<int32_t>();
-  for (int64_t d = 0; d < 2 * L - 1; ++d) {
-    c2p[d] = static_cast<int32_t>(std::clamp<int64_t>(L - 1 - d, -index->m, index->m) + index->m);
-  }
-  const auto device = word_embedding_.device();
-  if (!device.is_cpu()) {
-    index->c2p_gather = OffsetIndexMatrix(index->c2p, L, /*transposed=*/false, device);
-    SynchronizeDevice(device);
-  }
-  std::lock_guard<std::mutex> lock(cache_mu_);
-  index_cache_.emplace(length, index);
-  return index;
+  return index_cache_.Get(length, [&] {
+    const int64_t L = length;
+    auto index = std::make_shared<RelativeIndex>();
+    index->m = c_.clamp_len > 0 ? std::min<int64_t>(L - 1, c_.clamp_len) : L - 1;
+    // Entry d = j - i + L - 1 is the distance i - j = L - 1 - d, clamped to +-m (clamp_len),
+    // as a row of the window [-m, m].
+    index->c2p = at::empty({2 * L - 1}, at::kInt);
+    int32_t* c2p = index->c2p.data_ptr<int32_t>();
+    for (int64_t d = 0; d < 2 * L - 1; ++d) {
+      c2p[d] = static_cast<int32_t>(std::clamp<int64_t>(L - 1 - d, -index->m, index->m) + index->m);
+    }
+    const auto device = word_embedding_.device();
+    if (!device.is_cpu()) {
+      index->c2p_gather = OffsetIndexMatrix(index->c2p, L, /*transposed=*/false, device);
+      SynchronizeDevice(device);
+    }
+    return index;
+  });
 }
 
 at::Tensor XlnetModel::Summary(const at::Tensor& h, const EncoderInputs& in) const {
@@ -272,13 +267,6 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
   return out;
 }
 
-// W_r stays in float: it projects the sinusoid table, once per length, not the tokens.
-std::vector<Linear*> XlnetModel::EncoderLinears() {
-  std::vector<Linear*> out;
-  for (Layer& layer : layers_) {
-    for (Linear* l : {&layer.qkv, &layer.o, &layer.ff1, &layer.ff2}) out.push_back(l);
-  }
-  return out;
-}
+std::vector<Linear*> XlnetModel::EncoderLinears() { return AllLinears(layers_); }
 
 }  // namespace relserve

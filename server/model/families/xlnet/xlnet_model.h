@@ -14,6 +14,7 @@
 #include "server/model/encoder_model.h"
 #include "server/model/families/xlnet/xlnet_config.h"
 #include "server/model/layers.h"
+#include "server/model/length_cache.h"
 #include "server/model/model_config.h"
 #include "server/model/weight_loader.h"
 
@@ -64,6 +65,8 @@ class XlnetModel : public EncoderModel {
     LayerNorm attention_norm;
     Linear ff1, ff2;
     LayerNorm ff_norm;
+    // W_r stays in float: it projects the sinusoid table, once per length, not the tokens.
+    std::vector<Linear*> Linears() { return {&qkv, &o, &ff1, &ff2}; }
   };
   // W_r pe(r) of every layer for r in [-reach, reach]: row reach + r of [heads, 2 reach + 1, d_head].
   struct PositionKeys {
@@ -99,7 +102,7 @@ class XlnetModel : public EncoderModel {
 
   mutable std::mutex cache_mu_;
   mutable std::shared_ptr<const PositionKeys> position_keys_;
-  mutable std::map<int64_t, std::shared_ptr<const RelativeIndex>> index_cache_;
+  LengthCache<RelativeIndex> index_cache_;
 };
 
 // relative_positional_encoding's table for r = -reach ... reach in that order, float32
