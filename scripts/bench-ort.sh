@@ -13,6 +13,10 @@
 # both, the per-pair ratio relserve tokens/s / ORT tokens/s (= ORT ms / relserve ms; above 1:
 # relserve is faster) and the medians over the pairs, with the export's parity (max |ORT -
 # transformers| on a 2 x 300 batch, checked before every run).
+# Run it on an otherwise idle machine: ORT's intra-op threads spin while they wait, so other load on
+# the cores slows ORT far more than relserve (seen here: ORT 2-3x slower on t5-base 1x128 while other
+# processes ran, relserve unchanged); ORT_SPIN=0 turns the spinning off
+# (session.intra_op.allow_spinning 0).
 # Not measured: ORT's own int8 (dynamic quantization is onnxruntime's Python quantizer, which needs
 # the pip package onnxruntime; only Debian and npm are reachable here), so int8 compares relserve's
 # --dtype int8 against ORT float32.
@@ -24,7 +28,8 @@
 #   git clone --branch v4.40.2 --depth 1 https://github.com/huggingface/transformers /tmp/transformers-v4.40.2
 #   TRANSFORMERS_SRC=/tmp/transformers-v4.40.2 scripts/bench-ort.sh      (after scripts/build.sh)
 #   PAIRS=1 SHAPES=1x128 DTYPES=float32 ORT_MODELS=t5-base scripts/bench-ort.sh     (a quick look)
-# A full default run (2 models x 3 shapes x 3 dtypes x 3 pairs) takes about an hour on 2 cores.
+# A full default run (2 models x 3 shapes x 3 dtypes x 3 pairs, 108 runs) takes about 45 minutes on 2
+# cores, most of it in 8x512 (about 12 s a batch for either model); the first export about a minute more.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -38,7 +43,8 @@ PAIRS=${PAIRS:-3}
 SHAPES=${SHAPES:-"1x128 8x128 8x512"}
 DTYPES=${DTYPES:-"float32 bfloat16 int8"}
 ORT_MODELS=${ORT_MODELS:-"deberta-v3-base t5-base"}
-ITERS=${ITERS:-}                        # timed batches per run; default: about 8192 tokens, at least 3
+ITERS=${ITERS:-}                        # timed batches per run; default: about 2048 tokens, at least 3
+export ORT_SPIN=${ORT_SPIN:-1}          # 0: ORT's intra-op threads do not spin while waiting
 PYTHON=${PYTHON:-/usr/bin/python3}      # Debian's python3 (python3-torch), not a pyenv one
 
 [ -x "$BIN" ] || { echo "bench-ort.sh: $BIN not found: run scripts/build.sh first" >&2; exit 2; }
@@ -94,7 +100,7 @@ for model in $ORT_MODELS; do
   vocab=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$MODELS/$model/config.json")
   for shape in $SHAPES; do
     batch=${shape%x*}; len=${shape#*x}
-    iters=${ITERS:-$(( (8192 + batch * len - 1) / (batch * len) ))}; [ "$iters" -lt 3 ] && iters=3
+    iters=${ITERS:-$(( (2048 + batch * len - 1) / (batch * len) ))}; [ "$iters" -lt 3 ] && iters=3
     for dtype in $DTYPES; do
       runs=()
       for pair in $(seq "$PAIRS"); do
@@ -126,7 +132,7 @@ print(json.dumps({
     "ratio_median": round(med(ratio), 3),
     "ort_ms": [round(x, 3) for x in ort_ms], "relserve_ms": [round(x, 3) for x in rel_ms],
     "ratio": [round(x, 3) for x in ratio],
-    "onnxruntime_node": ort[0]["onnxruntime_node"], "onnx": onnx, "onnx_outputs": "last_hidden_state",
+    "onnxruntime_node": ort[0]["onnxruntime_node"], "ort_spinning": ort[0]["spinning"], "onnx": onnx, "onnx_outputs": "last_hidden_state",
     "export_max_abs_diff": parity.get("last_hidden_state_max_abs_diff"),
 }))' "$model" "$shape" "$dtype" "$THREADS" "$onnx" "${PARITY[$model]}" | tee -a "$OUT"
     done

@@ -2,7 +2,7 @@
 // for scripts/bench-ort.sh. onnxruntime-node is resolved from ORT_NODE_DIR (default build/ort-node,
 // where bench-ort.sh installs scripts/ort/package.json with npm install --ignore-scripts).
 //
-//   node scripts/ort/run_ort.mjs --onnx M.onnx --batch 8 --seq 128 --iters 5 --warmup 1 --threads 2 --vocab 128100
+//   node scripts/ort/run_ort.mjs --onnx M.onnx --batch 8 --seq 128 --iters 5 --warmup 1 --threads 2 --vocab 128100 [--spin 0]
 //       one JSON line: median/min/mean ms per batch and tokens/s (from the median), random token
 //       ids in [5, vocab), full attention mask; graphOptimizationLevel 'all', intraOp = threads, interOp 1
 //   node scripts/ort/run_ort.mjs --onnx M.onnx --check M.onnx.check.json [--tolerance 1e-3]
@@ -46,6 +46,9 @@ if (!args.onnx) {
   process.exit(2);
 }
 const threads = Number(args.threads ?? process.env.THREADS ?? 2);
+// ORT's intra-op threads spin while waiting for work by default (fast on an idle machine, slow when
+// other processes share the cores); --spin 0 turns that off.
+const spin = String(args.spin ?? process.env.ORT_SPIN ?? '1') !== '0';
 const loadStart = performance.now();
 const session = await ort.InferenceSession.create(args.onnx, {
   executionProviders: ['cpu'],
@@ -53,6 +56,7 @@ const session = await ort.InferenceSession.create(args.onnx, {
   intraOpNumThreads: threads,
   interOpNumThreads: 1,
   executionMode: 'sequential',
+  ...(spin ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
 });
 const loadMs = performance.now() - loadStart;
 
@@ -153,7 +157,7 @@ if (args.check) {
   const mean = times.reduce((a, b) => a + b, 0) / times.length;
   console.log(JSON.stringify({
     runtime: 'onnxruntime-node', onnxruntime_node: ortVersion, provider: 'cpu', onnx: args.onnx,
-    batch, seq, threads, inter_op_threads: 1, iters, warmup,
+    batch, seq, threads, inter_op_threads: 1, spinning: spin, iters, warmup,
     ms_per_batch_median: median, ms_per_batch_min: sorted[0], ms_per_batch_mean: mean,
     tokens_per_second: (batch * seq) / (median / 1000), load_ms: loadMs,
   }));
