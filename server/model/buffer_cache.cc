@@ -25,6 +25,8 @@ void* MapBlock(size_t size) {
 
 BufferCache::~BufferCache() { Clear(); }
 
+int64_t BufferCache::Limit(int64_t peak) { return peak + peak / kSlackDivisor; }
+
 size_t BufferCache::BlockSize(size_t bytes) {
   const size_t page = PageSize();
   return (std::max<size_t>(bytes, 1) + page - 1) / page * page;
@@ -50,7 +52,7 @@ void* BufferCache::Acquire(size_t bytes) {
     // Make room first, so that mapped memory never runs past the peak by more than races allow:
     // the new block will be in use, and the cache keeps only what the peak leaves over.
     const int64_t after = stats_.in_use_bytes + static_cast<int64_t>(size);
-    evicted = EvictLocked(std::max(stats_.peak_in_use_bytes, after) - static_cast<int64_t>(size));
+    evicted = EvictLocked(Limit(std::max(stats_.peak_in_use_bytes, after)) - static_cast<int64_t>(size));
   }
   Unmap(evicted);
   void* data = MapBlock(size);
@@ -68,7 +70,7 @@ void* BufferCache::Acquire(size_t bytes) {
     ++stats_.misses;
     stats_.mapped_bytes_total += static_cast<int64_t>(size);
     // Other threads may have cached blocks meanwhile.
-    evicted = EvictLocked(stats_.peak_in_use_bytes);
+    evicted = EvictLocked(Limit(stats_.peak_in_use_bytes));
   }
   Unmap(evicted);
   return data;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "server/model/cpu_tensor_allocator.h"
 #include "server/model/engine.h"
 #include "server/model/model_flops.h"
 #include "server/tools/commands.h"
@@ -44,12 +45,14 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   }
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
+  const std::optional<BufferCacheStats> cache_before = CpuTensorCacheStats();
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
     const auto t0 = Clock::now();
     RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
+  const std::optional<BufferCacheStats> cache_after = CpuTensorCacheStats();
   std::sort(ms.begin(), ms.end());
   double mean = 0;
   for (double m : ms) mean += m;
@@ -73,6 +76,14 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   out["tokens_per_second"] = tokens_per_second;
   out["gflops_per_token"] = flops_per_token / 1e9;
   out["model_gflops_per_second"] = tokens_per_second * flops_per_token / 1e9;
+  if (cache_before && cache_after) {
+    // The buffer cache over the timed batches: blocks mapped anew there cost page faults.
+    out["buffer_cache"] = {{"hits", cache_after->hits - cache_before->hits},
+                           {"misses", cache_after->misses - cache_before->misses},
+                           {"mapped_mib", (cache_after->mapped_bytes_total - cache_before->mapped_bytes_total) / double(1 << 20)},
+                           {"evicted_blocks", cache_after->evicted_blocks - cache_before->evicted_blocks},
+                           {"peak_in_use_mib", cache_after->peak_in_use_bytes / double(1 << 20)}};
+  }
   if (!args.Bool("no-gemm")) {
     const double gemm = MeasureMatmulFlops(info.dtype.c_str(), gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;
