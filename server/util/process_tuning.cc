@@ -26,14 +26,27 @@ absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment() {
       absl::StrCat("RELSERVE_ALLOCATOR=\"", mode, "\": expected cache, heap or system"));
 }
 
+bool AsksForInt8(char** argv) {
+  if (const char* env = std::getenv("RELSERVE_DTYPE"); env != nullptr && std::string(env) == "int8") return true;
+  for (int i = 1; argv[i] != nullptr; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--dtype=int8") return true;
+    if (arg == "--dtype" && argv[i + 1] != nullptr && std::string(argv[i + 1]) == "int8") return true;
+  }
+  return false;
+}
+
 void TuneProcessForInference(char** argv) {
   const absl::StatusOr<AllocatorMode> mode = AllocatorModeFromEnvironment();
   if (!mode.ok()) {
     std::cerr << (argv[0] != nullptr ? argv[0] : "relserve") << ": " << mode.status().message() << "\n";
     std::exit(2);
   }
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  const bool set_wait = std::getenv("OMP_WAIT_POLICY") == nullptr;
+  const bool set_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && AsksForInt8(argv);
+  if ((set_wait || set_timeout) && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
+    if (set_wait) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    if (set_timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
     setenv("RELSERVE_NO_REEXEC", "1", 1);  // never loop, whatever happens to the variable
     execv("/proc/self/exe", argv);
     // execv failed: carry on with the spinning policy.

@@ -21,6 +21,9 @@ enum class AllocatorMode { kCache, kHeap, kSystem };
 // variable, its value and the accepted values.
 absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment();
 
+// Whether the command line (--dtype int8, --dtype=int8) or RELSERVE_DTYPE asks for int8.
+bool AsksForInt8(char** argv);
+
 // Process-wide settings that make CPU inference fast; call first thing in main().
 //
 // 1. OpenMP threads wait passively. LibTorch's OpenMP pool otherwise spins after each
@@ -28,7 +31,14 @@ absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment();
 //    128-token sequence ran 3x slower. libgomp reads OMP_WAIT_POLICY only when it loads, so
 //    when the variable is unset this sets it and re-executes the program once (a policy the
 //    user set is kept).
-// 2. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
+// 2. With --dtype int8 (or RELSERVE_DTYPE=int8), OpenBLAS's threads sleep as soon as they
+//    are idle (OPENBLAS_THREAD_TIMEOUT=4) instead of yielding in a loop for up to 2^28 cycles:
+//    the int8 products run on LibTorch's OpenMP threads, and OpenBLAS's, spinning between the
+//    attention products they still compute, took a third of the CPU time of a base model's
+//    8 x 128 batch. In float32, where OpenBLAS computes nearly everything, spinning is kept
+//    (sleeping at once made one 128-token sequence about 5% slower). A value the user set is
+//    kept; both variables are read when the libraries load, hence the one re-execution.
+// 3. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
 //    the variable and exits with status 2, as a bad flag does.
 void TuneProcessForInference(char** argv);
 

@@ -84,6 +84,10 @@ TEST(RelserveBinaryTest, ServesInt8) {
   for (float v : resp.embeddings(0).values()) norm += double(v) * v;
   EXPECT_GT(resp.embeddings(0).values_size(), 0);
   EXPECT_NEAR(norm, 1.0, 1e-3);
+  // OpenBLAS's idle threads sleep at once under int8 (server/util/process_tuning.h).
+  std::ifstream environ("/proc/" + std::to_string(p.pid) + "/environ");
+  std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(env, HasSubstr(std::string("OPENBLAS_THREAD_TIMEOUT=4") + '\0'));
   stub.reset();
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);

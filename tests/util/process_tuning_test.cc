@@ -1,6 +1,8 @@
 #include "server/util/process_tuning.h"
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -55,6 +57,25 @@ TEST_F(AllocatorModeTest, AnUnknownValueNamesTheVariableAndTheChoices) {
   EXPECT_THAT(std::string(mode.status().message()),
               ::testing::AllOf(::testing::HasSubstr("RELSERVE_ALLOCATOR=\"jemalloc\""),
                                ::testing::HasSubstr("cache, heap or system")));
+}
+
+TEST(AsksForInt8Test, EitherFlagFormOrTheEnvironment) {
+  unsetenv("RELSERVE_DTYPE");
+  auto asks = [](std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return AsksForInt8(argv.data());
+  };
+  EXPECT_TRUE(asks({"relserve", "--model", "m=/m", "--dtype", "int8"}));
+  EXPECT_TRUE(asks({"relserve-model", "bench", "--dtype=int8"}));
+  EXPECT_FALSE(asks({"relserve", "--dtype", "bfloat16"}));
+  EXPECT_FALSE(asks({"relserve", "--dtype"}));  // no value: the flag parser's error, not ours
+  EXPECT_FALSE(asks({"relserve", "--model", "int8"}));
+  EXPECT_FALSE(asks({"relserve"}));
+  setenv("RELSERVE_DTYPE", "int8", 1);
+  EXPECT_TRUE(asks({"relserve"}));
+  unsetenv("RELSERVE_DTYPE");
 }
 
 }  // namespace
