@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_BACKEND_INFERENCE_BACKEND_H_
 #define RELSERVE_SERVER_BACKEND_INFERENCE_BACKEND_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -110,6 +111,19 @@ class InferenceBackend {
   // head, or for a sparse or multi-vector output the model has no head for; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
   virtual absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                           uint32_t outputs) = 0;
+
+  // The lengths worth running once before serving (server/batching/warm_up.h), ascending and
+  // ending at max_length: the lengths batches will run at, so that allocator growth and kernel
+  // selection happen before the first request. By default, doubling from 16 (or max_length,
+  // if shorter).
+  virtual std::vector<int> WarmUpLengths(int max_length) const {
+    std::vector<int> lengths;
+    for (int length = std::min(16, max_length); length >= 1; length = std::min(length * 2, max_length)) {
+      lengths.push_back(length);
+      if (length == max_length) break;
+    }
+    return lengths;
+  }
 };
 
 }  // namespace relserve

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/batching/worker_count.h"
 #include "absl/time/time.h"
 
 namespace relserve {
@@ -78,28 +79,6 @@ struct ServerConfig {
 // Bucket bounds 8, 16, ..., 64, 80, ..., 128, 160, ..., 256, 320, ...: about 12% apart, so
 // that a batch from one bucket pads little.
 std::vector<int32_t> DefaultLengthBuckets(int max_length);
-
-// Workers per model and compute threads per worker on `cpus` CPUs for `dtype`; 0 asks for the
-// automatic choice. Both automatic: in float32, one single-threaded worker per CPU, at most
-// kAutoMaxWorkers, with the CPUs shared out among them (several batches side by side use small
-// CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
-// other divides the CPUs. Both given: taken as they are.
-// bfloat16 and float16 run on one worker: LibTorch 1.13's oneDNN kernels share cached
-// primitives between threads and corrupt memory when two batches run at once, so more than
-// one worker is refused (INVALID_ARGUMENT).
-inline constexpr int kAutoMaxWorkers = 4;
-// Workers per GPU when --workers-per-device is 0.
-inline constexpr int kAutoGpuWorkers = 2;
-struct CpuWorkers {
-  int workers = 1;
-  int threads = 1;
-};
-absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
-                                             const std::string& dtype);
-// ResolveCpuWorkers on the CPU; on a GPU ("cuda", "cuda:N"), --workers-per-device or
-// kAutoGpuWorkers workers sharing the CPUs.
-absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
-                                          int threads_per_worker, const std::string& dtype);
 
 // Parses argv (after the program name), then `environment`: each flag not on the command line
 // is taken from its variable (FlagEnvironmentVariable) when that is set, even to "". A

@@ -116,6 +116,17 @@ int DeviceBatchLength(int length, int max_length) {
   return std::max(length, std::min(rounded, max_length));
 }
 
+std::vector<int> Engine::WarmUpLengths(int max_length) const {
+  if (impl_->device.is_cpu()) return InferenceBackend::WarmUpLengths(max_length);
+  std::vector<int> lengths;
+  for (int length = std::min(16, max_length); length >= 1;
+       length = std::min(DeviceBatchLength(length + 1, max_length), max_length)) {
+    lengths.push_back(length);
+    if (length == max_length) break;
+  }
+  return lengths;
+}
+
 void SetComputeThreads(int threads) {
   if (threads <= 0) return;
   at::set_num_threads(threads);

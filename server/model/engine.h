@@ -66,6 +66,9 @@ class Engine : public InferenceBackend {
   // architecture and what is missing for a head the model does not have.
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                   uint32_t outputs) override;
+  // On the CPU the default doubling; on other devices every length batches run at there
+  // (DeviceBatchLength), each a kernel configuration of its own.
+  std::vector<int> WarmUpLengths(int max_length) const override;
 
   // transformers' forward on a padded batch: last_hidden_state, hidden_state_0..N and, for
   // classification models, logits. Used by `relserve-model forward` and the parity tests.

@@ -95,7 +95,7 @@ TEST(ServerConfigTest, ErrorsNameTheFlag) {
       {{"--model", "a=/x", "--max-batch-size", "0"}, "--max-batch-size"},
       {{"--model", "a=/x", "--max-batch-tokens", "lots"}, "--max-batch-tokens"},
       {{"--model", "a=/x", "--batching", "random"}, "--batching"},
-      {{"--model", "a=/x", "--dtype", "int8"}, "--dtype"},
+      {{"--model", "a=/x", "--dtype", "int4"}, "--dtype"},
       {{"--model", "a=/x", "--length-buckets", "32,16"}, "--length-buckets"},
       {{"--model", "a=/x", "--shutdown-grace-seconds", "-1"}, "--shutdown-grace-seconds"},
       {{"--model", "a=/x", "--max-connection-age-seconds", "-5"}, "--max-connection-age-seconds"},
@@ -219,7 +219,7 @@ TEST(ServerConfigTest, EnvironmentErrorsNameTheVariable) {
   const std::vector<Case> cases = {
       {{{"RELSERVE_MAX_BATCH_SIZE", "lots"}}, {"--model", "a=/x"},
        "RELSERVE_MAX_BATCH_SIZE (environment): --max-batch-size: \"lots\" is not an integer >= 1"},
-      {{{"RELSERVE_DTYPE", "int8"}}, {"--model", "a=/x"}, "RELSERVE_DTYPE (environment): --dtype"},
+      {{{"RELSERVE_DTYPE", "int4"}}, {"--model", "a=/x"}, "RELSERVE_DTYPE (environment): --dtype"},
       {{{"RELSERVE_WARMUP", "yes"}}, {"--model", "a=/x"}, "RELSERVE_WARMUP (environment): --warmup: expected true or false"},
       {{{"RELSERVE_MODEL", "a=/x,,b=/y"}}, {}, "RELSERVE_MODEL (environment): item 2 of 3 is empty"},
       {{{"RELSERVE_MODEL", "a=/x,a=/y"}}, {}, "RELSERVE_MODEL (environment): --model: name \"a\" given twice"},
@@ -342,50 +342,12 @@ TEST_F(ServerConfigCredentialsTest, BadFilesNameTheirFlag) {
   }
 }
 
-TEST(ServerConfigTest, WorkersAndThreadsShareOutTheCpus) {
+// Workers and threads default to the automatic choice (server/batching/worker_count.h).
+TEST(ServerConfigTest, WorkersAndThreadsAreAutomaticByDefault) {
   auto d = ParseServerFlags({"--model", "a=/x"});
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->workers_per_device, 0);  // automatic
+  EXPECT_EQ(d->workers_per_device, 0);
   EXPECT_EQ(d->threads_per_worker, 0);
-  struct Case {
-    int cpus, workers, threads;
-    int want_workers, want_threads;
-  };
-  for (const Case& c : std::vector<Case>{
-           {1, 0, 0, 1, 1},    // both automatic: a single-threaded worker per CPU...
-           {2, 0, 0, 2, 1},
-           {4, 0, 0, 4, 1},
-           {16, 0, 0, 4, 4},   // ...at most 4, sharing the CPUs
-           {6, 0, 0, 4, 1},
-           {8, 2, 0, 2, 4},    // workers given: the threads divide the CPUs
-           {3, 4, 0, 4, 1},    // never below one thread
-           {8, 0, 2, 4, 2},    // threads given: the workers divide the CPUs
-           {2, 0, 4, 1, 4},
-           {2, 3, 3, 3, 3},    // both given: as they are, even oversubscribed
-           {0, 0, 0, 1, 1},    // an unknown CPU count counts as one
-       }) {
-    const auto r = ResolveCpuWorkers(c.cpus, c.workers, c.threads, "float32");
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_EQ(r->workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
-    EXPECT_EQ(r->threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
-  }
-}
-
-// Reduced precision runs one worker over every CPU (its oneDNN kernels are not safe to run
-// concurrently); asking for more workers is refused, naming the flags.
-TEST(ServerConfigTest, ReducedPrecisionRunsOneWorker) {
-  for (const char* dtype : {"bfloat16", "float16", "int8"}) {
-    auto a = ResolveCpuWorkers(8, 0, 0, dtype);
-    ASSERT_TRUE(a.ok()) << a.status();
-    EXPECT_EQ(a->workers, 1);
-    EXPECT_EQ(a->threads, 8);
-    auto t = ResolveCpuWorkers(8, 1, 4, dtype);
-    ASSERT_TRUE(t.ok());
-    EXPECT_EQ(t->threads, 4);
-    auto bad = ResolveCpuWorkers(8, 2, 0, dtype);
-    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--workers-per-device 2 with --dtype"));
-  }
 }
 
 TEST(ServerConfigTest, DefaultLengthBucketsAreAboutTwelvePercentApart) {

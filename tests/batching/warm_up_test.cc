@@ -1,5 +1,5 @@
 // The warm-up's runs and its check of what the model computes, on a backend that needs no model.
-#include "server/main/warm_up.h"
+#include "server/batching/warm_up.h"
 
 #include <cmath>
 #include <limits>
@@ -58,6 +58,18 @@ TEST(WarmUpTest, RunsEveryLengthUpToTheMaximumAskingForPooledAndLogits) {
   ASSERT_TRUE(WarmUp(b, "m", 8, kNeverStop).ok());
   EXPECT_THAT(b.lengths, ElementsAre(8));
   EXPECT_EQ(b.asked, uint32_t{kOutputPooled});
+}
+
+// The lengths are the backend's: a device that runs batches at rounded lengths names them.
+class RoundingBackend : public FakeBackend {
+ public:
+  std::vector<int> WarmUpLengths(int max_length) const override { return {24, 48, max_length}; }
+};
+
+TEST(WarmUpTest, RunsTheLengthsTheBackendNames) {
+  RoundingBackend b;
+  ASSERT_TRUE(WarmUp(b, "m", 100, nullptr).ok());
+  EXPECT_THAT(b.lengths, ElementsAre(24, 48, 100));
 }
 
 TEST(WarmUpTest, NaNInThePooledOutputFailsNamingModelLengthAndOutput) {

@@ -1,4 +1,4 @@
-#include "server/main/warm_up.h"
+#include "server/batching/warm_up.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "server/model/engine.h"
 #include "server/util/log.h"
 
 namespace relserve {
@@ -55,11 +54,7 @@ absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_l
   const ModelInfo& info = engine.info();
   const int vocab = info.vocab_size;
   const uint32_t outputs = kOutputPooled | (info.labels.empty() ? 0u : uint32_t{kOutputLogits});
-  const bool gpu = info.device != "cpu";
-  auto next = [&](int length) {
-    return std::min(gpu ? DeviceBatchLength(length + 1, max_length) : length * 2, max_length);
-  };
-  for (int length = std::min(16, max_length); length >= 1; length = next(length)) {
+  for (int length : engine.WarmUpLengths(max_length)) {
     if (stop && stop()) return absl::CancelledError("start-up interrupted by a shutdown signal");
     SequenceInput s;
     s.input_ids.assign(length, std::min(5, vocab - 1));
@@ -69,7 +64,6 @@ absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_l
                                                           " tokens failed: ", r.status().message()));
     }
     if (absl::Status finite = CheckFinite(*r, info, name, length); !finite.ok()) return finite;
-    if (length == max_length) break;
   }
   LogInfo(absl::StrCat("model ", name, ": warmed up to ", max_length, " tokens in ",
                        absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_MAIN_WARM_UP_H_
-#define RELSERVE_SERVER_MAIN_WARM_UP_H_
+#ifndef RELSERVE_SERVER_BATCHING_WARM_UP_H_
+#define RELSERVE_SERVER_BATCHING_WARM_UP_H_
 
 #include <functional>
 #include <string>
@@ -9,11 +9,11 @@
 
 namespace relserve {
 
-// Runs the model `name` once per length bucket before it serves, so that the first real
-// requests do not pay for allocator growth and kernel selection. Lengths double from 16 (or
-// max_length, if shorter) up to max_length; on a GPU they are every length batches run at
-// there (DeviceBatchLength). Each run asks for what requests ask for: the pooled output and,
-// for a model with a classification head, the logits.
+// Runs the model `name` once at each of the backend's WarmUpLengths(max_length), a batch of
+// two sequences, before it serves, so that the first real requests do not pay for allocator
+// growth and kernel selection (as Triton's model warm-up does, beside the scheduler). Each run
+// asks for what requests ask for: the pooled output and, for a model with a classification
+// head, the logits.
 //
 // It is also the start's check that the model computes numbers: a model whose outputs hold NaN
 // or infinity would report SERVING and then fail every request (INTERNAL). Errors, each naming
@@ -28,4 +28,4 @@ absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_l
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_MAIN_WARM_UP_H_
+#endif  // RELSERVE_SERVER_BATCHING_WARM_UP_H_

@@ -1,0 +1,34 @@
+#ifndef RELSERVE_SERVER_BATCHING_WORKER_COUNT_H_
+#define RELSERVE_SERVER_BATCHING_WORKER_COUNT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// Workers per model and compute threads per worker on `cpus` CPUs for `dtype`; 0 asks for the
+// automatic choice. Both automatic: in float32, one single-threaded worker per CPU, at most
+// kAutoMaxWorkers, with the CPUs shared out among them (several batches side by side use small
+// CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
+// other divides the CPUs. Both given: taken as they are.
+// bfloat16, float16 and int8 run on one worker: LibTorch 1.13's oneDNN kernels share cached
+// primitives between threads and corrupt memory when two batches run at once, so more than
+// one worker is refused (INVALID_ARGUMENT).
+inline constexpr int kAutoMaxWorkers = 4;
+// Workers per GPU when --workers-per-device is 0.
+inline constexpr int kAutoGpuWorkers = 2;
+struct CpuWorkers {
+  int workers = 1;
+  int threads = 1;
+};
+absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
+                                             const std::string& dtype);
+// ResolveCpuWorkers on the CPU; on a GPU ("cuda", "cuda:N"), --workers-per-device or
+// kAutoGpuWorkers workers sharing the CPUs.
+absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
+                                          int threads_per_worker, const std::string& dtype);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_BATCHING_WORKER_COUNT_H_

@@ -1,0 +1,72 @@
+// How many workers a model gets, and with how many threads each (server/batching/worker_count.h).
+#include "server/batching/worker_count.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace relserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(WorkerCountTest, WorkersAndThreadsShareOutTheCpus) {
+  struct Case {
+    int cpus, workers, threads;
+    int want_workers, want_threads;
+  };
+  for (const Case& c : std::vector<Case>{
+           {1, 0, 0, 1, 1},    // both automatic: a single-threaded worker per CPU...
+           {2, 0, 0, 2, 1},
+           {4, 0, 0, 4, 1},
+           {16, 0, 0, 4, 4},   // ...at most 4, sharing the CPUs
+           {6, 0, 0, 4, 1},
+           {8, 2, 0, 2, 4},    // workers given: the threads divide the CPUs
+           {3, 4, 0, 4, 1},    // never below one thread
+           {8, 0, 2, 4, 2},    // threads given: the workers divide the CPUs
+           {2, 0, 4, 1, 4},
+           {2, 3, 3, 3, 3},    // both given: as they are, even oversubscribed
+           {0, 0, 0, 1, 1},    // an unknown CPU count counts as one
+       }) {
+    const auto r = ResolveCpuWorkers(c.cpus, c.workers, c.threads, "float32");
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
+    EXPECT_EQ(r->threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
+  }
+}
+
+// Reduced precision runs one worker over every CPU (its oneDNN kernels are not safe to run
+// concurrently); asking for more workers is refused, naming the flags.
+TEST(WorkerCountTest, ReducedPrecisionRunsOneWorker) {
+  for (const char* dtype : {"bfloat16", "float16", "int8"}) {
+    auto a = ResolveCpuWorkers(8, 0, 0, dtype);
+    ASSERT_TRUE(a.ok()) << a.status();
+    EXPECT_EQ(a->workers, 1);
+    EXPECT_EQ(a->threads, 8);
+    auto t = ResolveCpuWorkers(8, 1, 4, dtype);
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->threads, 4);
+    auto bad = ResolveCpuWorkers(8, 2, 0, dtype);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--workers-per-device 2 with --dtype"));
+  }
+}
+
+// A GPU: --workers-per-device or two workers, sharing the CPUs' threads; no dtype rule there.
+TEST(WorkerCountTest, GpuWorkersShareTheCpus) {
+  auto auto_workers = ResolveWorkers(8, "cuda:0", 0, 0, "bfloat16");
+  ASSERT_TRUE(auto_workers.ok());
+  EXPECT_EQ(auto_workers->workers, kAutoGpuWorkers);
+  EXPECT_EQ(auto_workers->threads, 8 / kAutoGpuWorkers);
+  auto given = ResolveWorkers(8, "cuda", 3, 1, "float16");
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->workers, 3);
+  EXPECT_EQ(given->threads, 1);
+  auto cpu = ResolveWorkers(8, "cpu", 2, 0, "int8");
+  EXPECT_EQ(cpu.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace relserve
