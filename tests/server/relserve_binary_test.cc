@@ -36,6 +36,15 @@ std::string ReadLog(const Process& p) { return p.Log(); }
 int WaitExit(const Process& p) { return p.WaitExit(); }
 int WaitForPort(const Process& p) { return p.WaitForPort(); }
 
+// One Embed call of `text` on `stub`.
+template <typename Stub>
+grpc::Status EmbedText(Stub& stub, const std::string& text, v1::EmbedResponse* resp) {
+  v1::EmbedRequest req;
+  req.add_inputs()->set_text(text);
+  grpc::ClientContext ctx;
+  return stub.Embed(&ctx, req, resp);
+}
+
 TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   const std::string model = testing::TestModels::Get().dir("embedder");
   Process p = Launch({"--model", "embedder=" + model, "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-address",
@@ -74,11 +83,8 @@ TEST(RelserveBinaryTest, ServesInt8) {
   const int port = WaitForPort(p);
   ASSERT_GT(port, 0) << ReadLog(p);
   auto stub = testing::Connect(port);
-  v1::EmbedRequest req;
-  req.add_inputs()->set_text("hello int8");
   v1::EmbedResponse resp;
-  grpc::ClientContext ctx;
-  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  ASSERT_TRUE(EmbedText(*stub, "hello int8", &resp).ok());
   ASSERT_EQ(resp.embeddings_size(), 1);
   double norm = 0;
   for (float v : resp.embeddings(0).values()) norm += double(v) * v;
@@ -281,11 +287,8 @@ TEST(RelserveBinaryTest, ACleanStopLogsNoError) {
   ASSERT_GT(port, 0) << ReadLog(p);
   // A client that keeps its connection open through the stop, as clients do.
   auto stub = testing::Connect(port);
-  v1::EmbedRequest req;
-  req.add_inputs()->set_text("hello");
   v1::EmbedResponse resp;
-  grpc::ClientContext ctx;
-  ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  ASSERT_TRUE(EmbedText(*stub, "hello", &resp).ok());
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);
   const std::string log = ReadLog(p);
