@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/safetensors/header_parser.h"
 #include "server/safetensors/json_string.h"
+#include "server/util/utf8.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -41,7 +42,7 @@ absl::Status SafetensorsWriter::Add(const std::string& name, StDType dtype,
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", problem));
   };
   if (name == "__metadata__") return invalid("name is reserved for the metadata map");
-  if (!IsValidUtf8(name)) return invalid("name is not valid UTF-8");
+  if (FindInvalidUtf8(name).has_value()) return invalid("name is not valid UTF-8");
   if (names_.count(name) != 0) return invalid("added twice");
   uint64_t expected = StDTypeSize(dtype);
   for (int64_t d : shape) {
@@ -124,7 +125,7 @@ std::string SafetensorsWriter::Serialize() const {
 absl::Status SafetensorsWriter::CheckWritable() const {
   if (metadata_) {
     for (const auto& [key, value] : *metadata_) {
-      if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
+      if (FindInvalidUtf8(key).has_value() || FindInvalidUtf8(value).has_value()) {
         return absl::InvalidArgumentError(
             absl::StrCat("metadata entry '", key, "' is not valid UTF-8"));
       }

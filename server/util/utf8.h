@@ -20,6 +20,10 @@ struct Utf8Error {
 // U+10FFFF. SentencePiece would instead map such bytes to the unknown piece without a word.
 std::optional<Utf8Error> FindInvalidUtf8(std::string_view text);
 
+// The length (1 to 4) of the well-formed UTF-8 sequence that starts at text[i], or 0 where
+// FindInvalidUtf8 would stop (or i is past the end).
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
 // OK, or INVALID_ARGUMENT "<what>: invalid UTF-8 at byte offset N: <reason>".
 absl::Status ValidateUtf8(std::string_view text, std::string_view what);
 

@@ -61,5 +61,30 @@ TEST(Utf8Test, ReportsOffsetAndReasonOfFirstBadSequence) {
   }
 }
 
+// One sequence's length, as the JSON writer of safetensors headers walks a text: the same
+// verdict as FindInvalidUtf8 at every position.
+TEST(Utf8SequenceLengthTest, LengthsOfWellFormedSequencesAndZeroWhereFindInvalidStops) {
+  EXPECT_EQ(Utf8SequenceLength("a", 0), 1u);
+  EXPECT_EQ(Utf8SequenceLength("\xC3\xA9", 0), 2u);          // é
+  EXPECT_EQ(Utf8SequenceLength("\xE2\x82\xAC", 0), 3u);      // €
+  EXPECT_EQ(Utf8SequenceLength("\xF0\x9F\x98\x80", 0), 4u);  // U+1F600
+  EXPECT_EQ(Utf8SequenceLength("\xC0\xAF", 0), 0u);          // overlong
+  EXPECT_EQ(Utf8SequenceLength("\xED\xA0\x80", 0), 0u);      // surrogate
+  EXPECT_EQ(Utf8SequenceLength("\xF4\x90\x80\x80", 0), 0u);  // past U+10FFFF
+  EXPECT_EQ(Utf8SequenceLength("\xE2\x82", 0), 0u);          // cut short
+  EXPECT_EQ(Utf8SequenceLength("\x80", 0), 0u);              // stray continuation
+  EXPECT_EQ(Utf8SequenceLength("a", 1), 0u);                 // past the end
+  for (std::string_view text : {std::string_view("ab\xC3\xA9\xE2\x82\xAC"), std::string_view("a\xE2\x82" "b"),
+                                std::string_view("\xF0\x9F\x98\x80\xFF")}) {
+    size_t i = 0;
+    while (i < text.size() && Utf8SequenceLength(text, i) > 0) i += Utf8SequenceLength(text, i);
+    const auto error = FindInvalidUtf8(text);
+    EXPECT_EQ(i == text.size(), !error.has_value()) << text;
+    if (error.has_value()) {
+      EXPECT_EQ(error->offset, i) << text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace relserve
