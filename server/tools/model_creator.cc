@@ -21,6 +21,7 @@
 #include "server/model/model_limits.h"
 #include "server/safetensors/dtype.h"
 #include "server/safetensors/safetensors_writer.h"
+#include "server/tokenizer/sentencepiece_model.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -322,52 +323,6 @@ absl::Status WriteSentenceTransformers(const CreateModelOptions& o, const std::s
   return WriteJson(JoinPath(dir, "modules.json"), modules);
 }
 
-bool ReadVarint(const uint8_t*& p, const uint8_t* end, uint64_t* value) {
-  uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (p == end) return false;
-    const uint8_t b = *p++;
-    v |= static_cast<uint64_t>(b & 0x7F) << shift;
-    if ((b & 0x80) == 0) {
-      *value = v;
-      return true;
-    }
-  }
-  return false;
-}
-
-// Walks one message's fields; calls on_bytes(field, data, size) for length-delimited ones.
-template <typename F>
-bool WalkMessage(const uint8_t* p, const uint8_t* end, F on_bytes) {
-  while (p < end) {
-    uint64_t key = 0, v = 0;
-    if (!ReadVarint(p, end, &key)) return false;
-    const uint64_t field = key >> 3;
-    if (field == 0) return false;
-    switch (key & 7) {
-      case 0:
-        if (!ReadVarint(p, end, &v)) return false;
-        break;
-      case 1:
-        if (end - p < 8) return false;
-        p += 8;
-        break;
-      case 2:
-        if (!ReadVarint(p, end, &v) || v > static_cast<uint64_t>(end - p)) return false;
-        if (!on_bytes(field, p, static_cast<size_t>(v))) return false;
-        p += v;
-        break;
-      case 5:
-        if (end - p < 4) return false;
-        p += 4;
-        break;
-      default:  // groups (3, 4) are not used by sentencepiece; 6, 7 do not exist
-        return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -409,25 +364,15 @@ uint16_t FloatToBFloat16Bits(float value) {
 }
 
 absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto) {
-  const auto* begin = reinterpret_cast<const uint8_t*>(model_proto.data());
-  const uint8_t* end = begin + model_proto.size();
+  // SentencePiece itself reads the file, as the tokenizer will.
+  auto model = SentencePieceModel::LoadSerialized(model_proto, "the model");
+  if (!model.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a SentencePiece model SentencePiece can load: ", model.status().message()));
+  }
   std::vector<std::string> pieces;
-  const bool ok = WalkMessage(begin, end, [&](uint64_t field, const uint8_t* p, size_t n) {
-    if (field != 1) return true;
-    std::string piece;
-    bool ok_inner = WalkMessage(p, p + n, [&](uint64_t f, const uint8_t* q, size_t m) {
-      if (f == 1) piece.assign(reinterpret_cast<const char*>(q), m);
-      return true;
-    });
-    pieces.push_back(std::move(piece));
-    return ok_inner;
-  });
-  if (!ok) {
-    return absl::InvalidArgumentError("not a serialized SentencePiece model (bad protobuf encoding)");
-  }
-  if (pieces.empty()) {
-    return absl::InvalidArgumentError("not a SentencePiece model: it holds no pieces");
-  }
+  pieces.reserve(static_cast<size_t>((*model)->vocab_size()));
+  for (int id = 0; id < (*model)->vocab_size(); ++id) pieces.push_back((*model)->IdToPiece(id));
   return pieces;
 }
 

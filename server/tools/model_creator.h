@@ -85,9 +85,9 @@ absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& option
 // T5 lists encoder.embed_tokens.weight after shared.weight, tied to it.
 absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::json& config);
 
-// The pieces of a serialized SentencePiece ModelProto, read from the protobuf wire format
-// (top-level field 1, each piece's field 1), without the sentencepiece library.
-// INVALID_ARGUMENT when the bytes are not such a message or hold no pieces.
+// The pieces of a serialized SentencePiece ModelProto, by id, as SentencePiece loads them
+// (server/tokenizer/sentencepiece_model.h). INVALID_ARGUMENT, with SentencePiece's reason,
+// when it refuses the bytes (not a model, cut short, no unknown piece).
 absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto);
 
 // float32 -> IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN, overflow

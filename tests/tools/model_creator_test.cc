@@ -769,7 +769,7 @@ TEST(ModelCreatorTest, CreatesParentDirectories) {
 }
 
 // A hand-encoded SentencePiece ModelProto: a trainer_spec, then pieces (piece, score, type),
-// then a normalizer_spec, as spm_train writes them.
+// then a normalizer_spec, as spm_train writes them; SentencePiece itself loads it.
 std::string Varint(uint64_t v) {
   std::string out;
   while (v >= 0x80) {
@@ -787,7 +787,11 @@ std::string SpmModel(const std::vector<std::string>& pieces) {
   for (const std::string& p : pieces) {
     std::string piece = LengthDelimited(1, p);
     piece += std::string("\x15\x00\x00\x80\xbf", 5);  // score (field 2, fixed32) = -1.0
-    piece += "\x18\x01";                               // type (field 3, varint) = NORMAL
+    // type (field 3, varint): UNKNOWN for <unk> and [UNK], CONTROL for the other special
+    // pieces, else NORMAL
+    const bool control = p == "<s>" || p == "</s>" || p == "<pad>" || p == "[PAD]" || p == "[CLS]" || p == "[SEP]";
+    const char type = p == "<unk>" || p == "[UNK]" ? 2 : control ? 3 : 1;
+    piece += std::string("\x18") + type;
     model += LengthDelimited(1, piece);
   }
   const std::string trainer_spec = LengthDelimited(1, "input.txt") + "\x18\x80\x02";  // field 3
