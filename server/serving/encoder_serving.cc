@@ -27,6 +27,7 @@ ProblemType ProblemTypeOf(const ModelInfo& info) {
 DType DTypeOf(const ModelInfo& info) {
   if (info.dtype == "bfloat16") return DType::kBFloat16;
   if (info.dtype == "float16") return DType::kFloat16;
+  if (info.dtype == "int8") return DType::kInt8;
   return DType::kFloat32;
 }
 
@@ -153,6 +154,7 @@ const char* DTypeName(DType t) {
     case DType::kFloat32: return "float32";
     case DType::kBFloat16: return "bfloat16";
     case DType::kFloat16: return "float16";
+    case DType::kInt8: return "int8";
   }
   return "";
 }

@@ -51,7 +51,7 @@ struct Input {
 // What scores a classification head's logits become by default.
 enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
 // Weights and activations.
-enum class DType { kFloat32, kBFloat16, kFloat16 };
+enum class DType { kFloat32, kBFloat16, kFloat16, kInt8 };  // kInt8: the projections in int8
 
 const char* ProblemTypeName(ProblemType t);  // "single_label_classification", ...
 const char* DTypeName(DType t);              // "float32", ...

@@ -90,6 +90,13 @@ TEST(RelserveBinaryTest, ServesInt8) {
   for (float v : resp.embeddings(0).values()) norm += double(v) * v;
   EXPECT_GT(resp.embeddings(0).values_size(), 0);
   EXPECT_NEAR(norm, 1.0, 1e-3);
+  {
+    v1::ListModelsResponse models;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->ListModels(&ctx, v1::ListModelsRequest(), &models).ok());
+    ASSERT_EQ(models.models_size(), 1);
+    EXPECT_EQ(models.models(0).dtype(), "int8");
+  }
   // OpenBLAS's idle threads sleep at once under int8 (server/util/process_tuning.h).
   std::ifstream environ("/proc/" + std::to_string(p.pid) + "/environ");
   std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());

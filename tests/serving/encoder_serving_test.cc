@@ -439,6 +439,10 @@ TEST_F(EncoderServingTest, TokenizeAndListModels) {
   EXPECT_EQ(models[1].problem_type, ProblemType::kRegression);
   EXPECT_STREQ(ProblemTypeName(models[3].problem_type), "multi_label_classification");
   EXPECT_EQ(serving_->default_model(), "embedder");
+  // An int8 model says so (gRPC ListModels, TEI /info), not float32.
+  backend(0).set_dtype("int8");
+  EXPECT_EQ(serving_->ListModels()[0].dtype, DType::kInt8);
+  EXPECT_STREQ(DTypeName(DType::kInt8), "int8");
 }
 
 }  // namespace

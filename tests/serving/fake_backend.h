@@ -54,6 +54,7 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_kind = multi_vector ? "colbert" : "";
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
+  void set_dtype(std::string dtype) { info_.dtype = std::move(dtype); }
   // A Normalize module: pooled is normalised, pooled_unnormalized not.
   void set_normalizes(bool normalizes) { info_.normalizes = normalizes; }
   // The batches' output flags, ORed.
