@@ -20,6 +20,7 @@ namespace relserve {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::FloatData;
 
 double RelativeError(const at::Tensor& got, const at::Tensor& want) {
   return (got - want).norm().item<double>() / want.norm().item<double>();
@@ -88,12 +89,6 @@ TEST_F(Int8LinearTest, QuantizeLinearsReplacesTheFloatWeights) {
 }
 
 // ---- The engine with --dtype int8, on the transformers references.
-
-std::vector<float> FloatData(const TensorView& v) {
-  std::vector<float> out(v.numel());
-  std::memcpy(out.data(), v.data, v.nbytes);
-  return out;
-}
 
 struct Int8Distance {
   double min_token_cosine = 1;   // of last_hidden_state rows, at unpadded positions

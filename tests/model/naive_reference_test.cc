@@ -19,14 +19,9 @@ namespace {
 using testing::MaxAbsDiffMasked;
 using testing::ReadReferenceInputs;
 using testing::ReferenceDir;
+using testing::FloatData;
 
 constexpr double kTolerance = 1e-5;
-
-std::vector<float> FloatData(const TensorView& v) {
-  std::vector<float> out(v.numel());
-  std::memcpy(out.data(), v.data, v.nbytes);
-  return out;
-}
 
 // Every tensor of expected.safetensors against the port; returns the largest difference.
 double CheckFixture(const std::string& name, int expected_tensors) {

@@ -1,6 +1,7 @@
 #include "tests/model/reference_fixture.h"
 
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -8,6 +9,12 @@
 #include "server/util/json_util.h"
 
 namespace relserve::testing {
+
+std::vector<float> FloatData(const TensorView& v) {
+  std::vector<float> out(v.numel());
+  std::memcpy(out.data(), v.data, v.nbytes);
+  return out;
+}
 
 EngineOptions TestEngineOptions() {
   EngineOptions options;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "server/model/engine.h"
+#include "server/safetensors/safetensors_file.h"
 
 namespace relserve::testing {
 
@@ -18,6 +19,9 @@ EngineOptions TestEngineOptions();
 
 // inputs.json of a reference folder as a padded batch.
 PaddedBatch ReadReferenceInputs(const std::string& path);
+
+// A float32 tensor of a safetensors file (expected.safetensors) as a vector.
+std::vector<float> FloatData(const TensorView& v);
 
 // Largest |a - b| over the positions where mask is 1, for [batch, length, ...] tensors
 // (or over everything for tensors without a length axis, such as logits).

@@ -13,16 +13,11 @@ namespace relserve {
 namespace {
 
 using testing::MaxAbsDiffMasked;
+using testing::FloatData;
 using testing::ReadReferenceInputs;
 using testing::ReferenceDir;
 
 constexpr double kTolerance = 1e-4;
-
-std::vector<float> FloatData(const TensorView& v) {
-  std::vector<float> out(v.numel());
-  std::memcpy(out.data(), v.data, v.nbytes);
-  return out;
-}
 
 void CheckAgainstReference(const std::string& name, int expected_tensors) {
   const std::string dir = ReferenceDir(name);
