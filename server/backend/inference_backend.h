@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/backend/model_types.h"
 
 namespace relserve {
 
@@ -25,8 +26,9 @@ struct ModelInfo {
   // "max_position_embeddings 512", "--max-length", ... Empty when not said.
   std::string max_length_source;
   int embedding_dim = 0;     // length of a pooled embedding
-  std::string pooling;       // e.g. "mean", "cls", "mean+dense(256)+normalize"
-  bool normalizes = false;   // pooled embeddings are L2-normalised by the model (sentence-transformers Normalize)
+  // The pooled embedding: modes, Dense widths, and whether the model L2-normalises it
+  // (sentence-transformers Normalize). pooling.Describe(): "mean+dense(256)+normalize".
+  PoolingInfo pooling;
   // sentence-transformers' config_sentence_transformers.json: the prompts (name, text) that
   // Embed may put before each text, the one used when a request names none (empty: none), and
   // the similarity the model was trained for ("cosine", "dot", "euclidean", "manhattan"; empty:
@@ -38,8 +40,8 @@ struct ModelInfo {
   // pooling_skip says how many, as sentence-transformers counts them).
   bool pooling_includes_prompt = true;
   std::vector<std::string> labels;  // classification labels; empty without a classification head
-  std::string problem_type;  // "single_label_classification", "multi_label_classification", "regression" or ""
-  std::string dtype;         // "float32", "bfloat16", "float16"
+  ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with labels
+  DType dtype = DType::kFloat32;
   std::string device;        // "cpu", "cuda:0"
   bool has_tokenizer = false;
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"

@@ -35,7 +35,7 @@ absl::Status CheckFinite(const std::vector<SequenceOutput>& outputs, const Model
     for (const auto& [values, what] : {std::pair{&out.pooled, "pooled output"}, std::pair{&out.logits, "logits"}}) {
       const std::optional<std::string> bad = NonFinite(*values);
       if (!bad) continue;
-      const bool half = info.dtype == "float16";
+      const bool half = info.dtype == DType::kFloat16;
       return absl::FailedPreconditionError(absl::StrCat(
           "model ", name, ": warm-up at ", length, " tokens gave ", *bad, " in the ", what,
           ": its weights hold NaN or infinity, or its activations overflow",

@@ -17,7 +17,6 @@
 #include "server/http/openai_api.h"
 #include "server/http/openapi_document.h"
 #include "server/http/request_deadline.h"
-#include "server/tokenizer/tokenizer.h"
 #include "server/util/field_error.h"
 
 namespace relserve {
@@ -65,19 +64,6 @@ absl::Status AsTeiRerankStatus(const absl::Status& s) {
   absl::Status renamed(s.code(), absl::StrCat("texts", message.substr(9)));
   s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { renamed.SetPayload(url, payload); });
   return WithFieldError(std::move(renamed), detail->kind, absl::StrCat("texts", detail->field.substr(9)));
-}
-
-// The ids of the special tokens the model's tokenizer adds.
-std::set<int32_t> TemplateTokenIds(const ModelRegistry* registry, const std::string& model) {
-  std::set<int32_t> ids;
-  if (registry == nullptr) return ids;
-  auto m = registry->Find(model);
-  if (!m.ok() || (*m)->tokenizer == nullptr) return ids;
-  const Tokenizer& t = *(*m)->tokenizer;
-  for (int id : {t.cls_id(), t.sep_id(), t.eos_id(), t.pad_id()}) {
-    if (id >= 0) ids.insert(id);
-  }
-  return ids;
 }
 
 
@@ -313,8 +299,7 @@ class Routes {
     *model = request->tokenize.model;
     auto result = serving_->Tokenize(request->tokenize);
     if (!result.ok()) return result.status();
-    return HttpAnswer(TeiTokenizeJson(request->tokenize, *result, request->add_special_tokens,
-                                      TemplateTokenIds(c_.registry, result->model)));
+    return HttpAnswer(TeiTokenizeJson(request->tokenize, *result, request->add_special_tokens));
   }
 
   Answer TeiDecode(const json& body, std::string* model) const {

@@ -61,7 +61,6 @@ struct HttpRoute {
 
 struct RouteContext {
   const EncoderServing* serving = nullptr;
-  const ModelRegistry* registry = nullptr;  // /tokenize: the tokenizer's special tokens
   std::function<bool()> healthy;  // /health: whether the server reports SERVING
   ServerLimitsInfo limits;        // /info
   int64_t started_unix_seconds = 0;  // /v1/models' `created`

@@ -281,8 +281,7 @@ absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const json& body) {
   return r;
 }
 
-json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens,
-                     const std::set<int32_t>& special_ids) {
+json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens) {
   json all = json::array();
   for (size_t i = 0; i < result.results.size(); ++i) {
     const Tokenized& t = result.results[i];
@@ -290,7 +289,7 @@ json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& resul
     json tokens = json::array();
     for (size_t k = 0; k < t.input_ids.size(); ++k) {
       const auto [start, stop] = k < t.offsets.size() ? t.offsets[k] : std::pair<int32_t, int32_t>{0, 0};
-      const bool special = start == stop && special_ids.count(t.input_ids[k]) > 0;
+      const bool special = k < t.special.size() && t.special[k];
       if (special && !add_special_tokens) continue;
       json token = {{"id", t.input_ids[k]}, {"special", special}};
       if (special) {
@@ -321,8 +320,8 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
     // A one-label head is a cross-encoder: TEI calls it a reranker.
     model_type[m.labels.size() == 1 ? "reranker" : "classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
   } else {
-    // TEI names the pooling alone ("mean"); relserve's description may add "+normalize".
-    model_type["embedding"] = {{"pooling", m.pooling.substr(0, m.pooling.find('+'))}};
+    // TEI names the pooling alone ("mean"), without Dense or Normalize.
+    model_type["embedding"] = {{"pooling", m.pooling.ModeNames()}};
   }
   return {{"model_id", m.model_id.empty() ? m.name : m.model_id},
           {"model_sha", nullptr},

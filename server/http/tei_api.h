@@ -62,15 +62,15 @@ nlohmann::json TeiPredictJson(const ClassifyResult& result, bool batch);
 
 // /tokenize: {inputs: "text" | ["text", ...], add_special_tokens (default true)}
 // -> [[{id, text, special, start, stop}, ...], ...]; start and stop are byte offsets into the
-// input, null for special tokens: those the tokenizer's template adds ([CLS], [SEP], </s>), whose
-// ids are `special_ids` (a piece such as "▁" may also cover no bytes, and is not special).
+// input, null for special tokens: those the tokenizer's template adds ([CLS], [SEP], </s>), as
+// the serving layer marks them (Tokenized.special; a piece such as "▁" may also cover no bytes,
+// and is not special).
 struct TeiTokenizeRequest {
   TokenizeRequest tokenize;
   bool add_special_tokens = true;
 };
 absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const nlohmann::json& body);
-nlohmann::json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens,
-                               const std::set<int32_t>& special_ids);
+nlohmann::json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens);
 
 // /info: TEI's Info of the default model, with the server's limits.
 struct ServerLimitsInfo {

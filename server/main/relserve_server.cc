@@ -148,7 +148,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     }
     const ModelInfo& info = (*engine)->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
-                         " layers, hidden ", info.hidden_size, ", ", info.dtype, ", max length ", info.max_length,
+                         " layers, hidden ", info.hidden_size, ", ", DTypeName(info.dtype), ", max length ", info.max_length,
                          info.max_length_source.empty() ? "" : " (" + info.max_length_source + ")",
                          info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
                          info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason,
@@ -179,10 +179,10 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
 
     state->metrics.SetModelInfo(name, {{"architecture", info.architecture},
                                        {"model_type", info.model_type},
-                                       {"dtype", info.dtype},
+                                       {"dtype", DTypeName(info.dtype)},
                                        {"device", info.device},
                                        {"max_length", std::to_string(info.max_length)},
-                                       {"pooling", info.pooling}});
+                                       {"pooling", info.pooling.Describe()}});
     ServedModel served;
     served.name = name;
     served.backend = engine->get();
@@ -262,7 +262,6 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     hc.request_timeout = config.http_request_timeout;
     RouteContext routes;
     routes.serving = state->encoder_serving.get();
-    routes.registry = &state->registry;
     routes.healthy = [raw] { return raw->serving.load(); };
     routes.limits.max_batch_tokens = config.max_batch_tokens;
     routes.limits.max_batch_requests = config.max_batch_size;

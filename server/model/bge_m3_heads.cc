@@ -9,8 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/checkpoint/pytorch_bin_checkpoint.h"
-#include "server/model/model_limits.h"
-#include "server/model/weight_loader.h"
+#include "server/model/config/model_limits.h"
+#include "server/model/layers/weight_loader.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 

@@ -9,7 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "server/model/layers.h"
+#include "server/model/layers/layers.h"
 
 namespace relserve {
 

@@ -15,17 +15,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/model/bge_m3_heads.h"
-#include "server/model/cpu_tensor_allocator.h"
-#include "server/model/device.h"
-#include "server/model/encoder_model.h"
+#include "server/model/runtime/cpu_tensor_allocator.h"
+#include "server/model/runtime/device.h"
+#include "server/model/layers/encoder_model.h"
 #include "server/model/families/family_models.h"
 #include "server/model/families/family_registry.h"
-#include "server/model/int8_linear.h"
+#include "server/model/layers/int8_linear.h"
 #include "server/model/masked_lm_head.h"
-#include "server/model/model_limits.h"
+#include "server/model/config/model_limits.h"
 #include "server/model/pooler.h"
-#include "server/model/token_packing.h"
-#include "server/model/weight_loader.h"
+#include "server/model/layers/token_packing.h"
+#include "server/model/layers/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/tokenizer_class.h"
@@ -69,11 +69,11 @@ absl::StatusOr<at::ScalarType> ParseDType(const std::string& name) {
       absl::StrCat("unknown dtype \"", name, "\" (known: float32, bfloat16, float16, int8)"));
 }
 
-const char* DTypeName(at::ScalarType t) {
+DType DTypeOf(at::ScalarType t) {
   switch (t) {
-    case at::kBFloat16: return "bfloat16";
-    case at::kHalf: return "float16";
-    default: return "float32";
+    case at::kBFloat16: return DType::kBFloat16;
+    case at::kHalf: return DType::kFloat16;
+    default: return DType::kFloat32;
   }
 }
 
@@ -303,18 +303,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.max_length = max_length;
   info.max_length_source = max_length_source;
   info.embedding_dim = engine->impl_->pooler->output_dim();
-  info.pooling = engine->impl_->pooler->Describe();
-  info.normalizes = engine->impl_->pooler->normalizes();
+  info.pooling = engine->impl_->pooler->Info();
   info.prompts = st.prompts;
   info.default_prompt_name = st.default_prompt_name;
   info.similarity_fn_name = st.similarity_fn_name;
   info.pooling_includes_prompt = pooling.include_prompt;
   info.labels = config.id2label;
-  info.problem_type = config.problem_type;
-  if (!info.labels.empty() && info.problem_type.empty()) {
-    info.problem_type = info.labels.size() == 1 ? "regression" : "single_label_classification";
-  }
-  info.dtype = engine->impl_->int8 ? "int8" : DTypeName(engine->impl_->dtype);
+  // A head without problem_type: regression with one label, single-label with more.
+  info.problem_type = config.problem_type.empty() && info.labels.size() == 1 ? ProblemType::kRegression
+                                                                             : ProblemTypeFromConfig(config.problem_type);
+  info.dtype = engine->impl_->int8 ? DType::kInt8 : DTypeOf(engine->impl_->dtype);
   info.device = device.str();
   info.has_tokenizer = engine->tokenizer_ != nullptr;
   if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();

@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend/inference_backend.h"
-#include "server/model/model_config.h"
+#include "server/model/config/model_config.h"
 
 namespace relserve {
 

@@ -8,10 +8,10 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "server/model/activation.h"
+#include "server/model/layers/activation.h"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/layers.h"
-#include "server/model/weight_loader.h"
+#include "server/model/layers/layers.h"
+#include "server/model/layers/weight_loader.h"
 
 namespace relserve {
 

@@ -7,9 +7,9 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
-#include "server/model/device.h"
+#include "server/model/runtime/device.h"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/int8_linear.h"
+#include "server/model/layers/int8_linear.h"
 
 namespace relserve {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "server/model/model_config.h"
+#include "server/model/config/model_config.h"
 
 namespace relserve {
 

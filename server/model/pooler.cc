@@ -46,11 +46,12 @@ void Pooler::MoveTo(const c10::Device& device) {
   }
 }
 
-std::string Pooler::Describe() const {
-  std::string s = pooling_.Describe();
-  for (const Dense& d : dense_) absl::StrAppend(&s, "+dense(", d.linear.weight.size(0), ")");
-  if (normalize_) absl::StrAppend(&s, "+normalize");
-  return s;
+PoolingInfo Pooler::Info() const {
+  PoolingInfo info;
+  info.modes = pooling_.Modes();
+  for (const Dense& d : dense_) info.dense_out_features.push_back(static_cast<int>(d.linear.weight.size(0)));
+  info.normalize = normalize_;
+  return info;
 }
 
 at::Tensor Pooler::operator()(const at::Tensor& hidden_in, const at::Tensor& attention_mask, bool normalize) const {

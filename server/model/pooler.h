@@ -7,9 +7,9 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "server/model/activation.h"
-#include "server/model/layers.h"
-#include "server/model/sentence_transformers_config.h"
+#include "server/model/layers/activation.h"
+#include "server/model/layers/layers.h"
+#include "server/model/config/sentence_transformers_config.h"
 
 namespace relserve {
 
@@ -32,7 +32,8 @@ class Pooler {
 
   int output_dim() const { return output_dim_; }
   bool normalizes() const { return normalize_; }
-  std::string Describe() const;
+  // The modes, the Dense widths and Normalize, for ModelInfo.
+  PoolingInfo Info() const;
 
  private:
   struct Dense {

@@ -234,6 +234,7 @@ void ToProto(TokenizeResult&& r, v1::TokenizeResponse* out) {
     p->mutable_token_type_ids()->Assign(t.token_type_ids.begin(), t.token_type_ids.end());
     Offsets(t.offsets, p);
     for (std::string& piece : t.pieces) p->add_pieces(std::move(piece));
+    for (bool special : t.special) p->add_special(special);
     p->set_truncated(t.truncated);
   }
 }
@@ -250,7 +251,7 @@ void ToProto(const std::vector<ModelDescription>& models, const std::string& def
     p->set_num_layers(m.num_layers);
     p->set_vocab_size(m.vocab_size);
     p->set_embedding_dim(m.embedding_dim);
-    p->set_pooling(m.pooling);
+    p->set_pooling(m.pooling.Describe());
     for (const std::string& l : m.labels) p->add_labels(l);
     p->set_problem_type(m.has_classifier ? ProblemTypeName(m.problem_type) : "");
     p->set_dtype(DTypeName(m.dtype));

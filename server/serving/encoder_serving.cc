@@ -18,19 +18,6 @@
 namespace relserve {
 namespace {
 
-ProblemType ProblemTypeOf(const ModelInfo& info) {
-  if (info.problem_type == "multi_label_classification") return ProblemType::kMultiLabel;
-  if (info.problem_type == "regression") return ProblemType::kRegression;
-  return ProblemType::kSingleLabel;
-}
-
-DType DTypeOf(const ModelInfo& info) {
-  if (info.dtype == "bfloat16") return DType::kBFloat16;
-  if (info.dtype == "float16") return DType::kFloat16;
-  if (info.dtype == "int8") return DType::kInt8;
-  return DType::kFloat32;
-}
-
 Usage UsageOf(const std::vector<EncodedInput>& inputs) {
   Usage usage;
   for (const EncodedInput& e : inputs) usage.tokens += static_cast<int64_t>(e.sequence.input_ids.size());
@@ -76,7 +63,11 @@ struct Prepared {
 
 // How a request's inputs are cut: its own choice, else the server's default.
 InputLimits LimitsOf(const ServedModel& m, const Truncation& t, const ServingLimits& limits) {
-  return InputLimits{m.max_length, t.truncate.value_or(limits.auto_truncate), t.direction};
+  InputLimits input;
+  input.truncation.max_length = m.max_length;
+  input.truncation.truncate = t.truncate.value_or(limits.auto_truncate);
+  input.truncation.direction = t.direction;
+  return input;
 }
 
 absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs,
@@ -140,24 +131,6 @@ absl::Status NoClassifier(const ServedModel& m, const char* what) {
 
 }  // namespace
 
-const char* ProblemTypeName(ProblemType t) {
-  switch (t) {
-    case ProblemType::kSingleLabel: return "single_label_classification";
-    case ProblemType::kMultiLabel: return "multi_label_classification";
-    case ProblemType::kRegression: return "regression";
-  }
-  return "";
-}
-
-const char* DTypeName(DType t) {
-  switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kBFloat16: return "bfloat16";
-    case DType::kFloat16: return "float16";
-    case DType::kInt8: return "int8";
-  }
-  return "";
-}
 
 std::vector<float> ScoresFromLogits(const std::vector<float>& logits, ProblemType problem_type) {
   std::vector<float> s(logits.size());
@@ -274,7 +247,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   SubmitSequences(
       m, Sequences(*encoded), outputs, call.deadline, call.cancelled, metrics_,
       [=, name = m.name, normalize = request.normalize, dimensions = request.dimensions,
-       renormalize = request.dimensions_renormalize, id = request.request_id, model_normalizes = info.normalizes,
+       renormalize = request.dimensions_renormalize, id = request.request_id, model_normalizes = info.pooling.normalize,
        vector_dim = info.multi_vector_dim](absl::StatusOr<RequestResults> r) {
         if (!r.ok()) return done(r.status());
         EmbedResult out;
@@ -429,7 +402,7 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
   auto inputs = prepared->inputs;
   SubmitSequences(m, Sequences(*inputs), kOutputLogits, call.deadline, call.cancelled, metrics_,
                   [=, tokenize = prepared->tokenize, name = m.name, labels = info.labels,
-                   problem = ProblemTypeOf(info), raw = request.raw_scores, rule = request.score_rule,
+                   problem = info.problem_type, raw = request.raw_scores, rule = request.score_rule,
                    top_k = request.top_k](absl::StatusOr<RequestResults> r) {
                     if (!r.ok()) return done(r.status());
                     ClassifyResult out;
@@ -505,8 +478,8 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
   }
   const absl::Time t0 = absl::Now();
   InputLimits input_limits = LimitsOf(m, request.truncation, limits_);
-  input_limits.truncate = request.truncation.truncate.value_or(true);
-  input_limits.pair_truncation = PairTruncation::kOnlyFirst;
+  input_limits.truncation.truncate = request.truncation.truncate.value_or(true);
+  input_limits.truncation.pair_truncation = PairTruncation::kOnlyFirst;
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
   inputs->reserve(pairs);
   for (size_t i = 0; i < request.sequences.size(); ++i) {
@@ -561,6 +534,8 @@ absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& r
     t.token_type_ids = std::move(in.sequence.token_type_ids);
     if (t.token_type_ids.empty()) t.token_type_ids.assign(t.input_ids.size(), 0);
     t.offsets = std::move(in.offsets);
+    t.special = std::move(in.special);
+    t.special.resize(t.input_ids.size(), false);
     if (m.tokenizer != nullptr) {
       for (int32_t id : t.input_ids) t.pieces.push_back(m.tokenizer->IdToPiece(id));
     }
@@ -616,12 +591,12 @@ ModelDescription EncoderServing::Describe(const ServedModel& model) {
   d.pooling = i.pooling;
   d.labels = i.labels;
   d.has_classifier = !i.labels.empty();
-  d.problem_type = ProblemTypeOf(i);
-  d.dtype = DTypeOf(i);
+  d.problem_type = i.problem_type;
+  d.dtype = i.dtype;
   d.device = i.device;
   d.has_tokenizer = m->tokenizer != nullptr;
   if (!i.similarity_fn_name.empty()) d.similarity_fn_name = i.similarity_fn_name;
-  d.normalized = i.normalizes;
+  d.normalized = i.pooling.normalize;
   for (const auto& [name, text] : i.prompts) d.prompt_names.push_back(name);
   d.default_prompt_name = i.default_prompt_name;
   d.sparse_kind = i.sparse_kind;

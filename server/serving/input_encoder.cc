@@ -16,6 +16,8 @@ absl::StatusOr<EncodedInput> FromEncoding(absl::StatusOr<Encoding> enc, const st
   out.sequence.input_ids = std::move(enc->input_ids);
   out.sequence.token_type_ids = std::move(enc->token_type_ids);
   out.offsets = std::move(enc->offsets);
+  out.special.reserve(enc->sequence_ids.size());
+  for (int8_t sequence : enc->sequence_ids) out.special.push_back(sequence < 0);
   out.truncated = enc->truncated;
   // Refused here, on its own, rather than failing the batch it would join.
   if (!validate) return out;
@@ -35,11 +37,11 @@ absl::Status NeedTokenizer(const Tokenizer* tokenizer, const std::string& field)
 constexpr int kWholeTextLength = 1 << 30;
 
 TokenizeOptions Options(const InputLimits& limits) {
-  TokenizeOptions o;
-  o.max_length = limits.whole_text ? kWholeTextLength : limits.max_length;
-  o.truncate = limits.truncate && !limits.whole_text;
-  o.direction = limits.direction;
-  o.pair_truncation = limits.pair_truncation;
+  TokenizeOptions o = limits.truncation;
+  if (limits.whole_text) {
+    o.max_length = kWholeTextLength;
+    o.truncate = false;
+  }
   return o;
 }
 
@@ -57,25 +59,26 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
     case Input::Kind::kPair:
       return EncodePair(input.first, input.second, field + ".pair", tokenizer, backend, limits);
     case Input::Kind::kTokens: {
+      const TokenizeOptions& cut_to = limits.truncation;
       EncodedInput out;
       out.sequence.input_ids = input.ids;
       out.sequence.token_type_ids = input.token_type_ids;
-      if (!limits.whole_text && static_cast<int>(out.sequence.input_ids.size()) > limits.max_length) {
-        if (!limits.truncate) {
+      if (!limits.whole_text && static_cast<int>(out.sequence.input_ids.size()) > cut_to.max_length) {
+        if (!cut_to.truncate) {
           return FieldError(FieldErrorKind::kTooLong, field + ".tokens",
                             absl::StrCat(field, ".tokens has ", out.sequence.input_ids.size(),
-                                         " ids, more than the maximum of ", limits.max_length, " (set truncate to cut it)"));
+                                         " ids, more than the maximum of ", cut_to.max_length, " (set truncate to cut it)"));
         }
         // Ids are cut as they are: the special tokens they hold are not put back.
         std::vector<int32_t>& ids = out.sequence.input_ids;
         std::vector<int32_t>& types = out.sequence.token_type_ids;
-        if (limits.direction == TruncationDirection::kLeft) {
-          const auto cut = static_cast<std::ptrdiff_t>(ids.size()) - limits.max_length;
+        if (cut_to.direction == TruncationDirection::kLeft) {
+          const auto cut = static_cast<std::ptrdiff_t>(ids.size()) - cut_to.max_length;
           if (types.size() == ids.size()) types.erase(types.begin(), types.begin() + cut);
           ids.erase(ids.begin(), ids.begin() + cut);
         } else {
-          ids.resize(limits.max_length);
-          if (types.size() > ids.size()) types.resize(limits.max_length);
+          ids.resize(cut_to.max_length);
+          if (types.size() > ids.size()) types.resize(cut_to.max_length);
         }
         out.truncated = true;
       }

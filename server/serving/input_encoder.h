@@ -8,23 +8,25 @@
 #include "absl/status/statusor.h"
 #include "server/backend/inference_backend.h"
 #include "server/serving/serving_types.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
-
-class Tokenizer;
 
 // One request input turned into a sequence the batcher can run.
 struct EncodedInput {
   SequenceInput sequence;
   std::vector<std::pair<int32_t, int32_t>> offsets;  // per token; (0, 0) for specials and id inputs
+  // Per token of a text input: true for the special tokens the tokenizer's template added
+  // ([CLS], [SEP], </s>), false for the text's own tokens (a special token written in the text
+  // included). Empty for token-id inputs.
+  std::vector<bool> special;
   bool truncated = false;
 };
 
 struct InputLimits {
-  int max_length = 512;  // the model's (or the server's) longest sequence
-  bool truncate = false;
-  TruncationDirection direction = TruncationDirection::kRight;  // which end of a text is cut
-  PairTruncation pair_truncation = PairTruncation::kLongestFirst;  // which text of a pair is cut
+  // The model's (or the server's) longest sequence and how an input longer than that is cut (or
+  // refused): the tokenizer's own options, which token-id inputs follow too.
+  TokenizeOptions truncation = {512, false};
   // Tokenize only (TokenizeRequest.whole_text): every token, past max_length too, and no check
   // against the model (the sequence is never run).
   bool whole_text = false;

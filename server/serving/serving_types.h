@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/backend/model_types.h"
 #include "server/tokenizer/truncation.h"
 
 namespace relserve {
@@ -47,14 +48,6 @@ struct Input {
     return i;
   }
 };
-
-// What scores a classification head's logits become by default.
-enum class ProblemType { kSingleLabel, kMultiLabel, kRegression };
-// Weights and activations.
-enum class DType { kFloat32, kBFloat16, kFloat16, kInt8 };  // kInt8: the projections in int8
-
-const char* ProblemTypeName(ProblemType t);  // "single_label_classification", ...
-const char* DTypeName(DType t);              // "float32", ...
 
 // When a call must be answered by, and whether its client is gone.
 struct CallContext {
@@ -228,6 +221,9 @@ struct Tokenized {
   std::vector<int32_t> token_type_ids;
   std::vector<std::pair<int32_t, int32_t>> offsets;
   std::vector<std::string> pieces;  // empty for models without a tokenizer
+  // Per token: added by the tokenizer's template ([CLS], [SEP], </s>), not by the text. All
+  // false for token-id inputs.
+  std::vector<bool> special;
   bool truncated = false;
 };
 struct TokenizeResult {
@@ -246,7 +242,7 @@ struct ModelDescription {
   int num_layers = 0;
   int vocab_size = 0;
   int embedding_dim = 0;
-  std::string pooling;
+  PoolingInfo pooling;
   std::vector<std::string> labels;
   bool has_classifier = false;
   ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with a classifier

@@ -56,7 +56,7 @@ absl::Status RunAccuracyCommand(const std::vector<std::string>& argv) {
       max_logit = std::max(max_logit, std::fabs(double(want[i].logits[k]) - got[i].logits[k]));
     }
   }
-  nlohmann::json out = {{"dtype", reduced->info().dtype}, {"model_type", full->info().model_type},
+  nlohmann::json out = {{"dtype", DTypeName(reduced->info().dtype)}, {"model_type", full->info().model_type},
                         {"batch", batch}, {"max_seq", seq},
                         {"pooled_cosine_min", min_cos}, {"pooled_cosine_mean", sum_cos / inputs.size()}};
   if (outputs & kOutputLogits) out["logits_max_abs_diff"] = max_logit;

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/model/cpu_tensor_allocator.h"
+#include "server/model/runtime/cpu_tensor_allocator.h"
 #include "server/model/engine.h"
 #include "server/model/model_flops.h"
 #include "server/tools/commands.h"
@@ -64,7 +64,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   out["model_type"] = info.model_type;
   out["hidden"] = info.hidden_size;
   out["layers"] = info.num_layers;
-  out["dtype"] = info.dtype;
+  out["dtype"] = DTypeName(info.dtype);
   out["device"] = info.device;
   out["threads"] = args.String("threads", std::to_string(std::thread::hardware_concurrency()));
   out["batch"] = batch;
@@ -85,7 +85,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
                            {"peak_in_use_mib", cache_after->peak_in_use_bytes / double(1 << 20)}};
   }
   if (!args.Bool("no-gemm")) {
-    const double gemm = MeasureMatmulFlops(info.dtype.c_str(), gemm_size, 2.0, info.device);
+    const double gemm = MeasureMatmulFlops(DTypeName(info.dtype), gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;
     out["matmul_size"] = gemm_size;
     out["efficiency"] = tokens_per_second * flops_per_token / gemm;

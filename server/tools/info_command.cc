@@ -16,9 +16,10 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
                         {"hidden_size", i.hidden_size},   {"num_layers", i.num_layers},
                         {"vocab_size", i.vocab_size},     {"type_vocab_size", i.type_vocab_size},
                         {"max_length", i.max_length},     {"embedding_dim", i.embedding_dim},
-                        {"pooling", i.pooling},           {"normalizes", i.normalizes},
-                        {"labels", i.labels},             {"problem_type", i.problem_type},
-                        {"dtype", i.dtype},               {"device", i.device},
+                        {"pooling", i.pooling.Describe()}, {"normalizes", i.pooling.normalize},
+                        {"labels", i.labels},
+                        {"problem_type", i.labels.empty() ? "" : ProblemTypeName(i.problem_type)},
+                        {"dtype", DTypeName(i.dtype)},    {"device", i.device},
                         {"has_tokenizer", i.has_tokenizer},
                         {"tokenizer_file", i.tokenizer_file}};
   if (!i.no_tokenizer_reason.empty()) out["no_tokenizer_reason"] = i.no_tokenizer_reason;

@@ -9,7 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
-#include "server/model/sentence_transformers_config.h"
+#include "server/model/config/sentence_transformers_config.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/tokenizer_class.h"
 #include "server/tokenizer/tokenizer_files.h"

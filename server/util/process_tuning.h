@@ -7,7 +7,7 @@ namespace relserve {
 
 // Where tensors' memory comes from, set by RELSERVE_ALLOCATOR:
 // - cache (default): LibTorch's CPU tensors of 256 KB and more come from relserve's buffer
-//   cache (server/model/buffer_cache.h): each block its own mapping, released blocks reused,
+//   cache (server/model/runtime/buffer_cache.h): each block its own mapping, released blocks reused,
 //   the cache bounded by the peak in use at once and a quarter more. glibc keeps its defaults for the rest.
 // - heap: the setting before the cache: glibc serves every tensor from its heap, never maps
 //   large blocks and never trims (mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD INT_MAX). As fast,

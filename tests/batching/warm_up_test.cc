@@ -20,7 +20,7 @@ class FakeBackend : public InferenceBackend {
  public:
   FakeBackend() {
     info_.vocab_size = 100;
-    info_.dtype = "float32";
+    info_.dtype = DType::kFloat32;
     info_.device = "cpu";
     info_.labels = {"a", "b", "c"};
   }
@@ -86,7 +86,7 @@ TEST(WarmUpTest, NaNInThePooledOutputFailsNamingModelLengthAndOutput) {
 
 TEST(WarmUpTest, InfinityInTheLogitsFailsAndFloat16IsNamed) {
   FakeBackend b;
-  b.info_.dtype = "float16";
+  b.info_.dtype = DType::kFloat16;
   b.logits[2] = -std::numeric_limits<float>::infinity();
   const absl::Status s = WarmUp(b, "cls", 16, kNeverStop);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);

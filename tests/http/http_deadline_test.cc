@@ -40,8 +40,8 @@ class GatedBackend : public InferenceBackend {
     info_.vocab_size = 1000;
     info_.max_length = 16;
     info_.embedding_dim = 2;
-    info_.pooling = "mean";
-    info_.dtype = "float32";
+    info_.pooling.modes = {PoolingMode::kMean};
+    info_.dtype = DType::kFloat32;
     info_.device = "cpu";
   }
   const ModelInfo& info() const override { return info_; }
@@ -111,7 +111,6 @@ class HttpDeadlineTest : public ::testing::Test {
     serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, ServingLimits{});
     RouteContext routes;
     routes.serving = serving_.get();
-    routes.registry = &registry_;
     HttpServerConfig config;
     config.host = "127.0.0.1";
     config.port = 0;

@@ -20,7 +20,6 @@ class HttpServerTest : public ::testing::Test {
   void SetUp() override {
     RouteContext routes;
     routes.serving = &serving_;
-    routes.registry = &registry_;
     routes.healthy = [this] { return healthy_; };
     HttpServerConfig config;
     config.host = "127.0.0.1";

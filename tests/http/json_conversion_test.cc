@@ -319,19 +319,20 @@ TEST(TeiTest, TokenizeMarksSpecialTokensAndSlicesTheInput) {
   t.input_ids = {1, 50, 60, 2};
   t.offsets = {{0, 0}, {0, 5}, {5, 11}, {0, 0}};
   t.pieces = {"[CLS]", "\u2581Hello", "\u2581world", "[SEP]"};
+  t.special = {true, false, false, true};
   result.results.push_back(t);
-  const std::set<int32_t> special = {1, 2};
-  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, true, special), json::parse(R"([[
+  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, true), json::parse(R"([[
       {"id": 1, "text": "[CLS]", "special": true, "start": null, "stop": null},
       {"id": 50, "text": "Hello", "special": false, "start": 0, "stop": 5},
       {"id": 60, "text": " world", "special": false, "start": 5, "stop": 11},
       {"id": 2, "text": "[SEP]", "special": true, "start": null, "stop": null}]])"));
-  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, false, special)[0].size(), 2u);
+  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, false)[0].size(), 2u);
   // A piece that covers no bytes ("▁" before a word) is not special.
   result.results[0].input_ids = {1, 5, 50, 2};
   result.results[0].offsets = {{0, 0}, {0, 0}, {0, 5}, {0, 0}};
   result.results[0].pieces = {"[CLS]", "\u2581", "Hello", "[SEP]"};
-  const json plain = TeiTokenizeJson(r->tokenize, result, false, special)[0];
+  result.results[0].special = {true, false, false, true};
+  const json plain = TeiTokenizeJson(r->tokenize, result, false)[0];
   ASSERT_EQ(plain.size(), 2u);
   EXPECT_EQ(plain[0], json::parse(R"({"id": 5, "text": "", "special": false, "start": 0, "stop": 0})"));
   EXPECT_THAT(std::string(ParseTeiTokenize(Body(R"({"inputs": ["a", 1]})")).status().message()),
@@ -366,7 +367,8 @@ TEST(TeiTest, InfoAndErrorShape) {
   EXPECT_TRUE(info["model_sha"].is_null());
   m.has_classifier = false;
   m.labels.clear();
-  m.pooling = "mean+normalize";
+  m.pooling.modes = {PoolingMode::kMean};
+  m.pooling.normalize = true;
   EXPECT_EQ(TeiInfoJson(m, limits)["model_type"], json::parse(R"({"embedding": {"pooling": "mean"}})"));
   // relserve's keys: sentence-transformers' similarity (cosine unless the model says) and Normalize.
   EXPECT_EQ(info["similarity_fn_name"], "cosine");

@@ -116,7 +116,7 @@ TEST(EngineTest, RunMatchesPaddedForward) {
     }
   }
   EXPECT_EQ(engine->info().labels, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
-  EXPECT_EQ(engine->info().problem_type, "single_label_classification");
+  EXPECT_EQ(engine->info().problem_type, ProblemType::kSingleLabel);
   EXPECT_FALSE(engine->info().has_tokenizer);
   EXPECT_EQ(engine->tokenizer(), nullptr);
 }
@@ -276,7 +276,7 @@ TEST(EngineTest, BFloat16InferenceStaysCloseToFloat32) {
     options.dtype = "bfloat16";
     auto bf16 = LoadOrDie(ReferenceDir(name), options);
     ASSERT_NE(bf16, nullptr);
-    EXPECT_EQ(bf16->info().dtype, "bfloat16");
+    EXPECT_EQ(bf16->info().dtype, DType::kBFloat16);
     auto seqs = ReferenceSequences(name);
     auto a = f32->Run(seqs, kOutputPooled);
     auto b = bf16->Run(seqs, kOutputPooled);

@@ -6,7 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/model/device.h"
+#include "server/model/runtime/device.h"
 #include "server/model/engine.h"
 #include "tests/model/reference_fixture.h"
 

@@ -20,7 +20,7 @@
 #include "gtest/gtest.h"
 #include "server/model/families/family_registry.h"
 #include "server/model/masked_lm_head.h"
-#include "server/model/weight_loader.h"
+#include "server/model/layers/weight_loader.h"
 #include "tests/model/switch_test_support.h"
 
 namespace relserve {
@@ -318,7 +318,7 @@ TEST_F(MaskedLmHeadTest, SparseEncoderModulesChooseTheSpladePooling) {
       ASSERT_TRUE(WriteStringToFile(JoinPath(dir, "1_SpladePooling/config.json"), pooling.dump()).ok());
       auto engine = LoadEngine(dir);
       EXPECT_EQ(engine->info().sparse_kind, "splade");
-      EXPECT_EQ(engine->info().pooling, "mean");
+      EXPECT_EQ(engine->info().pooling.Describe(), "mean");
       const auto out = RunEngine(*engine, batch_, kOutputTokenStates | kOutputSparse | kOutputPooled);
       for (size_t b = 0; b < batch_.size(); ++b) {
         const std::vector<double> expected =

@@ -12,8 +12,8 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
-#include "tests/model/naive_mpnet_reference.h"
-#include "tests/model/naive_xlnet.h"
+#include "tests/model/families/mpnet/naive_mpnet_reference.h"
+#include "tests/model/families/xlnet/naive_xlnet.h"
 
 namespace relserve::naive {
 namespace {

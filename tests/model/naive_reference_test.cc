@@ -3,7 +3,7 @@
 // unpadded position, for every hidden state and the logits. This is what entitles the switch
 // tests to use the port as the reference on configurations no fixture covers.
 #include "tests/model/naive_reference.h"
-#include "tests/model/naive_mpnet_reference.h"
+#include "tests/model/families/mpnet/naive_mpnet_reference.h"
 
 #include <cmath>
 #include <cstring>

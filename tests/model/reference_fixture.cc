@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "server/model/biased_attention.h"
+#include "server/model/layers/biased_attention.h"
 #include "server/util/json_util.h"
 
 namespace relserve::testing {

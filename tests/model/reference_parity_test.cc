@@ -4,7 +4,7 @@
 #include <map>
 
 #include "gtest/gtest.h"
-#include "server/model/biased_attention.h"
+#include "server/model/layers/biased_attention.h"
 #include "server/model/engine.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"

@@ -360,6 +360,34 @@ TEST_F(EncoderServingTest, TokenizeWholeTexts) {
   EXPECT_EQ(ids->results[0].input_ids.size(), 20u);
 }
 
+// Tokenize marks the tokens the template added ([CLS], [SEP]) itself, so that no transport asks
+// the tokenizer: a [SEP] written in the text has the same id and is the text's own token.
+TEST_F(EncoderServingTest, TokenizeMarksTheTemplatesSpecialTokens) {
+  TokenizeRequest req;
+  req.model = "reranker";
+  req.inputs = {Input::Text("left [SEP] right")};
+  auto t = serving_->Tokenize(req);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const Tokenized& r = t->results[0];
+  ASSERT_EQ(r.special.size(), r.input_ids.size());
+  ASSERT_GE(r.input_ids.size(), 5u);
+  EXPECT_EQ(r.input_ids.front(), tokenizer_->cls_id());
+  EXPECT_EQ(r.input_ids.back(), tokenizer_->sep_id());
+  EXPECT_TRUE(r.special.front());
+  EXPECT_TRUE(r.special.back());
+  int written_sep = 0;
+  for (size_t k = 1; k + 1 < r.input_ids.size(); ++k) {
+    EXPECT_FALSE(r.special[k]) << k;
+    if (r.input_ids[k] == tokenizer_->sep_id()) ++written_sep;
+  }
+  EXPECT_EQ(written_sep, 1);
+  // Token ids are the caller's: none is the template's.
+  req.inputs = {Input::Tokens({tokenizer_->cls_id(), 7, tokenizer_->sep_id()})};
+  auto ids = serving_->Tokenize(req);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->results[0].special, std::vector<bool>(3, false));
+}
+
 TEST_F(EncoderServingTest, AliasesDescribeAndDecode) {
   auto backend = std::make_unique<FakeBackend>(std::vector<std::string>{}, "");
   ServedModel a;
@@ -440,7 +468,7 @@ TEST_F(EncoderServingTest, TokenizeAndListModels) {
   EXPECT_STREQ(ProblemTypeName(models[3].problem_type), "multi_label_classification");
   EXPECT_EQ(serving_->default_model(), "embedder");
   // An int8 model says so (gRPC ListModels, TEI /info), not float32.
-  backend(0).set_dtype("int8");
+  backend(0).set_dtype(DType::kInt8);
   EXPECT_EQ(serving_->ListModels()[0].dtype, DType::kInt8);
   EXPECT_STREQ(DTypeName(DType::kInt8), "int8");
 }

@@ -32,10 +32,10 @@ class FakeBackend : public InferenceBackend {
     info_.vocab_size = 1000;
     info_.max_length = 16;
     info_.embedding_dim = 4;
-    info_.pooling = "mean";
+    info_.pooling.modes = {PoolingMode::kMean};
     info_.labels = std::move(labels);
-    info_.problem_type = std::move(problem_type);
-    info_.dtype = "bfloat16";
+    info_.problem_type = ProblemTypeFromConfig(problem_type);
+    info_.dtype = DType::kBFloat16;
     info_.device = "cpu";
   }
   const ModelInfo& info() const override { return info_; }
@@ -54,9 +54,9 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_kind = multi_vector ? "colbert" : "";
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
-  void set_dtype(std::string dtype) { info_.dtype = std::move(dtype); }
+  void set_dtype(DType dtype) { info_.dtype = dtype; }
   // A Normalize module: pooled is normalised, pooled_unnormalized not.
-  void set_normalizes(bool normalizes) { info_.normalizes = normalizes; }
+  void set_normalizes(bool normalizes) { info_.pooling.normalize = normalizes; }
   // The batches' output flags, ORed.
   uint32_t seen_outputs() const { return seen_outputs_.load(); }
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch, uint32_t outputs) override {
@@ -70,7 +70,7 @@ class FakeBackend : public InferenceBackend {
       float sum = 0;
       for (int32_t id : s.input_ids) sum += static_cast<float>(id);
       const std::vector<float> pooled = {sum, static_cast<float>(s.input_ids.size()), 1, 2};
-      if (outputs & kOutputPooled) o.pooled = info_.normalizes ? Normalized(pooled) : pooled;
+      if (outputs & kOutputPooled) o.pooled = info_.pooling.normalize ? Normalized(pooled) : pooled;
       if (outputs & kOutputPooledUnnormalized) o.pooled_unnormalized = pooled;
       if (outputs & kOutputSparse) {
         std::set<int32_t> ids(s.input_ids.begin(), s.input_ids.end());

@@ -18,7 +18,7 @@
 //     architectures()) and, for classification heads, the labels. CheckpointLayout lists
 //     every tensor transformers 4.40.2 saves for the config, in module registration order.
 //  3. <name>_model.{h,cc} (LibTorch, target relserve_family_<name>): an EncoderModel
-//     (server/model/encoder_model.h) built from the shared blocks of relserve_model_layers
+//     (server/model/layers/encoder_model.h) built from the shared blocks of relserve_model_layers
 //     (layers.h, weight_loader.h, relative_attention.h, token_packing.h), with
 //     `static absl::StatusOr<std::unique_ptr<<Name>Model>> Load(const ModelConfig&,
 //     WeightLoader&)`. Load takes every tensor it uses with WeightLoader::Get (which names a
@@ -50,7 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "server/model/model_config.h"
+#include "server/model/config/model_config.h"
 #include "server/tokenizer/tokenizer_family.h"
 #include "server/util/json_util.h"
 

@@ -6,10 +6,10 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/model/encoder_model.h"
+#include "server/model/layers/encoder_model.h"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/model_config.h"
-#include "server/model/weight_loader.h"
+#include "server/model/config/model_config.h"
+#include "server/model/layers/weight_loader.h"
 
 namespace relserve {
 

@@ -7,15 +7,15 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "server/model/activation.h"
-#include "server/model/encoder_model.h"
+#include "server/model/layers/activation.h"
+#include "server/model/layers/encoder_model.h"
 #include "server/model/families/mpnet/mpnet_config.h"
-#include "server/model/layers.h"
-#include "server/model/length_cache.h"
-#include "server/model/relative_attention.h"
-#include "server/model/post_norm_block.h"
-#include "server/model/model_config.h"
-#include "server/model/weight_loader.h"
+#include "server/model/layers/layers.h"
+#include "server/model/layers/length_cache.h"
+#include "server/model/layers/relative_attention.h"
+#include "server/model/layers/post_norm_block.h"
+#include "server/model/config/model_config.h"
+#include "server/model/layers/weight_loader.h"
 
 namespace relserve {
 

@@ -3,14 +3,14 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
-#include "server/model/biased_attention.h"
-#include "server/model/device.h"
-#include "server/model/encoder_driver.h"
-#include "server/model/layer_norm_kernel.h"
-#include "server/model/relative_attention.h"
-#include "server/model/relative_position.h"
-#include "server/model/relative_softmax.h"
-#include "server/model/token_packing.h"
+#include "server/model/layers/biased_attention.h"
+#include "server/model/runtime/device.h"
+#include "server/model/layers/encoder_driver.h"
+#include "server/model/kernels/layer_norm_kernel.h"
+#include "server/model/layers/relative_attention.h"
+#include "server/model/layers/relative_position.h"
+#include "server/model/kernels/relative_softmax.h"
+#include "server/model/layers/token_packing.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -1,0 +1,49 @@
+#ifndef RELSERVE_SERVER_MODEL_LAYERS_ENCODER_MODEL_H_
+#define RELSERVE_SERVER_MODEL_LAYERS_ENCODER_MODEL_H_
+
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+namespace relserve {
+
+struct Linear;
+
+// A padded batch, as transformers takes it. All tensors int64 [batch, length] on the model's device.
+struct EncoderInputs {
+  at::Tensor input_ids;
+  at::Tensor attention_mask;  // 1 = real token, 0 = padding
+  at::Tensor token_type_ids;  // may be undefined (zeros)
+  // False when every attention_mask entry is 1: the model may then skip masking work.
+  bool has_padding = true;
+  // Optional: int64 [N], the flat positions b * L + t of the real tokens, in order, on the
+  // model's device (see TokenPacking). Undefined = found from attention_mask.
+  at::Tensor token_rows;
+};
+
+struct EncoderOutputs {
+  // hidden_states[0] is the embedding output and hidden_states[i] the output after layer i,
+  // exactly as transformers' output_hidden_states gives them. Empty unless asked for.
+  std::vector<at::Tensor> hidden_states;
+  at::Tensor last_hidden_state;  // [batch, length, hidden]
+  at::Tensor logits;             // [batch, num_labels] for classification models, else undefined
+};
+
+// A loaded encoder. Forward is const and safe to call from several threads at once: the
+// weights are shared read-only. Torch errors surface as c10::Error; callers convert them.
+class EncoderModel {
+ public:
+  virtual ~EncoderModel() = default;
+  virtual EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const = 0;
+  // The word embeddings [vocab, embedding width] as loaded (dtype and device of the model), for
+  // a masked-LM decoder tied to them; undefined for families without a masked-LM head.
+  virtual at::Tensor word_embeddings() const { return at::Tensor(); }
+  // The encoder layers' projections (attention q/k/v and output, the feed-forward's), which
+  // --dtype int8 quantizes after load (int8_linear.h). Embeddings, layer norms, relative-position
+  // tables and projections, pooling and task heads are not among them and stay in float.
+  virtual std::vector<Linear*> EncoderLinears() = 0;
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_LAYERS_ENCODER_MODEL_H_

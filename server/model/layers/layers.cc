@@ -1,0 +1,58 @@
+#include "server/model/layers/layers.h"
+
+#include <ATen/ATen.h>
+
+#include "server/model/layers/int8_linear.h"
+#include "server/model/kernels/layer_norm_kernel.h"
+#include "server/util/status_macros.h"
+
+namespace relserve {
+
+at::Tensor Linear::operator()(const at::Tensor& x) const {
+  if (int8 != nullptr) return Int8Apply(*int8, x);
+  return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
+}
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return (*this)(x, at::Tensor()); }
+
+at::Tensor LayerNorm::operator()(const at::Tensor& x, const at::Tensor& residual) const {
+  const at::ScalarType t = x.scalar_type();
+  if (x.device().is_cpu() && (t == at::kFloat || t == at::kBFloat16 || t == at::kHalf)) {
+    return AddLayerNorm(x, residual, weight, bias, eps);
+  }
+  return at::layer_norm(residual.defined() ? x + residual : x, {weight.size(0)}, weight, bias, eps);
+}
+
+absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out,
+                                  bool bias) {
+  Linear l;
+  ASSIGN_OR_RETURN(l.weight, w.Get(prefix + ".weight", {out, in}));
+  if (bias) {
+    ASSIGN_OR_RETURN(l.bias, w.Get(prefix + ".bias", {out}));
+  }
+  return l;
+}
+
+absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& prefix, int64_t dim, double eps) {
+  LayerNorm n;
+  ASSIGN_OR_RETURN(n.weight, w.Get(prefix + ".weight", {dim}));
+  ASSIGN_OR_RETURN(n.bias, w.Get(prefix + ".bias", {dim}));
+  n.eps = eps;
+  return n;
+}
+
+Linear FuseLinear(const std::vector<const Linear*>& parts) {
+  std::vector<at::Tensor> weights, biases;
+  bool has_bias = true;
+  for (const Linear* p : parts) {
+    weights.push_back(p->weight);
+    has_bias = has_bias && p->bias.defined();
+    if (p->bias.defined()) biases.push_back(p->bias);
+  }
+  Linear fused;
+  fused.weight = at::cat(weights, 0).contiguous();
+  if (has_bias) fused.bias = at::cat(biases, 0).contiguous();
+  return fused;
+}
+
+}  // namespace relserve

@@ -1,0 +1,57 @@
+#ifndef RELSERVE_SERVER_MODEL_LAYERS_LAYERS_H_
+#define RELSERVE_SERVER_MODEL_LAYERS_LAYERS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+
+#include "absl/status/statusor.h"
+#include "server/model/layers/weight_loader.h"
+
+namespace relserve {
+
+struct Int8Weights;  // int8_linear.h
+
+// nn.Linear: weight [out, in], optional bias [out]. After QuantizeLinearsInt8 (--dtype int8)
+// `int8` holds the layer instead and weight and bias are undefined.
+struct Linear {
+  at::Tensor weight;
+  at::Tensor bias;
+  std::shared_ptr<const Int8Weights> int8;
+  bool defined() const { return weight.defined() || int8 != nullptr; }
+  at::Tensor operator()(const at::Tensor& x) const;
+};
+
+// nn.LayerNorm with elementwise affine.
+struct LayerNorm {
+  at::Tensor weight;
+  at::Tensor bias;
+  double eps = 1e-5;
+  at::Tensor operator()(const at::Tensor& x) const;
+  // layer_norm(x + residual), the residual added in float32 without rounding (see
+  // layer_norm_kernel.h).
+  at::Tensor operator()(const at::Tensor& x, const at::Tensor& residual) const;
+};
+
+absl::StatusOr<Linear> LoadLinear(WeightLoader& w, const std::string& prefix, int64_t in, int64_t out,
+                                  bool bias);
+absl::StatusOr<LayerNorm> LoadLayerNorm(WeightLoader& w, const std::string& prefix, int64_t dim, double eps);
+
+// Every layer's Linears(), in order (EncoderModel::EncoderLinears).
+template <typename Layer>
+std::vector<Linear*> AllLinears(std::vector<Layer>& layers) {
+  std::vector<Linear*> out;
+  for (Layer& layer : layers) {
+    for (Linear* l : layer.Linears()) out.push_back(l);
+  }
+  return out;
+}
+
+// Concatenates Linear layers along the output dimension, so that one GEMM computes them all.
+Linear FuseLinear(const std::vector<const Linear*>& parts);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_LAYERS_LAYERS_H_

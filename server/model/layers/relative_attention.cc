@@ -1,0 +1,99 @@
+#include "server/model/layers/relative_attention.h"
+
+#include <algorithm>
+
+#include <ATen/ATen.h>
+
+#include "server/model/layers/biased_attention.h"
+#include "server/model/runtime/device.h"
+#include "server/model/kernels/relative_softmax.h"
+
+namespace relserve {
+namespace {
+
+// Attention for sequences [b0, b0 + n) of heads [h0, h0 + nh), written into context.
+// Either one head (any n) or every sequence (any heads): groups stay [heads, batch]-ordered.
+void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int64_t b0, int64_t n,
+                 at::Tensor& context) {
+  const int64_t L = in.q.size(2), D = in.q.size(3);
+  at::Tensor q = in.q.narrow(0, h0, nh).narrow(1, b0, n);
+  at::Tensor k = in.k.narrow(0, h0, nh).narrow(1, b0, n);
+  at::Tensor v = in.v.narrow(0, h0, nh).narrow(1, b0, n);
+  RelativeScoreTerms terms;
+  if (in.pos_key.defined()) {
+    at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.narrow(0, h0, nh).narrow(1, b0, n) : q;
+    terms.c2p = at::bmm(cq.reshape({nh, n * L, D}), in.pos_key.narrow(0, h0, nh).transpose(1, 2))
+                    .view({nh * n, L, -1});
+    terms.c2p_index = in.c2p_index;
+  }
+  if (in.pos_query.defined()) {
+    terms.p2c = at::bmm(k.reshape({nh, n * L, D}), in.pos_query.narrow(0, h0, nh).transpose(1, 2))
+                    .view({nh * n, L, -1});
+    terms.p2c_index = in.p2c_index;
+  }
+  if (in.position_bias.defined()) terms.position_bias = in.position_bias.narrow(0, h0, nh);
+  if (in.attention_mask.defined()) terms.attention_mask = in.attention_mask.narrow(0, b0, n);
+  if (in.segment_scores.defined()) {
+    terms.segment = in.segment_scores.narrow(0, h0, nh).narrow(1, b0, n).reshape({nh * n, L, 2});
+    terms.segment_ids = in.segment_ids.narrow(0, b0, n);
+  }
+  terms.zero_padded_queries = in.zero_padded_queries;
+  terms.causal = in.causal;
+
+  at::Tensor q3 = q.reshape({nh * n, L, D});
+  at::Tensor k3 = k.reshape({nh * n, L, D});
+  at::Tensor probs = at::bmm(q3, k3.transpose(1, 2));
+  RelativeSoftmaxInPlace(probs, n, terms);
+  // One head's run of sequences, or every head and sequence: a contiguous block of context.
+  at::Tensor out = context.narrow(0, h0, nh).narrow(1, b0, n).view({nh * n, L, D});
+  at::bmm_out(out, probs, v.reshape({nh * n, L, D}));
+}
+
+}  // namespace
+
+at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
+  if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) return BiasedAttention(in);
+  const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
+  at::Tensor context = at::empty_like(in.q);
+  const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;
+  const int64_t rp = in.pos_query.defined() ? in.pos_query.size(1) : 0;
+  const int64_t per_sequence = L * (L + rc + rp) * static_cast<int64_t>(in.q.element_size());
+  const int64_t budget = std::max<int64_t>(1, in.slice_bytes);
+  if (heads * B * per_sequence <= budget) {
+    AttendSlice(in, 0, heads, 0, B, context);
+    return context;
+  }
+  // Even slices of at most the budget (a sequence longer than the budget is a slice alone).
+  const int64_t slices = std::max<int64_t>(1, (B * per_sequence + budget - 1) / budget);
+  const int64_t n = (B + slices - 1) / slices;
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t b0 = 0; b0 < B; b0 += n) AttendSlice(in, h, 1, b0, std::min(n, B - b0), context);
+  }
+  return context;
+}
+
+std::shared_ptr<const PositionBiasTables> PositionBiasTables::FromOffsets(const at::Tensor& by_offset,
+                                                                          int64_t length) {
+  auto bias = std::make_shared<PositionBiasTables>();
+  const c10::Device device = by_offset.device();
+  if (device.is_cpu()) {
+    bias->table = by_offset.to(at::kFloat).contiguous();
+  } else {
+    bias->matrix =
+        by_offset.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * length - 1, at::kInt), length,
+                                                                  /*transposed=*/false, device)})
+            .contiguous();
+    SynchronizeDevice(device);  // read next by other threads' streams
+  }
+  return bias;
+}
+
+void PositionBiasTables::SetOn(RelativeAttentionInputs& att) const {
+  if (matrix.defined()) {
+    att.position_bias_matrix = matrix;
+  } else {
+    att.position_bias = table;
+  }
+}
+
+}  // namespace relserve

@@ -1,0 +1,265 @@
+// Relative attention, batched and sliced, against plain float64 ATen: the scores with every
+// relative term as an [L, L] tensor, the mask, softmax and the product with v.
+#include "server/model/layers/relative_attention.h"
+
+#include "server/model/layers/biased_attention.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "gtest/gtest.h"
+
+namespace relserve {
+namespace {
+
+constexpr int64_t kHeads = 3, kBatch = 5, kLen = 19, kDim = 8, kRows = 12;
+
+at::Tensor Expand(const at::Tensor& table, int64_t L) {
+  at::Tensor i = at::arange(L, at::kLong).unsqueeze(1), j = at::arange(L, at::kLong).unsqueeze(0);
+  return table.to(at::kLong).index({j - i + (L - 1)});  // [L, L]: table[j - i + L - 1]
+}
+
+struct Fixture {
+  RelativeAttentionInputs in;
+  at::Tensor mask;
+};
+
+Fixture Make(bool deberta, at::ScalarType dtype) {
+  at::manual_seed(deberta ? 1 : 2);
+  Fixture f;
+  auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, at::kDouble).to(dtype); };
+  f.in.q = randn({kHeads, kBatch, kLen, kDim});
+  f.in.k = randn({kHeads, kBatch, kLen, kDim});
+  f.in.v = randn({kHeads, kBatch, kLen, kDim});
+  if (deberta) {
+    f.in.pos_key = randn({kHeads, kRows, kDim});
+    f.in.pos_query = randn({kHeads, kRows, kDim});
+    f.in.c2p_index = at::randint(0, kRows, {2 * kLen - 1}, at::kInt);
+    f.in.p2c_index = at::randint(0, kRows, {2 * kLen - 1}, at::kInt);
+    f.in.zero_padded_queries = true;
+  } else {
+    f.in.position_bias = at::randn({kHeads, 2 * kLen - 1}, at::kFloat);
+  }
+  f.mask = at::ones({kBatch, kLen}, at::kLong);
+  for (int64_t b = 1; b < kBatch; ++b) f.mask[b].narrow(0, kLen - 3 * b, 3 * b).zero_();
+  f.in.attention_mask = f.mask;
+  return f;
+}
+
+at::Tensor Reference(const Fixture& f) {
+  const RelativeAttentionInputs& in = f.in;
+  at::Tensor q = in.q.to(at::kDouble), k = in.k.to(at::kDouble), v = in.v.to(at::kDouble);
+  at::Tensor s = at::matmul(q, k.transpose(-1, -2));  // [H, B, L, L]
+  if (in.pos_key.defined()) {
+    at::Tensor rows = in.pos_key.to(at::kDouble).index({at::indexing::Slice(), Expand(in.c2p_index, kLen)});  // [H, L, L, D]
+    at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.to(at::kDouble) : q;
+    s = s + at::einsum("hbid,hijd->hbij", {cq, rows});
+  }
+  if (in.pos_query.defined()) {
+    // p2c[i][j] = k_j . pos_query[index(j - i)]
+    at::Tensor rows = in.pos_query.to(at::kDouble).index({at::indexing::Slice(), Expand(in.p2c_index, kLen)});
+    s = s + at::einsum("hbjd,hijd->hbij", {k, rows});
+  }
+  if (in.position_bias.defined()) {
+    s = s + in.position_bias.to(at::kDouble).index({at::indexing::Slice(), Expand(at::arange(2 * kLen - 1), kLen)}).unsqueeze(1);
+  }
+  if (in.segment_scores.defined()) {
+    at::Tensor seg = in.segment_scores.to(at::kDouble);  // [H, B, L, 2]
+    for (int64_t b = 0; b < kBatch; ++b) {
+      for (int64_t i = 0; i < kLen; ++i) {
+        for (int64_t j = 0; j < kLen; ++j) {
+          const bool same = in.segment_ids[b][i].item<int>() == in.segment_ids[b][j].item<int>();
+          s.select(1, b).select(1, i).select(1, j).add_(seg.select(1, b).select(1, i).select(1, same ? 0 : 1));
+        }
+      }
+    }
+  }
+  at::Tensor keys = f.mask.to(at::kDouble).view({1, kBatch, 1, kLen});
+  if (in.causal) {
+    at::Tensor future = at::arange(kLen).view({1, kLen}).gt(at::arange(kLen).view({kLen, 1}));
+    s = s.masked_fill(future.view({1, 1, kLen, kLen}), -1e300);
+  }
+  at::Tensor p = at::softmax(s + (1 - keys) * -1e300, -1);
+  if (in.zero_padded_queries) p = p * f.mask.to(at::kDouble).view({1, kBatch, kLen, 1});
+  return at::matmul(p, v);
+}
+
+double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+class RelativeAttentionTest : public ::testing::TestWithParam<bool> {
+ protected:
+  c10::InferenceMode guard_;
+};
+
+TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  at::Tensor expected = Reference(f);
+  at::Tensor batched = RelativeAttention(f.in);
+  EXPECT_EQ(batched.sizes(), f.in.q.sizes());
+  EXPECT_LT(MaxDiff(batched, expected), 1e-5);
+  // Budgets that give one sequence per slice, uneven slices of two, and everything at once.
+  const int64_t per_sequence = kLen * kLen * 4;
+  for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, 3 * per_sequence, int64_t{1} << 40}) {
+    f.in.slice_bytes = budget;
+    at::Tensor sliced = RelativeAttention(f.in);
+    EXPECT_LT(MaxDiff(sliced, expected), 1e-5) << "budget " << budget;
+    EXPECT_LT(MaxDiff(sliced, batched), 1e-6) << "budget " << budget;
+  }
+}
+
+TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
+  Fixture f = Make(GetParam(), at::kBFloat16);
+  at::Tensor expected = Reference(f);
+  for (int64_t budget : {int64_t{1}, kAttentionSliceBytes}) {
+    f.in.slice_bytes = budget;
+    at::Tensor got = RelativeAttention(f.in);
+    ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+    EXPECT_LT(MaxDiff(got, expected), 0.1) << "budget " << budget;  // bfloat16 scores of magnitude ~10
+  }
+}
+
+TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  at::Tensor full = RelativeAttention(f.in);
+  RelativeAttentionInputs plain = f.in;
+  plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
+  EXPECT_GT(MaxDiff(RelativeAttention(plain), full), 0.05);
+  RelativeAttentionInputs unmasked = f.in;
+  unmasked.attention_mask = at::Tensor();
+  EXPECT_GT(MaxDiff(RelativeAttention(unmasked), full), 0.05);
+}
+
+// The path of other devices (biased_attention.h), run on the CPU: the relative terms as one
+// additive bias, into the fused kernel where LibTorch has it and into plain ATen ops otherwise.
+TEST_P(RelativeAttentionTest, BiasedPathMatchesFloat64) {
+  for (bool fused : {true, false}) {
+    SetFusedAttentionForTesting(fused);
+    Fixture f = Make(GetParam(), at::kFloat);
+    at::Tensor expected = Reference(f);
+    at::Tensor got = BiasedAttention(f.in);
+    ASSERT_EQ(got.sizes(), f.in.q.sizes());
+    EXPECT_LT(MaxDiff(got, expected), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxDiff(got, RelativeAttention(f.in)), 1e-5) << "fused " << fused;
+    // Without padding, and without any term (the mask alone).
+    RelativeAttentionInputs unmasked = f.in;
+    unmasked.attention_mask = at::Tensor();
+    EXPECT_LT(MaxDiff(BiasedAttention(unmasked), RelativeAttention(unmasked)), 1e-5) << "fused " << fused;
+    RelativeAttentionInputs plain = f.in;
+    plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
+    EXPECT_LT(MaxDiff(BiasedAttention(plain), RelativeAttention(plain)), 1e-5) << "fused " << fused;
+  }
+  SetFusedAttentionForTesting(true);
+}
+
+TEST_P(RelativeAttentionTest, BiasedPathBFloat16CloseToFloat64) {
+  Fixture f = Make(GetParam(), at::kBFloat16);
+  at::Tensor got = BiasedAttention(f.in);
+  ASSERT_EQ(got.scalar_type(), at::kBFloat16);
+  EXPECT_LT(MaxDiff(got, Reference(f)), 0.1);
+}
+
+// The index matrices and the position-bias matrix a model keeps per length give the same result
+// as the ones derived from the tables, and a shared position-bias matrix is never written.
+TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  const auto cpu = c10::Device(c10::kCPU);
+  RelativeAttentionInputs pre = f.in;
+  if (pre.pos_key.defined()) {
+    pre.c2p_gather = OffsetIndexMatrix(pre.c2p_index, kLen, false, cpu);
+    pre.p2c_gather = OffsetIndexMatrix(pre.p2c_index, kLen, false, cpu);
+    EXPECT_EQ(pre.c2p_gather[2][7].item<int64_t>(), pre.c2p_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(pre.p2c_gather[2][7].item<int64_t>(), pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+    EXPECT_EQ(OffsetIndexMatrix(pre.p2c_index, kLen, true, cpu)[7][2].item<int64_t>(),
+              pre.p2c_index[7 - 2 + kLen - 1].item<int>());
+  } else {
+    pre.position_bias_matrix =
+        pre.position_bias.index({at::indexing::Slice(), OffsetIndexMatrix(at::arange(2 * kLen - 1, at::kInt), kLen, false, cpu)})
+            .contiguous();
+    pre.position_bias = at::Tensor();
+  }
+  const at::Tensor matrix_before = pre.position_bias_matrix.defined() ? pre.position_bias_matrix.clone() : at::Tensor();
+  EXPECT_LT(MaxDiff(BiasedAttention(pre), Reference(f)), 1e-5);
+  // A batch of one, where the masked bias has the matrix's shape.
+  RelativeAttentionInputs one = pre;
+  for (at::Tensor* t : {&one.q, &one.k, &one.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
+  one.attention_mask = f.mask.narrow(0, kBatch - 1, 1);
+  RelativeAttentionInputs one_tables = f.in;
+  for (at::Tensor* t : {&one_tables.q, &one_tables.k, &one_tables.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
+  one_tables.attention_mask = one.attention_mask;
+  EXPECT_LT(MaxDiff(BiasedAttention(one), RelativeAttention(one_tables)), 1e-5);
+  if (matrix_before.defined()) {
+    EXPECT_TRUE(at::equal(pre.position_bias_matrix, matrix_before));
+  }
+}
+
+// XLNet's terms: the position term through c2p with its own query, the segment term, and
+// attn_type "uni"'s causal mask, on every path.
+Fixture MakeXlnet(bool causal) {
+  at::manual_seed(causal ? 3 : 4);
+  Fixture f;
+  auto randn = [&](at::IntArrayRef shape) { return at::randn(shape, at::kDouble).to(at::kFloat); };
+  f.in.q = randn({kHeads, kBatch, kLen, kDim});
+  f.in.k = randn({kHeads, kBatch, kLen, kDim});
+  f.in.v = randn({kHeads, kBatch, kLen, kDim});
+  f.in.c2p_query = randn({kHeads, kBatch, kLen, kDim});
+  f.in.pos_key = randn({kHeads, 2 * kLen - 1, kDim});
+  f.in.c2p_index = at::arange(2 * kLen - 1, at::kInt).flip(0).contiguous();  // row of i - j
+  f.in.segment_scores = randn({kHeads, kBatch, kLen, 2}) * 2;
+  f.in.segment_ids = at::randint(0, 3, {kBatch, kLen}, at::kInt);
+  f.in.causal = causal;
+  // Right padding in some rows, left padding in others: real queries keep a real key either way.
+  f.mask = at::ones({kBatch, kLen}, at::kLong);
+  for (int64_t b = 1; b < kBatch; ++b) f.mask[b].narrow(0, b % 2 ? kLen - 3 * b : 0, 3 * b).zero_();
+  f.in.attention_mask = f.mask;
+  return f;
+}
+
+// Largest difference over the real queries (a padded query's row is not defined alike by every path).
+double MaxDiffRealQueries(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
+  at::Tensor keep = mask.ne(0).view({1, kBatch, kLen, 1});
+  return ((a.to(at::kDouble) - b.to(at::kDouble)).abs() * keep).max().item<double>();
+}
+
+TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
+  c10::InferenceMode guard;
+  for (bool causal : {false, true}) {
+    Fixture f = MakeXlnet(causal);
+    at::Tensor expected = Reference(f);
+    const int64_t per_sequence = kLen * (3 * kLen - 1) * 4;
+    for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, int64_t{1} << 40}) {
+      f.in.slice_bytes = budget;
+      EXPECT_LT(MaxDiffRealQueries(RelativeAttention(f.in), expected, f.mask), 1e-5)
+          << "causal " << causal << " budget " << budget;
+    }
+    for (bool fused : {true, false}) {
+      SetFusedAttentionForTesting(fused);
+      at::Tensor biased = BiasedAttention(f.in);
+      EXPECT_FALSE(biased.isnan().any().item<bool>()) << "causal " << causal << " fused " << fused;
+      EXPECT_LT(MaxDiffRealQueries(biased, expected, f.mask), 1e-5) << "causal " << causal << " fused " << fused;
+    }
+    SetFusedAttentionForTesting(true);
+  }
+}
+
+TEST(RelativeAttentionXlnetTest, EachTermChangesTheResult) {
+  c10::InferenceMode guard;
+  Fixture f = MakeXlnet(false);
+  at::Tensor full = RelativeAttention(f.in);
+  RelativeAttentionInputs same_query = f.in;
+  same_query.c2p_query = at::Tensor();
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(same_query), full, f.mask), 0.05);
+  RelativeAttentionInputs no_segment = f.in;
+  no_segment.segment_scores = no_segment.segment_ids = at::Tensor();
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(no_segment), full, f.mask), 0.05);
+  RelativeAttentionInputs causal = f.in;
+  causal.causal = true;
+  EXPECT_GT(MaxDiffRealQueries(RelativeAttention(causal), full, f.mask), 0.05);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, RelativeAttentionTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "DeBERTa" : "T5"; });
+
+}  // namespace
+}  // namespace relserve
