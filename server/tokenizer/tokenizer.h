@@ -137,8 +137,8 @@ class Tokenizer {
   void LowerCaseWholeText() { lower_case_whole_text_ = true; }
   bool lowers_whole_text() const { return lower_case_whole_text_; }
   // XLNet pads on the left, the others on the right.
-  bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }
-  int pad_token_type_id() const { return family_ == TokenizerFamily::kXlnet ? 3 : 0; }
+  bool pads_left() const;
+  int pad_token_type_id() const;
   // Special tokens the template adds: DeBERTa, BERT and XLNet 2 (pair 3), MPNet and RoBERTa 2
   // (pair 4), T5 1 (pair 2); what its post-processor says for a tokenizer.json.
   int NumSpecialTokens(bool pair) const;

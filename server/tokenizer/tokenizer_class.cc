@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -14,17 +15,13 @@ namespace {
 constexpr char kGenericFastTokenizer[] = "PreTrainedTokenizerFast";
 
 const std::map<std::string, TokenizerFamily>& ClassFamilies() {
-  static const auto* families = new std::map<std::string, TokenizerFamily>{
-      {"DebertaV2Tokenizer", TokenizerFamily::kDeberta},
-      {"T5Tokenizer", TokenizerFamily::kT5},
-      {"BertTokenizer", TokenizerFamily::kBert},
-      {"ElectraTokenizer", TokenizerFamily::kBert},
-      {"DistilBertTokenizer", TokenizerFamily::kBert},
-      {"MPNetTokenizer", TokenizerFamily::kMpnet},
-      {"XLNetTokenizer", TokenizerFamily::kXlnet},
-      {"RobertaTokenizer", TokenizerFamily::kRoberta},
-      {"XLMRobertaTokenizer", TokenizerFamily::kXlmRoberta},
-  };
+  static const auto* families = [] {
+    auto* map = new std::map<std::string, TokenizerFamily>;
+    for (const TokenizerFamily family : AllTokenizerFamilies()) {
+      for (const std::string& name : Describe(family).tokenizer_classes) map->emplace(name, family);
+    }
+    return map;
+  }();
   return *families;
 }
 

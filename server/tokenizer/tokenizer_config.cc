@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -197,8 +198,9 @@ absl::Status ApplyAddedTokensFileIfPresent(const std::string& path, TokenizerCon
 
 TokenizerConfig DefaultTokenizerConfig(TokenizerFamily family) {
   TokenizerConfig config;
-  config.special_tokens = DefaultSpecialTokenNames(family);
-  config.do_lower_case = family == TokenizerFamily::kBert || family == TokenizerFamily::kMpnet;
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  config.special_tokens = descriptor.special_tokens;
+  config.do_lower_case = descriptor.do_lower_case;
   return config;
 }
 

@@ -1,29 +1,17 @@
 #include "server/tokenizer/tokenizer_files.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
-
-// The names a family's vocabulary may have; for RoBERTa both are needed.
-std::vector<std::string> CandidateNames(TokenizerFamily family) {
-  switch (family) {
-    case TokenizerFamily::kDeberta: return {"spm.model", "spiece.model"};
-    case TokenizerFamily::kT5:
-    case TokenizerFamily::kXlnet: return {"spiece.model", "spm.model"};
-    case TokenizerFamily::kBert:
-    case TokenizerFamily::kMpnet: return {"vocab.txt"};
-    case TokenizerFamily::kRoberta: return {"vocab.json", "merges.txt"};
-    case TokenizerFamily::kXlmRoberta: return {"sentencepiece.bpe.model"};
-  }
-  return {};
-}
 
 // Which of the names are files; an error for a directory under one of them.
 absl::StatusOr<std::vector<bool>> Present(const std::string& model_dir,
@@ -40,13 +28,14 @@ absl::StatusOr<std::vector<bool>> Present(const std::string& model_dir,
 
 absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
                                                   TokenizerFamily family) {
-  const std::vector<std::string> names = CandidateNames(family);
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  const std::vector<std::string>& names = descriptor.vocab_files;
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   TokenizerFiles files;
-  if (family == TokenizerFamily::kRoberta) {
-    if (present[0] && present[1]) {
+  if (descriptor.needs_every_vocab_file) {
+    if (std::find(present.begin(), present.end(), false) == present.end()) {
       files.vocab = JoinPath(model_dir, names[0]);
-      files.merges = JoinPath(model_dir, names[1]);
+      if (names.size() > 1) files.merges = JoinPath(model_dir, names[1]);
       return files;
     }
   } else {
@@ -63,12 +52,12 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
     files.tokenizer_json = json_path;
     return files;
   }
-  if (family == TokenizerFamily::kRoberta) {
-    const std::string& missing = present[0] ? names[1] : names[0];
+  if (descriptor.needs_every_vocab_file) {
+    const size_t missing = static_cast<size_t>(
+        std::find(present.begin(), present.end(), false) - present.begin());
     return absl::NotFoundError(absl::StrCat(
-        model_dir, ": no ", missing, " and no ", kTokenizerJsonFile, " (a ",
-        TokenizerFamilyName(family), " tokenizer needs vocab.json and merges.txt, or ",
-        kTokenizerJsonFile, ")"));
+        model_dir, ": no ", names[missing], " and no ", kTokenizerJsonFile, " (a ",
+        descriptor.name, " tokenizer needs ", TokenizerFilesDescription(family), ")"));
   }
   const bool sentencepiece = names.size() > 1;
   return absl::NotFoundError(absl::StrCat(
@@ -77,15 +66,16 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
 }
 
 std::string TokenizerFilesDescription(TokenizerFamily family) {
-  if (family == TokenizerFamily::kRoberta) {
-    return absl::StrCat(absl::StrJoin(CandidateNames(family), " and "), ", or ",
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  if (descriptor.needs_every_vocab_file) {
+    return absl::StrCat(absl::StrJoin(descriptor.vocab_files, " and "), ", or ",
                         kTokenizerJsonFile);
   }
-  return absl::StrCat(absl::StrJoin(CandidateNames(family), " or "), " or ", kTokenizerJsonFile);
+  return absl::StrCat(absl::StrJoin(descriptor.vocab_files, " or "), " or ", kTokenizerJsonFile);
 }
 
 absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family) {
-  std::vector<std::string> names = CandidateNames(family);
+  std::vector<std::string> names = Describe(family).vocab_files;
   names.push_back(kTokenizerJsonFile);
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   for (const bool here : present) {

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/unicode_chars.h"
 #include "server/util/status_macros.h"
 
@@ -22,40 +23,6 @@ const char* ModelTypeName(ModelType type) {
     case ModelType::kBpe: return "BPE";
   }
   return "unknown";
-}
-
-ModelType FamilyModelType(TokenizerFamily family) {
-  switch (family) {
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kT5:
-    case TokenizerFamily::kXlnet:
-    case TokenizerFamily::kXlmRoberta: return ModelType::kUnigram;
-    case TokenizerFamily::kBert:
-    case TokenizerFamily::kMpnet: return ModelType::kWordPiece;
-    case TokenizerFamily::kRoberta: return ModelType::kBpe;
-  }
-  return ModelType::kUnigram;
-}
-
-// The normalizers and pre-tokenizers that stand for a switch (or a fixed step) of the family's
-// slow tokenizer; transformers' converters write no others for these families.
-std::set<std::string> FamilyComponents(TokenizerFamily family) {
-  switch (FamilyModelType(family)) {
-    case ModelType::kUnigram: {
-      std::set<std::string> types = {"Strip", "Precompiled", "Replace", "Metaspace",
-                                     "WhitespaceSplit"};
-      // T5Tokenizer and XLMRobertaTokenizer lower nothing.
-      if (family != TokenizerFamily::kT5 && family != TokenizerFamily::kXlmRoberta) {
-        types.insert("Lowercase");
-      }
-      if (family == TokenizerFamily::kDeberta) types.insert("Punctuation");
-      if (family == TokenizerFamily::kXlnet) types.insert({"NFKD", "StripAccents"});
-      return types;
-    }
-    case ModelType::kWordPiece: return {"BertNormalizer", "BertPreTokenizer"};
-    case ModelType::kBpe: return {"ByteLevel"};
-  }
-  return {};
 }
 
 bool Has(const TokenizerJson& json, const char* type) {
@@ -82,34 +49,27 @@ bool IsBytePiece(const std::string& piece) {
 
 // The special tokens the post-processor places, by the role they play in the family's
 // template, when its single template has the family's shape.
-void ApplyTemplateRoles(const TokenizerJson::Template& t, TokenizerFamily family,
+void ApplyTemplateRoles(const TokenizerJson::Template& t, const TokenizerFamilyDescriptor& family,
                         SpecialTokenNames* names) {
-  std::vector<int> shape;  // -1 special, 0 text
-  for (const TokenizerJsonTemplateItem& item : t.single) shape.push_back(item.sequence < 0 ? -1 : 0);
-  auto name = [&](size_t i) { return t.single[i].name; };
-  switch (family) {
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kBert:
-    case TokenizerFamily::kMpnet:
-    case TokenizerFamily::kRoberta:
-    case TokenizerFamily::kXlmRoberta:
-      if (shape == std::vector<int>{-1, 0, -1}) {
-        names->cls = name(0);
-        names->sep = name(2);
-        if (family != TokenizerFamily::kDeberta && family != TokenizerFamily::kBert) {
-          names->eos = name(2);
-        }
-      }
-      break;
-    case TokenizerFamily::kT5:
-      if (shape == std::vector<int>{0, -1}) names->eos = name(1);
-      break;
-    case TokenizerFamily::kXlnet:
-      if (shape == std::vector<int>{0, -1, -1}) {
-        names->sep = name(1);
-        names->cls = name(2);
-      }
-      break;
+  const std::vector<FamilyTemplateItem>& shape = family.single_template;
+  if (t.single.size() != shape.size()) return;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const bool text = shape[i].role == TemplateRole::kFirstText ||
+                      shape[i].role == TemplateRole::kSecondText;
+    if (text != (t.single[i].sequence >= 0)) return;
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const std::string& name = t.single[i].name;
+    switch (shape[i].role) {
+      case TemplateRole::kFirstText:
+      case TemplateRole::kSecondText: break;
+      case TemplateRole::kCls: names->cls = name; break;
+      case TemplateRole::kSep:
+        names->sep = name;
+        if (family.sep_is_eos) names->eos = name;
+        break;
+      case TemplateRole::kEos: names->eos = name; break;
+    }
   }
 }
 
@@ -117,13 +77,14 @@ void ApplyTemplateRoles(const TokenizerJson::Template& t, TokenizerFamily family
 
 absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily family,
                                 const std::string& source, TokenizerConfig* config) {
-  const ModelType wanted = FamilyModelType(family);
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  const ModelType wanted = descriptor.json_model;
   if (json.model_type != wanted) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": holds a ", ModelTypeName(json.model_type), " model, but a ",
         TokenizerFamilyName(family), " tokenizer reads a ", ModelTypeName(wanted), " model"));
   }
-  const std::set<std::string> allowed = FamilyComponents(family);
+  const std::set<std::string>& allowed = descriptor.json_components;
   for (const TokenizerJson::Component& component : json.components) {
     if (allowed.count(component.type) == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -140,7 +101,7 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
             source, ": a Unigram tokenizer without a Metaspace pre-tokenizer; SentencePiece "
                     "models mark spaces with \"\xe2\x96\x81\""));
       }
-      if (family == TokenizerFamily::kT5) {
+      if (descriptor.has_legacy) {
         // _get_prepend_scheme: "first" is T5Tokenizer's legacy=False with add_prefix_space,
         // "never" without it.
         config->legacy = json.prepend_scheme == "always";
@@ -150,14 +111,14 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
             source, ": Metaspace's prepend_scheme \"first\" is T5's (legacy=false); the ",
             TokenizerFamilyName(family), " tokenizer has \"always\" and \"never\""));
       }
-      if (json.replace_quotes && family != TokenizerFamily::kXlnet) {
+      if (json.replace_quotes && !descriptor.replaces_quotes) {
         return absl::InvalidArgumentError(absl::StrCat(
             source, ": its normalizer replaces `` and '' by \", which XLNet's tokenizer does and the ",
             TokenizerFamilyName(family), " tokenizer does not"));
       }
       config->do_lower_case = json.lowercase;
       config->split_by_punct = json.split_on_punctuation;
-      if (family == TokenizerFamily::kXlnet) config->keep_accents = !json.nfkd_strip_accents;
+      if (descriptor.has_keep_accents) config->keep_accents = !json.nfkd_strip_accents;
       names.unk = json.unigram_vocab[static_cast<size_t>(json.unk_id)].first;
       break;
     case ModelType::kWordPiece:
@@ -187,7 +148,7 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
     config->token_flags[entry.content] = entry.flags;
     config->added_tokens[id] = entry;
   }
-  if (json.post_processor.has_value()) ApplyTemplateRoles(*json.post_processor, family, &names);
+  if (json.post_processor.has_value()) ApplyTemplateRoles(*json.post_processor, descriptor, &names);
   return absl::OkStatus();
 }
 
@@ -204,7 +165,7 @@ absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(const Tokenizer
     SentencePieceModelSpec::Piece out;
     out.piece = piece;
     double restored = score;
-    if (family == TokenizerFamily::kXlnet && EndsInDigitComma(piece)) restored += 100.0;
+    if (Describe(family).lowers_digit_comma_scores && EndsInDigitComma(piece)) restored += 100.0;
     out.score = static_cast<float>(restored);
     auto token = added.find(static_cast<int32_t>(i));
     const bool is_added = token != added.end() && token->second->content == piece;
