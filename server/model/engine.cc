@@ -28,7 +28,7 @@
 #include "server/model/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/tokenizer/tokenizer.h"
-#include "server/tokenizer/tokenizer_class.h"
+#include "server/tokenizer/files/tokenizer_class.h"
 #include "server/util/field_error.h"
 #include "server/util/file_util.h"
 #include "server/util/process_tuning.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/sentencepiece_c_api.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
 #include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {

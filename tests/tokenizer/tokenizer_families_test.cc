@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "server/tokenizer/tokenizer.h"
-#include "server/tokenizer/tokenizer_files.h"
+#include "server/tokenizer/files/tokenizer_files.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace relserve {

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "server/tokenizer/families/tokenizer_families.h"
-#include "server/tokenizer/sentencepiece_text_model.h"
-#include "server/tokenizer/t5_text_model.h"
+#include "server/tokenizer/models/sentencepiece_text_model.h"
+#include "server/tokenizer/models/t5_text_model.h"
 #include "server/tokenizer/token_decoder.h"
 #include "server/util/status_macros.h"
 

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "server/tokenizer/families/tokenizer_families.h"
-#include "server/tokenizer/sentencepiece_text_model.h"
+#include "server/tokenizer/models/sentencepiece_text_model.h"
 #include "server/tokenizer/token_decoder.h"
-#include "server/tokenizer/xlm_roberta_text_model.h"
+#include "server/tokenizer/models/xlm_roberta_text_model.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
