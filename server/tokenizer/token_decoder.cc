@@ -13,10 +13,10 @@
 #include "absl/strings/str_replace.h"
 #include "server/tokenizer/added_tokens.h"
 #include "server/tokenizer/models/text_model.h"
+#include "server/tokenizer/text/unicode_chars.h"
 #include "server/tokenizer/token_decoder.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/tokenizer_family_descriptor.h"
-#include "server/tokenizer/text/unicode_chars.h"
 #include "server/util/utf8.h"
 
 namespace relserve {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tokenizer/files/tokenizer_json.h"
+#include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
 #include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/tokenizer_family.h"
-#include "server/tokenizer/files/tokenizer_json.h"
 
 namespace relserve {
 

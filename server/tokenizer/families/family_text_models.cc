@@ -5,9 +5,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/families/tokenizer_families.h"
-#include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
 #include "server/tokenizer/files/tokenizer_json_model.h"
 #include "server/tokenizer/models/wordpiece_text_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 

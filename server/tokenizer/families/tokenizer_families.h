@@ -4,11 +4,11 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 #include "server/tokenizer/files/tokenizer_config.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/files/tokenizer_files.h"
 #include "server/tokenizer/files/tokenizer_json.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 
 namespace relserve {
 

@@ -4,8 +4,8 @@
 
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/models/sentencepiece_text_model.h"
-#include "server/tokenizer/token_decoder.h"
 #include "server/tokenizer/models/xlm_roberta_text_model.h"
+#include "server/tokenizer/token_decoder.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "server/tokenizer/families/tokenizer_families.h"
-#include "server/tokenizer/token_decoder.h"
 #include "server/tokenizer/models/xlnet_text_model.h"
+#include "server/tokenizer/token_decoder.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -8,7 +8,8 @@
 
 namespace relserve {
 
-// Where a family's vocabulary lives in a Hugging Face model directory:
+// Where a family's vocabulary lives in a Hugging Face model directory (its descriptor's
+// vocab_files, tokenizer_family_descriptor.h):
 //   DeBERTa, T5, XLNet  spm.model or spiece.model (SentencePiece; the family's usual name first)
 //   BERT, MPNet         vocab.txt (WordPiece)
 //   RoBERTa             vocab.json and merges.txt (byte-level BPE)

@@ -5,13 +5,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/tokenizer/files/tokenizer_config.h"
+#include "server/tokenizer/files/tokenizer_json.h"
 #include "server/tokenizer/models/byte_level_bpe_text_model.h"
+#include "server/tokenizer/models/wordpiece_text_model.h"
 #include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
-#include "server/tokenizer/files/tokenizer_config.h"
 #include "server/tokenizer/tokenizer_family.h"
-#include "server/tokenizer/files/tokenizer_json.h"
-#include "server/tokenizer/models/wordpiece_text_model.h"
 
 namespace relserve {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 #include "server/tokenizer/models/text_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 
 namespace relserve {
 

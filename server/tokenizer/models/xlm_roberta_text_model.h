@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 #include "server/tokenizer/models/text_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 
 namespace relserve {
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "server/tokenizer/tokenizer.h"
 #include "server/tokenizer/models/wordpiece_text_model.h"
+#include "server/tokenizer/tokenizer.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace relserve {
