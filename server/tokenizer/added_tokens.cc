@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "server/tokenizer/unicode_chars.h"
+#include "server/tokenizer/text/unicode_chars.h"
 
 namespace relserve {
 namespace {

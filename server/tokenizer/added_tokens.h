@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "server/tokenizer/mapped_text.h"
+#include "server/tokenizer/text/mapped_text.h"
 
 namespace relserve {
 

@@ -1,18 +1,15 @@
 #include "server/tokenizer/post_processor_template.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 
 namespace relserve {
 namespace {
 
 TemplatePiece Special(int32_t id, int32_t type_id) { return TemplatePiece{-1, {id}, type_id}; }
 TemplatePiece Text(int sequence, int32_t type_id) { return TemplatePiece{sequence, {}, type_id}; }
-// T5Tokenizer._add_eos_if_not_present: no </s> after a text whose ids end with it already.
-TemplatePiece SpecialUnlessPresent(int32_t id) {
-  TemplatePiece piece = Special(id, 0);
-  piece.unless_text_ends_with_it = true;
-  return piece;
-}
 
 absl::Status ValidateSide(const std::vector<TemplatePiece>& side, bool is_pair, int vocab_size) {
   const char* name = is_pair ? "pair" : "single";
@@ -59,50 +56,45 @@ absl::Status PostProcessorTemplate::Validate(int vocab_size) const {
 
 absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
                                                      const SpecialTokenIds& ids) {
-  auto missing = [&](const char* role) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        TokenizerFamilyName(family), " tokenizer: no ", role, " token for its template"));
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  auto uses = [&](TemplateRole role) {
+    for (const auto* side : {&descriptor.single_template, &descriptor.pair_template}) {
+      for (const FamilyTemplateItem& item : *side) {
+        if (item.role == role) return true;
+      }
+    }
+    return false;
+  };
+  const std::tuple<TemplateRole, int32_t, const char*> roles[] = {
+      {TemplateRole::kCls, ids.cls, "cls"},
+      {TemplateRole::kSep, ids.sep, "sep"},
+      {TemplateRole::kEos, ids.eos, "eos"}};
+  for (const auto& [role, id, role_name] : roles) {
+    if (uses(role) && id < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          descriptor.name, " tokenizer: no ", role_name, " token for its template"));
+    }
+  }
+  auto convert = [&](const std::vector<FamilyTemplateItem>& items) {
+    std::vector<TemplatePiece> pieces;
+    for (const FamilyTemplateItem& item : items) {
+      switch (item.role) {
+        case TemplateRole::kFirstText: pieces.push_back(Text(0, item.type_id)); break;
+        case TemplateRole::kSecondText: pieces.push_back(Text(1, item.type_id)); break;
+        case TemplateRole::kCls: pieces.push_back(Special(ids.cls, item.type_id)); break;
+        case TemplateRole::kSep: pieces.push_back(Special(ids.sep, item.type_id)); break;
+        case TemplateRole::kEos: pieces.push_back(Special(ids.eos, item.type_id)); break;
+      }
+      pieces.back().unless_text_ends_with_it = item.unless_text_ends_with_it;
+    }
+    return pieces;
   };
   PostProcessorTemplate t;
-  switch (family) {
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kBert:
-      if (ids.cls < 0) return missing("cls");
-      if (ids.sep < 0) return missing("sep");
-      t.single = {Special(ids.cls, 0), Text(0, 0), Special(ids.sep, 0)};
-      t.pair = {Special(ids.cls, 0), Text(0, 0), Special(ids.sep, 0), Text(1, 1),
-                Special(ids.sep, 1)};
-      break;
-    case TokenizerFamily::kMpnet:
-    case TokenizerFamily::kRoberta:
-    case TokenizerFamily::kXlmRoberta:
-      if (ids.cls < 0) return missing("cls");
-      if (ids.sep < 0) return missing("sep");
-      t.single = {Special(ids.cls, 0), Text(0, 0), Special(ids.sep, 0)};
-      t.pair = {Special(ids.cls, 0), Text(0, 0), Special(ids.sep, 0), Special(ids.sep, 0),
-                Text(1, 0), Special(ids.sep, 0)};
-      break;
-    case TokenizerFamily::kT5:
-      if (ids.eos < 0) return missing("eos");
-      // build_inputs_with_special_tokens runs _add_eos_if_not_present on each text.
-      t.single = {Text(0, 0), SpecialUnlessPresent(ids.eos)};
-      t.pair = {Text(0, 0), SpecialUnlessPresent(ids.eos), Text(1, 0), SpecialUnlessPresent(ids.eos)};
-      break;
-    case TokenizerFamily::kXlnet:
-      // XLNetTokenizer's segment ids: A and its <sep> 0, B and its <sep> 1, <cls> 2.
-      if (ids.cls < 0) return missing("cls");
-      if (ids.sep < 0) return missing("sep");
-      t.single = {Text(0, 0), Special(ids.sep, 0), Special(ids.cls, 2)};
-      t.pair = {Text(0, 0), Special(ids.sep, 0), Text(1, 1), Special(ids.sep, 1),
-                Special(ids.cls, 2)};
-      break;
-  }
+  t.single = convert(descriptor.single_template);
+  t.pair = convert(descriptor.pair_template);
   return t;
 }
 
-bool FamilyUsesTokenTypes(TokenizerFamily family) {
-  return family == TokenizerFamily::kDeberta || family == TokenizerFamily::kBert ||
-         family == TokenizerFamily::kXlnet;
-}
+bool FamilyUsesTokenTypes(TokenizerFamily family) { return Describe(family).uses_token_types; }
 
 }  // namespace relserve

@@ -5,13 +5,14 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
 
 bool UsesSentencePieceRoles(TokenizerFamily family) {
-  return family == TokenizerFamily::kDeberta || family == TokenizerFamily::kT5;
+  return Describe(family).sentencepiece_roles.has_value();
 }
 
 // How the tokenizer class wraps a special token it is handed as a plain string.
@@ -19,12 +20,9 @@ AddedTokenFlags ClassDefaultFlags(TokenizerFamily family, const SpecialTokenName
                                   const std::string& content) {
   AddedTokenFlags flags;
   flags.special = true;
-  const bool mask_eats_space = family == TokenizerFamily::kMpnet ||
-                               family == TokenizerFamily::kXlnet ||
-                               family == TokenizerFamily::kRoberta ||
-                               family == TokenizerFamily::kXlmRoberta;
-  if (mask_eats_space && content == names.mask) flags.lstrip = true;
-  if (family == TokenizerFamily::kT5 && content.rfind("<extra_id_", 0) == 0) {
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  if (descriptor.mask_strips_left && content == names.mask) flags.lstrip = true;
+  if (descriptor.has_extra_ids && content.rfind("<extra_id_", 0) == 0) {
     flags.lstrip = flags.rstrip = true;
   }
   return flags;
@@ -51,7 +49,7 @@ absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
                                        names.pad, names.cls, names.mask};
   specials.insert(specials.end(), names.additional.begin(), names.additional.end());
   std::map<std::string, int32_t> extra_ids;
-  if (family == TokenizerFamily::kT5) {
+  if (Describe(family).has_extra_ids) {
     for (int i = 0; i < config.extra_ids; ++i) {
       const std::string name = absl::StrCat("<extra_id_", i, ">");
       extra_ids[name] = model.vocab_size() - 1 + config.extra_ids - i;

@@ -6,10 +6,10 @@
 
 #include "absl/status/statusor.h"
 #include "server/tokenizer/added_tokens.h"
-#include "server/tokenizer/sentencepiece_c_api.h"
+#include "server/tokenizer/files/tokenizer_config.h"
+#include "server/tokenizer/models/text_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
 #include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/text_model.h"
-#include "server/tokenizer/tokenizer_config.h"
 #include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {

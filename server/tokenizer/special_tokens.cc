@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -39,36 +40,7 @@ absl::StatusOr<int32_t> ResolveOne(TokenizerFamily family, const Role& role,
 }  // namespace
 
 SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family) {
-  SpecialTokenNames names;
-  switch (family) {
-    case TokenizerFamily::kDeberta:
-      names.pad = "[PAD]", names.unk = "[UNK]", names.cls = "[CLS]", names.sep = "[SEP]";
-      names.mask = "[MASK]", names.bos = "[CLS]";
-      break;
-    case TokenizerFamily::kT5:
-      names.pad = "<pad>", names.unk = "<unk>", names.eos = "</s>";
-      break;
-    case TokenizerFamily::kBert:
-      names.pad = "[PAD]", names.unk = "[UNK]", names.cls = "[CLS]", names.sep = "[SEP]";
-      names.mask = "[MASK]";
-      break;
-    case TokenizerFamily::kMpnet:
-      // MPNetTokenizer keeps BERT's unknown token.
-      names.pad = "<pad>", names.unk = "[UNK]", names.cls = "<s>", names.sep = "</s>";
-      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
-      break;
-    case TokenizerFamily::kXlnet:
-      names.pad = "<pad>", names.unk = "<unk>", names.cls = "<cls>", names.sep = "<sep>";
-      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
-      names.additional = {"<eop>", "<eod>"};
-      break;
-    case TokenizerFamily::kRoberta:
-    case TokenizerFamily::kXlmRoberta:
-      names.pad = "<pad>", names.unk = "<unk>", names.cls = "<s>", names.sep = "</s>";
-      names.eos = "</s>", names.bos = "<s>", names.mask = "<mask>";
-      break;
-  }
-  return names;
+  return Describe(family).special_tokens;
 }
 
 absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(
@@ -79,17 +51,22 @@ absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(
                      int32_t fallback) {
     return ResolveOne(family, Role{role, name, reserved_id, fallback}, piece_to_id, vocab_size);
   };
+  // A family without SentencePiece roles of its own resolves as T5 does.
+  const SentencePieceRoleDefaults roles = Describe(family).sentencepiece_roles.value_or(
+      SentencePieceRoleDefaults{/*pad=*/0, /*cls=*/-1, /*sep=*/-1, /*eos=*/1, /*unk=*/2});
   SpecialTokenIds ids;
-  ASSIGN_OR_RETURN(ids.pad, resolve("pad", names.pad, reserved.pad, 0));
-  if (family == TokenizerFamily::kDeberta) {
-    ASSIGN_OR_RETURN(ids.cls, resolve("cls", names.cls, reserved.bos, 1));
-    ASSIGN_OR_RETURN(ids.sep, resolve("sep", names.sep, reserved.eos, 2));
-    ASSIGN_OR_RETURN(ids.unk, resolve("unk", names.unk, reserved.unk, 3));
-    ids.eos = ids.sep;
-  } else {
-    ASSIGN_OR_RETURN(ids.eos, resolve("eos", names.eos, reserved.eos, 1));
-    ASSIGN_OR_RETURN(ids.unk, resolve("unk", names.unk, reserved.unk, 2));
+  ASSIGN_OR_RETURN(ids.pad, resolve("pad", names.pad, reserved.pad, roles.pad));
+  if (roles.cls >= 0) {
+    ASSIGN_OR_RETURN(ids.cls, resolve("cls", names.cls, reserved.bos, roles.cls));
   }
+  if (roles.sep >= 0) {
+    ASSIGN_OR_RETURN(ids.sep, resolve("sep", names.sep, reserved.eos, roles.sep));
+  }
+  if (roles.eos >= 0) {
+    ASSIGN_OR_RETURN(ids.eos, resolve("eos", names.eos, reserved.eos, roles.eos));
+  }
+  ASSIGN_OR_RETURN(ids.unk, resolve("unk", names.unk, reserved.unk, roles.unk));
+  if (roles.eos < 0) ids.eos = ids.sep;
   return ids;
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/sentencepiece_c_api.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
 #include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {
@@ -27,7 +27,7 @@ struct SpecialTokenNames {
 
 // The names transformers' tokenizer class of the family uses by default (DebertaV2Tokenizer,
 // T5Tokenizer without its <extra_id_N> tokens, BertTokenizer, MPNetTokenizer, XLNetTokenizer,
-// RobertaTokenizer).
+// RobertaTokenizer): the special_tokens of its descriptor.
 SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family);
 
 // The ids of the special roles; -1 where the family has no such role.
@@ -46,7 +46,8 @@ struct SpecialTokenIds {
 //   2. the id the SentencePiece model reserved for the role when it was trained (unk, pad;
 //      bos for [CLS]; eos for [SEP] and </s>), when it has one: the model's own declaration
 //      says more about it than a family-wide convention;
-//   3. the family default: DeBERTa pad 0, cls 1, sep 2, unk 3; T5 pad 0, eos 1, unk 2.
+//   3. the family default (its descriptor's sentencepiece_roles): DeBERTa pad 0, cls 1, sep 2,
+//      unk 3; T5 pad 0, eos 1, unk 2.
 // INVALID_ARGUMENT when the chosen id lies outside the vocabulary. piece_to_id answers -1 for
 // a piece the vocabulary lacks; it is a function so these rules can be tested without a model.
 absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(

@@ -12,9 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "server/tokenizer/added_tokens.h"
-#include "server/tokenizer/text_model.h"
+#include "server/tokenizer/models/text_model.h"
+#include "server/tokenizer/text/unicode_chars.h"
+#include "server/tokenizer/token_decoder.h"
 #include "server/tokenizer/tokenizer.h"
-#include "server/tokenizer/unicode_chars.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/utf8.h"
 
 namespace relserve {
@@ -41,6 +43,45 @@ bool BytePiece(const std::string& piece, char* byte) {
   *byte = static_cast<char>(value);
   return true;
 }
+
+// Rust's String::from_utf8_lossy, near enough: each malformed sequence (a lead byte and the
+// continuation bytes after it, or one stray byte) becomes U+FFFD.
+std::string Utf8Lossy(std::string_view bytes) {
+  std::string out;
+  for (;;) {
+    const std::optional<Utf8Error> bad = FindInvalidUtf8(bytes);
+    if (!bad.has_value()) break;
+    out.append(bytes.substr(0, bad->offset));
+    out += "\xEF\xBF\xBD";
+    size_t skip = bad->offset + 1;
+    const auto lead = static_cast<unsigned char>(bytes[bad->offset]);
+    if (lead >= 0xC0) {
+      while (skip < bytes.size() && skip < bad->offset + 4 &&
+             (static_cast<unsigned char>(bytes[skip]) & 0xC0) == 0x80) {
+        ++skip;
+      }
+    }
+    bytes.remove_prefix(skip);
+  }
+  out.append(bytes);
+  return out;
+}
+
+// GPT-2's bytes_to_unicode, read backwards: the stand-in character of each byte -> the byte.
+const std::map<char32_t, char>& ByteOfStandIn() {
+  static const std::map<char32_t, char> table = [] {
+    std::map<char32_t, char> t;
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      t[printable ? static_cast<char32_t>(b) : next++] = static_cast<char>(b);
+    }
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
 
 // tokenizers' Metaspace decoder (replacement "▁", a prefix space added when encoding): "▁" is a
 // space, and the first token loses one leading space.
@@ -80,20 +121,6 @@ std::string DecodeWordPiece(const std::vector<std::string>& tokens) {
   return out;
 }
 
-// GPT-2's bytes_to_unicode, read backwards: the stand-in character of each byte -> the byte.
-const std::map<char32_t, char>& ByteOfStandIn() {
-  static const std::map<char32_t, char> table = [] {
-    std::map<char32_t, char> t;
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      t[printable ? static_cast<char32_t>(b) : next++] = static_cast<char>(b);
-    }
-    return t;
-  }();
-  return table;
-}
-
 // tokenizers' ByteLevel decoder: each token's characters back to their bytes; a token with a
 // character outside the stand-ins (an added token) as its own bytes.
 std::string DecodeByteLevel(const std::vector<std::string>& tokens) {
@@ -115,31 +142,6 @@ std::string DecodeByteLevel(const std::vector<std::string>& tokens) {
   return out;
 }
 
-// Rust's String::from_utf8_lossy, near enough: each malformed sequence (a lead byte and the
-// continuation bytes after it, or one stray byte) becomes U+FFFD.
-std::string Utf8Lossy(std::string_view bytes) {
-  std::string out;
-  for (;;) {
-    const std::optional<Utf8Error> bad = FindInvalidUtf8(bytes);
-    if (!bad.has_value()) break;
-    out.append(bytes.substr(0, bad->offset));
-    out += "\xEF\xBF\xBD";
-    size_t skip = bad->offset + 1;
-    const auto lead = static_cast<unsigned char>(bytes[bad->offset]);
-    if (lead >= 0xC0) {
-      while (skip < bytes.size() && skip < bad->offset + 4 &&
-             (static_cast<unsigned char>(bytes[skip]) & 0xC0) == 0x80) {
-        ++skip;
-      }
-    }
-    bytes.remove_prefix(skip);
-  }
-  out.append(bytes);
-  return out;
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> Tokenizer::Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
   std::map<int32_t, const AddedToken*> added;
   for (const AddedToken& token : added_->tokens()) added.emplace(token.id, &token);
@@ -158,23 +160,7 @@ absl::StatusOr<std::string> Tokenizer::Decode(const std::vector<int32_t>& ids, b
     if (special && skip_special_tokens) continue;
     tokens.push_back(a != added.end() ? a->second->content : model_->IdToPiece(id));
   }
-  std::string text;
-  switch (family_) {
-    case TokenizerFamily::kBert:
-    case TokenizerFamily::kMpnet:
-      text = DecodeWordPiece(tokens);
-      break;
-    case TokenizerFamily::kRoberta:
-      text = DecodeByteLevel(tokens);
-      break;
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kT5:
-    case TokenizerFamily::kXlnet:
-    case TokenizerFamily::kXlmRoberta:
-      text = DecodeMetaspace(tokens);
-      break;
-  }
-  return Utf8Lossy(text);
+  return Utf8Lossy(Describe(family_).decode(tokens));
 }
 
 }  // namespace relserve

@@ -9,24 +9,19 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "server/tokenizer/added_tokens.h"
-#include "server/tokenizer/byte_level_bpe_text_model.h"
-#include "server/tokenizer/mapped_text.h"
-#include "server/tokenizer/sentencepiece_model.h"
-#include "server/tokenizer/sentencepiece_model_proto.h"
-#include "server/tokenizer/sentencepiece_text_model.h"
+#include "server/tokenizer/families/tokenizer_families.h"
+#include "server/tokenizer/files/tokenizer_config.h"
+#include "server/tokenizer/files/tokenizer_files.h"
+#include "server/tokenizer/files/tokenizer_json.h"
+#include "server/tokenizer/files/tokenizer_json_model.h"
+#include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/special_token_table.h"
-#include "server/tokenizer/t5_text_model.h"
-#include "server/tokenizer/text_model.h"
-#include "server/tokenizer/tokenizer_config.h"
-#include "server/tokenizer/tokenizer_files.h"
-#include "server/tokenizer/tokenizer_json.h"
-#include "server/tokenizer/tokenizer_json_model.h"
+#include "server/tokenizer/text/mapped_text.h"
+#include "server/tokenizer/text/unicode_chars.h"
+#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/truncation.h"
-#include "server/tokenizer/unicode_chars.h"
-#include "server/tokenizer/wordpiece_text_model.h"
-#include "server/tokenizer/xlm_roberta_text_model.h"
-#include "server/tokenizer/xlnet_text_model.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 #include "server/util/utf8.h"
@@ -81,107 +76,6 @@ int LeftOutCount(const std::vector<TemplatePiece>& side, const int32_t (&last_id
 // Assemble's max_length where nothing may be cut: truncation is off and the encoding fits.
 constexpr int kNoTruncation = std::numeric_limits<int>::max();
 
-struct LoadedModel {
-  std::unique_ptr<TextModel> model;
-  RelserveSpmReservedIds reserved{-1, -1, -1, -1};
-};
-
-bool T5WithoutLegacy(TokenizerFamily family, const TokenizerConfig& config) {
-  return family == TokenizerFamily::kT5 && !config.legacy;
-}
-
-// The SentencePiece model of spm.model / spiece.model, or the one tokenizer.json describes.
-absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadSentencePiece(
-    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family,
-    const TokenizerConfig& config) {
-  if (json == nullptr && T5WithoutLegacy(family, config)) {
-    // T5Tokenizer.get_spm_processor: the model without its dummy prefix.
-    if (!FileExists(files.vocab)) {
-      return absl::NotFoundError(absl::StrCat(files.vocab, ": no such SentencePiece model file"));
-    }
-    ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(files.vocab));
-    return SentencePieceModel::LoadSerialized(bytes + NoDummyPrefixOverride(), files.vocab);
-  }
-  if (json == nullptr) return SentencePieceModel::Load(files.vocab);
-  ASSIGN_OR_RETURN(const SentencePieceModelSpec spec, SentencePieceSpecFromJson(*json, family));
-  return SentencePieceModel::LoadSerialized(SerializeSentencePieceModel(spec),
-                                            files.tokenizer_json);
-}
-
-absl::StatusOr<LoadedModel> LoadTextModel(const TokenizerFiles& files, const TokenizerJson* json,
-                                          TokenizerFamily family, const TokenizerConfig& config) {
-  LoadedModel loaded;
-  switch (family) {
-    case TokenizerFamily::kDeberta:
-    case TokenizerFamily::kT5:
-    case TokenizerFamily::kXlnet: {
-      ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                       LoadSentencePiece(files, json, family, config));
-      loaded.reserved = spm->reserved_ids();
-      if (T5WithoutLegacy(family, config)) {
-        ASSIGN_OR_RETURN(loaded.model,
-                         T5TextModel::Create(std::move(spm), config.special_tokens.unk));
-      } else if (family == TokenizerFamily::kXlnet) {
-        XlnetTextOptions options;
-        options.do_lower_case = config.do_lower_case;
-        options.remove_space = config.remove_space;
-        options.keep_accents = config.keep_accents;
-        loaded.model = std::make_unique<XlnetTextModel>(std::move(spm), options);
-      } else {
-        loaded.model = std::make_unique<SentencePieceTextModel>(
-            std::move(spm), family == TokenizerFamily::kDeberta && config.split_by_punct);
-      }
-      return loaded;
-    }
-    case TokenizerFamily::kBert:
-    case TokenizerFamily::kMpnet: {
-      WordPieceVocab vocab;
-      if (json == nullptr) {
-        ASSIGN_OR_RETURN(vocab, WordPieceVocab::Load(files.vocab));
-      } else {
-        ASSIGN_OR_RETURN(vocab, WordPieceVocabFromJson(*json, files.tokenizer_json));
-      }
-      WordPieceOptions options;
-      options.do_basic_tokenize = config.do_basic_tokenize;
-      options.do_lower_case = config.do_lower_case;
-      options.strip_accents = config.strip_accents;
-      options.tokenize_chinese_chars = config.tokenize_chinese_chars;
-      options.never_split.insert(config.never_split.begin(), config.never_split.end());
-      const SpecialTokenNames& names = config.special_tokens;
-      for (const std::string* name : {&names.pad, &names.unk, &names.cls, &names.sep, &names.eos,
-                                      &names.mask, &names.bos}) {
-        if (!name->empty()) options.special_tokens.insert(*name);
-      }
-      options.special_tokens.insert(names.additional.begin(), names.additional.end());
-      options.max_input_chars_per_word = config.max_input_chars_per_word;
-      loaded.model = std::make_unique<WordPieceTextModel>(std::move(vocab), std::move(options));
-      return loaded;
-    }
-    case TokenizerFamily::kXlmRoberta: {
-      ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                       LoadSentencePiece(files, json, family, config));
-      // tokenizer.json holds the vocabulary in fairseq's order already.
-      if (json != nullptr) {
-        loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm));
-      } else {
-        loaded.model = std::make_unique<XlmRobertaTextModel>(std::move(spm));
-      }
-      return loaded;
-    }
-    case TokenizerFamily::kRoberta: {
-      ByteLevelBpeVocab vocab;
-      if (json == nullptr) {
-        ASSIGN_OR_RETURN(vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));
-      } else {
-        ASSIGN_OR_RETURN(vocab, ByteLevelBpeVocabFromJson(*json, files.tokenizer_json));
-      }
-      loaded.model = std::make_unique<ByteLevelBpeTextModel>(std::move(vocab));
-      return loaded;
-    }
-  }
-  return absl::InternalError("unknown tokenizer family");
-}
-
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
@@ -194,16 +88,14 @@ Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, S
       added_(std::move(added)),
       // T5Tokenizer and XLMRobertaTokenizer have no do_lower_case attribute, so transformers
       // lowers nothing for them.
-      lower_case_(config.do_lower_case && family != TokenizerFamily::kT5 &&
-                  family != TokenizerFamily::kXlmRoberta),
+      lower_case_(config.do_lower_case && Describe(family).has_do_lower_case),
       // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case
       // (DebertaV2Tokenizer._tokenize lowers again, which changes nothing more).
-      lower_case_outside_tokens_(lower_case_ &&
-                                 !((family == TokenizerFamily::kBert ||
-                                    family == TokenizerFamily::kMpnet) &&
-                                   !config.do_basic_tokenize)),
-      add_prefix_space_(family == TokenizerFamily::kRoberta && config.add_prefix_space.value_or(false)),
-      t5_without_legacy_(T5WithoutLegacy(family, config)),
+      lower_case_outside_tokens_(lower_case_ && !(Describe(family).lowers_in_basic_tokenizer &&
+                                                  !config.do_basic_tokenize)),
+      add_prefix_space_(Describe(family).has_add_prefix_space &&
+                        config.add_prefix_space.value_or(false)),
+      t5_without_legacy_(WithoutLegacy(Describe(family), config)),
       t5_prefix_space_(config.add_prefix_space.value_or(true)),
       default_max_length_(default_max_length),
       vocab_size_(vocab_size) {}
@@ -260,9 +152,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::s
     return absl::InvalidArgumentError(
         absl::StrCat("default_max_length must be positive, got ", default_max_length));
   }
-  if (family == TokenizerFamily::kRoberta) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": a RoBERTa tokenizer needs vocab.json and merges.txt: load its directory"));
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  if (descriptor.needs_every_vocab_file) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": a ", descriptor.name, " tokenizer needs ",
+                     absl::StrJoin(descriptor.vocab_files, " and "), ": load its directory"));
   }
   TokenizerFiles files;
   files.vocab = path;
@@ -274,7 +168,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
                                                              TokenizerFamily family,
                                                              const TokenizerConfig& config,
                                                              int default_max_length) {
-  ASSIGN_OR_RETURN(LoadedModel loaded, LoadTextModel(files, json, family, config));
+  ASSIGN_OR_RETURN(LoadedTextModel loaded, Describe(family).load_text_model(files, json, config));
   const std::string& source = json != nullptr ? files.tokenizer_json : files.vocab;
   auto with_source = [&](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
@@ -300,6 +194,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
   tokenizer->source_file_ = source.substr(source.find_last_of('/') + 1);
   return tokenizer;
 }
+
+bool Tokenizer::pads_left() const { return Describe(family_).pads_left; }
+
+int Tokenizer::pad_token_type_id() const { return Describe(family_).pad_token_type_id; }
 
 int Tokenizer::NumSpecialTokens(bool pair) const { return template_.NumSpecialTokens(pair); }
 

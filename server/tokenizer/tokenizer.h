@@ -69,14 +69,14 @@ struct Encoding {
 class Tokenizer {
  public:
   // Loads from a Hugging Face model directory: the family's vocabulary files (see
-  // tokenizer_files.h) or, where they are missing, tokenizer.json (tokenizer_json.h: its
+  // files/tokenizer_files.h) or, where they are missing, tokenizer.json (files/tokenizer_json.h: its
   // vocabulary, normalizer switches, added tokens and post-processor template), plus
   // tokenizer_config.json (do_lower_case, model_max_length, special
   // and added tokens, the family's switches), special_tokens_map.json and added_tokens.json
   // where present. The default max length is model_max_length from those files when they give
   // a usable one, else default_max_length; INVALID_ARGUMENT when neither is positive.
   // NOT_FOUND when the directory or the vocabulary is missing; FAILED_PRECONDITION when the
-  // SentencePiece module cannot be found (see sentencepiece_module.h).
+  // SentencePiece module cannot be found (see sentencepiece/sentencepiece_module.h).
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir,
                                                          TokenizerFamily family,
                                                          int default_max_length);
@@ -90,7 +90,7 @@ class Tokenizer {
   static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelFile(const std::string& path,
                                                                   TokenizerFamily family,
                                                                   int default_max_length);
-  // Whether a model directory holds the family's vocabulary files (tokenizer_files.h):
+  // Whether a model directory holds the family's vocabulary files (files/tokenizer_files.h):
   // without them a model takes token ids only. INVALID_ARGUMENT for a directory (or dangling
   // link) in a file's place.
   static absl::StatusOr<bool> HasFiles(const std::string& model_dir, TokenizerFamily family);
@@ -137,8 +137,8 @@ class Tokenizer {
   void LowerCaseWholeText() { lower_case_whole_text_ = true; }
   bool lowers_whole_text() const { return lower_case_whole_text_; }
   // XLNet pads on the left, the others on the right.
-  bool pads_left() const { return family_ == TokenizerFamily::kXlnet; }
-  int pad_token_type_id() const { return family_ == TokenizerFamily::kXlnet ? 3 : 0; }
+  bool pads_left() const;
+  int pad_token_type_id() const;
   // Special tokens the template adds: DeBERTa, BERT and XLNet 2 (pair 3), MPNet and RoBERTa 2
   // (pair 4), T5 1 (pair 2); what its post-processor says for a tokenizer.json.
   int NumSpecialTokens(bool pair) const;

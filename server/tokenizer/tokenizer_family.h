@@ -3,7 +3,8 @@
 
 namespace relserve {
 
-// Which model family's vocabulary files, special tokens and template a tokenizer follows.
+// Which model family's vocabulary files, special tokens and template a tokenizer follows;
+// each has a descriptor (tokenizer_family_descriptor.h, families/).
 enum class TokenizerFamily {
   kDeberta,  // DeBERTa-v2/v3, SentencePiece:  [CLS] a [SEP] (b [SEP])
   kT5,       // T5, SentencePiece:              a </s> (b </s>)
@@ -14,19 +15,9 @@ enum class TokenizerFamily {
   kXlmRoberta,  // XLM-RoBERTa, SentencePiece with fairseq ids: <s> a </s> (</s> b </s>)
 };
 
-// A C string: Debian's Abseil cannot StrCat a std::string_view.
-inline const char* TokenizerFamilyName(TokenizerFamily family) {
-  switch (family) {
-    case TokenizerFamily::kDeberta: return "DeBERTa";
-    case TokenizerFamily::kT5: return "T5";
-    case TokenizerFamily::kBert: return "BERT";
-    case TokenizerFamily::kMpnet: return "MPNet";
-    case TokenizerFamily::kXlnet: return "XLNet";
-    case TokenizerFamily::kRoberta: return "RoBERTa";
-    case TokenizerFamily::kXlmRoberta: return "XLM-RoBERTa";
-  }
-  return "unknown";
-}
+// The family's name for messages ("DeBERTa", "XLM-RoBERTa"): Describe(family).name
+// (tokenizer_family_descriptor.h). A C string: Debian's Abseil cannot StrCat a std::string_view.
+const char* TokenizerFamilyName(TokenizerFamily family);
 
 }  // namespace relserve
 

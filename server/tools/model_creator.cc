@@ -21,7 +21,7 @@
 #include "server/model/config/model_limits.h"
 #include "server/safetensors/dtype.h"
 #include "server/safetensors/safetensors_writer.h"
-#include "server/tokenizer/sentencepiece_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"

@@ -86,7 +86,7 @@ absl::StatusOr<nlohmann::json> BuildModelConfig(const CreateModelOptions& option
 absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::json& config);
 
 // The pieces of a serialized SentencePiece ModelProto, by id, as SentencePiece loads them
-// (server/tokenizer/sentencepiece_model.h). INVALID_ARGUMENT, with SentencePiece's reason,
+// (server/tokenizer/sentencepiece/sentencepiece_model.h). INVALID_ARGUMENT, with SentencePiece's reason,
 // when it refuses the bytes (not a model, cut short, no unknown piece).
 absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto);
 

@@ -18,7 +18,7 @@
 #include "server/model/config/model_config.h"
 #include "server/model/config/sentence_transformers_config.h"
 #include "server/safetensors/checkpoint.h"
-#include "server/tokenizer/tokenizer_config.h"
+#include "server/tokenizer/files/tokenizer_config.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "tests/fuzz/fuzz_check.h"

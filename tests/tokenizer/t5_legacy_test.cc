@@ -11,8 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/tokenizer/sentencepiece_model.h"
-#include "server/tokenizer/sentencepiece_model_proto.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/json_util.h"
 #include "tests/tokenizer/tokenizer_test_util.h"

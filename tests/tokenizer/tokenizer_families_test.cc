@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/files/tokenizer_files.h"
 #include "server/tokenizer/tokenizer.h"
-#include "server/tokenizer/tokenizer_files.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace relserve {

@@ -10,7 +10,7 @@
 
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "server/tokenizer/sentencepiece_model.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/json_util.h"
 #include "tests/tokenizer/reference_case_util.h"
