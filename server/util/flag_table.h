@@ -82,6 +82,10 @@ struct Flag {
     default_text = nullptr;
     return *this;
   }
+  Flag& Boolean() {
+    boolean = true;
+    return *this;
+  }
   Flag& Repeatable() {
     repeatable = true;
     return *this;
