@@ -3,7 +3,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "server/util/flag_table.h"
 
 namespace relserve {
 namespace {
@@ -22,34 +22,28 @@ bool IsUsageError(const absl::Status& status) { return status.GetPayload(kUsageP
 
 absl::StatusOr<CliArgs> CliArgs::Parse(const std::vector<std::string>& args, const std::set<std::string>& known,
                                        const std::set<std::string>& boolean_flags) {
-  CliArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) return UsageError(absl::StrCat("unexpected argument \"", a, "\""));
-    std::string name = a.substr(2), value;
-    const auto eq = name.find('=');
-    const bool inline_value = eq != std::string::npos;
-    if (inline_value) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    if (!known.count(name) && !boolean_flags.count(name)) {
-      return UsageError(absl::StrCat("unknown option --", name, " (known: --",
-                                                     absl::StrJoin(known, ", --"),
-                                                     boolean_flags.empty() ? "" : ", --",
-                                                     absl::StrJoin(boolean_flags, ", --"), ")"));
-    }
-    if (!inline_value) {
-      if (boolean_flags.count(name)) {
-        value = "true";
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return UsageError(absl::StrCat("option --", name, " needs a value"));
-      }
-    }
-    out.values_[name] = value;
+  // The options of one command, as a table whose flags store their values by name: the
+  // commands read them with the accessors below.
+  std::vector<Flag<CliArgs>> flags;
+  for (const std::string& name : known) {
+    flags.push_back(CustomFlag<CliArgs>(name, "VALUE", "", [name](const std::string& v, CliArgs* out) {
+      out->values_[name] = v;
+      return absl::OkStatus();
+    }));
   }
+  for (const std::string& name : boolean_flags) {
+    flags.push_back(CustomFlag<CliArgs>(name, "", "",
+                                        [name](const std::string& v, CliArgs* out) {
+                                          bool value = false;
+                                          if (absl::Status s = ParseFlagBool(name, v, &value); !s.ok()) return s;
+                                          out->values_[name] = value ? "true" : "false";
+                                          return absl::OkStatus();
+                                        })
+                        .Boolean());
+  }
+  CliArgs out;
+  auto parsed = FlagTable<CliArgs>(std::move(flags)).Parse(args, {}, &out);
+  if (!parsed.ok()) return UsageError(std::string(parsed.status().message()));
   return out;
 }
 
@@ -61,7 +55,7 @@ std::string CliArgs::String(const std::string& name, const std::string& fallback
 absl::StatusOr<std::string> CliArgs::Required(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end() || it->second.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("option --", name, " is required"));
+    return absl::InvalidArgumentError(absl::StrCat("--", name, " is required"));
   }
   return it->second;
 }
@@ -71,14 +65,14 @@ absl::StatusOr<int> CliArgs::Int(const std::string& name, int fallback) const {
   if (it == values_.end()) return fallback;
   int v;
   if (!absl::SimpleAtoi(it->second, &v)) {
-    return absl::InvalidArgumentError(absl::StrCat("option --", name, ": \"", it->second, "\" is not an integer"));
+    return absl::InvalidArgumentError(absl::StrCat("--", name, ": \"", it->second, "\" is not an integer"));
   }
   return v;
 }
 
 bool CliArgs::Bool(const std::string& name) const {
   auto it = values_.find(name);
-  return it != values_.end() && (it->second == "true" || it->second == "1" || it->second == "yes");
+  return it != values_.end() && it->second == "true";
 }
 
 }  // namespace relserve

@@ -15,8 +15,9 @@ namespace relserve {
 absl::Status UsageError(const std::string& message);
 bool IsUsageError(const absl::Status& status);
 
-// "--name value" and "--name=value" options of one subcommand. Every option must be one the
-// subcommand declares; a value-less "--flag" is "true". Parse errors are UsageErrors.
+// "--name value" and "--name=value" options of one subcommand, parsed by a table of flags
+// (server/util/flag_table.h) made of the names the subcommand declares; a boolean option is
+// true or false, a bare "--flag" true. Parse errors are UsageErrors.
 class CliArgs {
  public:
   static absl::StatusOr<CliArgs> Parse(const std::vector<std::string>& args, const std::set<std::string>& known,

@@ -188,7 +188,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
     const SplitResult bad = RunCliSplit(command + " --bogus-option 1");
     EXPECT_EQ(bad.exit_code, 2) << command << ": " << bad.err;
     EXPECT_EQ(bad.out, "") << command;
-    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + ": unknown option --bogus-option")) << command;
+    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + ": unknown flag --bogus-option")) << command;
     EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + " --help")) << command;
     const size_t known = bad.err.find("(known: ");
     ASSERT_NE(known, std::string::npos) << bad.err;
@@ -209,7 +209,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   }
   const SplitResult no_value = RunCliSplit("embed --model");
   EXPECT_EQ(no_value.exit_code, 2) << no_value.err;
-  EXPECT_THAT(no_value.err, HasSubstr("option --model needs a value"));
+  EXPECT_THAT(no_value.err, HasSubstr(": --model needs a value"));
   const SplitResult top = RunCliSplit("--help");
   EXPECT_EQ(top.exit_code, 0);
   for (const char* command :
