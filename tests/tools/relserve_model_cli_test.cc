@@ -277,7 +277,9 @@ TEST(CliHelpTest, HelpIsGeneratedFromTheTableOfOptions) {
     if (command != "tokenize" && command != "download" && command != "convert" && command != "create") {
       const size_t at = help.out.find("\nmodel options:\n");
       ASSERT_NE(at, std::string::npos) << command << ": " << help.out;
-      for (const std::string& option : engine) EXPECT_TRUE(ListsOption(help.out.substr(at), option)) << command << " " << option;
+      for (const std::string& option : engine) {
+        EXPECT_TRUE(ListsOption(help.out.substr(at), option)) << command << " " << option;
+      }
       if (engine_section.empty()) engine_section = help.out.substr(at);
       EXPECT_EQ(help.out.substr(at), engine_section) << command;
     }
@@ -313,13 +315,15 @@ TEST(CliHelpTest, HelpIsGeneratedFromTheTableOfOptions) {
   for (const Case& c : {Case{"bench --model /nonexistent --batch 0", "--batch: \"0\" is not an integer >= 1"},
                         Case{"embed --model /nonexistent --batch-size x", "--batch-size: \"x\" is not an integer >= 1"},
                         Case{"accuracy --model /nonexistent --seq -3", "--seq: \"-3\" is not an integer >= 1"},
-                        Case{"info --model /nonexistent --max-length -1", "--max-length: \"-1\" is not an integer >= 0"},
+                        Case{"info --model /nonexistent --max-length -1",
+                             "--max-length: \"-1\" is not an integer >= 0"},
                         Case{"info --model /nonexistent --threads 0", "--threads: \"0\" is not an integer >= 1"},
                         Case{"info --model /nonexistent --dtype float64",
                              "--dtype: \"float64\" is not one of float32, bfloat16, float16, int8"},
                         Case{"create --family bert --out /nonexistent/x --dtype int8",
                              "--dtype: \"int8\" is not one of float32, bfloat16, float16"},
-                        Case{"forward --model /nonexistent --pooled maybe", "--pooled: \"maybe\" is not true or false"}}) {
+                        Case{"forward --model /nonexistent --pooled maybe",
+                             "--pooled: \"maybe\" is not true or false"}}) {
     const SplitResult r = RunCliSplit(c.line);
     EXPECT_EQ(r.exit_code, 2) << c.line << ": " << r.err;
     EXPECT_THAT(r.err, HasSubstr(c.message)) << c.line;
