@@ -1,13 +1,15 @@
 #include "client/client_flags.h"
 
-#include <algorithm>
-#include <functional>
+#include <limits>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "server/util/flag_table.h"
+#include "server/util/status_macros.h"
 
 namespace relserve::client {
 namespace {
@@ -34,228 +36,229 @@ const std::vector<Subcommand>& Subcommands() {
   return kSubcommands;
 }
 
-constexpr const char* kAll = "*";
-constexpr const char* kInputs = "embed,embed-tokens,classify,tokenize";
-constexpr const char* kRpcs = "embed,embed-tokens,rerank,classify,zero-shot,tokenize,bench";
+const std::vector<std::string> kInputs = {"embed", "embed-tokens", "classify", "tokenize"};
+const std::vector<std::string> kRpcs = {"embed", "embed-tokens", "rerank", "classify", "zero-shot", "tokenize", "bench"};
 
-struct Flag {
-  const char* name;
-  const char* value_name;  // "" for a switch (--name, or --name=true|false)
-  const char* commands;    // comma-separated subcommands, or "*"
-  const char* help;
-  std::function<absl::Status(const std::string&, ClientCommand*)> set;
-};
+using C = ClientCommand;
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
-absl::Status Invalid(const std::string& flag, const std::string& value, const std::string& expected) {
-  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": \"", value, "\" is not ", expected));
+// A switch: a bare --name, or --name=true|false; the help says its default.
+Flag<C> Switch(const std::string& name, const std::string& help, FlagField<C, bool> field) {
+  return BoolFlag<C>(name, help, std::move(field)).ValueName("").NoDefault();
 }
 
-// Setters for a field of one of ClientCommand's option structs.
-template <typename Options, typename T>
-std::function<absl::Status(const std::string&, ClientCommand*)> Int(const char* name, Options ClientCommand::*part,
-                                                                    T Options::*field, int64_t min) {
-  return [=](const std::string& v, ClientCommand* c) {
-    int64_t x;
-    if (!absl::SimpleAtoi(v, &x) || x < min) return Invalid(name, v, absl::StrCat("an integer >= ", min));
-    (c->*part).*field = static_cast<T>(x);
-    return absl::OkStatus();
-  };
-}
-
-template <typename Options>
-std::function<absl::Status(const std::string&, ClientCommand*)> Seconds(const char* name, Options ClientCommand::*part,
-                                                                        double Options::*field) {
-  return [=](const std::string& v, ClientCommand* c) {
-    double x;
-    if (!absl::SimpleAtod(v, &x) || x < 0) return Invalid(name, v, "a number of seconds >= 0");
-    (c->*part).*field = x;
-    return absl::OkStatus();
-  };
-}
-
-template <typename Options>
-std::function<absl::Status(const std::string&, ClientCommand*)> String(
-    const char* name, Options ClientCommand::*part, std::string Options::*field, std::vector<std::string> allowed = {}) {
-  return [=](const std::string& v, ClientCommand* c) {
-    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-      return Invalid(name, v, absl::StrCat("one of ", absl::StrJoin(allowed, ", ")));
-    }
-    (c->*part).*field = v;
-    return absl::OkStatus();
-  };
-}
-
-template <typename Options>
-std::function<absl::Status(const std::string&, ClientCommand*)> Switch(const char* name, Options ClientCommand::*part,
-                                                                       bool Options::*field) {
-  return [=](const std::string& v, ClientCommand* c) {
-    if (v != "true" && v != "false") return Invalid(name, v, "true or false");
-    (c->*part).*field = v == "true";
-    return absl::OkStatus();
-  };
+// A switch whose absence leaves the choice to the server.
+Flag<C> OptionalSwitch(const std::string& name, const std::string& help, std::optional<bool> RequestOptions::*field) {
+  return CustomFlag<C>(name, "", help,
+                       [name, field](const std::string& v, ClientCommand* c) {
+                         bool x = false;
+                         if (absl::Status s = ParseFlagBool(name, v, &x); !s.ok()) return s;
+                         c->request.*field = x;
+                         return absl::OkStatus();
+                       })
+      .Boolean();
 }
 
 // A TLS file flag: sets the file and turns TLS on.
-std::function<absl::Status(const std::string&, ClientCommand*)> TlsFile(std::string ConnectionOptions::*field) {
-  return [=](const std::string& v, ClientCommand* c) {
+Flag<C> TlsFile(const std::string& name, const std::string& value_name, const std::string& help,
+                std::string ConnectionOptions::*field) {
+  return CustomFlag<C>(name, value_name, help, [field](const std::string& v, ClientCommand* c) {
     c->connection.*field = v;
     c->connection.tls = true;
     return absl::OkStatus();
-  };
+  });
 }
 
-const std::vector<Flag>& Flags() {
-  using C = ClientCommand;
-  static const std::vector<Flag> kFlags = {
-      // Connection.
-      {"target", "HOST:PORT", kAll,
-       "the server (default 127.0.0.1:50051); any gRPC target: dns:///NAME:PORT, ipv4:A:P,B:P, unix:PATH",
-       String("target", &C::connection, &ConnectionOptions::target)},
-      {"deadline-ms", "N", kAll, "deadline of each call (default: 5000 for health, 60000 for bench, else 30000)",
-       Int("deadline-ms", &C::connection, &ConnectionOptions::deadline_ms, 1)},
-      {"tls", "", kAll, "connect with TLS (the system's root certificates unless --ca-cert)",
-       Switch("tls", &C::connection, &ConnectionOptions::tls)},
-      {"ca-cert", "FILE", kAll, "PEM root certificates to verify the server with (implies --tls)",
-       TlsFile(&ConnectionOptions::ca_cert)},
-      {"client-cert", "FILE", kAll, "PEM client certificate chain for mutual TLS (needs --client-key; implies --tls)",
-       TlsFile(&ConnectionOptions::client_cert)},
-      {"client-key", "FILE", kAll, "PEM private key of --client-cert", TlsFile(&ConnectionOptions::client_key)},
-      {"tls-server-name", "NAME", kAll,
-       "the name the server certificate must carry, when it is not the target's host (implies --tls)",
-       TlsFile(&ConnectionOptions::tls_server_name)},
-      {"load-balancing", "POLICY", kAll,
-       "auto (round_robin for dns:/// and multi-address targets, else pick_first), pick_first or round_robin",
-       String("load-balancing", &C::connection, &ConnectionOptions::load_balancing,
-              {"auto", "pick_first", "round_robin"})},
-      {"api-key", "KEY", kAll,
-       "send \"authorization: Bearer KEY\" with every call, for a server started with an API key "
-       "(default: $RELSERVE_API_KEY)",
-       [](const std::string& v, ClientCommand* c) {
-         c->connection.api_key = std::string(absl::StripAsciiWhitespace(v));
-         if (c->connection.api_key.empty()) return absl::InvalidArgumentError("--api-key: the key is empty");
-         return absl::OkStatus();
-       }},
-      // Requests.
-      {"model", "NAME", kRpcs, "the model to call (default: the server's default model)",
-       String("model", &C::request, &RequestOptions::model)},
-      {"normalize", "", "embed,bench", "L2-normalise the embeddings",
-       Switch("normalize", &C::request, &RequestOptions::normalize)},
-      {"truncate", "", kRpcs,
-       "cut over-long inputs to the model's maximum instead of failing (--truncate=false: refuse them even on a "
-       "server with --auto-truncate; default: the server's choice)",
-       [](const std::string& v, ClientCommand* c) {
-         if (v != "true" && v != "false") return Invalid("truncate", v, "true or false");
-         c->request.truncate = v == "true";
-         return absl::OkStatus();
-       }},
-      {"truncation-direction", "DIR", kRpcs, "which end of an over-long text is cut: right (default) or left",
-       String("truncation-direction", &C::request, &RequestOptions::truncation_direction, {"right", "left"})},
-      {"dimensions", "N", "embed,bench", "keep the first N values of each embedding, renormalised (Matryoshka)",
-       Int("dimensions", &C::request, &RequestOptions::dimensions, 0)},
-      {"request-id", "ID", "embed", "echoed back in the response",
-       String("request-id", &C::request, &RequestOptions::request_id)},
-      {"query", "TEXT", "rerank", "the query the documents (the arguments) are ranked against",
-       String("query", &C::request, &RequestOptions::query)},
-      {"top-n", "N", "rerank", "return only the best N documents", Int("top-n", &C::request, &RequestOptions::top_n, 0)},
-      {"return-documents", "", "rerank", "echo each document's text in its result",
-       Switch("return-documents", &C::request, &RequestOptions::return_documents)},
-      {"raw-scores", "", "rerank,classify", "logits instead of sigmoid/softmax scores",
-       Switch("raw-scores", &C::request, &RequestOptions::raw_scores)},
-      {"top-k", "N", "classify", "only the K best labels per input", Int("top-k", &C::request, &RequestOptions::top_k, 0)},
-      {"whole-input", "", "embed",
-       "embed texts longer than the model whole, in windows averaged (--whole-input=false: cut or refuse them; "
-       "default: the server's choice)",
-       [](const std::string& v, ClientCommand* c) {
-         if (v != "true" && v != "false") return Invalid("whole-input", v, "true or false");
-         c->request.whole_input = v == "true";
-         return absl::OkStatus();
-       }},
-      {"sparse", "", "embed", "also the model's sparse vector (SPLADE, bge-m3)",
-       Switch("sparse", &C::request, &RequestOptions::sparse)},
-      {"multi-vector", "", "embed", "also the model's ColBERT token vectors (bge-m3)",
-       Switch("multi-vector", &C::request, &RequestOptions::multi_vector)},
-      {"labels", "A,B,...", "zero-shot", "the candidate labels, comma-separated",
-       [](const std::string& v, ClientCommand* c) {
-         c->request.labels.clear();
-         for (absl::string_view l : absl::StrSplit(v, ',')) {
-           absl::string_view stripped = absl::StripAsciiWhitespace(l);
-           if (!stripped.empty()) c->request.labels.emplace_back(stripped);
-         }
-         if (c->request.labels.empty()) return Invalid("labels", v, "a comma-separated list of labels");
-         return absl::OkStatus();
-       }},
-      {"template", "TEXT", "zero-shot", "the hypothesis, {} where the label goes (default \"This example is {}.\")",
-       String("template", &C::request, &RequestOptions::hypothesis_template)},
-      {"multi-label", "", "zero-shot", "score each label on its own (entailment against contradiction)",
-       Switch("multi-label", &C::request, &RequestOptions::multi_label)},
-      {"pairs", "", kInputs, "the arguments are text pairs: TEXT TEXT_PAIR TEXT TEXT_PAIR ...",
-       Switch("pairs", &C::request, &RequestOptions::pairs)},
-      {"ids", "", kInputs, "the arguments are token id lists (special tokens included), e.g. \"1,334,2\"",
-       Switch("ids", &C::request, &RequestOptions::ids)},
-      {"batch-size", "N", kInputs, "standard-input lines per request (default 32)",
-       Int("batch-size", &C::request, &RequestOptions::batch_size, 1)},
-      // Health.
-      {"service", "NAME", "health", "a model name to check instead of the server as a whole",
-       String("service", &C::health, &HealthOptions::service)},
-      {"quiet", "", "health,bench", "health: print nothing, only the exit code; bench: no progress lines",
-       [](const std::string& v, ClientCommand* c) {
-         if (v != "true" && v != "false") return Invalid("quiet", v, "true or false");
-         c->quiet = v == "true";
-         return absl::OkStatus();
-       }},
-      // Bench.
-      {"rpc", "RPC", "bench", "the RPC to load: embed (default), rerank or classify",
-       String("rpc", &C::bench, &BenchOptions::rpc, {"embed", "rerank", "classify"})},
-      {"concurrency", "N", "bench", "callers, each with one request in flight (default 8; with --rate: the most in flight)",
-       Int("concurrency", &C::bench, &BenchOptions::concurrency, 1)},
-      {"duration", "S", "bench", "seconds to measure (default 20 unless --requests)",
-       Seconds("duration", &C::bench, &BenchOptions::duration_s)},
-      {"requests", "N", "bench", "measure this many requests (with --duration: whichever ends first)",
-       Int("requests", &C::bench, &BenchOptions::requests, 1)},
-      {"warmup", "S", "bench", "seconds of load before measuring (default 2)",
-       Seconds("warmup", &C::bench, &BenchOptions::warmup_s)},
-      {"rate", "R", "bench",
-       "open loop: start R requests a second whether or not earlier ones have finished (at most --concurrency "
-       "in flight); latency counts from each scheduled start (default 0: closed loop)",
-       [](const std::string& v, ClientCommand* c) {
-         double x;
-         if (!absl::SimpleAtod(v, &x) || !(x >= 0) || x > 1e6) return Invalid("rate", v, "a rate in requests per second within [0, 1000000]");
-         c->bench.rate = x;
-         return absl::OkStatus();
-       }},
-      {"arrivals", "KIND", "bench", "with --rate: poisson (default; random gaps, as independent callers) or constant",
-       String("arrivals", &C::bench, &BenchOptions::arrivals, {"poisson", "constant"})},
-      {"inputs-per-request", "N", "bench", "sequences per request (Rerank: documents) (default 1)",
-       Int("inputs-per-request", &C::bench, &BenchOptions::inputs_per_request, 1)},
-      {"lengths", "DIST", "bench",
-       "sequence lengths in tokens: fixed:N, uniform:A:B, log-uniform:A:B or file:PATH (default log-uniform:8:512)",
-       String("lengths", &C::bench, &BenchOptions::lengths)},
-      {"input", "KIND", "bench",
-       "tokens: token ids of the drawn lengths (default; embed, classify); text: that many words",
-       String("input", &C::bench, &BenchOptions::input, {"tokens", "text"})},
-      {"vocab", "N", "bench", "token ids are drawn from [5, N) (default 1000)",
-       Int("vocab", &C::bench, &BenchOptions::vocab, 6)},
-      {"seed", "N", "bench", "seed of the length and token draws (default 1)",
-       Int("seed", &C::bench, &BenchOptions::seed, 0)},
-      {"metrics-url", "URL", "bench", "the server's metrics (http://HOST:PORT/metrics), for its padding ratio",
-       String("metrics-url", &C::bench, &BenchOptions::metrics_url)},
-      {"metrics-port", "N", "bench", "short for --metrics-url http://127.0.0.1:N/metrics",
-       [](const std::string& v, ClientCommand* c) {
-         int port;
-         if (!absl::SimpleAtoi(v, &port) || port < 1 || port > 65535) return Invalid("metrics-port", v, "a port");
-         c->bench.metrics_url = absl::StrCat("http://127.0.0.1:", port, "/metrics");
-         return absl::OkStatus();
-       }},
-  };
+FlagTableOptions ClientFlagOptions() {
+  FlagTableOptions options;
+  options.environment_prefix = "RELSERVE_";  // for the flags marked FromEnvironment: --api-key
+  for (const Subcommand& s : Subcommands()) options.subcommands.push_back(s.name);
+  return options;
+}
+
+// The flags in the order --help lists them. Those of every subcommand are the connection flags;
+// the help of each says its default.
+const FlagTable<ClientCommand>& Flags() {
+  static const FlagTable<ClientCommand> kFlags(
+      [] {
+        std::vector<Flag<C>> connection = {
+            StringFlag<C>("target", "HOST:PORT",
+                          "the server (default 127.0.0.1:50051); any gRPC target: dns:///NAME:PORT, ipv4:A:P,B:P, "
+                          "unix:PATH",
+                          Field(&C::connection, &ConnectionOptions::target)),
+            IntFlag<C, int64_t>("deadline-ms",
+                                "deadline of each call (default: 5000 for health, 60000 for bench, else 30000)",
+                                Field(&C::connection, &ConnectionOptions::deadline_ms), 1),
+            Switch("tls", "connect with TLS (the system's root certificates unless --ca-cert)",
+                   Field(&C::connection, &ConnectionOptions::tls)),
+            TlsFile("ca-cert", "FILE", "PEM root certificates to verify the server with (implies --tls)",
+                    &ConnectionOptions::ca_cert),
+            TlsFile("client-cert", "FILE",
+                    "PEM client certificate chain for mutual TLS (needs --client-key; implies --tls)",
+                    &ConnectionOptions::client_cert),
+            TlsFile("client-key", "FILE", "PEM private key of --client-cert", &ConnectionOptions::client_key),
+            TlsFile("tls-server-name", "NAME",
+                    "the name the server certificate must carry, when it is not the target's host (implies --tls)",
+                    &ConnectionOptions::tls_server_name),
+            StringFlag<C>("load-balancing", "POLICY",
+                          "auto (round_robin for dns:/// and multi-address targets, else pick_first), pick_first or "
+                          "round_robin",
+                          Field(&C::connection, &ConnectionOptions::load_balancing),
+                          {"auto", "pick_first", "round_robin"}),
+            CustomFlag<C>("api-key", "KEY",
+                          "send \"authorization: Bearer KEY\" with every call, for a server started with an API key "
+                          "(default: $RELSERVE_API_KEY)",
+                          [](const std::string& v, ClientCommand* c) {
+                            c->connection.api_key = std::string(absl::StripAsciiWhitespace(v));
+                            if (c->connection.api_key.empty()) {
+                              return absl::InvalidArgumentError("--api-key: the key is empty");
+                            }
+                            return absl::OkStatus();
+                          })
+                .FromEnvironment(),
+        };
+        std::vector<Flag<C>> own = {
+            // Requests.
+            StringFlag<C>("model", "NAME", "the model to call (default: the server's default model)",
+                          Field(&C::request, &RequestOptions::model))
+                .For(kRpcs),
+            Switch("normalize", "L2-normalise the embeddings", Field(&C::request, &RequestOptions::normalize))
+                .For({"embed", "bench"}),
+            OptionalSwitch("truncate",
+                           "cut over-long inputs to the model's maximum instead of failing (--truncate=false: refuse "
+                           "them even on a server with --auto-truncate; default: the server's choice)",
+                           &RequestOptions::truncate)
+                .For(kRpcs),
+            StringFlag<C>("truncation-direction", "DIR", "which end of an over-long text is cut: right (default) or left",
+                          Field(&C::request, &RequestOptions::truncation_direction), {"right", "left"})
+                .For(kRpcs),
+            IntFlag<C, int>("dimensions", "keep the first N values of each embedding, renormalised (Matryoshka)",
+                            Field(&C::request, &RequestOptions::dimensions), 0)
+                .For({"embed", "bench"}),
+            StringFlag<C>("request-id", "ID", "echoed back in the response", Field(&C::request, &RequestOptions::request_id))
+                .For({"embed"}),
+            StringFlag<C>("query", "TEXT", "the query the documents (the arguments) are ranked against",
+                          Field(&C::request, &RequestOptions::query))
+                .For({"rerank"}),
+            IntFlag<C, int>("top-n", "return only the best N documents", Field(&C::request, &RequestOptions::top_n), 0)
+                .For({"rerank"}),
+            Switch("return-documents", "echo each document's text in its result",
+                   Field(&C::request, &RequestOptions::return_documents))
+                .For({"rerank"}),
+            Switch("raw-scores", "logits instead of sigmoid/softmax scores", Field(&C::request, &RequestOptions::raw_scores))
+                .For({"rerank", "classify"}),
+            IntFlag<C, int>("top-k", "only the K best labels per input", Field(&C::request, &RequestOptions::top_k), 0)
+                .For({"classify"}),
+            OptionalSwitch("whole-input",
+                           "embed texts longer than the model whole, in windows averaged (--whole-input=false: cut or "
+                           "refuse them; default: the server's choice)",
+                           &RequestOptions::whole_input)
+                .For({"embed"}),
+            Switch("sparse", "also the model's sparse vector (SPLADE, bge-m3)", Field(&C::request, &RequestOptions::sparse))
+                .For({"embed"}),
+            Switch("multi-vector", "also the model's ColBERT token vectors (bge-m3)",
+                   Field(&C::request, &RequestOptions::multi_vector))
+                .For({"embed"}),
+            CustomFlag<C>("labels", "A,B,...", "the candidate labels, comma-separated",
+                          [](const std::string& v, ClientCommand* c) {
+                            c->request.labels.clear();
+                            for (std::string& l : SplitFlagListValue(v)) {
+                              if (!l.empty()) c->request.labels.push_back(std::move(l));
+                            }
+                            if (c->request.labels.empty()) {
+                              return absl::InvalidArgumentError(
+                                  absl::StrCat("--labels: \"", v, "\" is not a comma-separated list of labels"));
+                            }
+                            return absl::OkStatus();
+                          })
+                .For({"zero-shot"}),
+            StringFlag<C>("template", "TEXT", "the hypothesis, {} where the label goes (default \"This example is {}.\")",
+                          Field(&C::request, &RequestOptions::hypothesis_template))
+                .For({"zero-shot"}),
+            Switch("multi-label", "score each label on its own (entailment against contradiction)",
+                   Field(&C::request, &RequestOptions::multi_label))
+                .For({"zero-shot"}),
+            Switch("pairs", "the arguments are text pairs: TEXT TEXT_PAIR TEXT TEXT_PAIR ...",
+                   Field(&C::request, &RequestOptions::pairs))
+                .For(kInputs),
+            Switch("ids", "the arguments are token id lists (special tokens included), e.g. \"1,334,2\"",
+                   Field(&C::request, &RequestOptions::ids))
+                .For(kInputs),
+            IntFlag<C, int>("batch-size", "standard-input lines per request (default 32)",
+                            Field(&C::request, &RequestOptions::batch_size), 1)
+                .For(kInputs),
+            // Health.
+            StringFlag<C>("service", "NAME", "a model name to check instead of the server as a whole",
+                          Field(&C::health, &HealthOptions::service))
+                .For({"health"}),
+            Switch("quiet", "health: print nothing, only the exit code; bench: no progress lines", Field(&C::quiet))
+                .For({"health", "bench"}),
+            // Bench.
+            StringFlag<C>("rpc", "RPC", "the RPC to load: embed (default), rerank or classify",
+                          Field(&C::bench, &BenchOptions::rpc), {"embed", "rerank", "classify"})
+                .For({"bench"}),
+            IntFlag<C, int>("concurrency",
+                            "callers, each with one request in flight (default 8; with --rate: the most in flight)",
+                            Field(&C::bench, &BenchOptions::concurrency), 1)
+                .For({"bench"}),
+            NumberFlag<C>("duration", "S", "seconds to measure (default 20 unless --requests)",
+                          Field(&C::bench, &BenchOptions::duration_s), 0, kNoLimit, "a number of seconds >= 0")
+                .For({"bench"}),
+            IntFlag<C, int64_t>("requests", "measure this many requests (with --duration: whichever ends first)",
+                                Field(&C::bench, &BenchOptions::requests), 1)
+                .For({"bench"}),
+            NumberFlag<C>("warmup", "S", "seconds of load before measuring (default 2)",
+                          Field(&C::bench, &BenchOptions::warmup_s), 0, kNoLimit, "a number of seconds >= 0")
+                .For({"bench"}),
+            NumberFlag<C>("rate", "R",
+                          "open loop: start R requests a second whether or not earlier ones have finished (at most "
+                          "--concurrency in flight); latency counts from each scheduled start (default 0: closed loop)",
+                          Field(&C::bench, &BenchOptions::rate), 0, 1e6,
+                          "a rate in requests per second within [0, 1000000]")
+                .For({"bench"}),
+            StringFlag<C>("arrivals", "KIND",
+                          "with --rate: poisson (default; random gaps, as independent callers) or constant",
+                          Field(&C::bench, &BenchOptions::arrivals), {"poisson", "constant"})
+                .For({"bench"}),
+            IntFlag<C, int>("inputs-per-request", "sequences per request (Rerank: documents) (default 1)",
+                            Field(&C::bench, &BenchOptions::inputs_per_request), 1)
+                .For({"bench"}),
+            StringFlag<C>("lengths", "DIST",
+                          "sequence lengths in tokens: fixed:N, uniform:A:B, log-uniform:A:B or file:PATH (default "
+                          "log-uniform:8:512)",
+                          Field(&C::bench, &BenchOptions::lengths))
+                .For({"bench"}),
+            StringFlag<C>("input", "KIND",
+                          "tokens: token ids of the drawn lengths (default; embed, classify); text: that many words",
+                          Field(&C::bench, &BenchOptions::input), {"tokens", "text"})
+                .For({"bench"}),
+            IntFlag<C, int>("vocab", "token ids are drawn from [5, N) (default 1000)", Field(&C::bench, &BenchOptions::vocab),
+                            6)
+                .For({"bench"}),
+            IntFlag<C, uint64_t>("seed", "seed of the length and token draws (default 1)",
+                                 Field(&C::bench, &BenchOptions::seed), 0)
+                .For({"bench"}),
+            StringFlag<C>("metrics-url", "URL", "the server's metrics (http://HOST:PORT/metrics), for its padding ratio",
+                          Field(&C::bench, &BenchOptions::metrics_url))
+                .For({"bench"}),
+            CustomFlag<C>("metrics-port", "N", "short for --metrics-url http://127.0.0.1:N/metrics",
+                          [](const std::string& v, ClientCommand* c) {
+                            int port;
+                            if (!absl::SimpleAtoi(v, &port) || port < 1 || port > 65535) {
+                              return absl::InvalidArgumentError(absl::StrCat("--metrics-port: \"", v, "\" is not a port"));
+                            }
+                            c->bench.metrics_url = absl::StrCat("http://127.0.0.1:", port, "/metrics");
+                            return absl::OkStatus();
+                          })
+                .For({"bench"}),
+        };
+        for (Flag<C>& f : connection) f.In("connection flags").NoDefault();
+        for (Flag<C>& f : own) f.NoDefault();
+        connection.insert(connection.end(), own.begin(), own.end());
+        return connection;
+      }(),
+      ClientFlagOptions());
   return kFlags;
-}
-
-bool Applies(const Flag& f, const std::string& command) {
-  if (std::string(f.commands) == kAll) return true;
-  for (absl::string_view c : absl::StrSplit(f.commands, ',')) {
-    if (c == command) return true;
-  }
-  return false;
 }
 
 const Subcommand* FindSubcommand(const std::string& name) {
@@ -303,74 +306,24 @@ int64_t DefaultDeadlineMs(const std::string& subcommand) {
   return 30000;
 }
 
-absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& args) {
+absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& environment) {
   ClientCommand c;
-  // The subcommand is the first argument that is neither a flag nor a flag's value; flags
-  // before it are checked once it is known.
-  std::vector<std::pair<const Flag*, std::string>> given;
-  bool flags_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (!flags_done && (a == "--help" || a == "-h")) {
-      c.help = true;
-      continue;
-    }
-    if (!flags_done && a == "--") {
-      flags_done = true;
-      continue;
-    }
-    if (flags_done || a.rfind("--", 0) != 0 || a == "-") {
-      if (c.name.empty()) {
-        if (FindSubcommand(a) == nullptr) {
-          return absl::InvalidArgumentError(absl::StrCat("unknown subcommand \"", a, "\" (see --help)"));
-        }
-        c.name = a;
-      } else {
-        c.args.push_back(a);
-      }
-      continue;
-    }
-    std::string name = a.substr(2), value;
-    bool has_value = false;
-    if (const auto eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-      has_value = true;
-    }
-    const Flag* flag = nullptr;
-    for (const Flag& f : Flags()) {
-      if (name == f.name) flag = &f;
-    }
-    if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
-    if (!has_value) {
-      if (*flag->value_name == '\0') {
-        value = "true";
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
-      }
-    }
-    given.emplace_back(flag, value);
-  }
-  if (c.name.empty()) {
-    if (c.help) return c;
-    return absl::InvalidArgumentError("no subcommand given (see --help)");
-  }
-  for (const auto& [flag, value] : given) {
-    if (!Applies(*flag, c.name)) {
-      return absl::InvalidArgumentError(absl::StrCat("--", flag->name, " does not apply to ", c.name));
-    }
-    if (absl::Status s = flag->set(value, &c); !s.ok()) return s;
-  }
+  ASSIGN_OR_RETURN(ParsedCommandLine parsed, Flags().Parse(args, environment, &c));
+  c.name = parsed.command;
+  c.args = std::move(parsed.arguments);
+  c.help = parsed.help;
   if (c.help) return c;
   if (absl::Status s = Validate(c); !s.ok()) return s;
   return c;
 }
 
-void ApplyApiKeyFromEnvironment(const char* relserve_api_key, ClientCommand* command) {
-  if (!command->connection.api_key.empty() || relserve_api_key == nullptr) return;
-  command->connection.api_key = std::string(absl::StripAsciiWhitespace(relserve_api_key));
+std::map<std::string, std::string> ClientEnvironment(const char* relserve_api_key) {
+  std::map<std::string, std::string> out;
+  if (relserve_api_key != nullptr && !absl::StripAsciiWhitespace(relserve_api_key).empty()) {
+    out.emplace("RELSERVE_API_KEY", relserve_api_key);
+  }
+  return out;
 }
 
 std::string Usage(const std::string& subcommand) {
@@ -391,18 +344,7 @@ std::string Usage(const std::string& subcommand) {
     absl::StrAppend(&out, "usage: relserve-client ", only->name, " [flags]", *only->args ? " " : "", only->args, "\n  ",
                     only->help, "\n");
   }
-  for (const char* section : {"connection", "subcommand"}) {
-    const bool connection = std::string(section) == "connection";
-    std::string lines;
-    for (const Flag& f : Flags()) {
-      const bool common = std::string(f.commands) == kAll;
-      if (common != connection) continue;
-      if (only != nullptr && !Applies(f, only->name)) continue;
-      absl::StrAppend(&lines, "  --", f.name, *f.value_name ? " " : "", f.value_name, "\n      ", f.help,
-                      only == nullptr && !common ? absl::StrCat(" [", f.commands, "]") : "", "\n");
-    }
-    if (!lines.empty()) absl::StrAppend(&out, "\n", connection ? "connection flags" : "flags", ":\n", lines);
-  }
+  absl::StrAppend(&out, "\n", Flags().Help(ClientCommand(), only == nullptr ? "" : only->name));
   return out;
 }
 

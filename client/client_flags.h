@@ -2,6 +2,7 @@
 #define RELSERVE_CLIENT_CLIENT_FLAGS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@ struct ConnectionOptions {
   std::string tls_server_name;  // the name the server's certificate must carry, if not the target's host
   std::string load_balancing = "auto";  // auto, pick_first, round_robin
   // Sent as "authorization: Bearer KEY" with every call; "" sends none. --api-key, else the
-  // environment's RELSERVE_API_KEY (ApplyEnvironment).
+  // environment's RELSERVE_API_KEY (ClientEnvironment).
   std::string api_key;
 };
 
@@ -90,13 +91,16 @@ struct ClientCommand {
   bool help = false;               // --help: print Usage(name) and exit 0
 };
 
-// Parses argv after the program name. Errors are INVALID_ARGUMENT naming the flag.
-absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& args);
+// Parses argv after the program name (server/util/flag_table.h), then `environment` for the
+// flags that read it: --api-key from RELSERVE_API_KEY. Errors are INVALID_ARGUMENT naming the
+// flag (and the variable, for a value from the environment).
+absl::StatusOr<ClientCommand> ParseClientArgs(const std::vector<std::string>& args,
+                                              const std::map<std::string, std::string>& environment = {});
 
-// Without --api-key, the key comes from `relserve_api_key` (the environment's RELSERVE_API_KEY,
-// null when unset), as the server takes it: surrounding whitespace (a Secret's trailing
-// newline) is dropped.
-void ApplyApiKeyFromEnvironment(const char* relserve_api_key, ClientCommand* command);
+// The environment ParseClientArgs reads, from `relserve_api_key` (the process's
+// RELSERVE_API_KEY, null when unset). A key is taken as the server takes it: surrounding
+// whitespace (a Secret's trailing newline) is dropped, and a blank one counts as unset.
+std::map<std::string, std::string> ClientEnvironment(const char* relserve_api_key);
 
 // The usage text: every subcommand with its flags, or (for a subcommand) its own flags.
 std::string Usage(const std::string& subcommand = "");

@@ -25,13 +25,13 @@ int UsageError(const absl::Status& status, bool quiet) {
 
 int main(int argc, char** argv) {
   using namespace relserve::client;
-  auto command = ParseClientArgs(std::vector<std::string>(argv + 1, argv + argc));
+  auto command = ParseClientArgs(std::vector<std::string>(argv + 1, argv + argc),
+                                 ClientEnvironment(std::getenv("RELSERVE_API_KEY")));
   if (!command.ok()) return UsageError(command.status(), false);
   if (command->help) {
     std::cout << Usage(command->name);
     return kExitOk;
   }
-  ApplyApiKeyFromEnvironment(std::getenv("RELSERVE_API_KEY"), &*command);
   auto channel = CreateClientChannel(command->connection);
   if (!channel.ok()) return UsageError(channel.status(), command->quiet && command->name == "health");
   if (command->name == "health") return RunHealthCheck(*command, *channel, std::cout, std::cerr);

@@ -1,7 +1,6 @@
 #include "server/main/server_config.h"
 
-#include <algorithm>
-#include <functional>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -9,79 +8,29 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/util/flag_table.h"
+#include "server/util/status_macros.h"
 #include "server/auth/api_keys.h"
 #include "server/http/http_server.h"
 #include "server/hub/model_resolver.h"
 #include "server/http/request_deadline.h"
 
-extern char** environ;
-
 namespace relserve {
 namespace {
 
-struct Flag {
-  const char* name;
-  const char* value_name;
-  const char* help;
-  std::function<absl::Status(const std::string&, ServerConfig*)> set;
-  std::function<std::string(const ServerConfig&)> get_default;
-  bool repeatable = false;  // given several times; its variable holds a comma-separated list
-  bool boolean() const { return std::string(value_name) == "true|false"; }
-};
+using C = ServerConfig;
 
-constexpr char kBooleanValue[] = "true|false";
-
-Flag BoolFlag(const char* name, const char* help, bool ServerConfig::*field) {
-  return {name, kBooleanValue, help,
-          [name, field](const std::string& v, ServerConfig* c) {
-            if (v != "true" && v != "false") {
-              return absl::InvalidArgumentError(absl::StrCat("--", name, ": expected true or false"));
-            }
-            c->*field = v == "true";
-            return absl::OkStatus();
-          },
-          [field](const ServerConfig& c) { return std::string(c.*field ? "true" : "false"); }};
+// Every flag reads the environment: RELSERVE_ and its name (FlagEnvironmentVariable).
+FlagTableOptions ServerFlagOptions() {
+  FlagTableOptions options;
+  options.environment_prefix = "RELSERVE_";
+  options.every_flag_from_environment = true;
+  return options;
 }
 
-absl::Status ParseInt(const std::string& flag, const std::string& v, int64_t min, int64_t* out) {
-  int64_t x;
-  if (!absl::SimpleAtoi(v, &x) || x < min) {
-    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": \"", v, "\" is not an integer >= ", min));
-  }
-  *out = x;
-  return absl::OkStatus();
-}
-
-template <typename T>
-Flag IntFlag(const char* name, const char* help, T ServerConfig::*field, int64_t min) {
-  return {name, "N", help,
-          [name, field, min](const std::string& v, ServerConfig* c) {
-            int64_t x = 0;
-            if (absl::Status s = ParseInt(name, v, min, &x); !s.ok()) return s;
-            c->*field = static_cast<T>(x);
-            return absl::OkStatus();
-          },
-          [field](const ServerConfig& c) { return absl::StrCat(c.*field); }};
-}
-
-Flag StringFlag(const char* name, const char* value_name, const char* help, std::string ServerConfig::*field,
-                std::vector<std::string> allowed = {}) {
-  return {name, value_name, help,
-          [name, field, allowed](const std::string& v, ServerConfig* c) {
-            if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-              std::string list;
-              for (const auto& a : allowed) absl::StrAppend(&list, list.empty() ? "" : ", ", a);
-              return absl::InvalidArgumentError(absl::StrCat("--", name, ": \"", v, "\" is not one of ", list));
-            }
-            c->*field = v;
-            return absl::OkStatus();
-          },
-          [field](const ServerConfig& c) { return c.*field; }};
-}
-
-const std::vector<Flag>& Flags() {
-  static const std::vector<Flag> kFlags = {
-      {"model", "NAME=DIR",
+const FlagTable<ServerConfig>& Flags() {
+  static const FlagTable<ServerConfig> kFlags({
+      CustomFlag<C>("model", "NAME=DIR",
        "a Hugging Face model directory, or a Hub model org/repo[@revision] (fetched into the Hugging Face cache), "
        "to serve under NAME (repeatable; the first is the default model; a bare DIR is served under its folder "
        "name, a bare Hub id under org/repo, with repo accepted too; a path that exists wins over a Hub id)",
@@ -98,16 +47,17 @@ const std::vector<Flag>& Flags() {
          c->models.emplace_back(name, dir);
          return absl::OkStatus();
        },
-       [](const ServerConfig&) { return std::string("(required)"); }, /*repeatable=*/true},
+       [](const ServerConfig&) { return std::string("(required)"); })
+          .Repeatable(),
       StringFlag("served-model-name", "NAME",
                  "the name the first (default) model is served under, whatever --model names it (TEI's flag); a "
                  "Hub model's org/repo and repo are still accepted",
-                 &ServerConfig::served_model_name),
-      StringFlag("grpc-address", "HOST:PORT", "where the gRPC API listens", &ServerConfig::grpc_address),
-      StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", &ServerConfig::metrics_address),
+                 Field(&C::served_model_name)),
+      StringFlag("grpc-address", "HOST:PORT", "where the gRPC API listens", Field(&C::grpc_address)),
+      StringFlag("metrics-address", "HOST", "where /metrics and /healthz listen", Field(&C::metrics_address)),
       IntFlag("metrics-port", "port of the Prometheus endpoint (0: any free port, -1: none)",
-              &ServerConfig::metrics_port, -1),
-      {"http-address", "HOST:PORT", "where the HTTP/JSON API listens (OpenAI, TEI and Cohere routes; -1 or empty: none)",
+              Field(&C::metrics_port), -1),
+      CustomFlag<C>("http-address", "HOST:PORT", "where the HTTP/JSON API listens (OpenAI, TEI and Cohere routes; -1 or empty: none)",
        [](const std::string& v, ServerConfig* c) {
          if (v.empty() || v == "-1") {
            c->http_address.clear();
@@ -118,17 +68,17 @@ const std::vector<Flag>& Flags() {
          c->http_address = v;
          return absl::OkStatus();
        },
-       [](const ServerConfig& c) { return c.http_address; }},
+       [](const ServerConfig& c) { return c.http_address; }),
       IntFlag("http-threads", "threads of the HTTP server: HTTP requests served at once (each waits for its batch)",
-              &ServerConfig::http_threads, 1),
+              Field(&C::http_threads), 1),
       IntFlag("http-max-connections",
               "HTTP connections held at once (at most a quarter of the open-files limit); a new one replaces the "
               "oldest idle or slow one",
-              &ServerConfig::http_max_connections, 1),
+              Field(&C::http_max_connections), 1),
       IntFlag("http-max-connections-per-client",
               "HTTP connections one client address may hold; its next one replaces its own oldest idle or slow one",
-              &ServerConfig::http_max_connections_per_client, 1),
-      {"http-header-timeout", "DURATION",
+              Field(&C::http_max_connections_per_client), 1),
+      CustomFlag<C>("http-header-timeout", "DURATION",
        "how long a client may take to send a whole HTTP request head (bytes trickling in do not extend it)",
        [](const std::string& v, ServerConfig* c) {
          auto d = ParseTimeout(v, "--http-header-timeout");
@@ -137,8 +87,8 @@ const std::vector<Flag>& Flags() {
          c->http_header_timeout = *d;
          return absl::OkStatus();
        },
-       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_header_timeout), "s"); }},
-      {"http-request-timeout", "DURATION",
+       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_header_timeout), "s"); }),
+      CustomFlag<C>("http-request-timeout", "DURATION",
        "how long an HTTP call may take before it is answered 504 and its queued work dropped: seconds or a number "
        "with a unit (500ms, 2m; 0: no limit); a request's X-Request-Timeout header may ask for less",
        [](const std::string& v, ServerConfig* c) {
@@ -147,8 +97,8 @@ const std::vector<Flag>& Flags() {
          c->http_request_timeout = *d;
          return absl::OkStatus();
        },
-       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_request_timeout), "s"); }},
-      {"device", "cpu|cuda|cuda:N",
+       [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_request_timeout), "s"); }),
+      CustomFlag<C>("device", "cpu|cuda|cuda:N",
        "where models run: the CPU, or a GPU (a build against a CUDA LibTorch; cuda is cuda:0)",
        [](const std::string& v, ServerConfig* c) {
          const bool cuda_n = v.size() > 5 && v.size() <= 8 && v.compare(0, 5, "cuda:") == 0 &&
@@ -159,22 +109,22 @@ const std::vector<Flag>& Flags() {
          c->device = v;
          return absl::OkStatus();
        },
-       [](const ServerConfig& c) { return c.device; }},
-      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16, or int8 (CPU)", &ServerConfig::dtype,
+       [](const ServerConfig& c) { return c.device; }),
+      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16, or int8 (CPU)", Field(&C::dtype),
                  {"float32", "bfloat16", "float16", "int8"}),
       IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: on the CPU, "
               "float32 one per CPU, at most 4, bfloat16, float16 and int8 1; on a GPU, 2, each on a CUDA stream of its own)",
-              &ServerConfig::workers_per_device, 0),
+              Field(&C::workers_per_device), 0),
       IntFlag("threads-per-worker", "compute threads of each worker (0: the CPUs / workers)",
-              &ServerConfig::threads_per_worker, 0),
+              Field(&C::threads_per_worker), 0),
       IntFlag("max-batch-tokens", "padded tokens per batch (batch size x longest sequence)",
-              &ServerConfig::max_batch_tokens, 1),
-      IntFlag("max-batch-size", "sequences per batch", &ServerConfig::max_batch_size, 1),
+              Field(&C::max_batch_tokens), 1),
+      IntFlag("max-batch-size", "sequences per batch", Field(&C::max_batch_size), 1),
       IntFlag("max-queue-delay-us", "how long a sequence may wait for others to batch with",
-              &ServerConfig::max_queue_delay_us, 0),
-      StringFlag("batching", "MODE", "bucketed (by length) or fifo (arrival order)", &ServerConfig::batching,
+              Field(&C::max_queue_delay_us), 0),
+      StringFlag("batching", "MODE", "bucketed (by length) or fifo (arrival order)", Field(&C::batching),
                  {"bucketed", "fifo"}),
-      {"length-buckets", "N,N,...",
+      CustomFlag<C>("length-buckets", "N,N,...",
        "upper bounds of the length buckets batches are formed from (default: 8 apart up to 64, then 16, 32, 64)",
        [](const std::string& v, ServerConfig* c) {
          c->length_buckets.clear();
@@ -187,63 +137,46 @@ const std::vector<Flag>& Flags() {
          }
          return absl::OkStatus();
        },
-       [](const ServerConfig&) { return std::string("8,16,...,64,80,...,128,160,...,256,320,..."); }},
+       [](const ServerConfig&) { return std::string("8,16,...,64,80,...,128,160,...,256,320,..."); }),
       IntFlag("max-queue-sequences", "queued sequences per model before requests are refused (RESOURCE_EXHAUSTED)",
-              &ServerConfig::max_queue_sequences, 1),
+              Field(&C::max_queue_sequences), 1),
       IntFlag("max-inputs-per-request", "inputs (or Rerank documents) in one request",
-              &ServerConfig::max_inputs_per_request, 1),
+              Field(&C::max_inputs_per_request), 1),
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
-              &ServerConfig::max_input_length, 0),
+              Field(&C::max_input_length), 0),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins)",
-               &ServerConfig::auto_truncate),
+               Field(&C::auto_truncate)),
       BoolFlag("whole-input",
                "embed texts longer than the model's maximum whole, in windows whose pooled vectors are averaged, in "
                "Embed requests that do not say (a request's own whole_input wins)",
-               &ServerConfig::whole_input),
+               Field(&C::whole_input)),
       IntFlag("window-overlap", "tokens each window of a text embedded whole repeats from the one before",
-              &ServerConfig::window_overlap, 0),
+              Field(&C::window_overlap), 0),
       IntFlag("max-windows-per-request", "windows the texts of one Embed request may be split into (whole_input)",
-              &ServerConfig::max_windows_per_request, 1),
-      IntFlag("max-message-bytes", "largest request message", &ServerConfig::max_message_bytes, 1024),
+              Field(&C::max_windows_per_request), 1),
+      IntFlag("max-message-bytes", "largest request message", Field(&C::max_message_bytes), 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "
               "(INVALID_ARGUMENT) before computing; clients must accept messages this large",
-              &ServerConfig::max_response_bytes, 1024),
-      {"shutdown-grace-seconds", "S", "on SIGTERM/SIGINT, how long in-flight calls may take to finish",
-       [](const std::string& v, ServerConfig* c) {
-         double x;
-         if (!absl::SimpleAtod(v, &x) || x < 0) {
-           return absl::InvalidArgumentError(absl::StrCat("--shutdown-grace-seconds: \"", v, "\" is not a number >= 0"));
-         }
-         c->shutdown_grace_seconds = x;
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return absl::StrCat(c.shutdown_grace_seconds); }},
-      {"max-connection-age-seconds", "S",
-       "close client connections after about S seconds (GOAWAY; calls under way finish first), so "
-       "clients re-resolve and spread over new replicas (0: never)",
-       [](const std::string& v, ServerConfig* c) {
-         double x;
-         if (!absl::SimpleAtod(v, &x) || !(x >= 0) || x > 1e6) {
-           return absl::InvalidArgumentError(
-               absl::StrCat("--max-connection-age-seconds: \"", v, "\" is not a number in [0, 1000000]"));
-         }
-         c->max_connection_age_seconds = x;
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return absl::StrCat(c.max_connection_age_seconds); }},
-      BoolFlag("warmup", "run every model over its length buckets before reporting SERVING", &ServerConfig::warmup),
+              Field(&C::max_response_bytes), 1024),
+      NumberFlag("shutdown-grace-seconds", "S", "on SIGTERM/SIGINT, how long in-flight calls may take to finish",
+                 Field(&C::shutdown_grace_seconds), 0, std::numeric_limits<double>::infinity(), "a number >= 0"),
+      NumberFlag("max-connection-age-seconds", "S",
+                 "close client connections after about S seconds (GOAWAY; calls under way finish first), so "
+                 "clients re-resolve and spread over new replicas (0: never)",
+                 Field(&C::max_connection_age_seconds), 0, 1e6, "a number in [0, 1000000]"),
+      BoolFlag("warmup", "run every model over its length buckets before reporting SERVING", Field(&C::warmup)),
       StringFlag("pooling", "MODE", "override every model's pooling: mean, cls, max, ... (empty: the model's)",
-                 &ServerConfig::pooling),
+                 Field(&C::pooling)),
       StringFlag("tls-cert", "FILE", "PEM certificate chain: serve gRPC over TLS only (needs --tls-key; empty: plaintext)",
-                 &ServerConfig::tls_cert),
-      StringFlag("tls-key", "FILE", "PEM private key of --tls-cert", &ServerConfig::tls_key),
+                 Field(&C::tls_cert)),
+      StringFlag("tls-key", "FILE", "PEM private key of --tls-cert", Field(&C::tls_key)),
       StringFlag("tls-client-ca", "FILE",
                  "PEM CA certificates: require client certificates signed by them (mutual TLS; needs --tls-cert)",
-                 &ServerConfig::tls_client_ca),
-      {"api-key", "KEY",
+                 Field(&C::tls_client_ca)),
+      CustomFlag<C>("api-key", "KEY",
        "clients must send \"authorization: Bearer KEY\" on every API call (gRPC and HTTP; not health checks); "
        "prefer RELSERVE_API_KEY or --api-key-file: a command line is visible to every user of the machine",
        [](const std::string& v, ServerConfig* c) {
@@ -254,8 +187,8 @@ const std::vector<Flag>& Flags() {
          c->api_key = key;
          return absl::OkStatus();
        },
-       [](const ServerConfig&) { return std::string(); }},
-      {"api-key-file", "FILE",
+       [](const ServerConfig&) { return std::string(); }),
+      CustomFlag<C>("api-key-file", "FILE",
        "API keys, one per line (blank lines and surrounding whitespace ignored); several keys let clients move "
        "from an old key to a new one",
        [](const std::string& v, ServerConfig* c) {
@@ -264,14 +197,14 @@ const std::vector<Flag>& Flags() {
          c->api_key_file = v;
          return absl::OkStatus();
        },
-       [](const ServerConfig&) { return std::string(); }},
+       [](const ServerConfig&) { return std::string(); }),
       BoolFlag("metrics-api-key-required", "/metrics needs the API key too (/healthz never does)",
-               &ServerConfig::metrics_api_key_required),
+               Field(&C::metrics_api_key_required)),
       BoolFlag("offline",
                "Hub models (org/repo) come from the Hugging Face cache only, never over the network (as "
                "HF_HUB_OFFLINE=1)",
-               &ServerConfig::offline),
-  };
+               Field(&C::offline)),
+  }, ServerFlagOptions());
   return kFlags;
 }
 
@@ -288,26 +221,13 @@ std::vector<int32_t> DefaultLengthBuckets(int max_length) {
   return bounds;
 }
 
-std::string FlagEnvironmentVariable(const std::string& flag) {
-  std::string name = "RELSERVE_" + absl::AsciiStrToUpper(flag);
-  std::replace(name.begin(), name.end(), '-', '_');
-  return name;
-}
+std::string FlagEnvironmentVariable(const std::string& flag) { return FlagVariableName("RELSERVE_", flag); }
 
-std::map<std::string, std::string> RelserveEnvironment() {
-  std::map<std::string, std::string> out;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string entry = *e;
-    const size_t eq = entry.find('=');
-    if (eq == std::string::npos || entry.rfind("RELSERVE_", 0) != 0) continue;
-    out.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  return out;
-}
+std::map<std::string, std::string> RelserveEnvironment() { return EnvironmentWithPrefix("RELSERVE_"); }
 
 std::vector<std::string> UnknownRelserveVariables(const std::map<std::string, std::string>& environment) {
-  std::set<std::string> known = {"RELSERVE_NO_REEXEC", "RELSERVE_ALLOCATOR", "RELSERVE_MALLOC_DEFAULTS"};
-  for (const Flag& f : Flags()) known.insert(FlagEnvironmentVariable(f.name));
+  std::set<std::string> known = Flags().Variables();
+  known.insert({"RELSERVE_NO_REEXEC", "RELSERVE_ALLOCATOR", "RELSERVE_MALLOC_DEFAULTS"});
   std::vector<std::string> unknown;
   for (const auto& [name, value] : environment) {
     if (name.rfind("RELSERVE_", 0) == 0 && known.count(name) == 0) unknown.push_back(name);
@@ -316,67 +236,20 @@ std::vector<std::string> UnknownRelserveVariables(const std::map<std::string, st
 }
 
 std::string ServerUsage() {
-  std::string out = "usage: relserve --model NAME=DIR|ORG/REPO[@REVISION] [--model ...] [flags]\n\nflags:\n";
-  ServerConfig defaults;
-  for (const Flag& f : Flags()) {
-    absl::StrAppend(&out, "  --", f.name, " ", f.value_name, "\n      ", f.help, " (default: ", f.get_default(defaults),
-                    ")\n");
-  }
-  absl::StrAppend(&out,
-                  "\nEvery flag can also come from the environment as RELSERVE_ and its name in upper case with\n"
-                  "dashes as underscores (RELSERVE_API_KEY, RELSERVE_HTTP_ADDRESS); the command line wins.\n"
-                  "RELSERVE_MODEL holds a comma-separated list (embedder=/models/e,reranker=/models/r).\n");
-  return out;
+  return absl::StrCat("usage: relserve --model NAME=DIR|ORG/REPO[@REVISION] [--model ...] [flags]\n\n",
+                      Flags().Help(ServerConfig()),
+                      "\nEvery flag can also come from the environment as RELSERVE_ and its name in upper case with\n"
+                      "dashes as underscores (the $VARIABLE after it above); the command line wins.\n"
+                      "RELSERVE_MODEL holds a comma-separated list (embedder=/models/e,reranker=/models/r).\n");
 }
 
 absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args,
                                               const std::map<std::string, std::string>& environment) {
   ServerConfig config;
+  ASSIGN_OR_RETURN(ParsedCommandLine parsed, Flags().Parse(args, environment, &config));
+  if (parsed.help) return absl::FailedPreconditionError(ServerUsage());
   // Where each flag given came from, for errors that involve two flags.
-  std::map<std::string, std::string> origin;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return absl::FailedPreconditionError(ServerUsage());
-    if (a.rfind("--", 0) != 0) return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", a, "\""));
-    std::string name = a.substr(2), value;
-    const Flag* flag = nullptr;
-    const auto eq = name.find('=');
-    const std::string bare_name = eq == std::string::npos ? name : name.substr(0, eq);
-    for (const Flag& f : Flags()) {
-      if (bare_name == f.name) flag = &f;
-    }
-    if (eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (flag != nullptr && flag->boolean() &&
-               (i + 1 == args.size() || args[i + 1].rfind("--", 0) == 0)) {
-      value = "true";  // a bare boolean flag
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--", name, " needs a value"));
-    }
-    if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", name, " (see --help)"));
-    if (absl::Status s = flag->set(value, &config); !s.ok()) return s;
-    origin[flag->name] = absl::StrCat("--", flag->name);
-  }
-  // The environment fills in what the command line left out.
-  for (const Flag& f : Flags()) {
-    const std::string variable = FlagEnvironmentVariable(f.name);
-    const auto it = environment.find(variable);
-    if (origin.count(f.name) || it == environment.end()) continue;
-    std::vector<std::string> values = {it->second};
-    if (f.repeatable) values = absl::StrSplit(it->second, ',');
-    for (size_t k = 0; k < values.size(); ++k) {
-      const std::string value = f.repeatable ? std::string(absl::StripAsciiWhitespace(values[k])) : values[k];
-      absl::Status s = f.repeatable && value.empty()
-                           ? absl::InvalidArgumentError(absl::StrCat("item ", k + 1, " of ", values.size(),
-                                                                     " is empty (items are separated by commas)"))
-                           : f.set(value, &config);
-      if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat(variable, " (environment): ", s.message()));
-    }
-    origin[f.name] = variable;
-  }
+  std::map<std::string, std::string>& origin = parsed.origin;
   if (config.models.empty()) return absl::InvalidArgumentError("no --model given (nor RELSERVE_MODEL; see --help)");
   if (!config.served_model_name.empty()) {
     for (size_t i = 1; i < config.models.size(); ++i) {

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <iostream>
 #include <random>
-#include <set>
 
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
@@ -12,20 +11,17 @@
 #include "server/util/status_macros.h"
 
 namespace relserve {
+namespace {
 
-absl::Status RunAccuracyCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = EngineFlagNames();
-  known.insert({"batch", "seq"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags()));
-  ASSIGN_OR_RETURN(int batch, args.Int("batch", 8));
-  ASSIGN_OR_RETURN(int seq, args.Int("seq", 128));
-  if (batch < 1 || seq < 1) return absl::InvalidArgumentError("--batch and --seq must be positive");
+absl::Status RunAccuracy(const CliArgs& args) {
+  const int batch = args.Int("batch");
+  const int seq = args.Int("seq");
   std::string dir;
   ASSIGN_OR_RETURN(auto reduced, LoadEngineFromFlags(args, &dir));
   EngineOptions f32_options;
   f32_options.pooling = args.String("pooling");
-  f32_options.device = args.String("device", "cpu");
-  ASSIGN_OR_RETURN(f32_options.max_length, args.Int("max-length", 0));
+  f32_options.device = args.String("device");
+  f32_options.max_length = args.Int("max-length");
   ASSIGN_OR_RETURN(auto full, Engine::Load(dir, f32_options));
 
   // Lengths spread over [seq/4, seq] so that padding is part of what is compared.
@@ -62,6 +58,17 @@ absl::Status RunAccuracyCommand(const std::vector<std::string>& argv) {
   if (outputs & kOutputLogits) out["logits_max_abs_diff"] = max_logit;
   std::cout << out.dump() << std::endl;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+ModelCommand AccuracyCommand() {
+  return {"accuracy",
+          "cosine of pooled embeddings and max |logit difference| of the --dtype engine against float32",
+          CliFlags({{CliInt("batch", "sequences compared", 8, 1),
+                     CliInt("seq", "the longest sequence (lengths spread over [seq/4, seq])", 128, 1)},
+                    EngineFlags()}),
+          RunAccuracy};
 }
 
 }  // namespace relserve

@@ -4,8 +4,6 @@
 #include <chrono>
 #include <iostream>
 #include <random>
-#include <set>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
@@ -17,19 +15,14 @@
 #include "server/util/status_macros.h"
 
 namespace relserve {
+namespace {
 
-absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = EngineFlagNames();
-  known.insert({"batch", "seq", "iters", "warmup", "gemm-size"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"no-gemm"})));
-  ASSIGN_OR_RETURN(int batch, args.Int("batch", 8));
-  ASSIGN_OR_RETURN(int seq, args.Int("seq", 128));
-  ASSIGN_OR_RETURN(int iters, args.Int("iters", 10));
-  ASSIGN_OR_RETURN(int warmup, args.Int("warmup", 2));
-  ASSIGN_OR_RETURN(int gemm_size, args.Int("gemm-size", 2048));
-  if (batch < 1 || seq < 1 || iters < 1 || warmup < 0) {
-    return absl::InvalidArgumentError("--batch, --seq and --iters must be positive, --warmup not negative");
-  }
+absl::Status RunBench(const CliArgs& args) {
+  const int batch = args.Int("batch");
+  const int seq = args.Int("seq");
+  const int iters = args.Int("iters");
+  const int warmup = args.Int("warmup");
+  const int gemm_size = args.Int("gemm-size");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
   const ModelInfo& info = engine->info();
   if (seq > info.max_length) {
@@ -66,7 +59,7 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   out["layers"] = info.num_layers;
   out["dtype"] = DTypeName(info.dtype);
   out["device"] = info.device;
-  out["threads"] = args.String("threads", std::to_string(std::thread::hardware_concurrency()));
+  out["threads"] = std::to_string(args.Int("threads"));
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;
@@ -92,6 +85,20 @@ absl::Status RunBenchCommand(const std::vector<std::string>& argv) {
   }
   std::cout << out.dump() << std::endl;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+ModelCommand BenchCommand() {
+  return {"bench",
+          "tokens per second, and the efficiency against this machine's matmul throughput, as one JSON line",
+          CliFlags({{CliInt("batch", "sequences per batch", 8, 1), CliInt("seq", "tokens per sequence", 128, 1),
+                     CliInt("iters", "timed batches", 10, 1),
+                     CliInt("warmup", "batches run before the timed ones", 2, 0),
+                     CliInt("gemm-size", "the side of the square matmul that measures the machine", 2048, 1),
+                     CliBool("no-gemm", "no matmul measurement (and no efficiency)")},
+                    EngineFlags()}),
+          RunBench};
 }
 
 }  // namespace relserve

@@ -6,27 +6,37 @@
 
 #include "absl/status/status.h"
 #include "server/tools/cli_args.h"
+#include "server/util/flag_table.h"
 
 namespace relserve {
 
-// The subcommands of relserve-model. Each takes the arguments after its name and returns an
-// error status for bad usage or a failure; main prints it and exits non-zero.
-absl::Status RunForwardCommand(const std::vector<std::string>& args);
-absl::Status RunTokenizeCommand(const std::vector<std::string>& args);
-absl::Status RunEmbedCommand(const std::vector<std::string>& args);
-absl::Status RunCreateCommand(const std::vector<std::string>& args);
-absl::Status RunBenchCommand(const std::vector<std::string>& args);
-absl::Status RunInfoCommand(const std::vector<std::string>& args);
-absl::Status RunAccuracyCommand(const std::vector<std::string>& args);
-absl::Status RunDownloadCommand(const std::vector<std::string>& args);
-absl::Status RunConvertCommand(const std::vector<std::string>& args);
-absl::Status RunZeroShotCommand(const std::vector<std::string>& args);
+// One subcommand of relserve-model: its options, declared once (with their help, value names and
+// defaults) in a table of flags that parses its command line and writes its --help, and what it
+// does with them. `run` returns an error status for a failure (exit 1) or a UsageError (exit 2).
+struct ModelCommand {
+  std::string name;
+  std::string description;  // what it does, for --help
+  std::vector<Flag<CliArgs>> flags;
+  absl::Status (*run)(const CliArgs& args);
+};
+
+// The commands, in the order of the top-level --help.
+const std::vector<ModelCommand>& ModelCommands();
+
+ModelCommand ForwardCommand();
+ModelCommand TokenizeCommand();
+ModelCommand EmbedCommand();
+ModelCommand ZeroShotCommand();
+ModelCommand CreateCommand();
+ModelCommand BenchCommand();
+ModelCommand InfoCommand();
+ModelCommand AccuracyCommand();
+ModelCommand DownloadCommand();
+ModelCommand ConvertCommand();
+
 // embed with --whole-input, --window-overlap, --sparse or --multi-vector: through the server's
 // serving layer (serving_commands.cc).
 absl::Status RunServedEmbedCommand(const CliArgs& args);
-
-// create's options for --help: the shared ones, then each family's own (create_options()).
-std::string CreateCommandSynopsis();
 
 }  // namespace relserve
 

@@ -47,37 +47,18 @@ std::vector<CreateOption> FamilyCreateOptions() {
   return all;
 }
 
-}  // namespace
-
-std::string CreateCommandSynopsis() {
-  std::string out = absl::StrCat(
-      "--family ", absl::StrJoin(absl::StrSplit(SupportedCreateVariants(), ", "), "|"),
-      " --out DIR [--hidden N --layers N --heads N\n"
-      "--intermediate N --vocab N --vocab-file FILE --labels N --embedding-size N\n"
-      "--seed N --init-std X --dtype float32|bfloat16|float16 --config JSON\n"
-      "--sentence-transformers --dense-out N --overwrite]");
-  for (const CreateOption& o : FamilyCreateOptions()) absl::StrAppend(&out, "\n[--", o.flag, " ", o.help, "]");
-  return out;
-}
-
-absl::Status RunCreateCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = {"family", "hidden", "layers", "heads", "intermediate", "vocab", "vocab-file",
-                                 "embedding-size", "labels", "seed", "init-std", "dtype", "config", "dense-out",
-                                 "out"};
-  for (const CreateOption& o : FamilyCreateOptions()) known.insert(o.flag);
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, {"sentence-transformers", "overwrite"}));
+absl::Status RunCreate(const CliArgs& args) {
   CreateModelOptions o;
   ASSIGN_OR_RETURN(o.family, args.Required("family"));
   ASSIGN_OR_RETURN(std::string out, args.Required("out"));
-  ASSIGN_OR_RETURN(o.hidden, args.Int("hidden", 0));
-  ASSIGN_OR_RETURN(o.layers, args.Int("layers", 0));
-  ASSIGN_OR_RETURN(o.heads, args.Int("heads", 0));
-  ASSIGN_OR_RETURN(o.intermediate, args.Int("intermediate", 0));
-  ASSIGN_OR_RETURN(o.vocab, args.Int("vocab", 0));
-  ASSIGN_OR_RETURN(o.embedding_size, args.Int("embedding-size", 0));
-  ASSIGN_OR_RETURN(o.num_labels, args.Int("labels", 0));
-  ASSIGN_OR_RETURN(int seed, args.Int("seed", 1));
-  o.seed = static_cast<uint64_t>(seed);
+  o.hidden = args.Int("hidden");
+  o.layers = args.Int("layers");
+  o.heads = args.Int("heads");
+  o.intermediate = args.Int("intermediate");
+  o.vocab = args.Int("vocab");
+  o.embedding_size = args.Int("embedding-size");
+  o.num_labels = args.Int("labels");
+  o.seed = static_cast<uint64_t>(args.Int("seed"));
   if (args.Has("init-std")) {
     try {
       o.init_std = std::stof(args.String("init-std"));
@@ -86,7 +67,7 @@ absl::Status RunCreateCommand(const std::vector<std::string>& argv) {
     }
   }
   o.vocab_file = args.String("vocab-file");
-  o.dtype = args.String("dtype", "float32");
+  o.dtype = args.String("dtype");
   if (args.Has("config")) {
     // --config '{"share_att_key": false}': keys merged into config.json; weights follow them.
     ASSIGN_OR_RETURN(o.config_overrides, ParseJson(args.String("config"), "--config"));
@@ -109,9 +90,63 @@ absl::Status RunCreateCommand(const std::vector<std::string>& argv) {
     ASSIGN_OR_RETURN(o.config_overrides[option.config_key], OptionValue(option, args.String(option.flag)));
   }
   o.sentence_transformers = args.Bool("sentence-transformers");
-  ASSIGN_OR_RETURN(o.dense_out, args.Int("dense-out", 0));
+  o.dense_out = args.Int("dense-out");
   o.overwrite = args.Bool("overwrite");
   return CreateModelDirectory(o, out);
+}
+
+// A family's own option: a string whose value OptionValue reads as its config key's type.
+Flag<CliArgs> FamilyOptionFlag(const CreateOption& option) {
+  const char* value_name = "VALUE";
+  switch (option.type) {
+    case CreateOption::Type::kString:
+      break;
+    case CreateOption::Type::kInt:
+      value_name = "N";
+      break;
+    case CreateOption::Type::kNumber:
+      value_name = "X";
+      break;
+    case CreateOption::Type::kBool:
+      value_name = "true|false";
+      break;
+  }
+  return CliString(option.flag, value_name, absl::StrCat(option.help, "; sets config.json's ", option.config_key), "",
+                   {}, "the family's");
+}
+
+}  // namespace
+
+ModelCommand CreateCommand() {
+  std::vector<Flag<CliArgs>> own = {
+      CliRequired("family", absl::StrJoin(absl::StrSplit(SupportedCreateVariants(), ", "), "|"),
+                  "the model family and variant"),
+      CliRequired("out", "DIR", "where the model directory is written"),
+      CliInt("hidden", "hidden size", 0, 0, "N", "the family's"),
+      CliInt("layers", "encoder layers", 0, 0, "N", "the family's"),
+      CliInt("heads", "attention heads", 0, 0, "N", "the family's"),
+      CliInt("intermediate", "feed-forward size", 0, 0, "N", "the family's"),
+      CliInt("vocab", "vocabulary size", 0, 0, "N", "the family's, or --vocab-file's"),
+      CliString("vocab-file", "FILE",
+                "the tokenizer's vocabulary, copied into the directory (spm.model, spiece.model, a WordPiece "
+                "vocab.txt for bert, electra and mpnet, sentencepiece.bpe.model for xlm-roberta)"),
+      CliInt("labels", "classification labels (a sequence-classification head)", 0, 0),
+      CliInt("embedding-size", "embedding size, where the family has one apart from --hidden", 0, 0, "N",
+             "the family's"),
+      CliInt("seed", "seed of the random weights", 1, 0),
+      CliString("init-std", "X", "standard deviation of the random weights", "", {}, "0.02"),
+      CliString("dtype", "float32|bfloat16|float16", "the weights' storage type", "float32",
+                {"float32", "bfloat16", "float16"}),
+      CliString("config", "JSON", "a JSON object whose keys are merged into config.json (the weights follow them)"),
+      CliBool("sentence-transformers", "sentence-transformers pooling files too"),
+      CliInt("dense-out", "outputs of a sentence-transformers Dense layer after pooling", 0, 0, "N",
+             "0: no Dense layer"),
+      CliBool("overwrite", "write into an --out that exists and is not empty"),
+  };
+  std::vector<Flag<CliArgs>> family;
+  for (const CreateOption& o : FamilyCreateOptions()) family.push_back(FamilyOptionFlag(o).In("family options"));
+  return {"create", "writes a randomly initialised model directory in Hugging Face's format",
+          CliFlags({std::move(own), std::move(family)}), RunCreate};
 }
 
 }  // namespace relserve

@@ -11,9 +11,9 @@
 #include "server/util/status_macros.h"
 
 namespace relserve {
+namespace {
 
-absl::Status RunDownloadCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, {"model"}, WithModelBooleanFlags()));
+absl::Status RunDownload(const CliArgs& args) {
   ASSIGN_OR_RETURN(std::string spec, args.Required("model"));
   if (!NamesHubModel(spec) && !IsDirectory(spec)) {
     const absl::StatusOr<HubModelId> id = ParseHubModelId(spec);
@@ -24,6 +24,16 @@ absl::Status RunDownloadCommand(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   std::cout << dir << std::endl;
   return absl::OkStatus();
+}
+
+}  // namespace
+
+ModelCommand DownloadCommand() {
+  return {"download",
+          "fetches what the Hub model needs into the Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub or\n"
+          "~/.cache/huggingface/hub; HF_ENDPOINT, HF_TOKEN) and prints its snapshot's folder; --offline\n"
+          "checks the cache only",
+          ModelFlags(), RunDownload};
 }
 
 }  // namespace relserve

@@ -6,15 +6,47 @@
 #include "server/util/status_macros.h"
 
 namespace relserve {
+namespace {
 
-const std::set<std::string>& EngineFlagNames() {
-  static const std::set<std::string> kNames = {"model", "dtype", "device", "threads", "max-length", "pooling"};
-  return kNames;
+constexpr char kModelOptions[] = "model options";
+
+}  // namespace
+
+std::vector<Flag<CliArgs>> ModelFlags() {
+  return {CliRequired("model", "DIR|ORG/REPO[@REVISION]",
+                      "a model directory, or a Hub model fetched into the Hugging Face cache (a path that exists "
+                      "wins)")
+              .In(kModelOptions),
+          CliBool("offline", "Hub models from the cache only, no network (as HF_HUB_OFFLINE=1)").In(kModelOptions)};
 }
 
-std::set<std::string> WithModelBooleanFlags(std::set<std::string> own) {
-  own.insert("offline");
-  return own;
+Flag<CliArgs> MaxLengthFlag() {
+  return CliInt("max-length", "longest sequence accepted, special tokens included", 0, 0, "N", "the model's")
+      .In(kModelOptions);
+}
+
+Flag<CliArgs> NoTruncateFlag() {
+  return CliBool("no-truncate", "a text longer than the max length is an error instead of being truncated");
+}
+
+std::vector<Flag<CliArgs>> EngineFlags() {
+  std::vector<Flag<CliArgs>> flags = ModelFlags();
+  flags.push_back(CliString("dtype", "float32|bfloat16|float16|int8",
+                            "weights and activations (int8: the encoder's projections quantized)", "float32",
+                            {"float32", "bfloat16", "float16", "int8"})
+                      .In(kModelOptions));
+  flags.push_back(
+      CliString("device", "DEVICE", "where the model runs: cpu, cuda or cuda:N (cuda needs a CUDA build)", "cpu")
+          .In(kModelOptions));
+  flags.push_back(CliInt("threads", "compute threads (LibTorch and OpenBLAS)",
+                         static_cast<int64_t>(std::thread::hardware_concurrency()), 1, "N", "all cores")
+                      .In(kModelOptions));
+  flags.push_back(MaxLengthFlag());
+  flags.push_back(CliString("pooling", "MODE",
+                            "pooling of the embeddings: mean, cls, max, mean_sqrt_len, weightedmean or lasttoken", "",
+                            {}, "the model's sentence-transformers config, else mean")
+                      .In(kModelOptions));
+  return flags;
 }
 
 absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args) {
@@ -32,12 +64,11 @@ absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args) {
 absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args, std::string* loaded_dir) {
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   if (loaded_dir != nullptr) *loaded_dir = dir;
-  ASSIGN_OR_RETURN(int threads, args.Int("threads", static_cast<int>(std::thread::hardware_concurrency())));
-  SetComputeThreads(threads);
+  SetComputeThreads(args.Int("threads"));
   EngineOptions options;
-  options.dtype = args.String("dtype", "float32");
-  options.device = args.String("device", "cpu");
-  ASSIGN_OR_RETURN(options.max_length, args.Int("max-length", 0));
+  options.dtype = args.String("dtype");
+  options.device = args.String("device");
+  options.max_length = args.Int("max-length");
   options.pooling = args.String("pooling");
   return Engine::Load(dir, options);
 }

@@ -2,8 +2,8 @@
 #define RELSERVE_SERVER_TOOLS_ENGINE_FLAGS_H_
 
 #include <memory>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/model/engine.h"
@@ -11,11 +11,19 @@
 
 namespace relserve {
 
-// Options every engine-loading subcommand shares: --model --dtype --threads --max-length --pooling.
-const std::set<std::string>& EngineFlagNames();
-// `own` (a subcommand's boolean options) with those of every command that takes --model:
-// --offline.
-std::set<std::string> WithModelBooleanFlags(std::set<std::string> own = {});
+// The option groups relserve-model's commands share, declared once, listed under the heading
+// "model options" in each command's --help and in the top-level one.
+//
+// --model DIR|ORG/REPO[@REVISION] and --offline: every command that reads a model by name.
+std::vector<Flag<CliArgs>> ModelFlags();
+// --max-length N: the longest sequence (0: the model's).
+Flag<CliArgs> MaxLengthFlag();
+// --no-truncate: a text longer than the max length is an error (tokenize, embed, zero-shot).
+Flag<CliArgs> NoTruncateFlag();
+// The model flags, --dtype, --device, --threads, --max-length and --pooling: every command
+// that loads an engine (LoadEngineFromFlags).
+std::vector<Flag<CliArgs>> EngineFlags();
+
 // The directory --model names: the value itself, or the snapshot of a Hub model
 // (org/repo[@revision]) in the Hugging Face cache, fetched where files are missing unless
 // --offline or HF_HUB_OFFLINE (server/hub/model_resolver.h). Progress goes to standard error.

@@ -1,6 +1,5 @@
-// relserve-model forward --model DIR --inputs FILE.json --output FILE.safetensors
+// relserve-model forward: transformers' forward on a padded batch of token ids.
 #include <cstdint>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "server/model/engine.h"
@@ -66,12 +65,7 @@ absl::Status ReadMatrix(const nlohmann::json& j, const char* key, const std::str
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status RunForwardCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = EngineFlagNames();
-  known.insert({"inputs", "output"});
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"pooled"})));
+absl::Status RunForward(const CliArgs& args) {
   ASSIGN_OR_RETURN(std::string inputs_path, args.Required("inputs"));
   ASSIGN_OR_RETURN(std::string output_path, args.Required("output"));
   ASSIGN_OR_RETURN(nlohmann::json inputs, ReadJsonFile(inputs_path));
@@ -108,6 +102,21 @@ absl::Status RunForwardCommand(const std::vector<std::string>& argv) {
     RETURN_IF_ERROR(writer.Add(t.name, StDType::kF32, t.shape, t.data.data(), t.data.size() * sizeof(float)));
   }
   return writer.WriteFile(output_path);
+}
+
+}  // namespace
+
+ModelCommand ForwardCommand() {
+  return {"forward",
+          "transformers' forward on a padded batch (input_ids, attention_mask, token_type_ids); writes\n"
+          "last_hidden_state, hidden_state_0..N and logits as float32",
+          CliFlags({{CliRequired("inputs", "FILE.json",
+                                 "the batch: input_ids, attention_mask and token_type_ids as lists of rows padded to "
+                                 "one length"),
+                     CliRequired("output", "FILE.safetensors", "where the tensors are written"),
+                     CliBool("pooled", "the pooled output too")},
+                    EngineFlags()}),
+          RunForward};
 }
 
 }  // namespace relserve

@@ -7,9 +7,9 @@
 #include "server/util/status_macros.h"
 
 namespace relserve {
+namespace {
 
-absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, EngineFlagNames(), WithModelBooleanFlags()));
+absl::Status RunInfo(const CliArgs& args) {
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
   const ModelInfo& i = engine->info();
   nlohmann::json out = {{"architecture", i.architecture}, {"model_type", i.model_type},
@@ -39,5 +39,9 @@ absl::Status RunInfoCommand(const std::vector<std::string>& argv) {
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();
 }
+
+}  // namespace
+
+ModelCommand InfoCommand() { return {"info", "what the engine loaded, as JSON", EngineFlags(), RunInfo}; }
 
 }  // namespace relserve

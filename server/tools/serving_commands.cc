@@ -4,7 +4,6 @@
 #include <future>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -37,21 +36,13 @@ absl::StatusOr<Result> Await(Call&& call) {
 }
 
 absl::StatusOr<std::unique_ptr<LocalServing>> LocalFromFlags(const CliArgs& args, ServingLimits limits) {
-  ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
-  if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
-  ASSIGN_OR_RETURN(int threads, args.Int("threads", static_cast<int>(std::thread::hardware_concurrency())));
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
   limits.max_inputs_per_request = 1 << 20;
   limits.max_windows_per_request = 1 << 20;
-  return LocalServing::Create(std::move(engine), batch_size, threads, limits);
+  return LocalServing::Create(std::move(engine), args.Int("batch-size"), args.Int("threads"), limits);
 }
 
-}  // namespace
-
-absl::Status RunZeroShotCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = EngineFlagNames();
-  for (const char* f : {"batch-size", "labels", "template"}) known.insert(f);
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known, WithModelBooleanFlags({"multi-label", "no-truncate"})));
+absl::Status RunZeroShot(const CliArgs& args) {
   ZeroShotRequest request;
   ASSIGN_OR_RETURN(const std::string labels, args.Required("labels"));
   for (absl::string_view l : absl::StrSplit(labels, ',')) {
@@ -81,10 +72,26 @@ absl::Status RunZeroShotCommand(const std::vector<std::string>& argv) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+ModelCommand ZeroShotCommand() {
+  return {"zero-shot",
+          "one text per line on stdin; zero-shot classification with an NLI model as transformers'\n"
+          "zero-shot-classification pipeline answers it: {sequence, labels, scores} per line, best first",
+          CliFlags({{CliRequired("labels", "A,B,...", "the candidate labels, separated by commas"),
+                     CliString("template", "T", "the hypothesis each label is put into ({} is the label)", "", {},
+                               "\"This example is {}.\""),
+                     CliBool("multi-label", "each label scored on its own (else the scores sum to 1)"),
+                     NoTruncateFlag(),
+                     CliInt("batch-size", "sequences per batch", 32, 1)},
+                    EngineFlags()}),
+          RunZeroShot};
+}
+
 absl::Status RunServedEmbedCommand(const CliArgs& args) {
   ServingLimits limits;
   limits.auto_truncate = !args.Bool("no-truncate");
-  ASSIGN_OR_RETURN(limits.window_overlap, args.Int("window-overlap", 0));
+  limits.window_overlap = args.Int("window-overlap");
   ASSIGN_OR_RETURN(auto local, LocalFromFlags(args, limits));
   EmbedRequest request;
   request.prompt_name = args.String("prompt-name");

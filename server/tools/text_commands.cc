@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <iostream>
 #include <numeric>
-#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -27,9 +26,9 @@ absl::StatusOr<Encoding> EncodeLine(const Tokenizer& tokenizer, const std::strin
   return tokenizer.EncodePair(std::string_view(line).substr(0, tab), std::string_view(line).substr(tab + 1), opts);
 }
 
-absl::StatusOr<TokenizeOptions> TokenizeOptionsFromFlags(const CliArgs& args) {
+TokenizeOptions TokenizeOptionsFromFlags(const CliArgs& args) {
   TokenizeOptions opts;
-  ASSIGN_OR_RETURN(opts.max_length, args.Int("max-length", 0));
+  opts.max_length = args.Int("max-length");
   opts.truncate = !args.Bool("no-truncate");
   return opts;
 }
@@ -40,13 +39,12 @@ void StripCarriageReturn(std::string* line) {
 
 enum class Padding { kNone, kLongest, kMaxLength };
 
-absl::StatusOr<Padding> PaddingFromFlags(const CliArgs& args) {
+// --padding's values are checked by its flag (longest or max_length).
+Padding PaddingFromFlags(const CliArgs& args) {
   const std::string padding = args.String("padding");
-  if (padding.empty()) return Padding::kNone;
   if (padding == "longest") return Padding::kLongest;
   if (padding == "max_length") return Padding::kMaxLength;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--padding must be longest or max_length, got \"", padding, "\""));
+  return Padding::kNone;
 }
 
 // Text input needs the tokenizer files of the model's family in the directory.
@@ -55,19 +53,15 @@ absl::Status NoTokenizerError(const std::string& dir, TokenizerFamily family) {
       absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(family), "): the model takes token ids only"));
 }
 
-}  // namespace
-
-absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(CliArgs args,
-                   CliArgs::Parse(argv, {"model", "max-length", "padding"}, WithModelBooleanFlags({"no-truncate"})));
+absl::Status RunTokenize(const CliArgs& args) {
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
-  ASSIGN_OR_RETURN(const Padding padding, PaddingFromFlags(args));
+  const Padding padding = PaddingFromFlags(args);
   ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(dir));
   ASSIGN_OR_RETURN(const TokenizerFamily family, ResolveTokenizerFamily(dir, config.family->tokenizer_family(config)));
   ASSIGN_OR_RETURN(const bool has_tokenizer, Tokenizer::HasFiles(dir, family));
   if (!has_tokenizer) return NoTokenizerError(dir, family);
   ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
-  ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
+  TokenizeOptions opts = TokenizeOptionsFromFlags(args);
   // Padding to the longest line needs every line first; otherwise lines go out as they come.
   std::vector<absl::StatusOr<Encoding>> pending;
   int failures = 0;
@@ -111,19 +105,11 @@ absl::Status RunTokenizeCommand(const std::vector<std::string>& argv) {
   return absl::OkStatus();
 }
 
-absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
-  std::set<std::string> known = EngineFlagNames();
-  known.insert("batch-size");
-  known.insert("prompt-name");
-  known.insert("window-overlap");
-  ASSIGN_OR_RETURN(CliArgs args, CliArgs::Parse(argv, known,
-                                                WithModelBooleanFlags({"no-truncate", "whole-input", "sparse",
-                                                                       "multi-vector"})));
+absl::Status RunEmbed(const CliArgs& args) {
   if (args.Bool("whole-input") || args.Has("window-overlap") || args.Bool("sparse") || args.Bool("multi-vector")) {
     return RunServedEmbedCommand(args);
   }
-  ASSIGN_OR_RETURN(int batch_size, args.Int("batch-size", 32));
-  if (batch_size < 1) return absl::InvalidArgumentError("--batch-size must be at least 1");
+  const int batch_size = args.Int("batch-size");
   ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
   if (engine->tokenizer() == nullptr) {
     const ModelConfig& config = engine->config();
@@ -131,7 +117,7 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
                      ResolveTokenizerFamily(args.String("model"), config.family->tokenizer_family(config)));
     return NoTokenizerError(args.String("model"), family);
   }
-  ASSIGN_OR_RETURN(TokenizeOptions opts, TokenizeOptionsFromFlags(args));
+  TokenizeOptions opts = TokenizeOptionsFromFlags(args);
   if (opts.max_length == 0) opts.max_length = engine->info().max_length;
   // sentence-transformers' prompt (--prompt-name, else the model's default_prompt_name) goes
   // before each text, as SentenceTransformer.encode(prompt_name=...) puts it.
@@ -184,6 +170,42 @@ absl::Status RunEmbedCommand(const std::vector<std::string>& argv) {
   for (const auto& e : embeddings) std::cout << nlohmann::json{{"embedding", e}}.dump() << "\n";
   std::cout.flush();
   return absl::OkStatus();
+}
+
+}  // namespace
+
+ModelCommand TokenizeCommand() {
+  return {"tokenize",
+          "one text per line on stdin (a tab separates a pair); JSON lines out (input_ids, attention_mask,\n"
+          "token_type_ids, truncated); a line that fails prints {\"error\": ...} and the exit code is 1",
+          CliFlags({{CliString("padding", "longest|max_length",
+                               "pad every line to the longest one, or to the max length, on the family's side (the "
+                               "left for XLNet) with attention mask 0",
+                               "", {"longest", "max_length"}),
+                     NoTruncateFlag()},
+                    ModelFlags(),
+                    {MaxLengthFlag()}}),
+          RunTokenize};
+}
+
+ModelCommand EmbedCommand() {
+  return {"embed",
+          "one text per line on stdin (a tab separates a pair); pooled embeddings as JSON lines, in input order",
+          CliFlags({{CliInt("batch-size", "lines per batch", 32, 1),
+                     CliString("prompt-name", "NAME", "the sentence-transformers prompt put before each text", "", {},
+                               "the model's default_prompt_name"),
+                     NoTruncateFlag(),
+                     CliBool("whole-input",
+                             "texts longer than the model embedded in windows whose pooled vectors are averaged "
+                             "(adds windows and num_tokens)"),
+                     CliInt("window-overlap", "tokens each window shares with the one before (implies the serving "
+                                              "layer, as --whole-input does)",
+                            0, 0),
+                     CliBool("sparse", "the model's sparse vector too, as the server's Embed answers it"),
+                     CliBool("multi-vector", "the model's ColBERT token vectors too, as the server's Embed answers "
+                                             "them")},
+                    EngineFlags()}),
+          RunEmbed};
 }
 
 }  // namespace relserve

@@ -131,24 +131,24 @@ TEST(ClientFlagsTest, LoadBalancingPolicyChoices) {
 }
 
 TEST(ClientFlagsTest, ApiKeyFromTheFlagElseTheEnvironment) {
-  auto flag = ParseClientArgs({"models", "--api-key", " flag-key\n"});
+  auto flag = ParseClientArgs({"models", "--api-key", " flag-key\n"}, ClientEnvironment("env-key"));
   ASSERT_TRUE(flag.ok()) << flag.status();
-  EXPECT_EQ(flag->connection.api_key, "flag-key");
-  ApplyApiKeyFromEnvironment("env-key", &*flag);
   EXPECT_EQ(flag->connection.api_key, "flag-key");  // the flag wins
 
-  auto none = ParseClientArgs({"bench"});
+  auto none = ParseClientArgs({"bench"}, ClientEnvironment(nullptr));
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->connection.api_key, "");
-  ApplyApiKeyFromEnvironment(nullptr, &*none);
-  EXPECT_EQ(none->connection.api_key, "");
-  ApplyApiKeyFromEnvironment("env-key\n", &*none);
-  EXPECT_EQ(none->connection.api_key, "env-key");
+  auto env = ParseClientArgs({"bench"}, ClientEnvironment("env-key\n"));
+  ASSERT_TRUE(env.ok()) << env.status();
+  EXPECT_EQ(env->connection.api_key, "env-key");
+  auto blank = ParseClientArgs({"bench"}, ClientEnvironment(" \n"));  // a blank variable is no key
+  ASSERT_TRUE(blank.ok()) << blank.status();
+  EXPECT_EQ(blank->connection.api_key, "");
 
   auto empty = ParseClientArgs({"models", "--api-key", ""});
   EXPECT_EQ(empty.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(empty.status().message()), HasSubstr("--api-key"));
-  EXPECT_THAT(Usage("embed"), HasSubstr("--api-key KEY"));
+  EXPECT_THAT(Usage("embed"), HasSubstr("--api-key KEY  $RELSERVE_API_KEY\n"));
 }
 
 TEST(ClientFlagsTest, HelpWithAndWithoutSubcommand) {

@@ -146,7 +146,7 @@ TEST(ServerConfigTest, ApiKeyErrorsNameTheFlagAndNeverTheKey) {
       {{"--model", "a=/x", "--api-key", "secr\xc3\xa9t"}, "--api-key: the API key holds a byte"},
       {{"--model", "a=/x", "--api-key-file", ""}, "--api-key-file: the path is empty"},
       {{"--model", "a=/x", "--metrics-api-key-required"}, "--metrics-api-key-required needs an API key"},
-      {{"--model", "a=/x", "--metrics-api-key-required", "maybe"}, "--metrics-api-key-required: expected true or false"},
+      {{"--model", "a=/x", "--metrics-api-key-required", "maybe"}, "--metrics-api-key-required: \"maybe\" is not true or false"},
   };
   for (const Case& c : cases) {
     auto r = ParseServerFlags(c.args);
@@ -220,7 +220,7 @@ TEST(ServerConfigTest, EnvironmentErrorsNameTheVariable) {
       {{{"RELSERVE_MAX_BATCH_SIZE", "lots"}}, {"--model", "a=/x"},
        "RELSERVE_MAX_BATCH_SIZE (environment): --max-batch-size: \"lots\" is not an integer >= 1"},
       {{{"RELSERVE_DTYPE", "int4"}}, {"--model", "a=/x"}, "RELSERVE_DTYPE (environment): --dtype"},
-      {{{"RELSERVE_WARMUP", "yes"}}, {"--model", "a=/x"}, "RELSERVE_WARMUP (environment): --warmup: expected true or false"},
+      {{{"RELSERVE_WARMUP", "yes"}}, {"--model", "a=/x"}, "RELSERVE_WARMUP (environment): --warmup: \"yes\" is not true or false"},
       {{{"RELSERVE_MODEL", "a=/x,,b=/y"}}, {}, "RELSERVE_MODEL (environment): item 2 of 3 is empty"},
       {{{"RELSERVE_MODEL", "a=/x,a=/y"}}, {}, "RELSERVE_MODEL (environment): --model: name \"a\" given twice"},
       {{{"RELSERVE_MODEL", ""}}, {}, "RELSERVE_MODEL (environment): item 1 of 1 is empty"},
@@ -267,6 +267,11 @@ TEST(ServerConfigTest, HelpListsEveryFlagWithItsDefault) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
   EXPECT_THAT(usage, HasSubstr("(default: 0.0.0.0:50051)"));
+  // Each flag with the variable it may come from instead.
+  EXPECT_THAT(usage, HasSubstr("  --max-batch-size N  $RELSERVE_MAX_BATCH_SIZE\n"));
+  // --help wins over whatever else is on the line.
+  auto help = ParseServerFlags({"--frobnicate", "--max-batch-size", "x", "--help"});
+  EXPECT_EQ(help.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(ServerConfigTest, TlsFlagsAreParsedAndOffByDefault) {

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <unistd.h>
@@ -24,6 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const std::string kBinary = RELSERVE_MODEL_BINARY;
 const std::string kData = RELSERVE_TEST_DATA_DIR;
@@ -188,7 +191,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
     const SplitResult bad = RunCliSplit(command + " --bogus-option 1");
     EXPECT_EQ(bad.exit_code, 2) << command << ": " << bad.err;
     EXPECT_EQ(bad.out, "") << command;
-    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + ": unknown option --bogus-option")) << command;
+    EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + ": unknown flag --bogus-option")) << command;
     EXPECT_THAT(bad.err, HasSubstr("relserve-model " + command + " --help")) << command;
     const size_t known = bad.err.find("(known: ");
     ASSERT_NE(known, std::string::npos) << bad.err;
@@ -209,7 +212,7 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
   }
   const SplitResult no_value = RunCliSplit("embed --model");
   EXPECT_EQ(no_value.exit_code, 2) << no_value.err;
-  EXPECT_THAT(no_value.err, HasSubstr("option --model needs a value"));
+  EXPECT_THAT(no_value.err, HasSubstr(": --model needs a value"));
   const SplitResult top = RunCliSplit("--help");
   EXPECT_EQ(top.exit_code, 0);
   for (const char* command :
@@ -217,6 +220,119 @@ TEST(CliHelpTest, EveryCommandHasHelpListingItsOptions) {
     EXPECT_THAT(top.out, HasSubstr(std::string("\n  ") + command + " ")) << command;
   }
   EXPECT_EQ(RunCliSplit("frobnicate --help").exit_code, 2);
+}
+
+// The options a --help lists, by name ("--batch-size"), with the line of help below each: the
+// lines "  --NAME [VALUE]" and the indented line after them.
+std::map<std::string, std::string> HelpOptions(const std::string& help) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(help);
+  std::string line, name;
+  while (std::getline(in, line)) {
+    if (line.rfind("  --", 0) == 0) {
+      name = line.substr(2, line.find(' ', 2) == std::string::npos ? std::string::npos : line.find(' ', 2) - 2);
+      out[name] = "";
+    } else if (!name.empty() && line.rfind("      ", 0) == 0) {
+      out[name] += line.substr(6);
+    } else {
+      name.clear();
+    }
+  }
+  return out;
+}
+
+// The options a command accepts: those its refusal of an unknown option lists.
+std::set<std::string> KnownOptions(const std::string& command) {
+  const SplitResult bad = RunCliSplit(command + " --bogus-option 1");
+  const size_t known = bad.err.find("(known: ");
+  std::set<std::string> out;
+  if (known == std::string::npos) return out;
+  const std::string list = bad.err.substr(known + 8, bad.err.find(')', known) - known - 8);
+  for (size_t at = list.find("--"); at != std::string::npos; at = list.find("--", at + 2)) {
+    out.insert(list.substr(at, list.find_first_of(", ", at) - at));
+  }
+  return out;
+}
+
+// Each command's --help is its table of options: exactly the options it accepts, each with its
+// default or "(required)"; the shared model options under their own heading, the same for every
+// command that loads a model; and the values the table types are checked as it says (a bad one
+// is a usage error naming the option and the value).
+TEST(CliHelpTest, HelpIsGeneratedFromTheTableOfOptions) {
+  const std::vector<std::string> engine = {"--model", "--offline", "--dtype", "--device",
+                                           "--threads", "--max-length", "--pooling"};
+  std::string engine_section;
+  for (const std::string command :
+       {"forward", "tokenize", "embed", "zero-shot", "create", "bench", "info", "accuracy", "download", "convert"}) {
+    const SplitResult help = RunCliSplit(command + " --help");
+    ASSERT_EQ(help.exit_code, 0) << command;
+    const std::map<std::string, std::string> options = HelpOptions(help.out);
+    std::set<std::string> listed;
+    for (const auto& [name, text] : options) {
+      listed.insert(name);
+      EXPECT_TRUE(text.find("(default: ") != std::string::npos || text.find("(required)") != std::string::npos)
+          << command << " " << name << ": " << text;
+    }
+    EXPECT_EQ(listed, KnownOptions(command)) << command << ": " << help.out;
+    if (command != "tokenize" && command != "download" && command != "convert" && command != "create") {
+      const size_t at = help.out.find("\nmodel options:\n");
+      ASSERT_NE(at, std::string::npos) << command << ": " << help.out;
+      for (const std::string& option : engine) {
+        EXPECT_TRUE(ListsOption(help.out.substr(at), option)) << command << " " << option;
+      }
+      if (engine_section.empty()) engine_section = help.out.substr(at);
+      EXPECT_EQ(help.out.substr(at), engine_section) << command;
+    }
+  }
+  const std::map<std::string, std::string> embed = HelpOptions(RunCliSplit("embed --help").out);
+  EXPECT_THAT(embed.at("--batch-size"), HasSubstr("(default: 32)"));
+  EXPECT_THAT(embed.at("--dtype"), HasSubstr("(default: float32)"));
+  EXPECT_THAT(embed.at("--device"), HasSubstr("(default: cpu)"));
+  EXPECT_THAT(embed.at("--threads"), HasSubstr("(default: all cores)"));
+  EXPECT_THAT(embed.at("--model"), HasSubstr("(required)"));
+  EXPECT_THAT(RunCliSplit("embed --help").out, HasSubstr("  --dtype float32|bfloat16|float16|int8\n"));
+  const std::map<std::string, std::string> bench = HelpOptions(RunCliSplit("bench --help").out);
+  EXPECT_THAT(bench.at("--batch"), HasSubstr("(default: 8)"));
+  EXPECT_THAT(bench.at("--seq"), HasSubstr("(default: 128)"));
+  EXPECT_THAT(bench.at("--iters"), HasSubstr("(default: 10)"));
+  EXPECT_THAT(bench.at("--warmup"), HasSubstr("(default: 2)"));
+  EXPECT_THAT(bench.at("--gemm-size"), HasSubstr("(default: 2048)"));
+  EXPECT_THAT(bench.at("--no-gemm"), HasSubstr("(default: false)"));
+  const std::map<std::string, std::string> create = HelpOptions(RunCliSplit("create --help").out);
+  EXPECT_THAT(create.at("--seed"), HasSubstr("(default: 1)"));
+  EXPECT_THAT(create.at("--dtype"), HasSubstr("(default: float32)"));
+  EXPECT_EQ(create.count("--position-embedding-type"), 1u);  // a family's own option
+
+  // The top-level help lists the model options with their defaults, as a command's does.
+  const std::string top = RunCliSplit("--help").out;
+  EXPECT_THAT(top, HasSubstr(engine_section.substr(std::string("\nmodel options:\n").size())));
+  EXPECT_THAT(top, HasSubstr("--batch --seq --iters --warmup --gemm-size --no-gemm, and the model options"));
+
+  // Typed values: a usage error (exit 2) naming the option and the value, before any model is read.
+  struct Case {
+    std::string line, message;
+  };
+  for (const Case& c : {Case{"bench --model /nonexistent --batch 0", "--batch: \"0\" is not an integer >= 1"},
+                        Case{"embed --model /nonexistent --batch-size x", "--batch-size: \"x\" is not an integer >= 1"},
+                        Case{"accuracy --model /nonexistent --seq -3", "--seq: \"-3\" is not an integer >= 1"},
+                        Case{"info --model /nonexistent --max-length -1",
+                             "--max-length: \"-1\" is not an integer >= 0"},
+                        Case{"info --model /nonexistent --threads 0", "--threads: \"0\" is not an integer >= 1"},
+                        Case{"info --model /nonexistent --dtype float64",
+                             "--dtype: \"float64\" is not one of float32, bfloat16, float16, int8"},
+                        Case{"create --family bert --out /nonexistent/x --dtype int8",
+                             "--dtype: \"int8\" is not one of float32, bfloat16, float16"},
+                        Case{"forward --model /nonexistent --pooled maybe",
+                             "--pooled: \"maybe\" is not true or false"}}) {
+    const SplitResult r = RunCliSplit(c.line);
+    EXPECT_EQ(r.exit_code, 2) << c.line << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.message)) << c.line;
+    EXPECT_THAT(r.err, HasSubstr("(see relserve-model ")) << c.line;
+  }
+  // --device is free-form: the engine, not the table, judges it (a missing model fails first, exit 1).
+  const SplitResult device = RunCliSplit("info --model /nonexistent --device tpu:3");
+  EXPECT_EQ(device.exit_code, 1) << device.err;
+  EXPECT_THAT(device.err, Not(HasSubstr("--device")));
 }
 
 // create -> tokenize -> embed on a model with the reference tokenizer.

@@ -263,9 +263,10 @@ TEST_F(TokenizeCommandTest, MaxLengthTruncatesPairsAndPads) {
 TEST_F(TokenizeCommandTest, BadPaddingAndMissingVocabularyAreErrors) {
   const fs::path data = kData / "reference/tokenizer_wordpiece";
   const fs::path model = MakeModel("bert", R"({"model_type": "bert"})", data / "vocab_uncased.txt", "vocab.txt");
+  // --padding's values are its flag's: another one is a usage error (exit 2).
   Result r = RunTokenize(model, "--padding left", "x\n");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.output, HasSubstr("--padding must be longest or max_length"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.output, HasSubstr("--padding: \"left\" is not one of longest, max_length"));
   // A RoBERTa directory with a WordPiece vocabulary has none of the files its family reads.
   const fs::path roberta = MakeModel("roberta", R"({"model_type": "roberta"})", data / "vocab_uncased.txt", "vocab.txt");
   r = RunTokenize(roberta, "", "x\n");

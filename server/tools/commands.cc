@@ -1,0 +1,13 @@
+#include "server/tools/commands.h"
+
+namespace relserve {
+
+const std::vector<ModelCommand>& ModelCommands() {
+  static const std::vector<ModelCommand> kCommands = {
+      ForwardCommand(), TokenizeCommand(), EmbedCommand(), ZeroShotCommand(),   CreateCommand(),
+      BenchCommand(),   InfoCommand(),     AccuracyCommand(), DownloadCommand(), ConvertCommand(),
+  };
+  return kCommands;
+}
+
+}  // namespace relserve
