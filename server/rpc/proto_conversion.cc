@@ -1,6 +1,7 @@
 #include "server/rpc/proto_conversion.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
@@ -64,14 +65,21 @@ absl::StatusOr<Truncation> TruncationOf(const Request& r) {
                                                  " is not a TruncationDirection (RIGHT = 1, LEFT = 2)"));
 }
 
-}  // namespace
-
-absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
-  EmbedRequest out;
+// What every request carries: the model it names and how its inputs are cut.
+template <typename Out, typename Request>
+absl::StatusOr<Out> Common(const Request& r) {
+  Out out;
   auto truncation = TruncationOf(r);
   if (!truncation.ok()) return truncation.status();
   out.truncation = *truncation;
   out.model = r.model();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
+  ASSIGN_OR_RETURN(EmbedRequest out, Common<EmbedRequest>(r));
   out.inputs = Inputs(r.inputs());
   out.normalize = r.normalize();
   out.dimensions = r.dimensions();
@@ -85,11 +93,7 @@ absl::StatusOr<EmbedRequest> FromProto(const v1::EmbedRequest& r) {
 }
 
 absl::StatusOr<ZeroShotRequest> FromProto(const v1::ZeroShotClassifyRequest& r) {
-  ZeroShotRequest out;
-  auto truncation = TruncationOf(r);
-  if (!truncation.ok()) return truncation.status();
-  out.truncation = *truncation;
-  out.model = r.model();
+  ASSIGN_OR_RETURN(ZeroShotRequest out, Common<ZeroShotRequest>(r));
   out.sequences.assign(r.sequences().begin(), r.sequences().end());
   out.candidate_labels.assign(r.candidate_labels().begin(), r.candidate_labels().end());
   out.hypothesis_template = r.hypothesis_template();
@@ -98,21 +102,13 @@ absl::StatusOr<ZeroShotRequest> FromProto(const v1::ZeroShotClassifyRequest& r) 
 }
 
 absl::StatusOr<EmbedTokensRequest> FromProto(const v1::EmbedTokensRequest& r) {
-  EmbedTokensRequest out;
-  auto truncation = TruncationOf(r);
-  if (!truncation.ok()) return truncation.status();
-  out.truncation = *truncation;
-  out.model = r.model();
+  ASSIGN_OR_RETURN(EmbedTokensRequest out, Common<EmbedTokensRequest>(r));
   out.inputs = Inputs(r.inputs());
   return out;
 }
 
 absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r) {
-  RerankRequest out;
-  auto truncation = TruncationOf(r);
-  if (!truncation.ok()) return truncation.status();
-  out.truncation = *truncation;
-  out.model = r.model();
+  ASSIGN_OR_RETURN(RerankRequest out, Common<RerankRequest>(r));
   out.query = r.query();
   out.documents.assign(r.documents().begin(), r.documents().end());
   out.top_n = r.top_n();
@@ -122,11 +118,7 @@ absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r) {
 }
 
 absl::StatusOr<ClassifyRequest> FromProto(const v1::ClassifyRequest& r) {
-  ClassifyRequest out;
-  auto truncation = TruncationOf(r);
-  if (!truncation.ok()) return truncation.status();
-  out.truncation = *truncation;
-  out.model = r.model();
+  ASSIGN_OR_RETURN(ClassifyRequest out, Common<ClassifyRequest>(r));
   out.inputs = Inputs(r.inputs());
   out.raw_scores = r.raw_scores();
   out.top_k = r.top_k();
@@ -134,11 +126,7 @@ absl::StatusOr<ClassifyRequest> FromProto(const v1::ClassifyRequest& r) {
 }
 
 absl::StatusOr<TokenizeRequest> FromProto(const v1::TokenizeRequest& r) {
-  TokenizeRequest out;
-  auto truncation = TruncationOf(r);
-  if (!truncation.ok()) return truncation.status();
-  out.truncation = *truncation;
-  out.model = r.model();
+  ASSIGN_OR_RETURN(TokenizeRequest out, Common<TokenizeRequest>(r));
   out.inputs = Inputs(r.inputs());
   return out;
 }
