@@ -36,7 +36,7 @@ struct RelserveServer::State {
   ServerConfig config;
   ServerMetrics metrics;
   std::unique_ptr<ApiKeys> api_keys;  // null: no key needed
-  std::vector<std::unique_ptr<Engine>> engines;
+  std::vector<LoadedModel> models;  // each engine and the tokenizer loaded beside it
   std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
   std::vector<std::unique_ptr<ModelBatcher>> batchers;
   ModelRegistry registry;
@@ -142,10 +142,11 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     options.device = config.device;
     options.max_length = config.max_input_length;
     options.pooling = config.pooling;
-    auto engine = Engine::Load(*dir, options);
-    if (!engine.ok()) {
-      return absl::Status(engine.status().code(), absl::StrCat("model ", name, ": ", engine.status().message()));
+    auto loaded = LoadModel(*dir, options);
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(), absl::StrCat("model ", name, ": ", loaded.status().message()));
     }
+    const std::unique_ptr<Engine>* engine = &loaded->engine;
     const ModelInfo& info = (*engine)->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", DTypeName(info.dtype), ", max length ", info.max_length,
@@ -186,13 +187,13 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     ServedModel served;
     served.name = name;
     served.backend = engine->get();
-    served.tokenizer = (*engine)->tokenizer();
+    served.tokenizer = loaded->tokenizer.get();
     served.batcher = batcher.get();
     served.max_length = info.max_length;
     served.aliases = ModelNameAliases(name, spec);
     served.model_id = spec;
     state->registry.Add(served);
-    state->engines.push_back(std::move(*engine));
+    state->models.push_back(std::move(*loaded));
     state->observers.push_back(std::move(observer));
     state->batchers.push_back(std::move(batcher));
   }

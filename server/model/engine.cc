@@ -20,6 +20,8 @@
 #include "server/model/layers/encoder_model.h"
 #include "server/model/families/family_models.h"
 #include "server/model/families/family_registry.h"
+#include "server/model/families/model_tokenizer.h"
+#include "server/model/config/max_length.h"
 #include "server/model/layers/int8_linear.h"
 #include "server/model/masked_lm_head.h"
 #include "server/model/config/model_limits.h"
@@ -27,7 +29,6 @@
 #include "server/model/layers/token_packing.h"
 #include "server/model/layers/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
-#include "server/tokenizer/files/tokenizer_class.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/field_error.h"
 #include "server/util/file_util.h"
@@ -103,6 +104,13 @@ std::string CheckpointFiles(const std::string& dir, const Checkpoint& checkpoint
   return absl::StrCat(dir, " (", absl::StrJoin(names, ", "), ")");
 }
 
+// The tokenizer's cls, eos, pad and unk ids (bge-m3's sparse weights leave them out); none
+// without a tokenizer.
+std::optional<std::vector<int>> BgeM3DroppedIds(const Tokenizer* tokenizer) {
+  if (tokenizer == nullptr) return std::nullopt;
+  return std::vector<int>{tokenizer->cls_id(), tokenizer->eos_id(), tokenizer->pad_id(), tokenizer->unk_id()};
+}
+
 std::vector<float> ToFloatVector(const at::Tensor& t) {
   at::Tensor c = t.to(at::kFloat).contiguous();
   return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
@@ -148,6 +156,26 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Load(const std::string& dir, con
   }
 }
 
+absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const EngineOptions& options, bool load_tokenizer) {
+  LoadedModel loaded;
+  EngineOptions with_tokenizer = options;
+  if (load_tokenizer && IsDirectory(dir)) {
+    // The same files and length the engine reads next; a problem with them is the engine's to
+    // report, in its words, so the tokenizer is only looked for where they are sound.
+    auto config = LoadModelConfig(dir);
+    auto st = config.ok() ? LoadSentenceTransformersConfig(dir) : config.status();
+    auto max_length = st.ok() ? ResolveMaxLength(*config, *st, options.max_length) : st.status();
+    if (max_length.ok()) {
+      ASSIGN_OR_RETURN(ModelTokenizer tokenizer, LoadModelTokenizer(dir, *config, *st, max_length->tokens));
+      loaded.tokenizer = std::move(tokenizer.tokenizer);
+      with_tokenizer.tokenizer = loaded.tokenizer.get();
+      with_tokenizer.no_tokenizer_reason = std::move(tokenizer.no_tokenizer_reason);
+    }
+  }
+  ASSIGN_OR_RETURN(loaded.engine, Engine::Load(dir, with_tokenizer));
+  return loaded;
+}
+
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& dir, const EngineOptions& options) {
   if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("model directory ", dir, " does not exist"));
   // Before the weights, so that they and every activation come from the same allocator.
@@ -173,44 +201,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   // do_lower_case, read before the weights so that a bad length fails at once.
   ASSIGN_OR_RETURN(SentenceTransformersConfig st, LoadSentenceTransformersConfig(dir));
 
-  // The longest input: the model's own, cut to sentence-transformers' max_seq_length where the
-  // model has one (SentenceTransformer.encode and TEI cut there), and to what the options ask;
-  // options may ask for less, never more.
-  if (options.max_length > kMaxSequenceLength) {
-    return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the limit of ",
-                                                   kMaxSequenceLength, " tokens"));
-  }
-  int max_length = config.max_length;
-  std::string max_length_source =
-      config.max_length_limit > 0 ? config.max_length_limit_source : "the model's default";
-  if (st.max_seq_length > 0) {
-    const std::string st_source = absl::StrCat("max_seq_length ", st.max_seq_length, " in ", st.transformer_config_path);
-    if (config.max_length_limit > 0 && config.max_length_limit < st.max_seq_length) {
-      // sentence-transformers would fail on inputs past the position table; TEI cuts there too.
-      max_length = config.max_length_limit;
-      max_length_source = absl::StrCat(config.max_length_limit_source, ", below ", st_source);
-    } else if (st.max_seq_length > kMaxSequenceLength) {
-      max_length = kMaxSequenceLength;
-      max_length_source = absl::StrCat("relserve's limit, below ", st_source);
-    } else {
-      max_length = st.max_seq_length;
-      max_length_source = st_source;
-    }
-  }
-  if (options.max_length > 0) {
-    if (config.max_length_limit > 0 && options.max_length > config.max_length_limit) {
-      return absl::InvalidArgumentError(absl::StrCat("max_length ", options.max_length, " exceeds the model's ",
-                                                     config.max_length_limit_source));
-    }
-    if (st.max_seq_length > 0 && options.max_length > max_length) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("max_length ", options.max_length, " exceeds the model's ", max_length_source));
-    }
-    if (options.max_length != max_length) {
-      max_length_source = absl::StrCat("as asked; the model's own is ", max_length, ", ", max_length_source);
-    }
-    max_length = options.max_length;
-  }
+  ASSIGN_OR_RETURN(const MaxLength resolved_length, ResolveMaxLength(config, st, options.max_length));
+  const int max_length = resolved_length.tokens;
+  const std::string& max_length_source = resolved_length.source;
 
   ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
   try {
@@ -270,29 +263,6 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   // bge-m3's heads beside the weights.
   ASSIGN_OR_RETURN(engine->impl_->bge_m3, BgeM3Heads::Load(dir, config.hidden_size, device));
 
-  // The tokenizer family names the files that make a tokenizer; without them the model serves token ids
-  // only. A file that is there but unreadable as a file (a directory) is an error, not a model
-  // served without text input.
-  bool has_tokenizer_file = false;
-  TokenizerFamily tokenizer_family = config.family->tokenizer_family(config);
-  std::string no_tokenizer_reason;
-  if (options.load_tokenizer) {
-    absl::StatusOr<TokenizerFamily> resolved = ResolveTokenizerFamily(dir, tokenizer_family);
-    if (absl::IsFailedPrecondition(resolved.status())) {
-      // A tokenizer class relserve does not have (ByT5's, say): the model takes token ids.
-      no_tokenizer_reason = std::string(resolved.status().message());
-    } else {
-      RETURN_IF_ERROR(resolved.status());
-      tokenizer_family = *resolved;
-      ASSIGN_OR_RETURN(has_tokenizer_file, Tokenizer::HasFiles(dir, tokenizer_family));
-    }
-  }
-  if (has_tokenizer_file) {
-    ASSIGN_OR_RETURN(engine->tokenizer_, Tokenizer::Load(dir, tokenizer_family, max_length));
-    // sentence-transformers' Transformer.tokenize lowers every text (str.lower) first.
-    if (st.do_lower_case) engine->tokenizer_->LowerCaseWholeText();
-  }
-
   ModelInfo& info = engine->info_;
   info.architecture = config.architecture;
   info.model_type = config.model_type;
@@ -314,9 +284,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                                                                              : ProblemTypeFromConfig(config.problem_type);
   info.dtype = engine->impl_->int8 ? DType::kInt8 : DTypeOf(engine->impl_->dtype);
   info.device = device.str();
-  info.has_tokenizer = engine->tokenizer_ != nullptr;
-  if (engine->tokenizer_ != nullptr) info.tokenizer_file = engine->tokenizer_->source_file();
-  info.no_tokenizer_reason = no_tokenizer_reason;
+  info.has_tokenizer = options.tokenizer != nullptr;
+  if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
+  info.no_tokenizer_reason = options.no_tokenizer_reason;
+  engine->special_token_ids_ = BgeM3DroppedIds(options.tokenizer);
   engine->impl_->pad_id = config.pad_token_id;
   if (st.splade.has_value()) {
     if (!engine->impl_->masked_lm.has_value()) {
@@ -337,8 +308,8 @@ void Engine::DescribeHeads() {
   std::string sparse, multi_vector;
   // sparse_linear.pt is a file someone put there for this: it wins over a masked-LM head. Its
   // weights leave out the tokenizer's cls, eos, pad and unk ids, which only a tokenizer knows.
-  if (impl.bge_m3.has_sparse() && tokenizer_ != nullptr) {
-    for (int id : {tokenizer_->cls_id(), tokenizer_->eos_id(), tokenizer_->pad_id(), tokenizer_->unk_id()}) {
+  if (impl.bge_m3.has_sparse() && special_token_ids_.has_value()) {
+    for (int id : *special_token_ids_) {
       if (id >= 0 && std::find(impl.lexical_dropped_ids.begin(), impl.lexical_dropped_ids.end(), id) ==
                          impl.lexical_dropped_ids.end()) {
         impl.lexical_dropped_ids.push_back(id);

@@ -2,23 +2,28 @@
 #define RELSERVE_SERVER_MODEL_ENGINE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/backend/inference_backend.h"
 #include "server/model/config/model_config.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
 
-class Tokenizer;
 
 struct EngineOptions {
   std::string dtype = "float32";  // float32, bfloat16, float16: weights and activations
   std::string device = "cpu";
   int max_length = 0;             // longest accepted sequence; 0 = the model's own maximum
   std::string pooling;            // "" = the directory's sentence-transformers Pooling, else mean
-  bool load_tokenizer = true;
+  // The model's tokenizer, loaded beside the engine (LoadModel, families/model_tokenizer.h), or
+  // null: the engine reads its cls, eos, pad and unk ids (bge-m3's sparse weights leave them
+  // out) and names it in ModelInfo; it keeps no pointer to it.
+  const Tokenizer* tokenizer = nullptr;
+  std::string no_tokenizer_reason;  // ModelInfo's, where there is no tokenizer
 };
 
 // A padded batch in transformers' layout: row-major [batch, length] int64.
@@ -36,8 +41,8 @@ struct NamedTensor {
   std::vector<float> data;  // row-major float32
 };
 
-// One model directory loaded for inference: the encoder, its pooling and head, and its
-// tokenizer when the directory has one. Implements the serving backend interface.
+// One model directory loaded for inference: the encoder, its pooling and head. Implements the
+// serving backend interface. Its tokenizer is loaded beside it (LoadModel below).
 //
 // Sparse and multi-vector outputs (kOutputSparse, kOutputMultiVector) come from heads beside
 // the encoder: a *ForMaskedLM checkpoint's masked-LM head gives SPLADE vectors
@@ -46,7 +51,7 @@ struct NamedTensor {
 // model's pooling either way.
 class Engine : public InferenceBackend {
  public:
-  // Reads config.json, the weights (model.safetensors or a sharded index), the tokenizer and
+  // Reads config.json, the weights (model.safetensors or a sharded index), the
   // sentence-transformers modules, and the heads above where the directory has them. Any
   // problem is an error that names it; nothing is half-loaded. Sizes in config.json must agree
   // with the checkpoint's tensors and stay within model_limits.h; options.max_length within
@@ -79,8 +84,6 @@ class Engine : public InferenceBackend {
   // the load log and `relserve-model info`: "sparse: splade, masked-LM head cls.predictions.*
   // (decoder: the word embeddings); multi-vector: none (no colbert_linear.pt)".
   const std::string& heads_description() const { return heads_description_; }
-  // nullptr when the directory has no tokenizer; text inputs are then an error.
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
  private:
   struct Impl;  // torch state
@@ -95,9 +98,19 @@ class Engine : public InferenceBackend {
   ModelConfig config_;
   ModelInfo info_;
   std::string heads_description_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::optional<std::vector<int>> special_token_ids_;  // the tokenizer's, where there is one
   std::unique_ptr<Impl> impl_;
 };
+
+// A model directory loaded: its tokenizer (null where it has none: token ids only) and its
+// engine, cutting at the same maximum length (config/max_length.h).
+struct LoadedModel {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<Engine> engine;
+};
+// `load_tokenizer` false: the engine alone (the model then takes token ids).
+absl::StatusOr<LoadedModel> LoadModel(const std::string& model_dir, const EngineOptions& options,
+                                      bool load_tokenizer = true);
 
 // The length a batch whose longest sequence has `length` tokens runs at on a GPU: rounded up to
 // a multiple of 16 up to 256 tokens, of 64 up to 1024 and of 256 beyond, never past

@@ -61,7 +61,7 @@ absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args) {
   return ResolveModelDir(spec, settings, &progress);
 }
 
-absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args, std::string* loaded_dir) {
+absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string* loaded_dir) {
   ASSIGN_OR_RETURN(std::string dir, ModelDirFromFlags(args));
   if (loaded_dir != nullptr) *loaded_dir = dir;
   SetComputeThreads(args.Int("threads"));
@@ -70,7 +70,12 @@ absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args,
   options.device = args.String("device");
   options.max_length = args.Int("max-length");
   options.pooling = args.String("pooling");
-  return Engine::Load(dir, options);
+  return LoadModel(dir, options);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args, std::string* loaded_dir) {
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelFromFlags(args, loaded_dir));
+  return std::move(loaded.engine);
 }
 
 }  // namespace relserve

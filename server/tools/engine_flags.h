@@ -30,6 +30,8 @@ std::vector<Flag<CliArgs>> EngineFlags();
 absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args);
 // Sets the thread count and loads the engine named by --model (ModelDirFromFlags); the
 // directory it loaded goes to *loaded_dir when given.
+absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string* loaded_dir = nullptr);
+// The engine alone, for commands that take no text (its ModelInfo still names the tokenizer).
 absl::StatusOr<std::unique_ptr<Engine>> LoadEngineFromFlags(const CliArgs& args, std::string* loaded_dir = nullptr);
 
 }  // namespace relserve

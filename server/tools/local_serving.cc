@@ -6,10 +6,11 @@ namespace relserve {
 
 constexpr char LocalServing::kModelName[];
 
-absl::StatusOr<std::unique_ptr<LocalServing>> LocalServing::Create(std::unique_ptr<Engine> engine, int batch_size,
+absl::StatusOr<std::unique_ptr<LocalServing>> LocalServing::Create(LoadedModel model, int batch_size,
                                                                    int threads, ServingLimits limits) {
   std::unique_ptr<LocalServing> local(new LocalServing());
-  local->engine_ = std::move(engine);
+  local->tokenizer_ = std::move(model.tokenizer);
+  local->engine_ = std::move(model.engine);
   BatcherConfig config;
   config.policy.max_batch_size = batch_size;
   config.policy.max_batch_tokens = static_cast<int64_t>(batch_size) * local->engine_->info().max_length;
@@ -21,7 +22,7 @@ absl::StatusOr<std::unique_ptr<LocalServing>> LocalServing::Create(std::unique_p
   ServedModel served;
   served.name = kModelName;
   served.backend = local->engine_.get();
-  served.tokenizer = local->engine_->tokenizer();
+  served.tokenizer = local->tokenizer_.get();
   served.batcher = local->batcher_.get();
   served.max_length = local->engine_->info().max_length;
   local->registry_.Add(served);

@@ -18,7 +18,7 @@ namespace relserve {
 class LocalServing {
  public:
   // `batch_size` sequences per batch at most; one worker using `threads` compute threads.
-  static absl::StatusOr<std::unique_ptr<LocalServing>> Create(std::unique_ptr<Engine> engine, int batch_size,
+  static absl::StatusOr<std::unique_ptr<LocalServing>> Create(LoadedModel model, int batch_size,
                                                               int threads, ServingLimits limits);
   ~LocalServing();
 
@@ -28,6 +28,7 @@ class LocalServing {
 
  private:
   LocalServing() = default;
+  std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ModelBatcher> batcher_;
   ModelRegistry registry_;

@@ -36,10 +36,10 @@ absl::StatusOr<Result> Await(Call&& call) {
 }
 
 absl::StatusOr<std::unique_ptr<LocalServing>> LocalFromFlags(const CliArgs& args, ServingLimits limits) {
-  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelFromFlags(args));
   limits.max_inputs_per_request = 1 << 20;
   limits.max_windows_per_request = 1 << 20;
-  return LocalServing::Create(std::move(engine), args.Int("batch-size"), args.Int("threads"), limits);
+  return LocalServing::Create(std::move(loaded), args.Int("batch-size"), args.Int("threads"), limits);
 }
 
 absl::Status RunZeroShot(const CliArgs& args) {

@@ -110,8 +110,9 @@ absl::Status RunEmbed(const CliArgs& args) {
     return RunServedEmbedCommand(args);
   }
   const int batch_size = args.Int("batch-size");
-  ASSIGN_OR_RETURN(auto engine, LoadEngineFromFlags(args));
-  if (engine->tokenizer() == nullptr) {
+  ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelFromFlags(args));
+  const std::unique_ptr<Engine>& engine = loaded.engine;
+  if (loaded.tokenizer == nullptr) {
     const ModelConfig& config = engine->config();
     ASSIGN_OR_RETURN(const TokenizerFamily family,
                      ResolveTokenizerFamily(args.String("model"), config.family->tokenizer_family(config)));
@@ -128,7 +129,7 @@ absl::Status RunEmbed(const CliArgs& args) {
   if (prompt != nullptr && !info.pooling_includes_prompt) {
     TokenizeOptions prompt_opts = opts;
     prompt_opts.truncate = true;
-    ASSIGN_OR_RETURN(const Encoding prompt_enc, engine->tokenizer()->Encode(*prompt, prompt_opts));
+    ASSIGN_OR_RETURN(const Encoding prompt_enc, loaded.tokenizer->Encode(*prompt, prompt_opts));
     pooling_skip = std::max<int32_t>(static_cast<int32_t>(prompt_enc.input_ids.size()) - 1, 0);
   }
 
@@ -145,7 +146,7 @@ absl::Status RunEmbed(const CliArgs& args) {
     }
     const bool prompted = prompt != nullptr && !pair;
     if (prompted) line.insert(0, *prompt);
-    auto enc = EncodeLine(*engine->tokenizer(), line, opts);
+    auto enc = EncodeLine(*loaded.tokenizer, line, opts);
     if (!enc.ok()) return absl::InvalidArgumentError(absl::StrCat("line ", line_no, ": ", enc.status().message()));
     SequenceInput sequence;
     sequence.input_ids = std::move(enc->input_ids);

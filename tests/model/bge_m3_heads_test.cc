@@ -77,10 +77,12 @@ class BgeM3HeadsTest : public ::testing::Test {
     WriteTorchSaveArchive(JoinPath(dir, file), tensors);
   }
 
-  static std::unique_ptr<Engine> Load(const std::string& dir, EngineOptions options = testing::TestEngineOptions()) {
-    auto engine = Engine::Load(dir, options);
-    if (!engine.ok()) throw std::runtime_error("Engine::Load: " + std::string(engine.status().message()));
-    return std::move(*engine);
+  // The engine, loaded beside its tokenizer (whose special ids it keeps) unless `tokenizer` is false.
+  static std::unique_ptr<Engine> Load(const std::string& dir, EngineOptions options = testing::TestEngineOptions(),
+                                      bool tokenizer = true) {
+    auto loaded = LoadModel(dir, options, tokenizer);
+    if (!loaded.ok()) throw std::runtime_error("LoadModel: " + std::string(loaded.status().message()));
+    return std::move(loaded->engine);
   }
 
   static std::vector<SequenceOutput> Run(Engine& engine, const std::vector<SequenceInput>& batch, uint32_t outputs) {
@@ -174,7 +176,9 @@ class BgeM3HeadsTest : public ::testing::Test {
 
 TEST_F(BgeM3HeadsTest, SparseAndColbertMatchFlagEmbeddingInDouble) {
   const std::string dir = Create("bge_m3");
-  auto engine = Load(dir);
+  auto loaded = LoadModel(dir, testing::TestEngineOptions());
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const std::unique_ptr<Engine>& engine = loaded->engine;
   const ModelInfo& info = engine->info();
   EXPECT_EQ(info.architecture, "XLMRobertaModel");
   EXPECT_EQ(info.sparse_kind, "bge-m3");
@@ -182,11 +186,12 @@ TEST_F(BgeM3HeadsTest, SparseAndColbertMatchFlagEmbeddingInDouble) {
   EXPECT_EQ(info.multi_vector_dim, kColbertDim);
   EXPECT_THAT(engine->heads_description(), HasSubstr("sparse_linear.pt"));
   EXPECT_THAT(engine->heads_description(), HasSubstr("colbert_linear.pt"));
-  ASSERT_NE(engine->tokenizer(), nullptr);
-  EXPECT_EQ(engine->tokenizer()->cls_id(), 0);
-  EXPECT_EQ(engine->tokenizer()->pad_id(), 1);
-  EXPECT_EQ(engine->tokenizer()->eos_id(), 2);
-  EXPECT_EQ(engine->tokenizer()->unk_id(), 3);
+  ASSERT_NE(loaded->tokenizer, nullptr);
+  EXPECT_EQ(loaded->tokenizer->cls_id(), 0);
+  EXPECT_EQ(loaded->tokenizer->pad_id(), 1);
+  EXPECT_EQ(loaded->tokenizer->eos_id(), 2);
+  EXPECT_EQ(loaded->tokenizer->unk_id(), 3);
+  EXPECT_TRUE(info.has_tokenizer);
 
   const auto out = Run(*engine, batch_, kOutputTokenStates | kOutputSparse | kOutputMultiVector | kOutputPooled);
   double sparse_worst = 0, colbert_worst = 0;
@@ -277,9 +282,7 @@ TEST_F(BgeM3HeadsTest, MissingHeadsAreRefusedNamingWhatIsMissing) {
   EXPECT_EQ(sparse_only->Run(batch_, kOutputMultiVector).status().code(), absl::StatusCode::kFailedPrecondition);
 
   // Without a tokenizer the special ids are unknown: no sparse output, and the refusal says why.
-  EngineOptions no_tokenizer = testing::TestEngineOptions();
-  no_tokenizer.load_tokenizer = false;
-  auto ids_only = Load(Create("ids_only"), no_tokenizer);
+  auto ids_only = Load(Create("ids_only"), testing::TestEngineOptions(), /*tokenizer=*/false);
   EXPECT_EQ(ids_only->info().sparse_kind, "");
   refused = ids_only->Run(batch_, kOutputSparse);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);

@@ -118,7 +118,10 @@ TEST(EngineTest, RunMatchesPaddedForward) {
   EXPECT_EQ(engine->info().labels, (std::vector<std::string>{"LABEL_0", "LABEL_1", "LABEL_2"}));
   EXPECT_EQ(engine->info().problem_type, ProblemType::kSingleLabel);
   EXPECT_FALSE(engine->info().has_tokenizer);
-  EXPECT_EQ(engine->tokenizer(), nullptr);
+  auto loaded = LoadModel(dir, EngineOptions{});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->tokenizer, nullptr);
+  EXPECT_FALSE(loaded->engine->info().has_tokenizer);
 }
 
 // SequenceInput.pooling_skip (a prompt left out, sentence-transformers' include_prompt false):
@@ -287,7 +290,7 @@ TEST(EngineTest, BFloat16InferenceStaysCloseToFloat32) {
 
 // ---- Broken model directories: each a precise status, never a crash or a half-loaded model.
 
-absl::Status LoadStatus(const std::string& dir) { return Engine::Load(dir, EngineOptions{}).status(); }
+absl::Status LoadStatus(const std::string& dir) { return LoadModel(dir, EngineOptions{}).status(); }
 
 TEST(EngineLoadErrorTest, MissingDirectoryAndConfig) {
   EXPECT_EQ(LoadStatus("/nonexistent/model").code(), absl::StatusCode::kNotFound);

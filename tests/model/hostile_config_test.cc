@@ -101,8 +101,9 @@ void WriteText(const std::string& path, const std::string& text) {
   out << text;
 }
 
-absl::Status LoadStatus(const std::string& dir, EngineOptions options = {}) {
-  return Engine::Load(dir, options).status();
+// The whole model directory as the server loads it: the tokenizer beside the engine.
+absl::Status LoadStatus(const std::string& dir, EngineOptions options = {}, bool load_tokenizer = true) {
+  return LoadModel(dir, options, load_tokenizer).status();
 }
 
 // Sets the value at `pointer` of a JSON file to `raw` (JSON text, written as is, so that it may
@@ -487,9 +488,7 @@ TEST(HostileConfigTest, DirectoriesWhereFilesBelongAreErrors) {
     ExpectInvalid(dangling, {file, "symbolic link to nothing"});
   }
   // Absent files stay optional.
-  EngineOptions no_tokenizer;
-  no_tokenizer.load_tokenizer = false;
-  EXPECT_TRUE(LoadStatus(models.dir("embedder"), no_tokenizer).ok());
+  EXPECT_TRUE(LoadStatus(models.dir("embedder"), EngineOptions{}, /*load_tokenizer=*/false).ok());
 }
 
 // Loads the model and runs one 32768-token batch of two with the address space capped a little

@@ -38,15 +38,16 @@ class EncoderServiceTest : public ::testing::Test {
 };
 RelserveServer* EncoderServiceTest::server_ = nullptr;
 
-std::unique_ptr<Engine> Offline(const std::string& name) {
-  auto e = Engine::Load(TestModels::Get().dir(name), EngineOptions{});
-  EXPECT_TRUE(e.ok()) << e.status();
-  return std::move(*e);
+// The model as the server loads it, in process: its engine and the tokenizer beside it.
+std::unique_ptr<LoadedModel> Offline(const std::string& name) {
+  auto loaded = LoadModel(TestModels::Get().dir(name), EngineOptions{});
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  return std::make_unique<LoadedModel>(std::move(*loaded));
 }
 
-std::vector<float> OfflinePooled(Engine& engine, const std::string& text) {
-  auto enc = engine.tokenizer()->Encode(text);
-  auto out = engine.Run({{enc->input_ids, enc->token_type_ids}}, kOutputPooled);
+std::vector<float> OfflinePooled(LoadedModel& model, const std::string& text) {
+  auto enc = model.tokenizer->Encode(text);
+  auto out = model.engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputPooled);
   return (*out)[0].pooled;
 }
 
@@ -128,8 +129,8 @@ TEST_F(EncoderServiceTest, EmbedTokensMatchesTheEngine) {
   grpc::ClientContext ctx;
   ASSERT_TRUE(stub_->EmbedTokens(&ctx, req, &resp).ok());
   ASSERT_EQ(resp.sequences_size(), 2);
-  auto enc = engine->tokenizer()->Encode("Hello world");
-  auto want = engine->Run({{enc->input_ids, {}}}, kOutputTokenStates);
+  auto enc = engine->tokenizer->Encode("Hello world");
+  auto want = engine->engine->Run({{enc->input_ids, {}}}, kOutputTokenStates);
   const v1::TokenStates& got = resp.sequences(0);
   EXPECT_EQ(std::vector<int32_t>(got.token_ids().begin(), got.token_ids().end()), enc->input_ids);
   EXPECT_EQ(got.hidden_size(), 32);
@@ -153,8 +154,8 @@ TEST_F(EncoderServiceTest, RerankScoresAreSigmoidOfTheCrossEncoderLogit) {
   ASSERT_EQ(resp.results_size(), 3);
   for (int k = 0; k < resp.results_size(); ++k) {
     const auto& r = resp.results(k);
-    auto enc = engine->tokenizer()->EncodePair(req.query(), req.documents(r.index()));
-    auto out = engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputLogits);
+    auto enc = engine->tokenizer->EncodePair(req.query(), req.documents(r.index()));
+    auto out = engine->engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputLogits);
     EXPECT_NEAR(r.score(), 1.0 / (1.0 + std::exp(-(*out)[0].logits[0])), 1e-5);
     EXPECT_EQ(r.document(), req.documents(r.index()));
     if (k > 0) {
@@ -220,7 +221,7 @@ TEST_F(EncoderServiceTest, LeftTruncationKeepsTheEndOfTheText) {
   TokenizeOptions left;
   left.max_length = 512;
   left.direction = TruncationDirection::kLeft;
-  auto want = engine->tokenizer()->Encode(LongText(), left);
+  auto want = engine->tokenizer->Encode(LongText(), left);
   ASSERT_TRUE(want.ok()) << want.status();
   ASSERT_TRUE(want->truncated);
 
@@ -245,7 +246,7 @@ TEST_F(EncoderServiceTest, LeftTruncationKeepsTheEndOfTheText) {
   v1::EmbedResponse got;
   grpc::ClientContext ectx;
   ASSERT_TRUE(stub_->Embed(&ectx, embed, &got).ok());
-  auto offline = engine->Run({{want->input_ids, want->token_type_ids}}, kOutputPooled);
+  auto offline = engine->engine->Run({{want->input_ids, want->token_type_ids}}, kOutputPooled);
   ASSERT_TRUE(offline.ok()) << offline.status();
   EXPECT_LE(MaxAbsDiff((*offline)[0].pooled, got.embeddings(0).values()), 1e-5);
   EXPECT_EQ(got.embeddings(0).num_tokens(), 512);

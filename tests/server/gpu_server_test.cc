@@ -47,8 +47,8 @@ TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
   auto server = RelserveServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
 
-  auto embedder = Engine::Load(TestModels::Get().dir("embedder"), EngineOptions{});
-  auto classifier = Engine::Load(TestModels::Get().dir("classifier"), EngineOptions{});
+  auto embedder = LoadModel(TestModels::Get().dir("embedder"), EngineOptions{});
+  auto classifier = LoadModel(TestModels::Get().dir("classifier"), EngineOptions{});
   ASSERT_TRUE(embedder.ok() && classifier.ok());
   constexpr int kCallers = 16, kCalls = 10;
   std::atomic<int> failures{0}, mismatches{0};
@@ -69,8 +69,8 @@ TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
           continue;
         }
         for (int k = 0; k < 2; ++k) {
-          auto enc = (*embedder)->tokenizer()->Encode(Text(i + 5 * k));
-          auto want = (*embedder)->Run({{enc->input_ids, enc->token_type_ids}}, kOutputPooled);
+          auto enc = embedder->tokenizer->Encode(Text(i + 5 * k));
+          auto want = embedder->engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputPooled);
           if (!want.ok() || MaxAbsDiff((*want)[0].pooled, resp.embeddings(k).values()) > 1e-4) ++mismatches;
         }
         v1::ClassifyRequest creq;
@@ -82,8 +82,8 @@ TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
           ++failures;
           continue;
         }
-        auto enc = (*classifier)->tokenizer()->Encode(Text(i));
-        auto want = (*classifier)->Run({{enc->input_ids, enc->token_type_ids}}, kOutputLogits);
+        auto enc = classifier->tokenizer->Encode(Text(i));
+        auto want = classifier->engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputLogits);
         if (!want.ok() || MaxAbsDiff((*want)[0].logits, cresp.results(0).logits()) > 1e-4) ++mismatches;
       }
     });
