@@ -32,6 +32,7 @@ struct ModelBatcher::RunningBatch {
   std::vector<Member> members;        // arrival order
   std::vector<SequenceInput> inputs;  // parallel to members
   absl::Time started;                 // the first backend call
+  InferenceBackend* backend = nullptr;  // the worker's
 };
 
 struct ModelBatcher::Dropped {
@@ -64,7 +65,24 @@ void KeepRequested(uint32_t outputs, SequenceOutput* output) {
 absl::StatusOr<std::unique_ptr<ModelBatcher>> ModelBatcher::Create(InferenceBackend* backend,
                                                                    BatcherConfig config,
                                                                    BatchObserver* observer) {
-  if (backend == nullptr) return absl::InvalidArgumentError("ModelBatcher needs a backend");
+  return Create(std::vector<InferenceBackend*>{backend}, std::move(config), observer);
+}
+
+absl::StatusOr<std::unique_ptr<ModelBatcher>> ModelBatcher::Create(std::vector<InferenceBackend*> backends,
+                                                                   BatcherConfig config,
+                                                                   BatchObserver* observer) {
+  if (backends.empty()) return absl::InvalidArgumentError("ModelBatcher needs a backend");
+  for (size_t i = 0; i < backends.size(); ++i) {
+    if (backends[i] == nullptr) return absl::InvalidArgumentError("ModelBatcher needs a backend");
+    const ModelInfo& a = backends[0]->info();
+    const ModelInfo& b = backends[i]->info();
+    if (a.max_length != b.max_length || a.vocab_size != b.vocab_size || a.type_vocab_size != b.type_vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "backend ", i, " takes other sequences than backend 0 (max_length ", b.max_length, " vs ", a.max_length,
+          ", vocab_size ", b.vocab_size, " vs ", a.vocab_size, ", type_vocab_size ", b.type_vocab_size, " vs ",
+          a.type_vocab_size, "): one batcher feeds copies of one model"));
+    }
+  }
   if (config.num_workers < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("num_workers must be >= 1, got ", config.num_workers));
@@ -73,17 +91,21 @@ absl::StatusOr<std::unique_ptr<ModelBatcher>> ModelBatcher::Create(InferenceBack
     return absl::InvalidArgumentError("max_queue_sequences must be >= 1");
   }
   RETURN_IF_ERROR(ValidateBatchPolicyConfig(config.policy));
-  std::unique_ptr<ModelBatcher> batcher(new ModelBatcher(backend, std::move(config), observer));
-  batcher->workers_.reserve(batcher->config_.num_workers);
+  std::unique_ptr<ModelBatcher> batcher(new ModelBatcher(std::move(backends), std::move(config), observer));
+  const std::vector<InferenceBackend*>& on = batcher->backends_;
+  batcher->workers_.reserve(on.size() * batcher->config_.num_workers);
+  // Worker k runs on backend k % n: the first batches spread over every backend.
   for (int i = 0; i < batcher->config_.num_workers; ++i) {
-    batcher->workers_.emplace_back([b = batcher.get()] { b->WorkerLoop(); });
+    for (InferenceBackend* backend : on) {
+      batcher->workers_.emplace_back([b = batcher.get(), backend] { b->WorkerLoop(backend); });
+    }
   }
   return batcher;
 }
 
-ModelBatcher::ModelBatcher(InferenceBackend* backend, BatcherConfig config,
+ModelBatcher::ModelBatcher(std::vector<InferenceBackend*> backends, BatcherConfig config,
                            BatchObserver* observer)
-    : backend_(backend), config_(std::move(config)), observer_(observer) {
+    : backends_(std::move(backends)), config_(std::move(config)), observer_(observer) {
   drain_policy_ = config_.policy;
   drain_policy_.max_queue_delay = absl::ZeroDuration();
 }
@@ -267,11 +289,12 @@ void ModelBatcher::TakeLocked(const std::vector<size_t>& indices, absl::Time now
   pending_.erase(pending_.begin() + kept, pending_.end());
 }
 
-void ModelBatcher::WorkerLoop() {
+void ModelBatcher::WorkerLoop(InferenceBackend* backend) {
   if (config_.on_worker_start) config_.on_worker_start();
   while (true) {
     std::vector<Dropped> dropped;
     RunningBatch batch;
+    batch.backend = backend;
     bool exit = false;
     uint64_t seq = 0;
     size_t depth = 0;
@@ -361,7 +384,7 @@ void ModelBatcher::RunRange(RunningBatch* batch, size_t begin, size_t end) {
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<SequenceOutput>> result;
   try {
-    result = backend_->Run(*inputs, outputs);
+    result = batch->backend->Run(*inputs, outputs);
   } catch (const std::exception& e) {
     result = absl::InternalError(absl::StrCat("backend threw: ", e.what()));
   } catch (...) {

@@ -22,7 +22,7 @@ namespace relserve {
 
 struct BatcherConfig {
   BatchPolicyConfig policy;
-  int num_workers = 1;
+  int num_workers = 1;  // per backend
   size_t max_queue_sequences = 10000;
   std::function<void()> on_worker_start;  // run first on each worker thread (e.g. set thread counts); may be empty
 };
@@ -43,6 +43,13 @@ class ModelBatcher {
   // num_workers < 1, max_queue_sequences < 1, or a policy ValidateBatchPolicyConfig refuses).
   // `backend` and `observer` (may be null) must outlive the batcher.
   static absl::StatusOr<std::unique_ptr<ModelBatcher>> Create(InferenceBackend* backend,
+                                                              BatcherConfig config,
+                                                              BatchObserver* observer);
+  // One queue fed to several copies of a model (one per device, the same weights): num_workers
+  // workers run on each backend, and whichever worker is free takes the next batch. INVALID_ARGUMENT
+  // also for no backends, or for backends whose ModelInfo disagree on what a sequence may be
+  // (max_length, vocab_size, type_vocab_size).
+  static absl::StatusOr<std::unique_ptr<ModelBatcher>> Create(std::vector<InferenceBackend*> backends,
                                                               BatcherConfig config,
                                                               BatchObserver* observer);
 
@@ -74,9 +81,9 @@ class ModelBatcher {
   struct RunningBatch;
   struct Dropped;
 
-  ModelBatcher(InferenceBackend* backend, BatcherConfig config, BatchObserver* observer);
+  ModelBatcher(std::vector<InferenceBackend*> backends, BatcherConfig config, BatchObserver* observer);
 
-  void WorkerLoop();
+  void WorkerLoop(InferenceBackend* backend);
   // Moves expired and cancelled tasks out of the queue.
   void CollectDroppedLocked(absl::Time now, std::vector<Dropped>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -92,7 +99,7 @@ class ModelBatcher {
   uint64_t NoteDepthLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportDepth(uint64_t seq, size_t depth) ABSL_LOCKS_EXCLUDED(mu_);
 
-  InferenceBackend* const backend_;
+  const std::vector<InferenceBackend*> backends_;
   const BatcherConfig config_;
   BatchPolicyConfig drain_policy_;  // config_.policy without the queue delay, used while stopping
   BatchObserver* const observer_;

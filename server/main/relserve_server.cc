@@ -10,6 +10,7 @@
 #include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/auth/api_keys.h"
 #include "server/batching/model_batcher.h"
@@ -22,6 +23,7 @@
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"
 #include "server/model/engine.h"
+#include "server/model/runtime/device_list.h"
 #include "server/rpc/encoder_service.h"
 #include "server/serving/metrics_batch_observer.h"
 #include "server/serving/model_registry.h"
@@ -120,14 +122,24 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   state->config = config;
   ASSIGN_OR_RETURN(state->api_keys, ApiKeys::FromFlags(config.api_key, config.api_key_file));
   const CpuCount cpu = DetectCpuCount();
+  // One copy of each model per device, its workers on each; the CPUs are shared among them all.
+  ASSIGN_OR_RETURN(const std::vector<std::string> devices, ExpandDeviceList(config.device));
+  const int copies = static_cast<int>(devices.size());
+  if (copies > 1 && devices.front() == "cpu" && config.dtype != "float32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", config.device, " with --dtype ", config.dtype, ": on the CPU, ", config.dtype,
+        " runs one batch at a time (LibTorch's oneDNN kernels cannot run two at once); list the CPU once"));
+  }
   ASSIGN_OR_RETURN(const CpuWorkers plan,
-                   ResolveWorkers(cpu.cpus, config.device, config.workers_per_device, config.threads_per_worker,
-                                  config.dtype));
+                   ResolveWorkers(std::max(1, cpu.cpus / copies), devices.front(), config.workers_per_device,
+                                  config.threads_per_worker, config.dtype));
   const int threads = plan.threads;
   LogInfo(absl::StrCat(cpu.Describe(), ": ", plan.workers, plan.workers == 1 ? " worker" : " workers", " x ",
-                       threads, threads == 1 ? " thread" : " threads", " per model"));
-  if (threads * plan.workers > cpu.cpus) {
-    LogWarning(absl::StrCat(plan.workers, " workers x ", threads, " threads oversubscribe ", cpu.cpus, " CPUs"));
+                       threads, threads == 1 ? " thread" : " threads", " per model",
+                       copies > 1 ? absl::StrCat(" on each of ", absl::StrJoin(devices, ", ")) : ""));
+  if (threads * plan.workers * copies > cpu.cpus) {
+    LogWarning(absl::StrCat(plan.workers * copies, " workers x ", threads, " threads oversubscribe ", cpu.cpus,
+                            " CPUs"));
   }
   SetComputeThreads(threads);
 
@@ -139,7 +151,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     const absl::Time t0 = absl::Now();
     EngineOptions options;
     options.dtype = config.dtype;
-    options.device = config.device;
+    options.device = devices.front();
     options.max_length = config.max_input_length;
     options.pooling = config.pooling;
     auto loaded = LoadModel(*dir, options);
@@ -159,7 +171,27 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                              : absl::StrCat(", multi-vector (", info.multi_vector_kind, ", ", info.multi_vector_dim, ")"),
                          ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
-    if (config.warmup) RETURN_IF_ERROR(WarmUp(**engine, name, info.max_length, stop_requested));
+    // The other devices' copies: the same directory and options, the tokenizer shared.
+    std::vector<InferenceBackend*> backends = {engine->get()};
+    for (size_t d = 1; d < devices.size(); ++d) {
+      EngineOptions copy_options = options;
+      copy_options.device = devices[d];
+      copy_options.tokenizer = loaded->tokenizer.get();
+      copy_options.no_tokenizer_reason = info.no_tokenizer_reason;
+      auto copy = Engine::Load(*dir, copy_options);
+      if (!copy.ok()) {
+        return absl::Status(copy.status().code(),
+                            absl::StrCat("model ", name, " on ", devices[d], ": ", copy.status().message()));
+      }
+      backends.push_back(copy->get());
+      loaded->copies.push_back(std::move(*copy));
+    }
+    if (copies > 1) LogInfo(absl::StrCat("model ", name, ": a copy on each of ", absl::StrJoin(devices, ", ")));
+    if (config.warmup) {
+      for (InferenceBackend* backend : backends) {
+        RETURN_IF_ERROR(WarmUp(*backend, name, info.max_length, stop_requested));
+      }
+    }
     if (config.max_batch_tokens < info.max_length) {
       LogWarning(absl::StrCat("model ", name, ": --max-batch-tokens ", config.max_batch_tokens,
                               " is below its max length ", info.max_length, "; such sequences run alone"));
@@ -176,12 +208,12 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     bc.num_workers = plan.workers;
     bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
     bc.on_worker_start = [threads] { SetComputeThreads(threads); };
-    ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(engine->get(), bc, observer.get()));
+    ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(backends, bc, observer.get()));
 
     state->metrics.SetModelInfo(name, {{"architecture", info.architecture},
                                        {"model_type", info.model_type},
                                        {"dtype", DTypeName(info.dtype)},
-                                       {"device", info.device},
+                                       {"device", absl::StrJoin(devices, ",")},
                                        {"max_length", std::to_string(info.max_length)},
                                        {"pooling", info.pooling.Describe()}});
     ServedModel served;
@@ -192,6 +224,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     served.max_length = info.max_length;
     served.aliases = ModelNameAliases(name, spec);
     served.model_id = spec;
+    served.devices = absl::StrJoin(devices, ",");
     state->registry.Add(served);
     state->models.push_back(std::move(*loaded));
     state->observers.push_back(std::move(observer));

@@ -98,13 +98,24 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return absl::StrCat(absl::ToDoubleSeconds(c.http_request_timeout), "s"); }),
-      CustomFlag<C>("device", "cpu|cuda|cuda:N",
-       "where models run: the CPU, or a GPU (a build against a CUDA LibTorch; cuda is cuda:0)",
+      CustomFlag<C>("device", "cpu|cuda|cuda:N[,...]",
+       "where models run: the CPU, or GPUs (a build against a CUDA LibTorch): cuda:N, a list such as "
+       "cuda:0,cuda:1 (a copy of each model per item, its workers on each, one queue feeding them all; a GPU "
+       "listed twice holds two copies), or cuda, every visible GPU",
        [](const std::string& v, ServerConfig* c) {
-         const bool cuda_n = v.size() > 5 && v.size() <= 8 && v.compare(0, 5, "cuda:") == 0 &&
-                             v.find_first_not_of("0123456789", 5) == std::string::npos;
-         if (v != "cpu" && v != "cuda" && !cuda_n) {
-           return absl::InvalidArgumentError(absl::StrCat("--device \"", v, "\": expected cpu, cuda or cuda:N"));
+         bool cpu = false, gpu = false;
+         for (absl::string_view part : absl::StrSplit(v, ',')) {
+           const std::string item(absl::StripAsciiWhitespace(part));
+           const bool cuda_n = item.size() > 5 && item.size() <= 8 && item.compare(0, 5, "cuda:") == 0 &&
+                               item.find_first_not_of("0123456789", 5) == std::string::npos;
+           if (item != "cpu" && item != "cuda" && !cuda_n) {
+             return absl::InvalidArgumentError(
+                 absl::StrCat("--device \"", v, "\": \"", item, "\" is not cpu, cuda or cuda:N"));
+           }
+           (item == "cpu" ? cpu : gpu) = true;
+         }
+         if (cpu && gpu) {
+           return absl::InvalidArgumentError(absl::StrCat("--device \"", v, "\": the CPU and GPUs do not mix"));
          }
          c->device = v;
          return absl::OkStatus();

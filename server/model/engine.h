@@ -107,6 +107,8 @@ class Engine : public InferenceBackend {
 struct LoadedModel {
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<Engine> engine;
+  // Copies of the engine on other devices (the server's --device list), sharing the tokenizer.
+  std::vector<std::unique_ptr<Engine>> copies;
 };
 // `load_tokenizer` false: the engine alone (the model then takes token ids).
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_dir, const EngineOptions& options,

@@ -593,7 +593,7 @@ ModelDescription EncoderServing::Describe(const ServedModel& model) {
   d.has_classifier = !i.labels.empty();
   d.problem_type = i.problem_type;
   d.dtype = i.dtype;
-  d.device = i.device;
+  d.device = m->devices.empty() ? i.device : m->devices;
   d.has_tokenizer = m->tokenizer != nullptr;
   if (!i.similarity_fn_name.empty()) d.similarity_fn_name = i.similarity_fn_name;
   d.normalized = i.pooling.normalize;

@@ -26,6 +26,8 @@ struct ServedModel {
   // share names neither.
   std::vector<std::string> aliases;
   std::string model_id;  // what --model gave: a Hub id or a directory (TEI's /info model_id)
+  // Where its copies run, comma-separated ("cuda:0,cuda:1"); empty: the backend's own device.
+  std::string devices;
 };
 
 class ModelRegistry {

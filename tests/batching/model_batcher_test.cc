@@ -101,6 +101,7 @@ class FakeBackend : public InferenceBackend {
     absl::MutexLock lock(&mu_);
     return flags_;
   }
+  void set_max_length(int n) { info_.max_length = n; }
 
  private:
   ModelInfo info_;
@@ -246,6 +247,51 @@ TEST(ModelBatcherTest, CreateRefusesBadConfigs) {
   config.max_queue_sequences = 0;
   EXPECT_EQ(ModelBatcher::Create(&backend, config, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// One queue, several copies of a model (one per device): each backend gets num_workers workers,
+// and both run batches at the same time.
+TEST(ModelBatcherTest, SeveralBackendsShareOneQueue) {
+  FakeBackend first, second;
+  Results results;
+  std::atomic<int> started{0};
+  BatcherConfig config = MakeConfig(1, absl::ZeroDuration(), /*max_batch_size=*/1);
+  config.on_worker_start = [&started] { started.fetch_add(1); };
+  auto created = ModelBatcher::Create({&first, &second}, config, nullptr);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<ModelBatcher> batcher = std::move(created).value();
+  first.Block();
+  second.Block();
+  std::vector<SequenceTask> tasks;
+  for (int id = 0; id < 6; ++id) tasks.push_back(MakeTask(id * 100, 3, &results));
+  ASSERT_TRUE(batcher->Submit(std::move(tasks)).ok());
+  // Each backend holds one batch at once: neither waits for the other.
+  ASSERT_TRUE(first.WaitForEntered(1));
+  ASSERT_TRUE(second.WaitForEntered(1));
+  first.Release();
+  second.Release();
+  ASSERT_TRUE(results.WaitFor(6));
+  for (int id = 0; id < 6; ++id) {
+    auto result = results.result(id * 100);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_THAT(result->pooled, ElementsAre(ExpectedSum(id * 100, 3), 3));
+  }
+  EXPECT_EQ(first.calls().size() + second.calls().size(), 6u);
+  batcher->Stop(absl::Seconds(5));
+  EXPECT_EQ(started.load(), 2);
+}
+
+TEST(ModelBatcherTest, SeveralBackendsMustBeCopiesOfOneModel) {
+  FakeBackend first, second;
+  EXPECT_EQ(ModelBatcher::Create(std::vector<InferenceBackend*>{}, BatcherConfig{}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ModelBatcher::Create({&first, nullptr}, BatcherConfig{}, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  first.set_max_length(128);
+  second.set_max_length(512);
+  auto mismatched = ModelBatcher::Create({&first, &second}, BatcherConfig{}, nullptr);
+  EXPECT_EQ(mismatched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(mismatched.status().message()), HasSubstr("max_length 512 vs 128"));
 }
 
 TEST(ModelBatcherTest, EachWorkerRunsOnWorkerStartFirst) {

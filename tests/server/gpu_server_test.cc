@@ -1,4 +1,4 @@
-// The server end to end on a CUDA device (--device cuda): embeddings and logits over gRPC equal
+// The server end to end on CUDA devices (--device cuda, and a device list): embeddings and logits over gRPC equal
 // the CPU engine's, under many concurrent callers with mixed lengths. Skips where the engine
 // cannot run on CUDA (no device, or a build without CUDA).
 #include <atomic>
@@ -38,10 +38,10 @@ double MaxAbsDiff(const std::vector<float>& a, const google::protobuf::RepeatedF
   return std::isnan(worst) ? INFINITY : worst;
 }
 
-TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
-  if (!CudaUsable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)";
+// The server on `device` (--device) against the CPU engine, 16 callers x 10 calls.
+void ServeAndCompareWithTheCpu(const std::string& device) {
   ServerConfig config = TestServerConfig();
-  config.device = "cuda";
+  config.device = device;
   config.workers_per_device = 0;  // the GPU default
   config.warmup = true;
   auto server = RelserveServer::Start(config);
@@ -91,6 +91,18 @@ TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
   for (auto& t : callers) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(GpuServerTest, EmbedAndClassifyMatchTheCpuEngineUnderLoad) {
+  if (!CudaUsable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)";
+  ServeAndCompareWithTheCpu("cuda");
+}
+
+// Several devices (--device cuda:0,cuda:0: the first GPU listed twice, where there is one):
+// a copy of each model on each, one queue feeding every copy's workers.
+TEST(GpuServerTest, ACopyPerListedDeviceMatchesTheCpuEngine) {
+  if (!CudaUsable()) GTEST_SKIP() << "no CUDA device (or a build without CUDA)";
+  ServeAndCompareWithTheCpu("cuda:0,cuda:0");
 }
 
 }  // namespace

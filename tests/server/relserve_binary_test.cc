@@ -107,6 +107,41 @@ TEST(RelserveBinaryTest, ServesInt8) {
   EXPECT_THAT(ReadLog(p), HasSubstr(", int8, max length"));
 }
 
+// --device listing the CPU twice: a copy of the model on each, its worker on each, one queue;
+// ListModels and the load log name both, and every answer is the same vector.
+TEST(RelserveBinaryTest, ServesACopyOnEachListedDevice) {
+  const std::string model = testing::TestModels::Get().dir("embedder");
+  Process p = Launch({"--model", "e=" + model, "--device", "cpu,cpu", "--workers-per-device", "1",
+                      "--grpc-address", "127.0.0.1:0", "--http-address", "-1", "--metrics-port", "-1",
+                      "--shutdown-grace-seconds", "5"});
+  KillOnExit guard{p.pid};
+  const int port = WaitForPort(p);
+  ASSERT_GT(port, 0) << ReadLog(p);
+  auto stub = testing::Connect(port);
+  std::vector<float> first;
+  for (int i = 0; i < 8; ++i) {
+    v1::EmbedResponse resp;
+    ASSERT_TRUE(EmbedText(*stub, "the same text on either copy", &resp).ok());
+    ASSERT_EQ(resp.embeddings_size(), 1);
+    const std::vector<float> values(resp.embeddings(0).values().begin(), resp.embeddings(0).values().end());
+    if (i == 0) first = values;
+    EXPECT_EQ(values, first) << i;
+  }
+  {
+    v1::ListModelsResponse models;
+    grpc::ClientContext ctx;
+    ASSERT_TRUE(stub->ListModels(&ctx, v1::ListModelsRequest(), &models).ok());
+    ASSERT_EQ(models.models_size(), 1);
+    EXPECT_EQ(models.models(0).device(), "cpu,cpu");
+  }
+  stub.reset();
+  kill(p.pid, SIGTERM);
+  EXPECT_EQ(WaitExit(p), 0);
+  const std::string log = ReadLog(p);
+  EXPECT_THAT(log, HasSubstr("a copy on each of cpu, cpu"));
+  EXPECT_THAT(log, HasSubstr("1 worker x"));
+}
+
 // Whether the channel leaves READY (the server closed the connection) within `within`.
 bool ConnectionClosedWithin(grpc::Channel* channel, std::chrono::milliseconds within) {
   const auto deadline = std::chrono::system_clock::now() + within;
@@ -162,6 +197,11 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
                                 "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
+  // Two CPU copies would run two bfloat16 batches at once.
+  Process bad_copies = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--device", "cpu,cpu",
+                               "--grpc-address", "127.0.0.1:0", "--http-address", "-1", "--metrics-port", "-1"});
+  EXPECT_EQ(WaitExit(bad_copies), 1);
+  EXPECT_THAT(ReadLog(bad_copies), HasSubstr("--device cpu,cpu with --dtype bfloat16"));
 }
 
 // A copy of a test model whose config.json has `raw` (JSON text, as is: 1e400 is no JSON value)

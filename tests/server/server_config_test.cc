@@ -26,6 +26,11 @@ TEST(ServerConfigTest, DefaultsAndRepeatedModels) {
   EXPECT_EQ(c->max_queue_delay_us, 2000);
   EXPECT_EQ(c->batching, "bucketed");
   EXPECT_EQ(c->max_connection_age_seconds, 0);  // connections are not closed unless asked
+  EXPECT_EQ(c->device, "cpu");
+  // A device list: one copy of each model per item.
+  auto listed = ParseServerFlags({"--model", "a=/m/a", "--device", "cuda:0,cuda:1"});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->device, "cuda:0,cuda:1");
   auto aged = ParseServerFlags({"--model", "a=/m/a", "--max-connection-age-seconds", "300"});
   ASSERT_TRUE(aged.ok()) << aged.status();
   EXPECT_EQ(aged->max_connection_age_seconds, 300);
@@ -96,6 +101,9 @@ TEST(ServerConfigTest, ErrorsNameTheFlag) {
       {{"--model", "a=/x", "--max-batch-tokens", "lots"}, "--max-batch-tokens"},
       {{"--model", "a=/x", "--batching", "random"}, "--batching"},
       {{"--model", "a=/x", "--dtype", "int4"}, "--dtype"},
+      {{"--model", "a=/x", "--device", "cpu,gpu"}, "\"gpu\" is not cpu, cuda or cuda:N"},
+      {{"--model", "a=/x", "--device", "cpu,,cpu"}, "\"\" is not cpu, cuda or cuda:N"},
+      {{"--model", "a=/x", "--device", "cpu,cuda:1"}, "the CPU and GPUs do not mix"},
       {{"--model", "a=/x", "--length-buckets", "32,16"}, "--length-buckets"},
       {{"--model", "a=/x", "--shutdown-grace-seconds", "-1"}, "--shutdown-grace-seconds"},
       {{"--model", "a=/x", "--max-connection-age-seconds", "-5"}, "--max-connection-age-seconds"},
