@@ -72,8 +72,10 @@ absl::StatusOr<std::unique_ptr<ModelBatcher>> ModelBatcher::Create(std::vector<I
                                                                    BatcherConfig config,
                                                                    BatchObserver* observer) {
   if (backends.empty()) return absl::InvalidArgumentError("ModelBatcher needs a backend");
-  for (size_t i = 0; i < backends.size(); ++i) {
-    if (backends[i] == nullptr) return absl::InvalidArgumentError("ModelBatcher needs a backend");
+  for (const InferenceBackend* backend : backends) {
+    if (backend == nullptr) return absl::InvalidArgumentError("ModelBatcher needs a backend");
+  }
+  for (size_t i = 1; i < backends.size(); ++i) {
     const ModelInfo& a = backends[0]->info();
     const ModelInfo& b = backends[i]->info();
     if (a.max_length != b.max_length || a.vocab_size != b.vocab_size || a.type_vocab_size != b.type_vocab_size) {

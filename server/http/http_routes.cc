@@ -4,7 +4,6 @@
 #include <chrono>
 #include <future>
 #include <memory>
-#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"

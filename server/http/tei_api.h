@@ -2,7 +2,6 @@
 #define RELSERVE_SERVER_HTTP_TEI_API_H_
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>

@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     if (!loaded.ok()) {
       return absl::Status(loaded.status().code(), absl::StrCat("model ", name, ": ", loaded.status().message()));
     }
-    const std::unique_ptr<Engine>* engine = &loaded->engine;
-    const ModelInfo& info = (*engine)->info();
+    Engine* engine = loaded->engine.get();
+    const ModelInfo& info = engine->info();
     LogInfo(absl::StrCat("model ", name, ": loaded ", info.architecture, " from ", *dir, " (", info.num_layers,
                          " layers, hidden ", info.hidden_size, ", ", DTypeName(info.dtype), ", max length ", info.max_length,
                          info.max_length_source.empty() ? "" : " (" + info.max_length_source + ")",
@@ -172,7 +172,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                          ") in ",
                          absl::FormatDuration(absl::Trunc(absl::Now() - t0, absl::Milliseconds(1)))));
     // The other devices' copies: the same directory and options, the tokenizer shared.
-    std::vector<InferenceBackend*> backends = {engine->get()};
+    std::vector<InferenceBackend*> backends = {engine};
     for (size_t d = 1; d < devices.size(); ++d) {
       EngineOptions copy_options = options;
       copy_options.device = devices[d];
@@ -218,7 +218,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
                                        {"pooling", info.pooling.Describe()}});
     ServedModel served;
     served.name = name;
-    served.backend = engine->get();
+    served.backend = engine;
     served.tokenizer = loaded->tokenizer.get();
     served.batcher = batcher.get();
     served.max_length = info.max_length;

@@ -31,7 +31,6 @@ class Pooler {
   void MoveTo(const c10::Device& device);
 
   int output_dim() const { return output_dim_; }
-  bool normalizes() const { return normalize_; }
   // The modes, the Dense widths and Normalize, for ModelInfo.
   PoolingInfo Info() const;
 
