@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "server/model/layers/biased_attention.h"
+#include "server/model/layers/table_attention.h"
 #include "server/util/json_util.h"
 
 namespace relserve::testing {
@@ -22,7 +23,9 @@ EngineOptions TestEngineOptions() {
     options.device = device;
   }
   if (const char* biased = std::getenv("RELSERVE_TEST_BIASED_ATTENTION"); biased != nullptr) {
-    SetBiasedAttentionOnCpuForTesting(std::string(biased) == "1");
+    // "1": the biased path of GPUs on the CPU; "tables": the table path where it applies.
+    SetBiasedAttentionOnCpuForTesting(std::string(biased) == "1" || std::string(biased) == "tables");
+    SetDeviceAttentionForTesting(std::string(biased) == "tables" ? DeviceAttention::kTables : DeviceAttention::kBias);
   }
   return options;
 }

@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "server/model/layers/biased_attention.h"
+#include "server/model/layers/table_attention.h"
 #include "server/model/engine.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
@@ -89,6 +90,18 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
   CheckAgainstReference("bert_relative_key", 4);
   CheckAgainstReference("mpnet_like", 4);
   CheckAgainstReference("xlnet_like", 4);
+  SetBiasedAttentionOnCpuForTesting(false);
+}
+
+// The table path of GPUs (DeBERTa's and Shaw's terms read through their index tables,
+// table_attention.h), run on the CPU by the kernel's host twin against the same references.
+TEST(ReferenceParityTest, TableAttentionPath) {
+  SetBiasedAttentionOnCpuForTesting(true);
+  SetDeviceAttentionForTesting(DeviceAttention::kTables);
+  CheckAgainstReference("deberta_v3_like", 5);
+  CheckAgainstReference("deberta_v3_cls", 6);
+  CheckAgainstReference("bert_relative_key", 4);
+  SetDeviceAttentionForTesting(DeviceAttention::kBias);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

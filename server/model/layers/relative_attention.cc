@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include "server/model/layers/biased_attention.h"
+#include "server/model/layers/table_attention.h"
 #include "server/model/runtime/device.h"
 #include "server/model/kernels/relative_softmax.h"
 
@@ -52,7 +53,10 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
 }  // namespace
 
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
-  if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) return BiasedAttention(in);
+  if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) {
+    if (DeviceAttentionMode() == DeviceAttention::kTables && TableAttentionSupports(in)) return TableAttention(in);
+    return BiasedAttention(in);
+  }
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
   at::Tensor context = at::empty_like(in.q);
   const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;

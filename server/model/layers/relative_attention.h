@@ -35,6 +35,9 @@ struct RelativeAttentionInputs {
   // p2c_gather[i][j] = p2c_index[j - i + L - 1], int64 [L, L]; position_bias_matrix
   // [heads, L, L] = position_bias[head, j - i + L - 1] in q's dtype.
   at::Tensor c2p_gather, p2c_gather, position_bias_matrix;
+  // Optional, for the table path (table_attention.h): c2p_index and p2c_index on q's device,
+  // copied there on every call when undefined.
+  at::Tensor c2p_table, p2c_table;
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
 };
 
@@ -57,7 +60,8 @@ struct RelativeAttentionInputs {
 // four). Smaller batches run every head and sequence in one set of batched products.
 //
 // On other devices the terms become one additive bias for a fused attention kernel
-// (BiasedAttention in biased_attention.h).
+// (BiasedAttention in biased_attention.h), or, where RELSERVE_GPU_ATTENTION says "tables",
+// DeBERTa's terms are read through their tables by relserve's own kernel (table_attention.h).
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
 
 // A per-head bias read by the offset j - i (T5's and MPNet's bucketed position bias), in the

@@ -137,6 +137,7 @@ std::shared_ptr<const BertModel::RelativeIndex> BertModel::IndexFor(int64_t leng
     const auto device = word_embeddings_.device();
     if (!device.is_cpu()) {
       index->gather = OffsetIndexMatrix(index->index, length, /*transposed=*/false, device);
+      index->table = index->index.to(device);
       SynchronizeDevice(device);  // read next by other threads' streams
     }
     return index;
@@ -182,10 +183,12 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
     att.pos_key = layer.distance.narrow(0, first, rows).unsqueeze(0).expand({Hd, rows, D});
     att.c2p_index = index->index;
     att.c2p_gather = index->gather;
+    att.c2p_table = index->table;
     if (layer.distance_scaled.defined()) {
       att.pos_query = layer.distance_scaled.narrow(0, first, rows).unsqueeze(0).expand({Hd, rows, D});
       att.p2c_index = index->index;
       att.p2c_gather = index->gather;
+      att.p2c_table = index->table;
     }
   }
   att.attention_mask = mask;  // undefined without padding; padded queries are computed as transformers does

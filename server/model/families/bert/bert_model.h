@@ -51,6 +51,7 @@ class BertModel : public EncoderModel {
   struct RelativeIndex {
     at::Tensor index;   // int32 [2L - 1], into the 2L - 1 rows
     at::Tensor gather;  // int64 [L, L] on other devices than the CPU (biased_attention.h)
+    at::Tensor table;   // index on other devices than the CPU (the table path)
   };
 
   explicit BertModel(const ModelConfig& config);

@@ -208,6 +208,8 @@ std::shared_ptr<const DebertaV2Model::RelativeIndex> DebertaV2Model::IndexFor(in
     if (!device.is_cpu()) {
       index->c2p_gather = OffsetIndexMatrix(index->c2p, length, /*transposed=*/false, device);
       index->p2c_gather = OffsetIndexMatrix(index->p2c, length, /*transposed=*/false, device);
+      index->c2p_table = index->c2p.to(device);
+      index->p2c_table = index->p2c.to(device);
       SynchronizeDevice(device);  // read next by other threads' streams
     }
     return index;
@@ -254,11 +256,13 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
     att.pos_key = layer.pos_key.narrow(1, index->c2p_lo, index->c2p_rows);
     att.c2p_index = index->c2p;
     att.c2p_gather = index->c2p_gather;
+    att.c2p_table = index->c2p_table;
   }
   if (use_p2c_) {
     att.pos_query = layer.pos_query.narrow(1, index->p2c_lo, index->p2c_rows);
     att.p2c_index = index->p2c;
     att.p2c_gather = index->p2c_gather;
+    att.p2c_table = index->p2c_table;
   }
   att.attention_mask = mask;        // undefined without padding
   att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too

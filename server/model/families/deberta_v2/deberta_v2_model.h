@@ -60,6 +60,7 @@ class DebertaV2Model : public EncoderModel {
     // On other devices than the CPU: the same tables as [L, L] gather indices there
     // (biased_attention.h); undefined on the CPU.
     at::Tensor c2p_gather, p2c_gather;
+    at::Tensor c2p_table, p2c_table;  // c2p and p2c on the device (the table path)
   };
 
   explicit DebertaV2Model(const ModelConfig& config);
