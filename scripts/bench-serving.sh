@@ -14,7 +14,9 @@
 # directory, DEVICE=cuda serves it on a GPU. METRICS_DIR keeps the server's /metrics after each
 # point there (<batching>-<concurrency>.prom), and adds the mean forward time per batch, queue
 # time per sequence and batch size of the point (from the histograms' sums and counts) to its
-# line: where a batch's time goes.
+# line, and the mean time per batch of each stage of the model call (stage_prepare_ms,
+# stage_forward_ms, stage_results_ms: relserve_batch_stage_duration_seconds): where a batch's
+# time goes.
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,11 +69,19 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
           if ($1 ~ /^relserve_queue_duration_seconds_count/) qc += sign * $2
           if ($1 ~ /^relserve_batch_size_sum/) bs += sign * $2
           if ($1 ~ /^relserve_batch_size_count/) bc += sign * $2
+          if ($1 ~ /^relserve_batch_stage_duration_seconds_sum/) {
+            st = $1; sub(/.*stage="/, "", st); sub(/".*/, "", st); ss[st] += sign * $2
+          }
+          if ($1 ~ /^relserve_batch_stage_duration_seconds_count/) {
+            st = $1; sub(/.*stage="/, "", st); sub(/".*/, "", st); sc[st] += sign * $2
+          }
         }
         BEGIN { while ((getline < prev) > 0) add(-1) }
         { add(1) }
         END { printf "\"forward_ms_per_batch\":%.3f,\"queue_ms_per_sequence\":%.3f,\"sequences_per_batch\":%.2f,",
-              fc ? 1000 * fs / fc : 0, qc ? 1000 * qs / qc : 0, bc ? bs / bc : 0 }' "$prom")
+              fc ? 1000 * fs / fc : 0, qc ? 1000 * qs / qc : 0, bc ? bs / bc : 0
+              n = split("prepare forward results", names, " ")
+              for (i = 1; i <= n; ++i) printf "\"stage_%s_ms\":%.3f,", names[i], sc[names[i]] ? 1000 * ss[names[i]] / sc[names[i]] : 0 }' "$prom")
       last_prom=$prom
       line="{$means${line#\{}"
     fi

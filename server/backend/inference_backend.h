@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "server/backend/model_types.h"
 
 namespace relserve {
@@ -59,6 +60,15 @@ struct ModelInfo {
   // colbert_linear.pt (linear on every token after the first, L2-normalised), "" without one.
   std::string multi_vector_kind;
   int multi_vector_dim = 0;  // length of one such vector; 0 without a projection
+};
+
+// Where one backend call's time went, on the calling thread's clock. On a GPU the forward is
+// queued, not waited for: `forward` is the time to launch its kernels (and any wait the
+// launches meet), `results` the wait for the device to finish and the copies back.
+struct RunTimings {
+  absl::Duration prepare;  // the padded batch built on the host and its copies to the device queued
+  absl::Duration forward;  // the encoder's forward queued (all of it, on a CPU)
+  absl::Duration results;  // heads, the wait for the device, outputs copied out
 };
 
 // One tokenized sequence, special tokens included.
@@ -113,6 +123,13 @@ class InferenceBackend {
   // head, or for a sparse or multi-vector output the model has no head for; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
   virtual absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                           uint32_t outputs) = 0;
+
+  // Run, also saying where the time went. Backends that do not measure leave `timings` zero.
+  virtual absl::StatusOr<std::vector<SequenceOutput>> RunTimed(const std::vector<SequenceInput>& batch,
+                                                               uint32_t outputs, RunTimings* timings) {
+    if (timings != nullptr) *timings = RunTimings();
+    return Run(batch, outputs);
+  }
 
   // The lengths worth running once before serving (server/batching/warm_up.h), ascending and
   // ending at max_length: the lengths batches will run at, so that allocator growth and kernel

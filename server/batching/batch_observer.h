@@ -8,6 +8,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/backend/inference_backend.h"
 
 namespace relserve {
 
@@ -19,6 +20,7 @@ struct BatchStats {
   int64_t padded_tokens = 0;  // batch_size x longest length
   std::vector<absl::Duration> queue_times;  // per sequence: from Submit until taken into the batch
   absl::Duration inference;   // this backend call
+  RunTimings stages;          // where the backend says its time went (zero where it does not measure)
   absl::StatusCode status = absl::StatusCode::kOk;
   std::string error;  // the status message when the call failed
 };

@@ -385,8 +385,9 @@ void ModelBatcher::RunRange(RunningBatch* batch, size_t begin, size_t end) {
 
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<SequenceOutput>> result;
+  RunTimings stages;
   try {
-    result = batch->backend->Run(*inputs, outputs);
+    result = batch->backend->RunTimed(*inputs, outputs, &stages);
   } catch (const std::exception& e) {
     result = absl::InternalError(absl::StrCat("backend threw: ", e.what()));
   } catch (...) {
@@ -406,6 +407,7 @@ void ModelBatcher::RunRange(RunningBatch* batch, size_t begin, size_t end) {
     stats.queue_times.reserve(end - begin);
     for (size_t i = begin; i < end; ++i) stats.queue_times.push_back(batch->members[i].queue);
     stats.inference = finished - start;
+    stats.stages = stages;
     stats.status = result.status().code();
     if (!result.ok()) stats.error = std::string(result.status().message());
     observer_->OnBatch(stats);

@@ -151,6 +151,13 @@ struct ServerMetrics::Impl {
                 .Name("relserve_inference_duration_seconds")
                 .Help("Per successful batch: forward pass time, in seconds.")
                 .Register(*registry)),
+        batch_stage_duration_family(
+            prometheus::BuildHistogram()
+                .Name("relserve_batch_stage_duration_seconds")
+                .Help("Per successful batch: the backend call's time by stage (prepare: padding and input "
+                      "copies; forward: queuing the encoder's forward, which on a GPU is its kernel launches; "
+                      "results: heads, waiting for the device, copying outputs out), in seconds.")
+                .Register(*registry)),
         batch_size_family(prometheus::BuildHistogram()
                               .Name("relserve_batch_size")
                               .Help("Sequences per successful batch.")
@@ -214,6 +221,7 @@ struct ServerMetrics::Impl {
         queue_duration(queue_duration_family),
         batch_max_queue_duration(batch_max_queue_duration_family),
         inference_duration(inference_duration_family),
+        batch_stage_duration(batch_stage_duration_family),
         batch_size(batch_size_family),
         batch_tokens(batch_tokens_family),
         padding_ratio(padding_ratio_family),
@@ -248,6 +256,7 @@ struct ServerMetrics::Impl {
   Family<Histogram>& queue_duration_family;
   Family<Histogram>& batch_max_queue_duration_family;
   Family<Histogram>& inference_duration_family;
+  Family<Histogram>& batch_stage_duration_family;
   Family<Histogram>& batch_size_family;
   Family<Histogram>& batch_tokens_family;
   Family<Histogram>& padding_ratio_family;
@@ -268,6 +277,7 @@ struct ServerMetrics::Impl {
   SeriesCache<Histogram> queue_duration;
   SeriesCache<Histogram> batch_max_queue_duration;
   SeriesCache<Histogram> inference_duration;
+  SeriesCache<Histogram> batch_stage_duration;
   SeriesCache<Histogram> batch_size;
   SeriesCache<Histogram> batch_tokens;
   SeriesCache<Histogram> padding_ratio;
@@ -399,6 +409,17 @@ void ServerMetrics::RecordBatch(const std::string& model, int batch_size, int64_
   }
   impl_->ModelCounter(impl_->tokens, model).Increment(static_cast<double>(real_tokens));
   impl_->ModelCounter(impl_->padded_tokens, model).Increment(static_cast<double>(padded_tokens));
+}
+
+void ServerMetrics::RecordBatchStages(const std::string& model, double prepare_seconds, double forward_seconds,
+                                      double results_seconds) {
+  const std::pair<const char*, double> stages[] = {
+      {"prepare", prepare_seconds}, {"forward", forward_seconds}, {"results", results_seconds}};
+  for (const auto& [stage, seconds] : stages) {
+    impl_->batch_stage_duration
+        .Get(Key(model, stage), [&] { return Labels{{"model", model}, {"stage", stage}}; }, LatencyBuckets())
+        .Observe(seconds);
+  }
 }
 
 void ServerMetrics::RecordQueueTime(const std::string& model, double seconds) {

@@ -81,6 +81,12 @@ class ServerMetrics {
                    int64_t padded_tokens, double queue_seconds_max, double inference_seconds,
                    bool ok);
   void RecordQueueTime(const std::string& model, double seconds);  // per sequence
+  // relserve_batch_stage_duration_seconds{model, stage}: where a successful batch's backend
+  // call spent its time (RunTimings): "prepare", "forward" (queuing the encoder's forward: all
+  // of it on a CPU, the kernel launches on a GPU) and "results" (heads, the wait for the device,
+  // the copies out).
+  void RecordBatchStages(const std::string& model, double prepare_seconds, double forward_seconds,
+                         double results_seconds);
 
   // relserve_model_info{model=..., <labels>} = 1. Label names are sanitized to Prometheus'
   // [a-zA-Z_][a-zA-Z0-9_]* (invalid characters become '_'); a "model" key is ignored. Calling

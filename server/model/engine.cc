@@ -381,6 +381,13 @@ absl::Status Engine::Validate(const SequenceInput& s) const {
 }
 
 absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<SequenceInput>& batch, uint32_t outputs) {
+  return RunTimed(batch, outputs, nullptr);
+}
+
+absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                                             RunTimings* timings) {
+  const absl::Time started = absl::Now();
+  if (timings != nullptr) *timings = RunTimings();
   if ((outputs & kOutputLogits) && info_.labels.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no classification head"));
@@ -466,7 +473,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
       in.attention_mask = mask.to(device, /*non_blocking=*/true);
       if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
     }
+    const absl::Time prepared = absl::Now();
     EncoderOutputs out = impl_->model->Forward(in, /*all_hidden_states=*/false);
+    const absl::Time forwarded = absl::Now();
 
     // The only copies back, and the only waits for the device: the results.
     std::vector<SequenceOutput> results(batch.size());
@@ -539,6 +548,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
         const float* p = colbert.data_ptr<float>() + (first[b] + 1) * D;
         r.multi_vector.assign(p, p + static_cast<int64_t>(r.num_vectors) * D);
       }
+    }
+    if (timings != nullptr) {
+      timings->prepare = prepared - started;
+      timings->forward = forwarded - prepared;
+      timings->results = absl::Now() - forwarded;
     }
     return results;
   } catch (const std::exception& e) {

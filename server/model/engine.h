@@ -71,6 +71,8 @@ class Engine : public InferenceBackend {
   // architecture and what is missing for a head the model does not have.
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                   uint32_t outputs) override;
+  absl::StatusOr<std::vector<SequenceOutput>> RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                                       RunTimings* timings) override;
   // On the CPU the default doubling; on other devices every length batches run at there
   // (DeviceBatchLength), each a kernel configuration of its own.
   std::vector<int> WarmUpLengths(int max_length) const override;

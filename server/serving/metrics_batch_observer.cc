@@ -16,6 +16,10 @@ void MetricsBatchObserver::OnBatch(const BatchStats& stats) {
   metrics_->RecordBatch(model_, stats.batch_size, stats.real_tokens, stats.padded_tokens,
                         absl::ToDoubleSeconds(max_queue), absl::ToDoubleSeconds(stats.inference),
                         stats.status == absl::StatusCode::kOk);
+  if (stats.status == absl::StatusCode::kOk && stats.stages.prepare + stats.stages.forward + stats.stages.results > absl::ZeroDuration()) {
+    metrics_->RecordBatchStages(model_, absl::ToDoubleSeconds(stats.stages.prepare),
+                                absl::ToDoubleSeconds(stats.stages.forward), absl::ToDoubleSeconds(stats.stages.results));
+  }
   if (stats.status != absl::StatusCode::kOk) {
     // Out of memory is followed by a retry in halves; anything else fails the batch's requests.
     LogWarning(absl::StrCat("model ", model_, ": batch of ", stats.batch_size, " sequences (", stats.padded_tokens,

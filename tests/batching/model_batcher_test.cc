@@ -717,6 +717,42 @@ TEST(ModelBatcherTest, ObserverSeesBatchesDropsDepthAndInFlight) {
   EXPECT_EQ(observer.max_in_flight, 3);
 }
 
+// A backend that says where its time went: the batcher hands its stages to the observer as
+// they are; one that does not measure reports zero.
+class StagedBackend : public FakeBackend {
+ public:
+  absl::StatusOr<std::vector<SequenceOutput>> RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                                       RunTimings* timings) override {
+    timings->prepare = absl::Milliseconds(batch.size());
+    timings->forward = absl::Milliseconds(10);
+    timings->results = absl::Microseconds(7);
+    return Run(batch, outputs);
+  }
+};
+
+TEST(ModelBatcherTest, ObserverSeesTheBackendsStages) {
+  StagedBackend staged;
+  FakeBackend plain;
+  for (InferenceBackend* backend : std::vector<InferenceBackend*>{&staged, &plain}) {
+    Results results;
+    RecordingObserver observer;
+    auto batcher = MustCreate(backend, MakeConfig(1, kLongDelay, 2), &observer);
+    std::vector<SequenceTask> tasks;
+    tasks.push_back(MakeTask(1, 2, &results));
+    tasks.push_back(MakeTask(2, 3, &results));
+    ASSERT_TRUE(batcher->Submit(std::move(tasks)).ok());
+    ASSERT_TRUE(results.WaitFor(2));
+    batcher->Stop(absl::Seconds(5));
+    absl::MutexLock lock(&observer.mu_);
+    ASSERT_EQ(observer.batches.size(), 1u);
+    const RunTimings& stages = observer.batches[0].stages;
+    const bool measured = backend == &staged;
+    EXPECT_EQ(stages.prepare, measured ? absl::Milliseconds(2) : absl::ZeroDuration());
+    EXPECT_EQ(stages.forward, measured ? absl::Milliseconds(10) : absl::ZeroDuration());
+    EXPECT_EQ(stages.results, measured ? absl::Microseconds(7) : absl::ZeroDuration());
+  }
+}
+
 TEST(ModelBatcherTest, LoneSequenceWaitsForCompanyThenGoes) {
   FakeBackend backend;
   Results results;

@@ -175,6 +175,20 @@ TEST(ServerMetricsTest, UnauthenticatedRequestsByTransport) {
   EXPECT_EQ(e.Value("relserve_unauthenticated_requests_total", {{"transport", "metrics"}}), 1.0);
 }
 
+TEST(ServerMetricsTest, BatchStageSeries) {
+  ServerMetrics m;
+  m.RecordBatchStages("m", 0.001, 0.03, 0.2);
+  m.RecordBatchStages("m", 0.002, 0.01, 0.1);
+  const Exposition e = Scrape(m);
+  auto stage = [](const char* name) { return Labels{{"model", "m"}, {"stage", name}}; };
+  EXPECT_EQ(e.Value("relserve_batch_stage_duration_seconds_count", stage("prepare")), 2.0);
+  EXPECT_NEAR(e.Value("relserve_batch_stage_duration_seconds_sum", stage("prepare")).value_or(-1), 0.003, 1e-12);
+  EXPECT_NEAR(e.Value("relserve_batch_stage_duration_seconds_sum", stage("forward")).value_or(-1), 0.04, 1e-12);
+  EXPECT_NEAR(e.Value("relserve_batch_stage_duration_seconds_sum", stage("results")).value_or(-1), 0.3, 1e-12);
+  EXPECT_EQ(Bucket(e, "relserve_batch_stage_duration_seconds", stage("results"), "0.1"), 1);
+  EXPECT_EQ(Bucket(e, "relserve_batch_stage_duration_seconds", stage("results"), "0.25"), 2);
+}
+
 TEST(ServerMetricsTest, BatchSeries) {
   ServerMetrics m;
   // 3 sequences padded to 128: 384 tokens, 300 real -> ratio 1.28.

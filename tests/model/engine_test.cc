@@ -124,6 +124,37 @@ TEST(EngineTest, RunMatchesPaddedForward) {
   EXPECT_FALSE(loaded->engine->info().has_tokenizer);
 }
 
+// RunTimed gives Run's outputs and where the call's time went: every stage measured, together
+// no longer than the call.
+TEST(EngineTest, RunTimedSaysWhereTheTimeWent) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  auto engine = LoadOrDie(dir);
+  ASSERT_NE(engine, nullptr);
+  const std::vector<SequenceInput> batch = ReferenceSequences("deberta_v3_cls");
+  auto plain = engine->Run(batch, kOutputPooled | kOutputLogits);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  RunTimings timings;
+  timings.forward = absl::Hours(1);  // overwritten
+  const absl::Time start = absl::Now();
+  auto timed = engine->RunTimed(batch, kOutputPooled | kOutputLogits, &timings);
+  const absl::Duration call = absl::Now() - start;
+  ASSERT_TRUE(timed.ok()) << timed.status();
+  ASSERT_EQ(timed->size(), plain->size());
+  for (size_t i = 0; i < plain->size(); ++i) {
+    EXPECT_EQ((*timed)[i].pooled, (*plain)[i].pooled);
+    EXPECT_EQ((*timed)[i].logits, (*plain)[i].logits);
+  }
+  EXPECT_GT(timings.prepare, absl::ZeroDuration());
+  EXPECT_GT(timings.forward, absl::ZeroDuration());
+  EXPECT_GT(timings.results, absl::ZeroDuration());
+  EXPECT_LE(timings.prepare + timings.forward + timings.results, call);
+  // A refused call measures nothing.
+  timings.forward = absl::Hours(1);
+  auto refused = engine->RunTimed(batch, kOutputSparse, &timings);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_EQ(timings.forward, absl::ZeroDuration());
+}
+
 // SequenceInput.pooling_skip (a prompt left out, sentence-transformers' include_prompt false):
 // every mode but cls pools over the tokens after the skipped ones, as sentence-transformers'
 // Pooling does with those tokens' attention mask zeroed; other rows of the batch are untouched.

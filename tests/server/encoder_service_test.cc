@@ -564,7 +564,9 @@ TEST_F(EncoderServiceTest, MetricsEndpointExportsTheSeries) {
         "relserve_queue_duration_seconds_bucket{", "relserve_inference_duration_seconds_bucket{",
         "relserve_tokenize_duration_seconds_bucket{", "relserve_batch_size_bucket{", "relserve_batch_tokens_bucket{",
         "relserve_padding_ratio_bucket{", "relserve_queue_depth{", "relserve_in_flight_sequences{",
-        "relserve_tokens_total{", "relserve_model_info{", "relserve_model_serving{"}) {
+        "relserve_tokens_total{", "relserve_model_info{", "relserve_model_serving{",
+        "relserve_batch_stage_duration_seconds_bucket{", "stage=\"prepare\"", "stage=\"forward\"",
+        "stage=\"results\""}) {
     EXPECT_THAT(body, HasSubstr(series));
   }
   EXPECT_EQ(testing::HttpGet(server_->metrics_port(), "/healthz", &code), "ok\n");
