@@ -4,7 +4,8 @@
 # concurrency levels, with three batching configurations side by side in one run:
 # length-bucketed (the default), first-come (--batching fifo) and one sequence per batch
 # (--max-batch-size 1). DTYPE=bfloat16 runs the model in bfloat16. Writes JSON lines to ${OUT:-bench-serving.jsonl}.
-# SERVER_FLAGS adds relserve flags to every configuration. RATES="10 20 ..." runs an open loop
+# SERVER_FLAGS adds relserve flags to every configuration; SERVER_WRAPPER runs the server under a
+# command (a profiler: its pid, memory and CPU are then the wrapper's). RATES="10 20 ..." runs an open loop
 # instead (relserve-client bench --rate R: Poisson arrivals, up to 1024 in flight) at each
 # offered rate, for latency at a given load. ALLOCATORS="cache heap" runs every configuration once
 # per RELSERVE_ALLOCATOR value (server/util/process_tuning.h), in that order, for a side-by-side
@@ -42,7 +43,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
   flags=(--batching bucketed)
   [ "$setting" = fifo ] && flags=(--batching fifo)
   [ "$setting" = single ] && flags=(--max-batch-size 1)
-  env "${envs[@]}" "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --http-address -1 --metrics-port "$mport" \
+  env "${envs[@]}" ${SERVER_WRAPPER:-} "$BIN/relserve" --model "xsmall=$MODEL" --grpc-address "127.0.0.1:$port" --http-address -1 --metrics-port "$mport" \
     --metrics-address 127.0.0.1 --dtype "$DTYPE" --device "$DEVICE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done

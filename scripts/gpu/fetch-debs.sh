@@ -2,7 +2,7 @@
 # Run on a Debian 12 machine with network access to Debian's archive. Downloads every .deb the
 # relserve build needs beyond what a GPU machine with CUDA and a pip PyTorch already has (gRPC,
 # protobuf, Abseil, prometheus-cpp, SentencePiece, nlohmann-json, cpp-httplib, libcurl, ICU, zlib, GoogleTest and
-# their libraries) into scripts/gpu/debs (git-ignored). scripts/gpu/build-and-test.sh unpacks them
+# their libraries) into scripts/gpu/debs (git-ignored). scripts/gpu/round.sh unpacks them
 # there into a prefix.
 #   scripts/gpu/fetch-debs.sh
 set -euo pipefail

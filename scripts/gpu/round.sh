@@ -3,16 +3,23 @@
 # registry): unpacks the .deb files scripts/gpu/fetch-debs.sh fetched into a prefix, configures
 # relserve against the machine's own LibTorch, builds with every core, then runs the GPU tests
 # and benchmarks. Logs and JSON lines go to $OUT (default gpu-out/).
-#   STEPS="deps build test" scripts/gpu/round.sh
-#   STEPS="bench" scripts/gpu/round.sh        (a later call on the same machine)
-# Steps: env deps build test bench-engine bench-transformers bench-server (default: all).
+# The .deb files come from scripts/gpu/fetch-debs.sh, run beforehand where Debian's registry is
+# reachable (scripts/gpu/debs is ignored by git: carry it to the GPU machine). With about 15 minutes of device time, two calls on one warm machine:
+#   STEPS="env deps build test" scripts/gpu/round.sh
+#   STEPS="bench-engine bench-server profile" DTYPES=bfloat16 SHAPES="1x128 32x128 32x512" scripts/gpu/round.sh
+# Steps: env deps build test bench-engine bench-transformers bench-server (default: all), and
+# profile (nsys, where the machine has it: the engine's kernels at 32 x 512 on both attention
+# paths, and the server under load).
+# ATTENTIONS lists the GPU attention paths the engine benchmark runs DeBERTa through
+# (RELSERVE_GPU_ATTENTION: bias, tables; default both, side by side); SERVER_ATTENTION the
+# server's (default bias).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu-out}
 LOGS=${RELSERVE_GPU_LOGS:-/tmp/relserve-logs}  # kept between calls on one machine; packed into $OUT at the end
 PREFIX=${PREFIX:-/tmp/relserve-deps}
 BUILD=${BUILD:-/tmp/relserve-build}
-STEPS=${STEPS:-"env deps build test bench-engine bench-transformers bench-server"}
+STEPS=${STEPS:-"env deps build test bench-engine bench-transformers bench-server profile"}
 JOBS=${JOBS:-$(nproc)}
 MODELS=${MODELS:-/tmp/relserve-bench-models}
 mkdir -p "$OUT" "$LOGS"
@@ -55,16 +62,20 @@ fi
 
 if has build; then
   pkgconf_bin=$(command -v pkg-config || echo "$PREFIX/usr/bin/pkgconf")
+  # The table-attention kernel (server/model/kernels/cuda) needs CMake to find nvcc.
+  nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   start=$(date +%s)
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$TORCH_CMAKE;$PREFIX/usr" -DPKG_CONFIG_EXECUTABLE="$pkgconf_bin" \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DCUDAToolkit_ROOT=/usr/local/cuda \
+    -DCMAKE_CUDA_COMPILER="$nvcc_bin" \
     -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/usr/bin/protoc" > "$LOGS/configure.log" 2>&1
   rc=$?
-  note "configure rc=$rc"; tail -n 15 "$LOGS/configure.log"
+  note "configure rc=$rc"; tail -n 15 "$LOGS/configure.log"; grep -E "relserve:" "$LOGS/configure.log"
   if [ $rc -eq 0 ]; then
     targets=(relserve relserve-server relserve-model relserve-client gpu_engine_test reference_parity_test engine_test
-             relative_attention_test deberta_switches_test t5_switches_test gpu_server_test)
+             relative_attention_test table_attention_test deberta_switches_test bert_switches_test t5_switches_test
+             gpu_server_test)
     timeout "${BUILD_TIMEOUT:-520}" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" -- -k 0 > "$LOGS/build.log" 2>&1
     rc=$?
     note "build rc=$rc in $(( $(date +%s) - start )) s"; grep -E "error|Error" "$LOGS/build.log" | head -40
@@ -81,6 +92,14 @@ if has test; then
   done
   [ -x "$BIN/gpu_server_test" ] && { (cd "$BUILD" && timeout 300 "$BIN/gpu_server_test" > "$LOGS/gpu_server_test.log" 2>&1); note "gpu_server_test rc=$?"; grep -E "FAILED|PASSED|SKIPPED" "$LOGS/gpu_server_test.log" | head; }
   "$BIN/relative_attention_test" > "$LOGS/relative_attention_test.log" 2>&1; note "relative_attention_test (CPU, LibTorch 2.x fused kernel) rc=$?"
+  # The table path: the CUDA kernel against its host twin and the biased path, then the
+  # references and the DeBERTa and BERT switches through it on the GPU.
+  (cd "$BUILD" && timeout 300 "$BIN/table_attention_test" > "$LOGS/table_attention_test.log" 2>&1)
+  note "table_attention_test rc=$?"; grep -E "FAILED|PASSED|SKIPPED|Failure|actual" "$LOGS/table_attention_test.log" | head -20
+  for t in reference_parity_test deberta_switches_test bert_switches_test; do
+    (cd "$BUILD" && RELSERVE_TEST_DEVICE=cuda RELSERVE_GPU_ATTENTION=tables timeout 300 "$BIN/$t" > "$LOGS/$t.cuda-tables.log" 2>&1)
+    note "$t on cuda, table attention rc=$?"; grep -E "FAILED|PASSED" "$LOGS/$t.cuda-tables.log" | head -20
+  done
 fi
 
 if has debug; then
@@ -104,12 +123,16 @@ if has bench-engine; then
   make_models
   : > "$LOGS/bench-engine.jsonl"
   for model in deberta-v3-base t5-base; do
+    attentions=${ATTENTIONS:-bias tables}; [ "$model" = t5-base ] && attentions=bias  # T5 has no table path
     for dtype in ${DTYPES:-bfloat16 float16}; do
       for shape in ${SHAPES:-1x128 32x128 32x512 8x2048}; do
-        b=${shape%x*}; l=${shape#*x}; iters=20; [ "$b" = 1 ] && iters=80
-        line=$("$BIN/relserve-model" bench --model "$MODELS/$model" --device cuda --dtype "$dtype" --batch "$b" --seq "$l" \
-               --iters "$iters" --warmup 3 --max-length 2048 --gemm-size 8192 --threads 4 2>> "$LOGS/bench-engine.err")
-        echo "{\"engine\":\"relserve\",\"model\":\"$model\",${line#\{}" >> "$LOGS/bench-engine.jsonl"
+        for attention in $attentions; do
+          b=${shape%x*}; l=${shape#*x}; iters=20; [ "$b" = 1 ] && iters=80
+          line=$(RELSERVE_GPU_ATTENTION=$attention "$BIN/relserve-model" bench --model "$MODELS/$model" --device cuda \
+                 --dtype "$dtype" --batch "$b" --seq "$l" --iters "$iters" --warmup 3 --max-length 2048 --gemm-size 8192 \
+                 --threads 4 2>> "$LOGS/bench-engine.err")
+          echo "{\"engine\":\"relserve\",\"attention\":\"$attention\",\"model\":\"$model\",${line#\{}" >> "$LOGS/bench-engine.jsonl"
+        done
       done
     done
     "$BIN/relserve-model" accuracy --model "$MODELS/$model" --device cuda --dtype bfloat16 --batch 16 --seq 256 \
@@ -130,9 +153,37 @@ fi
 
 if has bench-server; then
   make_models
-  (cd "$ROOT" && BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=${DURATION:-8} \
+  (cd "$ROOT" && export RELSERVE_GPU_ATTENTION=${SERVER_ATTENTION:-bias} && \
+     BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=${DURATION:-8} \
      LEVELS="${LEVELS:-4 16 64 128}" SETTINGS="${SETTINGS:-bucketed single}" OUT="$LOGS/bench-server.jsonl" \
      METRICS_DIR="$LOGS/bench-server-metrics" \
      SERVER_FLAGS="--max-input-length 512" timeout 400 scripts/bench-serving.sh > "$LOGS/bench-server.log" 2>&1)
   note "bench-server rc=$?"; cut -c1-600 "$LOGS/bench-server.jsonl"; tail -3 "$LOGS/bench-server.log"
+fi
+
+if has profile; then
+  make_models
+  if command -v nsys > /dev/null; then
+    # The engine alone at 32 x 512, each attention path: which kernels take the time.
+    for attention in ${ATTENTIONS:-bias tables}; do
+      RELSERVE_GPU_ATTENTION=$attention timeout 200 nsys profile --force-overwrite true --trace cuda,nvtx,osrt \
+        --output "$LOGS/engine-$attention" "$BIN/relserve-model" bench --model "$MODELS/deberta-v3-base" --device cuda \
+        --dtype bfloat16 --batch 32 --seq 512 --iters 10 --warmup 3 --max-length 2048 --no-gemm > /dev/null 2>&1
+      nsys stats --report cuda_gpu_kern_sum --format csv --output "$LOGS/engine-$attention" "$LOGS/engine-$attention.nsys-rep" \
+        > /dev/null 2>&1
+      note "profile engine ($attention attention): top kernels"; head -12 "$LOGS/engine-$attention"_cuda_gpu_kern_sum.csv | cut -c1-220
+    done
+    # The server under load: host threads and CUDA calls as well as kernels.
+    (cd "$ROOT" && export RELSERVE_GPU_ATTENTION=${SERVER_ATTENTION:-bias} && BUILD_DIR="$BUILD" \
+       MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=6 LEVELS=128 SETTINGS=bucketed \
+       OUT="$LOGS/profile-server.jsonl" SERVER_FLAGS="--max-input-length 512" \
+       SERVER_WRAPPER="nsys profile --force-overwrite true --trace cuda,nvtx,osrt --output $LOGS/server" \
+       timeout 300 scripts/bench-serving.sh > "$LOGS/profile-server.log" 2>&1)
+    note "profile server rc=$?"
+    nsys stats --report cuda_gpu_kern_sum,cuda_api_sum,osrt_sum --format csv --output "$LOGS/server" "$LOGS/server.nsys-rep" \
+      > /dev/null 2>&1
+    for r in cuda_gpu_kern_sum cuda_api_sum osrt_sum; do head -10 "$LOGS/server_$r.csv" 2>/dev/null | cut -c1-220; done
+  else
+    note "profile: no nsys on this machine; the stage times of bench-server (stage_*_ms) are the profile"
+  fi
 fi

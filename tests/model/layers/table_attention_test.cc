@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/relative_attention.h"
+#include "server/model/runtime/device.h"
 
 namespace relserve {
 namespace {
@@ -23,20 +24,21 @@ struct Shape {
 // DeBERTa-like inputs: relative rows picked at random through the tables, right padding of a
 // different amount in each row (none in row 0), and scores large enough for the softmax to
 // be peaked.
-RelativeAttentionInputs Make(const Shape& shape, at::ScalarType dtype, uint64_t seed, double scale = 1.5) {
+RelativeAttentionInputs Make(const Shape& shape, at::ScalarType dtype, uint64_t seed, double scale = 1.5,
+                             int64_t dim = kDim) {
   at::manual_seed(seed);
   const int64_t L = shape.length;
   auto randn = [&](at::IntArrayRef sizes) { return (at::randn(sizes, at::kDouble) * scale).to(dtype); };
   RelativeAttentionInputs in;
-  in.q = randn({kHeads, kBatch, L, kDim});
-  in.k = randn({kHeads, kBatch, L, kDim});
-  in.v = randn({kHeads, kBatch, L, kDim});
+  in.q = randn({kHeads, kBatch, L, dim});
+  in.k = randn({kHeads, kBatch, L, dim});
+  in.v = randn({kHeads, kBatch, L, dim});
   if (shape.rc > 0) {
-    in.pos_key = randn({kHeads, shape.rc, kDim});
+    in.pos_key = randn({kHeads, shape.rc, dim});
     in.c2p_index = at::randint(0, shape.rc, {2 * L - 1}, at::kInt);
   }
   if (shape.rp > 0) {
-    in.pos_query = randn({kHeads, shape.rp, kDim});
+    in.pos_query = randn({kHeads, shape.rp, dim});
     in.p2c_index = at::randint(0, shape.rp, {2 * L - 1}, at::kInt);
   }
   at::Tensor mask = at::ones({kBatch, L}, at::kLong);
@@ -164,6 +166,38 @@ TEST_F(TableAttentionTest, RelativeAttentionDispatch) {
   EXPECT_TRUE(at::equal(RelativeAttention(t5), BiasedAttention(t5)));
   SetDeviceAttentionForTesting(DeviceAttention::kBias);
   EXPECT_TRUE(at::equal(RelativeAttention(in), BiasedAttention(in)));
+}
+
+// On a GPU with the CUDA kernel built (skipped elsewhere): the kernel against its host twin and
+// against the biased path, head size 64, one to eight tiles, each term alone, both half types,
+// the offset tables on the host (copied per call) and on the device.
+TEST(TableAttentionGpuTest, KernelMatchesTheHostTwinAndTheBiasedPath) {
+  if (!TableAttentionKernelCompiledIn() || CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA kernel or no GPU";
+  c10::InferenceMode guard;
+  const c10::Device gpu(c10::kCUDA, 0);
+  uint64_t seed = 100;
+  for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
+    for (const Shape& shape : {Shape{19, 12, 12}, Shape{64, 40, 9}, Shape{150, 299, 299}, Shape{512, 512, 512},
+                               Shape{130, 0, 17}, Shape{70, 5, 0}}) {
+      RelativeAttentionInputs in = Make(shape, dtype, ++seed, /*scale=*/0.7, /*kDim=*/64);
+      const at::Tensor host = TableAttention(in);
+      RelativeAttentionInputs dev = in;
+      for (at::Tensor* t : {&dev.q, &dev.k, &dev.v, &dev.pos_key, &dev.pos_query, &dev.attention_mask}) {
+        if (t->defined()) *t = t->to(gpu);
+      }
+      ASSERT_TRUE(TableAttentionSupports(dev));
+      const at::Tensor got = TableAttention(dev).cpu();
+      const double tolerance = dtype == at::kBFloat16 ? 0.03 : 0.005;
+      const std::string what = std::string(c10::toString(dtype)) + " L " + std::to_string(shape.length) + " rc " +
+                               std::to_string(shape.rc) + " rp " + std::to_string(shape.rp);
+      EXPECT_FALSE(got.isnan().any().item<bool>()) << what;
+      EXPECT_LT(MaxDiff(got, host), tolerance) << what;
+      EXPECT_LT(MaxDiff(got, BiasedAttention(dev).cpu()), tolerance) << what;
+      if (dev.pos_key.defined()) dev.c2p_table = dev.c2p_index.to(gpu);
+      if (dev.pos_query.defined()) dev.p2c_table = dev.p2c_index.to(gpu);
+      EXPECT_TRUE(at::equal(TableAttention(dev).cpu(), got)) << what;
+    }
+  }
 }
 
 TEST(DeviceAttentionTest, ParsesTheVariable) {
