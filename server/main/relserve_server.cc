@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     options.dtype = config.dtype;
     options.device = devices.front();
     options.max_length = config.max_input_length;
+    options.cuda_graph_tokens = config.cuda_graph_tokens;
     options.pooling = config.pooling;
     auto loaded = LoadModel(*dir, options);
     if (!loaded.ok()) {

@@ -155,6 +155,10 @@ const FlagTable<ServerConfig>& Flags() {
               Field(&C::max_inputs_per_request), 1),
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               Field(&C::max_input_length), 0),
+      IntFlag("cuda-graph-tokens",
+              "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay the "
+              "forward from a CUDA graph captured at warm-up (0: never)",
+              Field(&C::cuda_graph_tokens), 0),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins)",

@@ -43,6 +43,8 @@ struct ServerConfig {
   int max_queue_sequences = 10000;
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
+  // On a GPU, batches of at most this many tokens replay CUDA graphs (EngineOptions); 0: never.
+  int cuda_graph_tokens = 4096;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
   // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
   bool auto_truncate = false;

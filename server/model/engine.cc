@@ -15,6 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/model/bge_m3_heads.h"
+#include "server/model/captured_forwards.h"
+#include "server/model/runtime/device_graph.h"
+#include "server/util/log.h"
 #include "server/model/runtime/cpu_tensor_allocator.h"
 #include "server/model/runtime/device.h"
 #include "server/model/layers/encoder_model.h"
@@ -44,6 +47,7 @@ struct Engine::Impl {
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
+  std::unique_ptr<CapturedForwards> graphs;  // on a GPU with options.cuda_graph_tokens > 0
 
   // Which head answers kOutputSparse.
   enum class SparseHead { kNone, kSplade, kBgeM3 };
@@ -117,6 +121,9 @@ std::vector<float> ToFloatVector(const at::Tensor& t) {
 }
 
 }  // namespace
+
+int64_t Engine::captured_graphs() const { return impl_->graphs ? impl_->graphs->graphs() : 0; }
+int64_t Engine::graph_replays() const { return impl_->graphs ? impl_->graphs->replays() : 0; }
 
 int DeviceBatchLength(int length, int max_length) {
   const int step = length <= 256 ? 16 : length <= 1024 ? 64 : 256;
@@ -289,6 +296,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.no_tokenizer_reason = options.no_tokenizer_reason;
   engine->special_token_ids_ = BgeM3DroppedIds(options.tokenizer);
   engine->impl_->pad_id = config.pad_token_id;
+  if (options.cuda_graph_tokens < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
+  }
+  if (options.cuda_graph_tokens > 0 && DeviceGraphsAvailable(device)) {
+    engine->impl_->graphs = std::make_unique<CapturedForwards>(*engine->impl_->model, device, options.cuda_graph_tokens,
+                                                               engine->impl_->pad_id);
+  }
   if (st.splade.has_value()) {
     if (!engine->impl_->masked_lm.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -459,8 +473,13 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       }
     }
     EncoderInputs in{ids, mask, types, padded, at::Tensor()};
-    if (on_device) {
-      if (pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
+    // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
+    CapturedForwards* graphs = impl_->graphs.get();
+    const bool graphable = graphs != nullptr && !types.defined() && (outputs & (kOutputSparse | kOutputMultiVector)) == 0 &&
+                           graphs->GraphBatch(B, L) > 0;
+    const bool replay = graphable && graphs->Captured(L);
+    if (on_device && pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
+    if (on_device && !replay) {
       if (padded) {
         at::Tensor rows = at::empty({tokens}, host);
         int64_t* r = rows.data_ptr<int64_t>();
@@ -474,7 +493,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
     }
     const absl::Time prepared = absl::Now();
-    EncoderOutputs out = impl_->model->Forward(in, /*all_hidden_states=*/false);
+    std::optional<CapturedForwards::Replayed> replayed;  // holds the graphs' lock until the outputs are read
+    EncoderOutputs out;
+    if (replay) {
+      replayed = graphs->Run(ids, mask);
+      out = replayed->out;
+      in.attention_mask = replayed->attention_mask;
+    } else {
+      out = impl_->model->Forward(in, /*all_hidden_states=*/false);
+    }
     const absl::Time forwarded = absl::Now();
 
     // The only copies back, and the only waits for the device: the results.
@@ -553,6 +580,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       timings->prepare = prepared - started;
       timings->forward = forwarded - prepared;
       timings->results = absl::Now() - forwarded;
+    }
+    if (graphable && !replay) {
+      // The first batch of this length (the warm-up's, on a GPU) ran eagerly: capture its graphs.
+      replayed.reset();
+      const absl::Status captured = graphs->CaptureLength(L);
+      if (!captured.ok()) LogWarning(absl::StrCat("model on ", device.str(), ": ", captured.message()));
     }
     return results;
   } catch (const std::exception& e) {

@@ -24,6 +24,10 @@ struct EngineOptions {
   // out) and names it in ModelInfo; it keeps no pointer to it.
   const Tokenizer* tokenizer = nullptr;
   std::string no_tokenizer_reason;  // ModelInfo's, where there is no tokenizer
+  // On a GPU, batches of at most this many tokens (batch rounded up to a power of two, times
+  // length) replay the encoder's forward from a CUDA graph captured at warm-up
+  // (captured_forwards.h); 0 runs every batch eagerly. Unused on the CPU.
+  int64_t cuda_graph_tokens = 4096;
 };
 
 // A padded batch in transformers' layout: row-major [batch, length] int64.
@@ -73,6 +77,9 @@ class Engine : public InferenceBackend {
                                                   uint32_t outputs) override;
   absl::StatusOr<std::vector<SequenceOutput>> RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
                                                        RunTimings* timings) override;
+  // CUDA graphs captured so far, and batches replayed through them (both 0 without graphs).
+  int64_t captured_graphs() const;
+  int64_t graph_replays() const;
   // On the CPU the default doubling; on other devices every length batches run at there
   // (DeviceBatchLength), each a kernel configuration of its own.
   std::vector<int> WarmUpLengths(int max_length) const override;

@@ -42,6 +42,11 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                          static_cast<int64_t>(std::thread::hardware_concurrency()), 1, "N", "all cores")
                       .In(kModelOptions));
   flags.push_back(MaxLengthFlag());
+  flags.push_back(CliInt("cuda-graph-tokens",
+                         "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay "
+                         "the forward from a CUDA graph captured on its first run; 0: never",
+                         4096, 0, "N")
+                      .In(kModelOptions));
   flags.push_back(CliString("pooling", "MODE",
                             "pooling of the embeddings: mean, cls, max, mean_sqrt_len, weightedmean or lasttoken", "",
                             {}, "the model's sentence-transformers config, else mean")
@@ -69,6 +74,7 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   options.dtype = args.String("dtype");
   options.device = args.String("device");
   options.max_length = args.Int("max-length");
+  options.cuda_graph_tokens = args.Int("cuda-graph-tokens");
   options.pooling = args.String("pooling");
   return LoadModel(dir, options);
 }

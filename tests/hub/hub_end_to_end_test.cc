@@ -182,7 +182,7 @@ TEST_F(HubEndToEndTest, TheServerServesAHubModel) {
   ASSERT_EQ(response.embeddings_size(), 1);
   EXPECT_EQ(response.embeddings(0).values_size(), 32);
   // The Hub id and the repository's name name it too (what clients of TEI and vLLM send).
-  for (const std::string alias : {kRepo, std::string("deberta-tiny")}) {
+  for (const std::string& alias : {std::string(kRepo), std::string("deberta-tiny")}) {
     request.set_model(alias);
     v1::EmbedResponse aliased;
     grpc::ClientContext alias_context;

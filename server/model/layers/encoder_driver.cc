@@ -22,7 +22,7 @@ EncoderOutputs RunEncoderLayers(const EncoderInputs& inputs, const at::Tensor& e
   if (inputs.has_padding) {
     // As uint8 once, for every layer's softmax.
     pass.mask = inputs.attention_mask.ne(0).to(at::kByte);
-    pass.packing = std::make_unique<TokenPacking>(inputs.attention_mask, inputs.token_rows);
+    if (inputs.pack_rows) pass.packing = std::make_unique<TokenPacking>(inputs.attention_mask, inputs.token_rows);
   }
   EncoderOutputs out;
   if (all_hidden_states) out.hidden_states.push_back(embeddings);

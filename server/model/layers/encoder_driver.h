@@ -18,7 +18,7 @@ namespace relserve {
 struct EncoderPass {
   int64_t batch = 0, length = 0, hidden = 0;
   at::Tensor mask;                       // uint8 [B, L], 1 = real token; undefined without padding
-  std::unique_ptr<TokenPacking> packing;  // null without padding
+  std::unique_ptr<TokenPacking> packing;  // null without padding, or with EncoderInputs::pack_rows false
 
   // [B, L, hidden] -> rows, and back (zeros at padded positions).
   at::Tensor ToRows(const at::Tensor& batch_major) const;

@@ -19,6 +19,11 @@ struct EncoderInputs {
   // Optional: int64 [N], the flat positions b * L + t of the real tokens, in order, on the
   // model's device (see TokenPacking). Undefined = found from attention_mask.
   at::Tensor token_rows;
+  // False keeps the padded positions in the batch between attentions (computed, and masked as
+  // keys) instead of packing the real tokens: shapes then depend on the batch's size and length
+  // only, as a captured CUDA graph needs (captured_forwards.h). Padded positions' outputs are
+  // then what the layers compute for them, as in transformers, instead of zeros.
+  bool pack_rows = true;
 };
 
 struct EncoderOutputs {

@@ -11,6 +11,7 @@
 // Nothing of size L x L leaves the chip.
 #include "server/model/kernels/cuda/table_attention_cuda.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -235,10 +236,26 @@ __global__ void __launch_bounds__(kThreads) TableAttentionKernel(const TableAtte
   }
 }
 
+// The kernel's shared memory is above the 48 KB a launch gets unasked: raised once per device
+// (on the first, eager, launch there, so that no CUDA graph capture has to).
+constexpr int kMaxDevices = 64;
+
+template <typename T>
+cudaError_t AllowSharedMemory() {
+  static std::atomic<bool> done[kMaxDevices];
+  int device = 0;
+  cudaError_t error = cudaGetDevice(&device);
+  if (error != cudaSuccess) return error;
+  if (device >= 0 && device < kMaxDevices && done[device].load(std::memory_order_acquire)) return cudaSuccess;
+  error = cudaFuncSetAttribute(TableAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(kSharedBytes));
+  if (error == cudaSuccess && device >= 0 && device < kMaxDevices) done[device].store(true, std::memory_order_release);
+  return error;
+}
+
 template <typename T>
 cudaError_t Launch(const TableAttentionArgs& a, cudaStream_t stream) {
-  cudaError_t error = cudaFuncSetAttribute(TableAttentionKernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           static_cast<int>(kSharedBytes));
+  const cudaError_t error = AllowSharedMemory<T>();
   if (error != cudaSuccess) return error;
   const dim3 grid(static_cast<unsigned>(a.heads) * static_cast<unsigned>(a.batch),
                   static_cast<unsigned>((a.length + kTile - 1) / kTile));

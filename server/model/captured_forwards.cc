@@ -1,0 +1,109 @@
+#include "server/model/captured_forwards.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace relserve {
+
+struct CapturedForwards::Graph {
+  at::Tensor input_ids, attention_mask;       // the graph's inputs, [graph batch, L] on the device
+  std::shared_ptr<EncoderOutputs> outputs;    // written by the capture, rewritten by each replay
+  std::unique_ptr<DeviceGraph> graph;
+};
+
+CapturedForwards::CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens,
+                                   int64_t pad_id)
+    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id) {}
+
+CapturedForwards::~CapturedForwards() = default;
+
+int64_t CapturedForwards::GraphBatch(int64_t batch, int64_t length) const {
+  if (batch <= 0 || length <= 0) return 0;
+  int64_t graph_batch = 1;
+  while (graph_batch < batch) graph_batch *= 2;
+  if (graph_batch * length > max_tokens_) return 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  return enabled_ ? graph_batch : 0;
+}
+
+bool CapturedForwards::Captured(int64_t length) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return enabled_ && captured_lengths_.count(length) > 0;
+}
+
+absl::Status CapturedForwards::CaptureLength(int64_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!enabled_ || captured_lengths_.count(length) > 0) return absl::OkStatus();
+  for (int64_t graph_batch = 1; graph_batch * length <= max_tokens_; graph_batch *= 2) {
+    auto g = std::make_unique<Graph>();
+    const auto options = at::TensorOptions().dtype(at::kLong).device(device_);
+    g->input_ids = at::full({graph_batch, length}, pad_id_, options);
+    // Until a batch fills them, rows hold one real token each (a row without any would be a
+    // softmax over nothing).
+    g->attention_mask = at::zeros({graph_batch, length}, options);
+    g->attention_mask.select(1, 0).fill_(1);
+    EncoderInputs in;
+    in.input_ids = g->input_ids;
+    in.attention_mask = g->attention_mask;
+    in.has_padding = true;
+    in.pack_rows = false;
+    g->outputs = std::make_shared<EncoderOutputs>();
+    absl::StatusOr<std::unique_ptr<DeviceGraph>> graph;
+    try {
+      // Eagerly first: what initialises lazily (library handles, kernel choices, per-length
+      // caches) must not happen inside a capture.
+      model_.Forward(in, /*all_hidden_states=*/false);
+      const EncoderModel& model = model_;
+      std::shared_ptr<EncoderOutputs> outputs = g->outputs;
+      graph = DeviceGraph::Capture(
+          device_, [&model, in, outputs] { *outputs = model.Forward(in, /*all_hidden_states=*/false); }, pool_owner_);
+    } catch (const std::exception& e) {
+      graph = absl::InternalError(e.what());
+    }
+    if (!graph.ok()) {
+      enabled_ = false;
+      graphs_.clear();
+      pool_owner_ = nullptr;
+      captured_lengths_.clear();
+      return absl::Status(graph.status().code(), absl::StrCat("capturing the forward of ", graph_batch, " x ", length,
+                                                              " tokens: ", graph.status().message(),
+                                                              "; graphs are off for this model copy"));
+    }
+    g->graph = std::move(*graph);
+    if (pool_owner_ == nullptr) pool_owner_ = g->graph.get();
+    graphs_[{graph_batch, length}] = std::move(g);
+  }
+  captured_lengths_.insert(length);
+  return absl::OkStatus();
+}
+
+CapturedForwards::Replayed CapturedForwards::Run(const at::Tensor& input_ids, const at::Tensor& attention_mask) {
+  const int64_t B = input_ids.size(0), L = input_ids.size(1);
+  int64_t graph_batch = 1;
+  while (graph_batch < B) graph_batch *= 2;
+  Replayed r;
+  r.lock = std::unique_lock<std::mutex>(mu_);
+  Graph& g = *graphs_.at({graph_batch, L});
+  g.input_ids.narrow(0, 0, B).copy_(input_ids, /*non_blocking=*/true);
+  g.attention_mask.narrow(0, 0, B).copy_(attention_mask, /*non_blocking=*/true);
+  g.graph->Replay();
+  ++replays_;
+  const EncoderOutputs& out = *g.outputs;
+  r.out.last_hidden_state = out.last_hidden_state.narrow(0, 0, B);
+  if (out.logits.defined()) r.out.logits = out.logits.narrow(0, 0, B);
+  r.attention_mask = g.attention_mask.narrow(0, 0, B);
+  return r;
+}
+
+int64_t CapturedForwards::graphs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(graphs_.size());
+}
+
+int64_t CapturedForwards::replays() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return replays_;
+}
+
+}  // namespace relserve

@@ -1,0 +1,190 @@
+// Forwards replayed from device graphs (captured_forwards.h), with graphs standing in on the CPU
+// (device_graph.h's testing switch): the graph path against the eager one on every reference
+// model (padded positions kept in the batch, batches rounded up to a graph's batch), and the
+// bookkeeping around graphs with a model that records what it is given.
+#include "server/model/captured_forwards.h"
+
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
+
+#include "gtest/gtest.h"
+#include "server/model/engine.h"
+#include "server/model/runtime/device_graph.h"
+#include "tests/model/reference_fixture.h"
+
+namespace relserve {
+namespace {
+
+using testing::ReadReferenceInputs;
+using testing::ReferenceDir;
+
+// last_hidden_state[b][t] = {id, mask, number of this forward}; throws while `fail` is set.
+class RecordingModel : public EncoderModel {
+ public:
+  EncoderOutputs Forward(const EncoderInputs& in, bool) const override {
+    if (fail) throw std::runtime_error("operation not permitted when stream is capturing");
+    ++forwards;
+    EncoderOutputs out;
+    at::Tensor n = at::full_like(in.input_ids, static_cast<double>(forwards.load()), at::kFloat);
+    out.last_hidden_state = at::stack({in.input_ids.to(at::kFloat), in.attention_mask.to(at::kFloat), n}, 2);
+    EXPECT_FALSE(in.pack_rows);
+    return out;
+  }
+  std::vector<Linear*> EncoderLinears() override { return {}; }
+  mutable std::atomic<int> forwards{0};
+  std::atomic<bool> fail{false};
+};
+
+class CapturedForwardsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetDeviceGraphsOnCpuForTesting(true); }
+  void TearDown() override { SetDeviceGraphsOnCpuForTesting(false); }
+  c10::InferenceMode guard_;
+};
+
+TEST_F(CapturedForwardsTest, GraphBatchesArePowersOfTwoWithinTheTokenBudget) {
+  RecordingModel model;
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 512, 0);
+  EXPECT_EQ(graphs.GraphBatch(1, 128), 1);
+  EXPECT_EQ(graphs.GraphBatch(3, 128), 4);
+  EXPECT_EQ(graphs.GraphBatch(4, 128), 4);
+  EXPECT_EQ(graphs.GraphBatch(5, 128), 0);  // 8 x 128 > 512
+  EXPECT_EQ(graphs.GraphBatch(1, 513), 0);
+  EXPECT_EQ(graphs.GraphBatch(0, 16), 0);
+  EXPECT_FALSE(graphs.Captured(128));
+  ASSERT_TRUE(graphs.CaptureLength(128).ok());
+  EXPECT_TRUE(graphs.Captured(128));
+  EXPECT_FALSE(graphs.Captured(64));
+  EXPECT_EQ(graphs.graphs(), 3);  // 1, 2 and 4 sequences
+  const int forwards = model.forwards;
+  ASSERT_TRUE(graphs.CaptureLength(128).ok());  // once per length
+  EXPECT_EQ(model.forwards, forwards);
+}
+
+// A replay reads the batch it is given: rows [0, B) are its inputs and outputs; the rows past
+// B keep what an earlier batch left there.
+TEST_F(CapturedForwardsTest, ReplaysReadTheirOwnBatch) {
+  RecordingModel model;
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, /*pad_id=*/5);
+  ASSERT_TRUE(graphs.CaptureLength(8).ok());
+  at::Tensor ids = at::arange(24, at::kLong).view({3, 8}) + 100;
+  at::Tensor mask = at::ones({3, 8}, at::kLong);
+  mask[2].narrow(0, 4, 4).zero_();
+  {
+    CapturedForwards::Replayed r = graphs.Run(ids, mask);
+    ASSERT_TRUE(r.lock.owns_lock());
+    ASSERT_EQ(r.out.last_hidden_state.sizes(), (std::vector<int64_t>{3, 8, 3}));
+    EXPECT_TRUE(at::equal(r.out.last_hidden_state.select(2, 0), ids.to(at::kFloat)));
+    EXPECT_TRUE(at::equal(r.attention_mask, mask));
+  }
+  at::Tensor one = at::full({1, 8}, 7, at::kLong);
+  {
+    CapturedForwards::Replayed r = graphs.Run(one, at::ones({1, 8}, at::kLong));
+    EXPECT_TRUE(at::equal(r.out.last_hidden_state.select(2, 0), one.to(at::kFloat)));
+  }
+  EXPECT_EQ(graphs.replays(), 2);
+}
+
+// A capture that fails turns graphs off for the model copy, naming the shape.
+TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
+  RecordingModel model;
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0);
+  ASSERT_TRUE(graphs.CaptureLength(16).ok());
+  model.fail = true;
+  absl::Status status = graphs.CaptureLength(32);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("1 x 32 tokens"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("operation not permitted"), std::string::npos) << status;
+  EXPECT_EQ(graphs.GraphBatch(1, 16), 0);
+  EXPECT_FALSE(graphs.Captured(16));
+  EXPECT_EQ(graphs.graphs(), 0);
+}
+
+TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
+  int runs = 0;
+  auto refused = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(runs, 0);
+  SetDeviceGraphsOnCpuForTesting(true);
+  auto graph = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr);
+  SetDeviceGraphsOnCpuForTesting(false);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(runs, 1);
+  (*graph)->Replay();
+  (*graph)->Replay();
+  EXPECT_EQ(runs, 3);
+}
+
+double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+  return worst;
+}
+
+class CapturedEngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void TearDown() override { SetDeviceGraphsOnCpuForTesting(false); }
+};
+
+// Every family through the graph path: the same outputs as the eager engine, for the whole
+// batch (captured by its first run, replayed by the second) and for a smaller batch of the
+// same length that a larger graph holds (the rows past it from the batch before).
+TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
+  const std::string dir = ReferenceDir(GetParam());
+  auto eager = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  SetDeviceGraphsOnCpuForTesting(true);
+  auto captured = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  const uint32_t outputs = kOutputTokenStates | kOutputPooled |
+                           ((*eager)->info().labels.empty() ? 0u : static_cast<uint32_t>(kOutputLogits));
+  PaddedBatch padded = ReadReferenceInputs(dir + "/inputs.json");
+  std::vector<SequenceInput> seqs(padded.batch);
+  for (int64_t r = 0; r < padded.batch; ++r) {
+    for (int64_t t = 0; t < padded.length; ++t) {
+      if (padded.attention_mask[r * padded.length + t]) {
+        seqs[r].input_ids.push_back(static_cast<int32_t>(padded.input_ids[r * padded.length + t]));
+      }
+    }
+  }
+  // The smaller batch keeps the longest sequence, so that it runs at the same length.
+  size_t longest = 0;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    if (seqs[i].input_ids.size() > seqs[longest].input_ids.size()) longest = i;
+  }
+  std::vector<SequenceInput> fewer{seqs[longest], seqs[(longest + 1) % seqs.size()]};
+  for (const std::vector<SequenceInput>* batch : {&seqs, &seqs, &fewer}) {
+    auto want = (*eager)->Run(*batch, outputs);
+    auto got = (*captured)->Run(*batch, outputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t i = 0; i < batch->size(); ++i) {
+      EXPECT_EQ((*got)[i].num_tokens, (*want)[i].num_tokens);
+      EXPECT_LE(MaxAbsDiff((*got)[i].token_states, (*want)[i].token_states), 1e-5) << "sequence " << i;
+      EXPECT_LE(MaxAbsDiff((*got)[i].pooled, (*want)[i].pooled), 1e-5) << "sequence " << i;
+      EXPECT_LE(MaxAbsDiff((*got)[i].logits, (*want)[i].logits), 1e-5) << "sequence " << i;
+    }
+  }
+  EXPECT_GT((*captured)->captured_graphs(), 0);
+  EXPECT_EQ((*captured)->graph_replays(), 2);  // the first run captured, the next two replayed
+  EXPECT_EQ((*eager)->captured_graphs(), 0);
+  // With graphs off by option, nothing is captured.
+  EngineOptions off;
+  off.cuda_graph_tokens = 0;
+  auto eager_again = Engine::Load(dir, off);
+  ASSERT_TRUE(eager_again.ok());
+  ASSERT_TRUE((*eager_again)->Run(seqs, outputs).ok());
+  EXPECT_EQ((*eager_again)->captured_graphs(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceModels, CapturedEngineTest,
+                         ::testing::Values("deberta_v3_like", "deberta_v3_cls", "t5_v1_0", "bert_absolute",
+                                           "bert_relative_key", "mpnet_like", "xlnet_like"));
+
+}  // namespace
+}  // namespace relserve
