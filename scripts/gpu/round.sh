@@ -12,7 +12,8 @@
 # paths, and the server under load).
 # ATTENTIONS lists the GPU attention paths the engine benchmark runs DeBERTa through
 # (RELSERVE_GPU_ATTENTION: bias, tables; default both, side by side); SERVER_ATTENTION the
-# server's (default bias).
+# server's (default bias). Shapes of at most 4096 tokens also run without CUDA graphs
+# (--cuda-graph-tokens 0), the launch-bound baseline.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu-out}
@@ -126,12 +127,18 @@ if has bench-engine; then
     attentions=${ATTENTIONS:-bias tables}; [ "$model" = t5-base ] && attentions=bias  # T5 has no table path
     for dtype in ${DTYPES:-bfloat16 float16}; do
       for shape in ${SHAPES:-1x128 32x128 32x512 8x2048}; do
-        for attention in $attentions; do
-          b=${shape%x*}; l=${shape#*x}; iters=20; [ "$b" = 1 ] && iters=80
+        b=${shape%x*}; l=${shape#*x}; iters=20; [ "$b" = 1 ] && iters=80
+        # Each attention path with CUDA graphs where the shape has them, and, where it does, the
+        # bias path without them too (the launch-bound baseline).
+        configs=""; for attention in $attentions; do configs="$configs $attention/4096"; done
+        [ $((b * l)) -le 4096 ] && configs="$configs bias/0"
+        for config in $configs; do
+          attention=${config%/*}; graphs=${config#*/}
           line=$(RELSERVE_GPU_ATTENTION=$attention "$BIN/relserve-model" bench --model "$MODELS/$model" --device cuda \
                  --dtype "$dtype" --batch "$b" --seq "$l" --iters "$iters" --warmup 3 --max-length 2048 --gemm-size 8192 \
-                 --threads 4 2>> "$LOGS/bench-engine.err")
-          echo "{\"engine\":\"relserve\",\"attention\":\"$attention\",\"model\":\"$model\",${line#\{}" >> "$LOGS/bench-engine.jsonl"
+                 --threads 4 --cuda-graph-tokens "$graphs" 2>> "$LOGS/bench-engine.err")
+          echo "{\"engine\":\"relserve\",\"attention\":\"$attention\",\"cuda_graph_tokens\":$graphs,\"model\":\"$model\",${line#\{}" \
+            >> "$LOGS/bench-engine.jsonl"
         done
       done
     done
