@@ -13,7 +13,8 @@
 # ATTENTIONS lists the GPU attention paths the engine benchmark runs DeBERTa through
 # (RELSERVE_GPU_ATTENTION: bias, tables; default both, side by side); SERVER_ATTENTION the
 # server's (default bias). Shapes of at most 4096 tokens also run without CUDA graphs
-# (--cuda-graph-tokens 0), the launch-bound baseline.
+# (--cuda-graph-tokens 0), the launch-bound baseline; SERVER_GRAPH_TOKENS sets the server's
+# --cuda-graph-tokens (default 4096; 0 for the server without graphs).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$ROOT/gpu-out}
@@ -164,7 +165,7 @@ if has bench-server; then
      BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=${DURATION:-8} \
      LEVELS="${LEVELS:-4 16 64 128}" SETTINGS="${SETTINGS:-bucketed single}" OUT="$LOGS/bench-server.jsonl" \
      METRICS_DIR="$LOGS/bench-server-metrics" \
-     SERVER_FLAGS="--max-input-length 512" timeout 400 scripts/bench-serving.sh > "$LOGS/bench-server.log" 2>&1)
+     SERVER_FLAGS="--max-input-length 512 --cuda-graph-tokens ${SERVER_GRAPH_TOKENS:-4096}" timeout 400 scripts/bench-serving.sh > "$LOGS/bench-server.log" 2>&1)
   note "bench-server rc=$?"; cut -c1-600 "$LOGS/bench-server.jsonl"; tail -3 "$LOGS/bench-server.log"
 fi
 
@@ -183,7 +184,7 @@ if has profile; then
     # The server under load: host threads and CUDA calls as well as kernels.
     (cd "$ROOT" && export RELSERVE_GPU_ATTENTION=${SERVER_ATTENTION:-bias} && BUILD_DIR="$BUILD" \
        MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=6 LEVELS=128 SETTINGS=bucketed \
-       OUT="$LOGS/profile-server.jsonl" SERVER_FLAGS="--max-input-length 512" \
+       OUT="$LOGS/profile-server.jsonl" SERVER_FLAGS="--max-input-length 512 --cuda-graph-tokens ${SERVER_GRAPH_TOKENS:-4096}" \
        SERVER_WRAPPER="nsys profile --force-overwrite true --trace cuda,nvtx,osrt --output $LOGS/server" \
        timeout 300 scripts/bench-serving.sh > "$LOGS/profile-server.log" 2>&1)
     note "profile server rc=$?"
