@@ -23,18 +23,24 @@ int64_t CapturedForwards::GraphBatch(int64_t batch, int64_t length) const {
   int64_t graph_batch = 1;
   while (graph_batch < batch) graph_batch *= 2;
   if (graph_batch * length > max_tokens_) return 0;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(state_mu_);
   return enabled_ ? graph_batch : 0;
 }
 
 bool CapturedForwards::Captured(int64_t length) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(state_mu_);
   return enabled_ && captured_lengths_.count(length) > 0;
 }
 
 absl::Status CapturedForwards::CaptureLength(int64_t length) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!enabled_ || captured_lengths_.count(length) > 0) return absl::OkStatus();
+  std::lock_guard<std::mutex> replay_lock(replay_mu_);
+  DeviceGraph* pool_owner = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!enabled_ || captured_lengths_.count(length) > 0) return absl::OkStatus();
+    pool_owner = pool_owner_;
+  }
+  std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Graph>> captured;
   for (int64_t graph_batch = 1; graph_batch * length <= max_tokens_; graph_batch *= 2) {
     auto g = std::make_unique<Graph>();
     const auto options = at::TensorOptions().dtype(at::kLong).device(device_);
@@ -57,13 +63,14 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
       const EncoderModel& model = model_;
       std::shared_ptr<EncoderOutputs> outputs = g->outputs;
       graph = DeviceGraph::Capture(
-          device_, [&model, in, outputs] { *outputs = model.Forward(in, /*all_hidden_states=*/false); }, pool_owner_);
+          device_, [&model, in, outputs] { *outputs = model.Forward(in, /*all_hidden_states=*/false); }, pool_owner);
     } catch (const std::exception& e) {
       graph = absl::InternalError(e.what());
     }
     if (!graph.ok()) {
+      std::lock_guard<std::mutex> lock(state_mu_);
       enabled_ = false;
-      graphs_.clear();
+      graphs_.clear();  // no replay runs: this thread holds replay_mu_
       pool_owner_ = nullptr;
       captured_lengths_.clear();
       return absl::Status(graph.status().code(), absl::StrCat("capturing the forward of ", graph_batch, " x ", length,
@@ -71,24 +78,35 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
                                                               "; graphs are off for this model copy"));
     }
     g->graph = std::move(*graph);
-    if (pool_owner_ == nullptr) pool_owner_ = g->graph.get();
-    graphs_[{graph_batch, length}] = std::move(g);
+    if (pool_owner == nullptr) pool_owner = g->graph.get();
+    captured[{graph_batch, length}] = std::move(g);
   }
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (pool_owner_ == nullptr) pool_owner_ = pool_owner;
+  for (auto& [shape, g] : captured) graphs_[shape] = std::move(g);
   captured_lengths_.insert(length);
   return absl::OkStatus();
 }
 
-CapturedForwards::Replayed CapturedForwards::Run(const at::Tensor& input_ids, const at::Tensor& attention_mask) {
+std::optional<CapturedForwards::Replayed> CapturedForwards::Run(const at::Tensor& input_ids,
+                                                                const at::Tensor& attention_mask) {
   const int64_t B = input_ids.size(0), L = input_ids.size(1);
   int64_t graph_batch = 1;
   while (graph_batch < B) graph_batch *= 2;
   Replayed r;
-  r.lock = std::unique_lock<std::mutex>(mu_);
-  Graph& g = *graphs_.at({graph_batch, L});
+  r.lock = std::unique_lock<std::mutex>(replay_mu_);
+  Graph* found = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    auto it = graphs_.find({graph_batch, L});
+    if (it == graphs_.end()) return std::nullopt;
+    found = it->second.get();
+    ++replays_;
+  }
+  Graph& g = *found;
   g.input_ids.narrow(0, 0, B).copy_(input_ids, /*non_blocking=*/true);
   g.attention_mask.narrow(0, 0, B).copy_(attention_mask, /*non_blocking=*/true);
   g.graph->Replay();
-  ++replays_;
   const EncoderOutputs& out = *g.outputs;
   r.out.last_hidden_state = out.last_hidden_state.narrow(0, 0, B);
   if (out.logits.defined()) r.out.logits = out.logits.narrow(0, 0, B);
@@ -97,12 +115,12 @@ CapturedForwards::Replayed CapturedForwards::Run(const at::Tensor& input_ids, co
 }
 
 int64_t CapturedForwards::graphs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(state_mu_);
   return static_cast<int64_t>(graphs_.size());
 }
 
 int64_t CapturedForwards::replays() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(state_mu_);
   return replays_;
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -49,8 +50,9 @@ class CapturedForwards {
     at::Tensor attention_mask;  // the batch's mask, on the device
   };
   // Copies ids and mask ([B, L] int64 on the host, page-locked for a GPU) into the graph of
-  // (GraphBatch(B, L), L) and replays it. The graphs of L must be captured.
-  Replayed Run(const at::Tensor& input_ids, const at::Tensor& attention_mask);
+  // (GraphBatch(B, L), L) and replays it; nothing when that graph is not there (never captured,
+  // or dropped by a failed capture).
+  std::optional<Replayed> Run(const at::Tensor& input_ids, const at::Tensor& attention_mask);
 
   int64_t graphs() const;    // captured so far
   int64_t replays() const;   // batches run through a graph so far
@@ -61,7 +63,12 @@ class CapturedForwards {
   const c10::Device device_;
   const int64_t max_tokens_;
   const int64_t pad_id_;
-  mutable std::mutex mu_;  // held by capture and by each replay until its outputs are read
+  // Held by a capture, and by each replay until its outputs are read (the graphs share one
+  // memory pool). Taken before state_mu_.
+  std::mutex replay_mu_;
+  // Guards the fields below, held briefly: a batch that runs eagerly asks GraphBatch and
+  // Captured without waiting for a replay.
+  mutable std::mutex state_mu_;
   bool enabled_ = true;
   std::set<int64_t> captured_lengths_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Graph>> graphs_;  // (graph batch, length)

@@ -479,7 +479,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
                            graphs->GraphBatch(B, L) > 0;
     const bool replay = graphable && graphs->Captured(L);
     if (on_device && pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
-    if (on_device && !replay) {
+    // The replay copies its inputs into the graph's; where there is none (a capture failed on
+    // another thread since), the batch runs eagerly.
+    std::optional<CapturedForwards::Replayed> replayed;  // holds the graphs' lock until the outputs are read
+    if (replay) replayed = graphs->Run(ids, mask);
+    if (on_device && !replayed) {
       if (padded) {
         at::Tensor rows = at::empty({tokens}, host);
         int64_t* r = rows.data_ptr<int64_t>();
@@ -493,10 +497,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
     }
     const absl::Time prepared = absl::Now();
-    std::optional<CapturedForwards::Replayed> replayed;  // holds the graphs' lock until the outputs are read
     EncoderOutputs out;
-    if (replay) {
-      replayed = graphs->Run(ids, mask);
+    if (replayed) {
       out = replayed->out;
       in.attention_mask = replayed->attention_mask;
     } else {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -75,7 +76,9 @@ TEST_F(CapturedForwardsTest, ReplaysReadTheirOwnBatch) {
   at::Tensor mask = at::ones({3, 8}, at::kLong);
   mask[2].narrow(0, 4, 4).zero_();
   {
-    CapturedForwards::Replayed r = graphs.Run(ids, mask);
+    std::optional<CapturedForwards::Replayed> replayed = graphs.Run(ids, mask);
+    ASSERT_TRUE(replayed.has_value());
+    CapturedForwards::Replayed& r = *replayed;
     ASSERT_TRUE(r.lock.owns_lock());
     ASSERT_EQ(r.out.last_hidden_state.sizes(), (std::vector<int64_t>{3, 8, 3}));
     EXPECT_TRUE(at::equal(r.out.last_hidden_state.select(2, 0), ids.to(at::kFloat)));
@@ -83,9 +86,13 @@ TEST_F(CapturedForwardsTest, ReplaysReadTheirOwnBatch) {
   }
   at::Tensor one = at::full({1, 8}, 7, at::kLong);
   {
-    CapturedForwards::Replayed r = graphs.Run(one, at::ones({1, 8}, at::kLong));
-    EXPECT_TRUE(at::equal(r.out.last_hidden_state.select(2, 0), one.to(at::kFloat)));
+    std::optional<CapturedForwards::Replayed> r = graphs.Run(one, at::ones({1, 8}, at::kLong));
+    ASSERT_TRUE(r.has_value());
+    EXPECT_TRUE(at::equal(r->out.last_hidden_state.select(2, 0), one.to(at::kFloat)));
   }
+  EXPECT_EQ(graphs.replays(), 2);
+  // No graph of that length: nothing runs.
+  EXPECT_FALSE(graphs.Run(at::zeros({1, 4}, at::kLong), at::ones({1, 4}, at::kLong)).has_value());
   EXPECT_EQ(graphs.replays(), 2);
 }
 
@@ -102,6 +109,7 @@ TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
   EXPECT_EQ(graphs.GraphBatch(1, 16), 0);
   EXPECT_FALSE(graphs.Captured(16));
   EXPECT_EQ(graphs.graphs(), 0);
+  EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
 }
 
 TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
@@ -180,6 +188,50 @@ TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   ASSERT_TRUE(eager_again.ok());
   ASSERT_TRUE((*eager_again)->Run(seqs, outputs).ok());
   EXPECT_EQ((*eager_again)->captured_graphs(), 0);
+}
+
+// Threads at once, some batches through graphs (one at a time) and some eagerly beside them:
+// every answer equals the one computed alone.
+TEST_F(CapturedEngineTest, ConcurrentReplaysAndEagerBatchesAgree) {
+  SetDeviceGraphsOnCpuForTesting(true);
+  EngineOptions options;
+  options.cuda_graph_tokens = 48;  // one or two short sequences go through graphs, the rest eagerly
+  auto engine = Engine::Load(ReferenceDir("deberta_v3_cls"), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  std::vector<std::vector<SequenceInput>> batches;
+  for (int n : {1, 2, 3, 1}) {
+    std::vector<SequenceInput> batch(n);
+    for (int i = 0; i < n; ++i) {
+      for (int t = 0; t < 20; ++t) batch[i].input_ids.push_back(5 + (7 * t + 11 * i + n) % 90);
+    }
+    batches.push_back(batch);
+  }
+  std::vector<std::vector<SequenceOutput>> expected;
+  for (const auto& batch : batches) {
+    auto r = (*engine)->Run(batch, kOutputPooled | kOutputLogits);
+    ASSERT_TRUE(r.ok()) << r.status();
+    expected.push_back(*r);
+  }
+  std::vector<double> worst(batches.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t w = 0; w < batches.size(); ++w) {
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < 10; ++round) {
+        auto r = (*engine)->Run(batches[w], kOutputPooled | kOutputLogits);
+        if (!r.ok()) {
+          worst[w] = INFINITY;
+          return;
+        }
+        for (size_t i = 0; i < r->size(); ++i) {
+          worst[w] = std::max(worst[w], MaxAbsDiff((*r)[i].pooled, expected[w][i].pooled));
+          worst[w] = std::max(worst[w], MaxAbsDiff((*r)[i].logits, expected[w][i].logits));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t w = 0; w < batches.size(); ++w) EXPECT_LE(worst[w], 1e-5) << "batch " << w;
+  EXPECT_GE((*engine)->graph_replays(), 30);  // the three batches of one or two sequences
 }
 
 INSTANTIATE_TEST_SUITE_P(ReferenceModels, CapturedEngineTest,
