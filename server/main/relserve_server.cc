@@ -192,6 +192,12 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
       for (InferenceBackend* backend : backends) {
         RETURN_IF_ERROR(WarmUp(*backend, name, info.max_length, stop_requested));
       }
+      int64_t graphs = engine->captured_graphs();
+      for (const auto& copy : loaded->copies) graphs += copy->captured_graphs();
+      if (graphs > 0) {
+        LogInfo(absl::StrCat("model ", name, ": ", graphs, " CUDA graphs captured (batches of up to ",
+                             config.cuda_graph_tokens, " tokens replay them)"));
+      }
     }
     if (config.max_batch_tokens < info.max_length) {
       LogWarning(absl::StrCat("model ", name, ": --max-batch-tokens ", config.max_batch_tokens,
