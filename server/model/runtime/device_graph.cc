@@ -9,6 +9,13 @@
 
 #ifdef RELSERVE_WITH_CUDA
 #include <ATen/cuda/CUDAGraph.h>
+#include <torch/version.h>
+// capture_begin takes a capture mode from LibTorch 2.0 on.
+#if TORCH_VERSION_MAJOR >= 2
+#define RELSERVE_GRAPH_CAPTURE_MODE , cudaStreamCaptureModeThreadLocal
+#else
+#define RELSERVE_GRAPH_CAPTURE_MODE
+#endif
 #endif
 
 namespace relserve {
@@ -59,12 +66,12 @@ absl::StatusOr<std::unique_ptr<DeviceGraph>> DeviceGraph::Capture(const c10::Dev
   graph->impl_->graph = std::make_unique<at::cuda::CUDAGraph>();
   at::cuda::CUDAGraph& g = *graph->impl_->graph;
   try {
-    // Thread-local capture: other threads' work on the device (other workers, other models'
-    // warm-ups) goes on while this one captures.
+    // Thread-local capture (LibTorch 2): other threads' work on the device (other workers)
+    // goes on while this one captures.
     if (share_pool_of != nullptr) {
-      g.capture_begin(share_pool_of->impl_->graph->pool(), cudaStreamCaptureModeThreadLocal);
+      g.capture_begin(share_pool_of->impl_->graph->pool() RELSERVE_GRAPH_CAPTURE_MODE);
     } else {
-      g.capture_begin({0, 0}, cudaStreamCaptureModeThreadLocal);
+      g.capture_begin({0, 0} RELSERVE_GRAPH_CAPTURE_MODE);
     }
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("graph capture did not start: ", e.what()));
