@@ -64,7 +64,9 @@ struct ModelInfo {
 
 // Where one backend call's time went, on the calling thread's clock. On a GPU the forward is
 // queued, not waited for: `forward` is the time to launch its kernels (and any wait the
-// launches meet), `results` the wait for the device to finish and the copies back.
+// launches meet; for a batch replayed from a CUDA graph, the wait for the graphs' turn, the
+// input copies and the one launch), `results` the wait for the device to finish and the copies
+// back.
 struct RunTimings {
   absl::Duration prepare;  // the padded batch built on the host and its copies to the device queued
   absl::Duration forward;  // the encoder's forward queued (all of it, on a CPU)

@@ -482,6 +482,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     // The replay copies its inputs into the graph's; where there is none (a capture failed on
     // another thread since), the batch runs eagerly.
     std::optional<CapturedForwards::Replayed> replayed;  // holds the graphs' lock until the outputs are read
+    absl::Time prepared = absl::Now();
     if (replay) replayed = graphs->Run(ids, mask);
     if (on_device && !replayed) {
       if (padded) {
@@ -496,8 +497,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       in.attention_mask = mask.to(device, /*non_blocking=*/true);
       if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
     }
-    const absl::Time prepared = absl::Now();
     EncoderOutputs out;
+    if (!replayed) prepared = absl::Now();
     if (replayed) {
       out = replayed->out;
       in.attention_mask = replayed->attention_mask;
@@ -587,7 +588,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       // The first batch of this length (the warm-up's, on a GPU) ran eagerly: capture its graphs.
       replayed.reset();
       const absl::Status captured = graphs->CaptureLength(L);
-      if (!captured.ok()) LogWarning(absl::StrCat("model on ", device.str(), ": ", captured.message()));
+      if (!captured.ok()) LogWarning(absl::StrCat(info_.architecture, " on ", device.str(), ": ", captured.message()));
     }
     return results;
   } catch (const std::exception& e) {
