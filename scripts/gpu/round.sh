@@ -64,13 +64,15 @@ fi
 
 if has build; then
   pkgconf_bin=$(command -v pkg-config || echo "$PREFIX/usr/bin/pkgconf")
-  # The table-attention kernel (server/model/kernels/cuda) needs CMake to find nvcc.
+  # The table-attention kernel (server/model/kernels/cuda) needs CMake to find nvcc; without one
+  # it is left out (a warning) and the rest builds.
   nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cuda_compiler=(); [ -x "$nvcc_bin" ] && cuda_compiler=(-DCMAKE_CUDA_COMPILER="$nvcc_bin")
   start=$(date +%s)
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_PREFIX_PATH="$TORCH_CMAKE;$PREFIX/usr" -DPKG_CONFIG_EXECUTABLE="$pkgconf_bin" \
     -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DCUDAToolkit_ROOT=/usr/local/cuda \
-    -DCMAKE_CUDA_COMPILER="$nvcc_bin" \
+    "${cuda_compiler[@]}" \
     -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/usr/bin/protoc" > "$LOGS/configure.log" 2>&1
   rc=$?
   note "configure rc=$rc"; tail -n 15 "$LOGS/configure.log"; grep -E "relserve:" "$LOGS/configure.log"
