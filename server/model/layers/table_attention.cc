@@ -1,6 +1,7 @@
 #include "server/model/layers/table_attention.h"
 
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -93,7 +94,12 @@ bool TableAttentionSupports(const RelativeAttentionInputs& in) {
 
 at::Tensor TableAttention(const RelativeAttentionInputs& in) {
   const c10::Device device = in.q.device();
-  const at::Tensor q = in.q.contiguous(), k = in.k.contiguous(), v = in.v.contiguous();
+  // The kernel reads q, k and v in 16-byte pieces: a view that starts elsewhere is copied.
+  auto aligned = [](const at::Tensor& t) {
+    const at::Tensor c = t.contiguous();
+    return reinterpret_cast<uintptr_t>(c.data_ptr()) % 16 == 0 ? c : c.clone();
+  };
+  const at::Tensor q = aligned(in.q), k = aligned(in.k), v = aligned(in.v);
   TableAttentionArgs a;
   a.dtype = DtypeOf(q);
   a.heads = static_cast<int>(q.size(0));

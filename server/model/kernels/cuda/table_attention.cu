@@ -91,6 +91,7 @@ __device__ __forceinline__ float WarpSum(float x) {
 template <typename T>
 __global__ void __launch_bounds__(kThreads) TableAttentionKernel(const TableAttentionArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ int c2p_rows[kBand], p2c_rows[kBand];  // this tile pair's table entries, by offset
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   T* sq = reinterpret_cast<T*>(smem);
   T* sk = reinterpret_cast<T*>(smem + kTileBytes);
@@ -135,17 +136,22 @@ __global__ void __launch_bounds__(kThreads) TableAttentionKernel(const TableAtte
   }
 
   for (int j0 = 0; j0 < L; j0 += kTile) {
-    __syncthreads();  // the previous tile's K, V and bands are no longer read
+    __syncthreads();  // the previous tile's K, V, bands and table entries are no longer read
+    const int dmin = j0 - i0 - (kTile - 1);
+    // The offset tables' entries of this tile pair, read once instead of once per band element.
+    if (tid < kBand) {
+      const int e = TableAttentionOffset(dmin + tid, L);
+      if (c2p != nullptr) c2p_rows[tid] = a.c2p_index[e];
+      if (p2c != nullptr) p2c_rows[tid] = a.p2c_index[e];
+    }
     LoadTile(sk, k, j0, L, tid);
     LoadTile(sv, v, j0, L, tid);
-    const int dmin = j0 - i0 - (kTile - 1);
+    __syncthreads();
     if (c2p != nullptr) {
       for (int e = tid; e < kTile * kCBandLd; e += kThreads) {
         const int r = e / kCBandLd, dd = e % kCBandLd;
         T value = zero;
-        if (dd < kBand && i0 + r < L) {
-          value = c2p[static_cast<size_t>(i0 + r) * a.rc + a.c2p_index[TableAttentionOffset(dmin + dd, L)]];
-        }
+        if (dd < kBand && i0 + r < L) value = c2p[static_cast<size_t>(i0 + r) * a.rc + c2p_rows[dd]];
         cband[r * kCBandLd + dd] = value;
       }
     }
@@ -153,7 +159,7 @@ __global__ void __launch_bounds__(kThreads) TableAttentionKernel(const TableAtte
       for (int e = tid; e < kBand * kTile; e += kThreads) {
         const int dd = e / kTile, c = e % kTile;
         T value = zero;
-        if (j0 + c < L) value = p2c[static_cast<size_t>(a.p2c_index[TableAttentionOffset(dmin + dd, L)]) * L + j0 + c];
+        if (j0 + c < L) value = p2c[static_cast<size_t>(p2c_rows[dd]) * L + j0 + c];
         pband[dd * kPBandLd + c] = value;
       }
     }
