@@ -163,6 +163,12 @@ fi
 
 if has bench-server; then
   make_models
+  # The yardstick: the engine alone over the same workload (lengths log-uniform in [8, 512]) with
+  # full batches, workload_full_tps; the server's tokens/s over it is the share the issue asks for.
+  (cd "$ROOT" && BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 \
+     LENGTHS="${CEILING_LENGTHS:-8 32 128 512}" timeout 200 scripts/bench-batching-ceiling.sh \
+     > "$LOGS/bench-ceiling.json" 2> "$LOGS/bench-ceiling.err")
+  note "engine over the serving workload rc=$?"; cut -c1-600 "$LOGS/bench-ceiling.json"
   (cd "$ROOT" && export RELSERVE_GPU_ATTENTION=${SERVER_ATTENTION:-bias} && \
      BUILD_DIR="$BUILD" MODEL="$MODELS/deberta-v3-base" DEVICE=cuda DTYPE=bfloat16 DURATION=${DURATION:-8} \
      LEVELS="${LEVELS:-4 16 64 128}" SETTINGS="${SETTINGS:-bucketed single}" OUT="$LOGS/bench-server.jsonl" \
