@@ -5,6 +5,16 @@
 #include "absl/strings/str_cat.h"
 
 namespace relserve {
+namespace {
+
+// The graph that holds a batch of this many sequences: its size rounded up to a power of two.
+int64_t RoundedBatch(int64_t batch) {
+  int64_t rounded = 1;
+  while (rounded < batch) rounded *= 2;
+  return rounded;
+}
+
+}  // namespace
 
 struct CapturedForwards::Graph {
   at::Tensor input_ids, attention_mask;       // the graph's inputs, [graph batch, L] on the device
@@ -20,8 +30,7 @@ CapturedForwards::~CapturedForwards() = default;
 
 int64_t CapturedForwards::GraphBatch(int64_t batch, int64_t length) const {
   if (batch <= 0 || length <= 0) return 0;
-  int64_t graph_batch = 1;
-  while (graph_batch < batch) graph_batch *= 2;
+  const int64_t graph_batch = RoundedBatch(batch);
   if (graph_batch * length > max_tokens_) return 0;
   std::lock_guard<std::mutex> lock(state_mu_);
   return enabled_ ? graph_batch : 0;
@@ -91,8 +100,7 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
 std::optional<CapturedForwards::Replayed> CapturedForwards::Run(const at::Tensor& input_ids,
                                                                 const at::Tensor& attention_mask) {
   const int64_t B = input_ids.size(0), L = input_ids.size(1);
-  int64_t graph_batch = 1;
-  while (graph_batch < B) graph_batch *= 2;
+  const int64_t graph_batch = RoundedBatch(B);
   Replayed r;
   r.lock = std::unique_lock<std::mutex>(replay_mu_);
   Graph* found = nullptr;

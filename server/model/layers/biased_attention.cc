@@ -41,19 +41,15 @@ at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in) {
   bool owned = false;  // bias is a new tensor, not a view of the caller's position-bias matrix
   if (in.pos_key.defined()) {
     at::Tensor index = in.c2p_gather.defined() ? in.c2p_gather : OffsetIndexMatrix(in.c2p_index, L, false, device);
-    // c2p[h, b, i, r] = q[h, b, i] . pos_key[h, r]; the bias takes c2p[h, b, i, index[i][j]].
-    const at::Tensor& query = in.c2p_query.defined() ? in.c2p_query : in.q;
-    at::Tensor c2p = at::matmul(query, in.pos_key.unsqueeze(1).transpose(-1, -2));
-    bias = at::gather(c2p, 3, index.expand({heads, B, L, L}));
+    // The bias takes c2p[h, b, i, index[i][j]].
+    bias = at::gather(C2pProducts(in), 3, index.expand({heads, B, L, L}));
     owned = true;
   }
   if (in.pos_query.defined()) {
     at::Tensor index = in.p2c_gather.defined() ? in.p2c_gather : OffsetIndexMatrix(in.p2c_index, L, false, device);
-    // p2c[h, b, r, j] = pos_query[h, r] . k[h, b, j], rows = relative positions: the bias takes
-    // p2c[h, b, index[i][j], j], gathered along the rows, so that it comes out in [query, key]
-    // order (no transposed pass over an [L, L] tensor).
-    at::Tensor p2c = at::matmul(in.pos_query.unsqueeze(1), in.k.transpose(-1, -2));
-    at::Tensor term = at::gather(p2c, 2, index.expand({heads, B, L, L}));
+    // The bias takes p2c[h, b, index[i][j], j], gathered along the rows, so that it comes out in
+    // [query, key] order (no transposed pass over an [L, L] tensor).
+    at::Tensor term = at::gather(P2cProducts(in), 2, index.expand({heads, B, L, L}));
     bias = bias.defined() ? bias.add_(term) : term;
     owned = true;
   }

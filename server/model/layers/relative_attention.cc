@@ -52,6 +52,24 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
 
 }  // namespace
 
+namespace {
+
+at::Tensor DeviceProduct(const at::Tensor& a, const at::Tensor& b) {
+  if (a.device().is_cpu() && a.scalar_type() == at::kHalf) return at::matmul(a.to(at::kFloat), b.to(at::kFloat)).to(at::kHalf);
+  return at::matmul(a, b);
+}
+
+}  // namespace
+
+at::Tensor C2pProducts(const RelativeAttentionInputs& in) {
+  const at::Tensor& query = in.c2p_query.defined() ? in.c2p_query : in.q;
+  return DeviceProduct(query, in.pos_key.unsqueeze(1).transpose(-1, -2));
+}
+
+at::Tensor P2cProducts(const RelativeAttentionInputs& in) {
+  return DeviceProduct(in.pos_query.unsqueeze(1), in.k.transpose(-1, -2));
+}
+
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
   if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) {
     if (DeviceAttentionMode() == DeviceAttention::kTables && TableAttentionSupports(in)) return TableAttention(in);

@@ -64,6 +64,14 @@ struct RelativeAttentionInputs {
 // DeBERTa's terms are read through their tables by relserve's own kernel (table_attention.h).
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
 
+// The relative products the paths of other devices read, in q's dtype (float16 ones are made in
+// float32 on the CPU, which has no float16 matrix product, and rounded as a GPU's are):
+//   C2pProducts: c2p[h, b, i, r] = c2p_query[h, b, i] . pos_key[h, r], [heads, batch, L, Rc];
+//   P2cProducts: p2c[h, b, r, j] = pos_query[h, r] . k[h, b, j], [heads, batch, Rp, L] (rows =
+//   relative positions, so that p2c[index(j - i)][j] is read along rows).
+at::Tensor C2pProducts(const RelativeAttentionInputs& in);
+at::Tensor P2cProducts(const RelativeAttentionInputs& in);
+
 // A per-head bias read by the offset j - i (T5's and MPNet's bucketed position bias), in the
 // form each device's attention takes, built once per length.
 struct PositionBiasTables {

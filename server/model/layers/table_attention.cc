@@ -47,13 +47,6 @@ at::Tensor TableOn(const at::Tensor& on_device, const at::Tensor& table, const c
   return table.to(device, at::kInt).contiguous();
 }
 
-// a . b in their dtype (float16 products are made in float32 on the CPU, which has no float16
-// matrix product, and rounded as a GPU's are).
-at::Tensor Product(const at::Tensor& a, const at::Tensor& b) {
-  if (a.device().is_cpu() && a.scalar_type() == at::kHalf) return at::matmul(a.to(at::kFloat), b.to(at::kFloat)).to(at::kHalf);
-  return at::matmul(a, b);
-}
-
 }  // namespace
 
 absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name) {
@@ -111,17 +104,14 @@ at::Tensor TableAttention(const RelativeAttentionInputs& in) {
   a.v = v.data_ptr();
   at::Tensor c2p, c2p_index, p2c, p2c_index, mask;
   if (in.pos_key.defined()) {
-    // [heads, B, L, Rc]: row = query.
-    const at::Tensor& query = in.c2p_query.defined() ? in.c2p_query : q;
-    c2p = Product(query, in.pos_key.unsqueeze(1).transpose(-1, -2)).contiguous();
+    c2p = C2pProducts(in).contiguous();  // [heads, B, L, Rc]: row = query
     c2p_index = TableOn(in.c2p_table, in.c2p_index, device);
     a.c2p = c2p.data_ptr();
     a.c2p_index = c2p_index.data_ptr<int32_t>();
     a.rc = static_cast<int>(c2p.size(3));
   }
   if (in.pos_query.defined()) {
-    // [heads, B, Rp, L]: row = relative position, column = key.
-    p2c = Product(in.pos_query.unsqueeze(1), k.transpose(-1, -2)).contiguous();
+    p2c = P2cProducts(in).contiguous();  // [heads, B, Rp, L]: row = relative position, column = key
     p2c_index = TableOn(in.p2c_table, in.p2c_index, device);
     a.p2c = p2c.data_ptr();
     a.p2c_index = p2c_index.data_ptr<int32_t>();
