@@ -55,16 +55,19 @@ absl::StatusOr<T> Await(const HttpCall& http, Call&& call) {
   }
 }
 
-// The serving layer names Rerank's documents "documents"; TEI's request calls them "texts".
-absl::Status AsTeiRerankStatus(const absl::Status& s) {
+// An error about the serving layer's field `from` (its message starting with the name, its
+// field path rooted there) told with the name the route's request uses, `to`.
+absl::Status RenameField(const absl::Status& s, const std::string& from, const std::string& to) {
   const std::optional<FieldErrorDetail> detail = FieldErrorOf(s);
   const std::string message(s.message());
-  if (!detail.has_value() || FieldRoot(detail->field) != "documents" || message.rfind("documents", 0) != 0) return s;
-  absl::Status renamed(s.code(), absl::StrCat("texts", message.substr(9)));
+  if (!detail.has_value() || FieldRoot(detail->field) != from || message.rfind(from, 0) != 0) return s;
+  absl::Status renamed(s.code(), absl::StrCat(to, message.substr(from.size())));
   s.ForEachPayload([&](absl::string_view url, const absl::Cord& payload) { renamed.SetPayload(url, payload); });
-  return WithFieldError(std::move(renamed), detail->kind, absl::StrCat("texts", detail->field.substr(9)));
+  return WithFieldError(std::move(renamed), detail->kind, absl::StrCat(to, detail->field.substr(from.size())));
 }
 
+// The serving layer names Rerank's documents "documents"; TEI's request calls them "texts".
+absl::Status AsTeiRerankStatus(const absl::Status& s) { return RenameField(s, "documents", "texts"); }
 
 using Answer = absl::StatusOr<HttpAnswer>;
 
@@ -144,7 +147,8 @@ class Routes {
     }
     auto result = Await<EmbedResult>(
         call, [&](auto done) { serving_->Embed(request->embed, call.context, std::move(done)); });
-    if (!result.ok()) return result.status();
+    // Cohere v2 calls the serving layer's `dimensions` output_dimension.
+    if (!result.ok()) return v2 ? RenameField(result.status(), "dimensions", "output_dimension") : result.status();
     return HttpAnswer(CohereEmbedJson(*request, *result, v2, RandomUuid()));
   }
 
@@ -161,6 +165,14 @@ class Routes {
   Answer TeiSimilarity(const json& body, const HttpCall& call, std::string* model) const {
     auto request = ParseTeiSimilarity(body);
     if (!request.ok()) return request.status();
+    // The source sentence is embedded beside the sentences: one input of the request's limit.
+    const size_t sentences = request->inputs.size() - 1;
+    const int limit = c_.limits.max_client_batch_size;
+    if (limit > 0 && sentences + 1 > static_cast<size_t>(limit)) {
+      return FieldError(FieldErrorKind::kTooMany, "inputs.sentences", absl::StrCat(
+          "inputs.sentences has ", sentences, " entries, more than the limit of ", limit - 1,
+          " per request (", limit, " texts with the source sentence; split the request)"));
+    }
     if (absl::Status s = ReadTeiModel(body, &request->model); !s.ok()) return s;
     *model = request->model;
     auto result = Await<EmbedResult>(call, [&](auto done) { serving_->Embed(*request, call.context, std::move(done)); });
@@ -238,6 +250,10 @@ class Routes {
 
   // TEI's `texts`, or Infinity's `documents` (then Infinity's answer).
   Answer TeiRerank(const json& body, const HttpCall& call, std::string* model) const {
+    if (!FieldAbsent(body, "texts") && !FieldAbsent(body, "documents")) {
+      return FieldError(FieldErrorKind::kInvalid, "documents",
+                        "texts and documents are both set: send TEI's texts or Infinity's documents, not both");
+    }
     const bool infinity = FieldAbsent(body, "texts") && !FieldAbsent(body, "documents");
     absl::StatusOr<RerankRequest> request = infinity ? ParseInfinityRerank(body) : ParseTeiRerank(body);
     if (!request.ok()) return request.status();
@@ -285,20 +301,31 @@ class Routes {
     auto described = serving_->DescribeModel(name);
     if (!described.ok()) return described.status();
     // The Inference API's zero-shot-classification task, where an NLI model is served.
-    if (!described->labels.empty() && HasCandidateLabels(body)) return ZeroShot(body, call, model);
+    if (HasCandidateLabels(body)) {
+      if (described->labels.size() >= 2) return ZeroShot(body, call, model);
+      return WithFieldError(
+          absl::FailedPreconditionError(absl::StrCat(
+              "parameters.candidate_labels asks for zero-shot classification, which needs an NLI model (a classifier "
+              "with an entailment label); model ", described->name, " is ",
+              described->labels.empty() ? "an embedding model" : "a reranker (one label)")),
+          FieldErrorKind::kInvalid, "parameters.candidate_labels");
+    }
     if (described->labels.empty()) return TeiEmbed(body, call, model);
     if (described->labels.size() == 1) return TeiRerank(body, call, model);
     return TeiPredict(body, call, model);
   }
 
-  Answer TeiTokenize(const json& body, std::string* model) const {
+  Answer TeiTokenize(const json& body, const HttpCall& call, std::string* model) const {
     auto request = ParseTeiTokenize(body);
     if (!request.ok()) return request.status();
     if (absl::Status s = ReadTeiModel(body, &request->tokenize.model); !s.ok()) return s;
     *model = request->tokenize.model;
-    auto result = serving_->Tokenize(request->tokenize);
+    auto result = serving_->Tokenize(request->tokenize, call.context);
     if (!result.ok()) return result.status();
-    return HttpAnswer(TeiTokenizeJson(request->tokenize, *result, request->add_special_tokens));
+    HttpAnswer answer;
+    answer.text = TeiTokenizeText(request->tokenize, *result, request->add_special_tokens);
+    answer.content_type = "application/json";
+    return answer;
   }
 
   Answer TeiDecode(const json& body, std::string* model) const {
@@ -349,7 +376,7 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
   std::vector<HttpRoute> routes;
   using Handler = std::function<Answer(const json&, const HttpCall&, std::string*)>;
   auto add = [&routes](const char* method, const char* path, ErrorStyle errors, Handler handle, bool open = false) {
-    routes.push_back({method, path, errors, std::move(handle), open});
+    routes.push_back({method, path, errors, std::move(handle), open, /*on_loop=*/std::string(method) == "GET"});
   };
   using namespace std::placeholders;
   // OpenAI (and Infinity's /embeddings, TEI's /embeddings: the same route without /v1)
@@ -382,7 +409,7 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
     add("POST", path, ErrorStyle::kTei, std::bind(&Routes::TeiByModelType, r, _1, _2, _3));
   }
   add("POST", "/tokenize", ErrorStyle::kTei,
-      [r](const json& b, const HttpCall&, std::string* m) { return r->TeiTokenize(b, m); });
+      [r](const json& b, const HttpCall& c, std::string* m) { return r->TeiTokenize(b, c, m); });
   add("POST", "/decode", ErrorStyle::kTei,
       [r](const json& b, const HttpCall&, std::string* m) { return r->TeiDecode(b, m); });
   add("GET", "/info", ErrorStyle::kTei, [r](const json&, const HttpCall&, std::string*) { return r->TeiInfo(); });

@@ -56,6 +56,10 @@ struct HttpRoute {
   std::function<absl::StatusOr<HttpAnswer>(const nlohmann::json& body, const HttpCall& call, std::string* model)>
       handle;
   bool open = false;
+  // Answered on the HTTP server's event loop as soon as its head is read, never queued behind
+  // the handler threads that API calls may hold: every GET route (health, readiness, metrics,
+  // model lists, /info), whose handlers never block.
+  bool on_loop = false;
   std::string name() const { return method + " " + path; }  // the `rpc` label of its metrics
 };
 

@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -59,6 +61,13 @@ absl::Status StatusOfHttpError(int http_status, const std::string& message) {
     default: status = absl::InvalidArgumentError(message); break;
   }
   return WithHttpStatus(status, http_status);
+}
+
+// An answer larger than --max-response-bytes, as gRPC refuses one (message_codec.cc).
+absl::Status ResponseTooLarge(size_t bytes, size_t max_bytes) {
+  return absl::InvalidArgumentError(absl::StrCat("the response would be ", bytes, " bytes, more than the largest ",
+                                                 "response of ", max_bytes,
+                                                 " bytes (--max-response-bytes); split the request"));
 }
 
 }  // namespace
@@ -124,7 +133,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
   WebHandlers handlers;
   // Before the body: the route, the API key and the drain, so that a caller without a key or
   // a request to a draining server never gets its body read.
-  handlers.screen = [self, impl, find_route, api_keys](const WebRequest& req) -> std::optional<WebResponse> {
+  const auto serve_on_loop = std::make_shared<std::function<WebResponse(const WebRequest&, const HttpRoute&)>>();
+  handlers.screen = [self, impl, find_route, api_keys, serve_on_loop](const WebRequest& req) -> std::optional<WebResponse> {
     const HttpRequestHead& head = req.head;
     const ErrorStyle style = impl->StyleOf(head.path);
     const HttpRoute* route = find_route(head);
@@ -148,7 +158,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
       unauthenticated = !refused.ok();
     }
     if (refused.ok() && self->tracker_.draining()) refused = absl::UnavailableError("the server is shutting down");
-    if (refused.ok()) return std::nullopt;
+    if (refused.ok()) {
+      // Bodies are read as they come: a compressed one would be parsed as garbage JSON.
+      const std::optional<std::string_view> header = req.Header("content-encoding");
+      const std::string encoding(header.value_or("identity"));
+      if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(encoding), "identity")) {
+        refused = WithHttpStatus(absl::InvalidArgumentError(absl::StrCat(
+                                     "Content-Encoding ", encoding,
+                                     " is not supported: send the request body uncompressed")),
+                                 415);
+      }
+    }
+    if (refused.ok()) {
+      if (route->on_loop && req.head.method != "POST") return (*serve_on_loop)(req, *route);
+      return std::nullopt;
+    }
     if (self->metrics_ != nullptr) {
       if (unauthenticated) self->metrics_->RecordUnauthenticated("http");
       self->metrics_->RecordRequest(kUnknownModelLabel, route->name(), CodeName(refused.code()), 0);
@@ -157,10 +181,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     if (unauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
   };
-  handlers.handle = [self, impl, find_route, timeout](
-                        const WebRequest& req, const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
-    const HttpRoute* route = find_route(req.head);
-    if (route == nullptr) return ErrorResponse(absl::NotFoundError("no route"), impl->StyleOf(req.head.path));
+  // A route's call, on a handler thread (or, for an on_loop route, on the loop thread).
+  const auto serve = [self, timeout, max_response = config.max_response_bytes](
+                         const WebRequest& req, const HttpRoute& route,
+                         const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
     const absl::Time start = absl::Now();
     self->tracker_.CallStarted();
     std::string model;
@@ -170,7 +194,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
       answer = absl::UnavailableError("the server is shutting down");
     } else {
       absl::StatusOr<json> body = json::object();
-      if (route->method == "POST") body = ParseJsonObject(req.body);
+      if (route.method == "POST") body = ParseJsonObject(req.body);
       const std::optional<std::string_view> asked = req.Header(kRequestTimeoutHeader);
       const absl::StatusOr<absl::Time> deadline = RequestDeadline(start, timeout, asked);
       if (!body.ok()) {
@@ -187,7 +211,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         call.timeout = *deadline - start;
         call.client_gone = [gone] { return gone->load(); };
         try {
-          answer = route->handle(*body, call, &model);
+          answer = route.handle(*body, call, &model);
         } catch (const json::exception& e) {  // a conversion the parsers did not foresee
           answer = absl::InvalidArgumentError(absl::StrCat("the request could not be read: ", e.what()));
         } catch (const std::exception& e) {
@@ -206,16 +230,30 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         response.body = DumpJson(answer->json);
       }
       response.headers = std::move(answer->headers);
-    } else {
-      response = ErrorResponse(answer.status(), route->errors);
+      // What is sent is what counts: JSON writes floats and ids as text, several times their
+      // binary size, so the serving layer's estimate cannot settle it.
+      if (max_response > 0 && response.body.size() > max_response) {
+        answer = ResponseTooLarge(response.body.size(), max_response);
+      }
     }
+    if (!answer.ok()) response = ErrorResponse(answer.status(), route.errors);
     if (self->metrics_ != nullptr) {
       const std::string label = readable ? self->tracker_.MetricsModelLabel(model) : kUnknownModelLabel;
-      self->metrics_->RecordRequest(label, route->name(), CodeName(answer.status().code()),
+      self->metrics_->RecordRequest(label, route.name(), CodeName(answer.status().code()),
                                     absl::ToDoubleSeconds(absl::Now() - start));
     }
     self->tracker_.CallDone();
     return response;
+  };
+  *serve_on_loop = [serve](const WebRequest& req, const HttpRoute& route) {
+    static const auto kNeverGone = std::make_shared<const std::atomic<bool>>(false);
+    return serve(req, route, kNeverGone);
+  };
+  handlers.handle = [impl, find_route, serve](const WebRequest& req,
+                                              const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
+    const HttpRoute* route = find_route(req.head);
+    if (route == nullptr) return ErrorResponse(absl::NotFoundError("no route"), impl->StyleOf(req.head.path));
+    return serve(req, *route, gone);
   };
   // What the server refuses itself (malformed requests, limits, timeouts) is a JSON error in the
   // style of the path's API.

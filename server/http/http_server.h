@@ -24,7 +24,10 @@ struct HttpServerConfig {
   // served at once (others wait in a queue, costing no thread); it must be larger than what
   // saturates the models. Connections waiting for their request's bytes use no thread.
   int threads = 64;
-  size_t max_body_bytes = 16 << 20;  // larger bodies: 413, as soon as Content-Length or a chunk says so
+  size_t max_body_bytes = 2000000;  // larger bodies: 413, as soon as Content-Length or a chunk says so
+  // Larger answers are replaced by an error naming --max-response-bytes (0: no limit): the bytes
+  // actually sent count, as gRPC counts its messages.
+  size_t max_response_bytes = 0;
   absl::Duration header_timeout = absl::Seconds(10);  // a request head must arrive whole within this
   absl::Duration read_timeout = absl::Seconds(30);   // ... and its body within this after the head
   absl::Duration write_timeout = absl::Seconds(30);  // the client must take the response within this

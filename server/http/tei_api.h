@@ -69,7 +69,7 @@ struct TeiTokenizeRequest {
   bool add_special_tokens = true;
 };
 absl::StatusOr<TeiTokenizeRequest> ParseTeiTokenize(const nlohmann::json& body);
-nlohmann::json TeiTokenizeJson(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens);
+std::string TeiTokenizeText(const TokenizeRequest& request, const TokenizeResult& result, bool add_special_tokens);
 
 // /info: TEI's Info of the default model, with the server's limits.
 struct ServerLimitsInfo {

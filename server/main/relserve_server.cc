@@ -299,6 +299,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     hc.max_connections_per_client = config.http_max_connections_per_client;
     hc.header_timeout = config.http_header_timeout;
     hc.max_body_bytes = static_cast<size_t>(config.max_message_bytes);
+    hc.max_response_bytes = static_cast<size_t>(config.max_response_bytes);
     hc.api_keys = state->api_keys.get();
     hc.request_timeout = config.http_request_timeout;
     RouteContext routes;

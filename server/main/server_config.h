@@ -53,7 +53,7 @@ struct ServerConfig {
   bool whole_input = false;
   int window_overlap = 0;
   int max_windows_per_request = 4096;
-  int max_message_bytes = 16 << 20;
+  int max_message_bytes = 2000000;  // text-embeddings-inference's --payload-limit default
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;
   // > 0: close each client connection after about this long (gRPC's max connection age, with

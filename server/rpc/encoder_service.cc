@@ -135,7 +135,7 @@ grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* 
     call->Reply(request.status(), call->request.model());
     return call;
   }
-  Answer(call)(serving_->Tokenize(*request));
+  Answer(call)(serving_->Tokenize(*request, ContextOf(ctx, call)));
   return call;
 }
 

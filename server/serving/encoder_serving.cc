@@ -61,18 +61,33 @@ struct Prepared {
   absl::Duration tokenize;
 };
 
+// OK while the call is wanted: CANCELLED once its caller went away, DEADLINE_EXCEEDED once its
+// deadline passed. Asked between inputs, between pairs and inside long texts, so that work
+// for a call nobody waits for stops there.
+absl::Status CallAlive(const CallContext& call) {
+  if (call.cancelled != nullptr && call.cancelled->load()) {
+    return absl::CancelledError("the call was cancelled (its client went away) while its inputs were tokenized");
+  }
+  if (absl::Now() > call.deadline) {
+    return absl::DeadlineExceededError("the request's deadline passed while its inputs were tokenized");
+  }
+  return absl::OkStatus();
+}
+
 // How a request's inputs are cut: its own choice, else the server's default.
-InputLimits LimitsOf(const ServedModel& m, const Truncation& t, const ServingLimits& limits) {
+InputLimits LimitsOf(const ServedModel& m, const Truncation& t, const ServingLimits& limits, const CallContext& call) {
   InputLimits input;
   input.truncation.max_length = m.max_length;
   input.truncation.truncate = t.truncate.value_or(limits.auto_truncate);
   input.truncation.direction = t.direction;
+  input.truncation.keep_going = [call] { return CallAlive(call); };
   return input;
 }
 
 absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vector<Input>& inputs,
                                  const Truncation& truncation, const ModelRegistry& registry,
-                                 const ServingLimits& limits, ServerMetrics* metrics, bool whole_text = false) {
+                                 const ServingLimits& limits, ServerMetrics* metrics, const CallContext& call,
+                                 bool whole_text = false) {
   auto model = registry.Find(model_name);
   if (!model.ok()) return model.status();
   Prepared p;
@@ -81,9 +96,10 @@ absl::StatusOr<Prepared> Prepare(const std::string& model_name, const std::vecto
   const absl::Time t0 = absl::Now();
   p.inputs = std::make_shared<std::vector<EncodedInput>>();
   p.inputs->reserve(inputs.size());
-  InputLimits input_limits = LimitsOf(*p.model, truncation, limits);
+  InputLimits input_limits = LimitsOf(*p.model, truncation, limits, call);
   input_limits.whole_text = whole_text;
   for (size_t i = 0; i < inputs.size(); ++i) {
+    if (absl::Status s = CallAlive(call); !s.ok()) return s;
     auto e = EncodeInput(inputs[i], absl::StrCat("inputs[", i, "]"), p.model->tokenizer, *p.model->backend,
                          input_limits);
     if (!e.ok()) return e.status();
@@ -183,7 +199,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   auto first = std::make_shared<std::vector<size_t>>();
   absl::Duration tokenize;
   if (!whole) {
-    auto prepared = Prepare(request.model, inputs, request.truncation, *registry_, limits_, metrics_);
+    auto prepared = Prepare(request.model, inputs, request.truncation, *registry_, limits_, metrics_, call);
     if (!prepared.ok()) return done(prepared.status());
     encoded = prepared->inputs;
     tokenize = prepared->tokenize;
@@ -191,8 +207,9 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   } else {
     if (absl::Status s = CheckCount(inputs.size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) return done(s);
     const absl::Time t0 = absl::Now();
-    const InputLimits input_limits = LimitsOf(m, request.truncation, limits_);
+    const InputLimits input_limits = LimitsOf(m, request.truncation, limits_, call);
     for (size_t i = 0; i < inputs.size(); ++i) {
+      if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
       const std::string field = absl::StrCat("inputs[", i, "]");
       first->push_back(encoded->size());
       if (inputs[i].kind != Input::Kind::kText || m.tokenizer == nullptr) {
@@ -202,15 +219,16 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
         continue;
       }
       const int prompt_bytes = static_cast<int>(inputs[i].text.size() - request.inputs[i].text.size());
-      auto windows = EncodeTextWindows(inputs[i].text, field, *m.tokenizer, *m.backend, m.max_length, overlap,
-                                       prompt_bytes);
-      if (!windows.ok()) return done(windows.status());
-      if (encoded->size() + windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
+      // The windows the inputs before this one left to the request.
+      const int left = limits_.max_windows_per_request - static_cast<int>(encoded->size());
+      if (left <= 0) {
         return done(FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
-            "the inputs up to ", field, " need more than ", limits_.max_windows_per_request,
-            " windows of the model's ", m.max_length, " tokens, the most one request may compute (send fewer or "
-            "shorter texts per request)")));
+            "the inputs before ", field, " take all ", limits_.max_windows_per_request,
+            " windows one request may compute (--max-windows-per-request): send fewer or shorter texts per request")));
       }
+      auto windows = EncodeTextWindows(inputs[i].text, field, *m.tokenizer, *m.backend, m.max_length, overlap,
+                                       prompt_bytes, left, input_limits.truncation.keep_going);
+      if (!windows.ok()) return done(windows.status());
       if (metrics_ != nullptr && windows->size() > 1) {
         metrics_->RecordWindowedInput(m.name, static_cast<int>(windows->size()));
       }
@@ -300,7 +318,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
 void EncoderServing::EmbedTokens(const EmbedTokensRequest& request, const CallContext& call,
                                  Done<EmbedTokensResult> done) const {
   const absl::Time start = absl::Now();
-  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_, call);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const int hidden = m.backend->info().hidden_size;
@@ -344,10 +362,16 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   if (request.top_n < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_n", "top_n must not be negative"));
   const absl::Time t0 = absl::Now();
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
-  const InputLimits limits = LimitsOf(m, request.truncation, limits_);
+  const InputLimits limits = LimitsOf(m, request.truncation, limits_, call);
+  // The query is tokenized once (as far as a pair can keep it) and paired with each document.
+  auto query = TokenizePairText(request.query, "query", m.tokenizer, limits);
+  if (!query.ok()) return done(query.status());
   for (size_t i = 0; i < request.documents.size(); ++i) {
-    auto e = EncodePair(request.query, request.documents[i], absl::StrCat("documents[", i, "]"), m.tokenizer,
-                        *m.backend, limits);
+    if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
+    const std::string field = absl::StrCat("documents[", i, "]");
+    auto document = TokenizePairText(request.documents[i], field, m.tokenizer, limits);
+    if (!document.ok()) return done(document.status());
+    auto e = EncodeTokenizedPair(*query, *document, field, *m.tokenizer, *m.backend, limits);
     if (!e.ok()) return done(e.status());
     inputs->push_back(std::move(*e));
   }
@@ -394,7 +418,7 @@ void EncoderServing::Classify(const ClassifyRequest& request, const CallContext&
                               Done<ClassifyResult> done) const {
   const absl::Time start = absl::Now();
   if (request.top_k < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_k", "top_k must not be negative"));
-  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_);
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_, call);
   if (!prepared.ok()) return done(prepared.status());
   const ServedModel& m = *prepared->model;
   const ModelInfo& info = m.backend->info();
@@ -477,15 +501,27 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
         " per request (send fewer texts or labels per request)")));
   }
   const absl::Time t0 = absl::Now();
-  InputLimits input_limits = LimitsOf(m, request.truncation, limits_);
+  InputLimits input_limits = LimitsOf(m, request.truncation, limits_, call);
   input_limits.truncation.truncate = request.truncation.truncate.value_or(true);
   input_limits.truncation.pair_truncation = PairTruncation::kOnlyFirst;
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
   inputs->reserve(pairs);
+  // Each hypothesis and each text is tokenized once (a text only as far as a pair can keep it),
+  // then every pair is made from them.
+  std::vector<Tokenizer::PairText> hypothesis_tokens;
+  for (size_t k = 0; k < labels; ++k) {
+    auto h = TokenizePairText(hypotheses[k], absl::StrCat("candidate_labels[", k, "]"), m.tokenizer, input_limits);
+    if (!h.ok()) return done(h.status());
+    hypothesis_tokens.push_back(*std::move(h));
+  }
   for (size_t i = 0; i < request.sequences.size(); ++i) {
+    if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
+    auto premise = TokenizePairText(request.sequences[i], absl::StrCat("sequences[", i, "]"), m.tokenizer, input_limits);
+    if (!premise.ok()) return done(premise.status());
     for (size_t k = 0; k < labels; ++k) {
-      auto e = EncodePair(request.sequences[i], hypotheses[k], absl::StrCat("sequences[", i, "] with candidate_labels[", k, "]"),
-                          m.tokenizer, *m.backend, input_limits);
+      auto e = EncodeTokenizedPair(*premise, hypothesis_tokens[k],
+                                   absl::StrCat("sequences[", i, "] with candidate_labels[", k, "]"), *m.tokenizer,
+                                   *m.backend, input_limits);
       if (!e.ok()) return done(e.status());
       inputs->push_back(std::move(*e));
     }
@@ -521,8 +557,9 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
       });
 }
 
-absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request) const {
-  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_,
+absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request,
+                                                       const CallContext& call) const {
+  auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_, call,
                           request.whole_text);
   if (!prepared.ok()) return prepared.status();
   const ServedModel& m = *prepared->model;

@@ -58,7 +58,7 @@ class EncoderServing {
   // entailment label; INVALID_ARGUMENT for no texts or labels, an empty one, a template
   // without {} or more pairs than max_inputs_per_request.
   void ZeroShotClassify(const ZeroShotRequest& request, const CallContext& call, Done<ZeroShotResult> done) const;
-  absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request) const;
+  absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request, const CallContext& call = {}) const;
   std::vector<ModelDescription> ListModels() const;
   // The model a request names ("" for the default; NOT_FOUND as for any call).
   absl::StatusOr<ModelDescription> DescribeModel(const std::string& name) const;

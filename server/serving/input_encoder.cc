@@ -103,4 +103,21 @@ absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::str
   return FromEncoding(tokenizer->EncodePair(first, second, Options(limits)), field, backend, !limits.whole_text);
 }
 
+absl::StatusOr<Tokenizer::PairText> TokenizePairText(const std::string& text, const std::string& field,
+                                                      const Tokenizer* tokenizer, const InputLimits& limits) {
+  if (text.empty()) {
+    return FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, ": both texts of a pair must be non-empty"));
+  }
+  if (absl::Status s = NeedTokenizer(tokenizer, field); !s.ok()) return s;
+  auto tokens = tokenizer->TokenizeForPairs(text, "text", Options(limits));
+  if (!tokens.ok()) return Field(field, tokens.status());
+  return tokens;
+}
+
+absl::StatusOr<EncodedInput> EncodeTokenizedPair(const Tokenizer::PairText& first, const Tokenizer::PairText& second,
+                                                 const std::string& field, const Tokenizer& tokenizer,
+                                                 const InferenceBackend& backend, const InputLimits& limits) {
+  return FromEncoding(tokenizer.EncodePair(first, second, Options(limits)), field, backend, !limits.whole_text);
+}
+
 }  // namespace relserve

@@ -24,9 +24,16 @@ struct EncodedInput {
 };
 
 struct InputLimits {
+  static TokenizeOptions Refusing(int max_length) {
+    TokenizeOptions o;
+    o.max_length = max_length;
+    o.truncate = false;
+    return o;
+  }
+
   // The model's (or the server's) longest sequence and how an input longer than that is cut (or
   // refused): the tokenizer's own options, which token-id inputs follow too.
-  TokenizeOptions truncation = {512, false};
+  TokenizeOptions truncation = Refusing(512);
   // Tokenize only (TokenizeRequest.whole_text): every token, past max_length too, and no check
   // against the model (the sequence is never run).
   bool whole_text = false;
@@ -42,6 +49,17 @@ absl::StatusOr<EncodedInput> EncodeInput(const Input& input, const std::string& 
 absl::StatusOr<EncodedInput> EncodePair(const std::string& first, const std::string& second, const std::string& field,
                                         const Tokenizer* tokenizer, const InferenceBackend& backend,
                                         const InputLimits& limits);
+
+// A text that takes part in many pairs (Rerank's query, a zero-shot premise or hypothesis),
+// tokenized once, only as far as a pair can keep (Tokenizer::TokenizeForPairs). Errors name
+// `field`; an empty text is refused as EncodePair refuses it.
+absl::StatusOr<Tokenizer::PairText> TokenizePairText(const std::string& text, const std::string& field,
+                                                      const Tokenizer* tokenizer, const InputLimits& limits);
+// The pair of two texts tokenized by TokenizePairText under the same limits: what EncodePair
+// gives for the texts.
+absl::StatusOr<EncodedInput> EncodeTokenizedPair(const Tokenizer::PairText& first, const Tokenizer::PairText& second,
+                                                 const std::string& field, const Tokenizer& tokenizer,
+                                                 const InferenceBackend& backend, const InputLimits& limits);
 
 }  // namespace relserve
 

@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_SERVING_LONG_INPUT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,11 +24,21 @@ class Tokenizer;
 // the first `keep_leading` text tokens (a sentence-transformers prompt) start every window, the
 // rest are dealt out in runs of the room that is left, each run repeating the last `overlap`
 // tokens of the one before. INVALID_ARGUMENT naming `field` when the window has no room for a
-// token beyond the prompt, or when `overlap` is negative or more than half that room.
+// token beyond the prompt, or naming window_overlap when `overlap` is negative or more than
+// half that room (short texts included). A text that needs more than `max_windows` windows is
+// refused (kTooMany, naming --max-windows-per-request and how many it needs) after reading
+// only the tokens that many windows hold. `keep_going` is asked while the text is tokenized
+// (Tokenizer's TokenizeOptions::keep_going).
 absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& text, const std::string& field,
                                                             const Tokenizer& tokenizer,
                                                             const InferenceBackend& backend, int max_length,
-                                                            int overlap, int keep_leading_bytes);
+                                                            int overlap, int keep_leading_bytes,
+                                                            int max_windows = 1 << 20,
+                                                            std::function<absl::Status()> keep_going = nullptr);
+
+// Windows a text of `text_tokens` tokens takes, each holding `room` of them after the first
+// `keep` (the prompt's), the next repeating `overlap` of the one before.
+int64_t WindowCount(int64_t text_tokens, int keep, int room, int overlap);
 
 // The windows' pooled vectors (before the model's normalisation) combined: their mean weighted
 // by `weights` (the tokens each window's pooling saw). Requires as many vectors as weights, all

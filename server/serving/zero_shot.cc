@@ -55,6 +55,8 @@ absl::StatusOr<std::string> FormatHypothesis(const std::string& t, const std::st
   std::string out;
   out.reserve(t.size() + label.size());
   int fields = 0;
+  int automatic = 0;  // "{}" fields: Python numbers them 0, 1, ..., and has one argument to give
+  int manual = 0;     // "{0}" fields
   for (size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
     if (c == '{') {
@@ -68,6 +70,13 @@ absl::StatusOr<std::string> FormatHypothesis(const std::string& t, const std::st
       const std::string field = t.substr(i + 1, close - i - 1);
       if (!field.empty() && field != "0") {
         return BadTemplate(t, absl::StrCat("has the field {", field, "}, which one label cannot fill"));
+      }
+      (field.empty() ? automatic : manual) += 1;
+      if (automatic > 1) {
+        return BadTemplate(t, "has more than one {}, which one label cannot fill (write {0} to repeat the label)");
+      }
+      if (automatic > 0 && manual > 0) {
+        return BadTemplate(t, "mixes {} and {0} (Python cannot switch from automatic to manual field numbering)");
       }
       out += label;
       ++fields;

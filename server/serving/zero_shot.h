@@ -17,11 +17,11 @@ namespace relserve {
 // The pipeline's default hypothesis_template.
 inline constexpr char kDefaultHypothesisTemplate[] = "This example is {}.";
 
-// Python's str.format(label) for a template with one positional field: every "{}" or "{0}"
-// becomes `label`, "{{" and "}}" become braces. INVALID_ARGUMENT naming the template when it
-// has no field for the label (the pipeline refuses a template that formats to itself), or a
-// field Python could not fill with one positional argument ("{1}", "{name}", "{:>5}", an
-// unmatched brace).
+// Python's str.format(label) for a template with one positional field: one "{}", or "{0}" any
+// number of times, becomes `label`; "{{" and "}}" become braces. INVALID_ARGUMENT naming the
+// template when it has no field for the label (the pipeline refuses a template that formats to
+// itself), or a field Python could not fill with one positional argument ("{1}", "{name}",
+// "{:>5}", a second "{}", "{}" beside "{0}", an unmatched brace).
 // A hypothesis longer than kMaxHypothesisBytes is INVALID_ARGUMENT before it is built (a template
 // of many {} and a long label would otherwise multiply into gigabytes).
 inline constexpr size_t kMaxHypothesisBytes = 64 << 10;

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -18,6 +20,7 @@
 #include "server/tokenizer/files/tokenizer_json_model.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/special_token_table.h"
+#include "server/tokenizer/text_chunks.h"
 #include "server/tokenizer/text/mapped_text.h"
 #include "server/tokenizer/text/unicode_chars.h"
 #include "server/tokenizer/tokenizer_family_descriptor.h"
@@ -71,6 +74,45 @@ int LeftOutCount(const std::vector<TemplatePiece>& side, const int32_t (&last_id
   int n = 0;
   for (size_t i = 0; i < side.size(); ++i) n += LeftOut(side, i, last_ids) ? 1 : 0;
   return n;
+}
+
+// Whether a text cut at spaces tokenizes as the whole does (text_chunks.h): no added token holds
+// a space, and no vocabulary piece has a "▁" (SentencePiece's space) after
+// anything but another "▁" (pieces that span words, from a vocabulary trained without
+// splitting on white space).
+bool CutsAtWhiteSpace(const TextModel& model, const AddedTokens& added) {
+  for (const AddedToken& token : added.tokens()) {
+    for (char c : token.content) {
+      if (IsCutSpace(c)) return false;
+    }
+  }
+  static constexpr std::string_view kSpace = "\xe2\x96\x81";
+  for (int id = 0; id < model.vocab_size(); ++id) {
+    const std::string piece = model.IdToPiece(id);
+    for (size_t at = piece.find(kSpace, 1); at != std::string::npos; at = piece.find(kSpace, at + 1)) {
+      if (at < kSpace.size() || piece.compare(at - kSpace.size(), kSpace.size(), kSpace) != 0) return false;
+    }
+  }
+  return true;
+}
+
+// Tokens of text[chunk.begin, chunk.end) (spans relative to the chunk) that the chunk keeps,
+// appended with spans in the whole text.
+void KeepChunkTokens(const std::vector<TokenSpan>& part, const TextChunk& chunk, std::vector<TokenSpan>* out) {
+  for (TokenSpan token : part) {
+    token.begin += static_cast<int32_t>(chunk.begin);
+    token.end += static_cast<int32_t>(chunk.begin);
+    const size_t begin = static_cast<size_t>(token.begin);
+    if (begin < chunk.keep_begin) continue;
+    if (chunk.keep_end != std::string::npos && begin >= chunk.keep_end) continue;
+    out->push_back(token);
+  }
+}
+
+// Tokens a text of an encoding under `max_length` may keep, and two more: enough to know that
+// it is cut (or refused), and that a T5 </s> left out cannot make it fit.
+size_t TokenLimit(int max_length, int specials) {
+  return static_cast<size_t>(std::max(0, max_length - specials)) + 2;
 }
 
 // Assemble's max_length where nothing may be cut: truncation is off and the encoding fits.
@@ -191,6 +233,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
       std::move(loaded.model), family, table->ids, std::move(post_processor), std::move(added),
       config, default_max_length, table->vocab_size));
   tokenizer->space_piece_id_ = tokenizer->model_->PieceToId("\xe2\x96\x81");
+  tokenizer->chunkable_ = CutsAtWhiteSpace(*tokenizer->model_, *tokenizer->added_);
   tokenizer->source_file_ = source.substr(source.find_last_of('/') + 1);
   return tokenizer;
 }
@@ -287,6 +330,55 @@ absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair)
   return max_length;
 }
 
+absl::StatusOr<Tokenizer::TextTokens> Tokenizer::BoundedTokens(std::string_view text, std::string_view what,
+                                                               size_t limit, const TokenizeOptions& opts) const {
+  const TruncationDirection cut = opts.direction;
+  const size_t chunk_bytes = opts.chunk_bytes;
+  TextTokens out;
+  if (!chunkable_ || chunk_bytes == 0 || text.size() <= chunk_bytes) {
+    // Read whole: every token is in hand, and the length is known.
+    ASSIGN_OR_RETURN(out.tokens, Tokens(text, what));
+    return out;
+  }
+  {
+    RETURN_IF_ERROR(ValidateUtf8(text, what));
+    // Chunks from the end that is kept, until more than `limit` tokens are in hand.
+    const bool forward = cut == TruncationDirection::kRight;
+    std::vector<std::vector<TokenSpan>> parts;  // backward: the last chunk's tokens first
+    size_t have = 0;
+    size_t keep = forward ? 0 : std::string::npos;
+    size_t edge = forward ? 0 : text.size();
+    for (;;) {
+      const TextChunk chunk =
+          forward ? ForwardChunk(text, keep, edge, chunk_bytes) : BackwardChunk(text, keep, edge, chunk_bytes);
+      ASSIGN_OR_RETURN(const std::vector<TokenSpan> part,
+                       Tokens(text.substr(chunk.begin, chunk.end - chunk.begin), what));
+      parts.emplace_back();
+      KeepChunkTokens(part, chunk, &parts.back());
+      have += parts.back().size();
+      if (chunk.last || have > limit) break;
+      if (opts.keep_going) RETURN_IF_ERROR(opts.keep_going());
+      std::tie(keep, edge) = forward ? NextForward(text, chunk) : NextBackward(text, chunk);
+    }
+    out.tokens.reserve(have);
+    if (forward) {
+      for (const auto& part : parts) out.tokens.insert(out.tokens.end(), part.begin(), part.end());
+    } else {
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) out.tokens.insert(out.tokens.end(), it->begin(), it->end());
+    }
+  }
+  if (out.tokens.size() > limit) {
+    const size_t drop = out.tokens.size() - limit;
+    if (cut == TruncationDirection::kRight) {
+      out.tokens.resize(limit);
+    } else {
+      out.tokens.erase(out.tokens.begin(), out.tokens.begin() + static_cast<std::ptrdiff_t>(drop));
+    }
+    out.complete = false;
+  }
+  return out;
+}
+
 absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeRaw(std::string_view text) const {
   ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens, Tokens(text, "text"));
   std::vector<int32_t> ids(tokens.size());
@@ -298,47 +390,86 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::EncodeRaw(std::string_view text)
 absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
                                            const TokenizeOptions& opts) const {
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/false));
-  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens, Tokens(text, "text"));
+  ASSIGN_OR_RETURN(TextTokens text_tokens,
+                   BoundedTokens(text, "text", TokenLimit(max_length, NumSpecialTokens(false)), opts));
+  const std::vector<TokenSpan>& tokens = text_tokens.tokens;
   const int32_t last_ids[2] = {LastId(tokens, 0, static_cast<int>(tokens.size())), -1};
   const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false) -
                                                             LeftOutCount(template_.single, last_ids));
-  if (!opts.truncate && length > static_cast<size_t>(max_length)) {
+  if (!opts.truncate && (!text_tokens.complete || length > static_cast<size_t>(max_length))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "text is ", length, " tokens including special tokens, more than max_length ",
+        "text is ", text_tokens.complete ? "" : "more than ", length, " tokens including special tokens, more than max_length ",
         max_length, ", and truncation is off"));
   }
   // Truncation off cuts nothing, as transformers' truncation=False: the encoding fits, even
   // where it does only thanks to a special token left out.
-  return Assemble(tokens, nullptr, opts.truncate ? max_length : kNoTruncation, opts.direction);
+  Encoding out = Assemble(tokens, nullptr, opts.truncate ? max_length : kNoTruncation, opts.direction);
+  out.length_is_lower_bound = !text_tokens.complete;
+  return out;
+}
+
+absl::StatusOr<Tokenizer::PairText> Tokenizer::TokenizeForPairs(std::string_view text, std::string_view what,
+                                                                const TokenizeOptions& opts) const {
+  ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/true));
+  ASSIGN_OR_RETURN(TextTokens text_tokens,
+                   BoundedTokens(text, what, TokenLimit(max_length, NumSpecialTokens(true)), opts));
+  PairText out;
+  out.tokens = std::move(text_tokens.tokens);
+  out.complete = text_tokens.complete;
+  out.max_length = max_length;
+  out.cut = opts.direction;
+  return out;
 }
 
 absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_view b,
                                                const TokenizeOptions& opts) const {
+  ASSIGN_OR_RETURN(const PairText first, TokenizeForPairs(a, "first text", opts));
+  ASSIGN_OR_RETURN(const PairText second, TokenizeForPairs(b, "second text", opts));
+  return EncodePair(first, second, opts);
+}
+
+absl::StatusOr<Encoding> Tokenizer::EncodePair(const PairText& a, const PairText& b,
+                                               const TokenizeOptions& opts) const {
   ASSIGN_OR_RETURN(const int max_length, MaxLength(opts, /*pair=*/true));
-  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_a, Tokens(a, "first text"));
-  ASSIGN_OR_RETURN(std::vector<TokenSpan> tokens_b, Tokens(b, "second text"));
+  for (const PairText* text : {&a, &b}) {
+    if (!text->complete && (text->max_length != max_length || text->cut != opts.direction)) {
+      return absl::InternalError(absl::StrCat(
+          "a text tokenized for pairs of max_length ", text->max_length,
+          " is paired under other options (max_length ", max_length, ")"));
+    }
+  }
+  const std::vector<TokenSpan>& tokens_a = a.tokens;
+  const std::vector<TokenSpan>& tokens_b = b.tokens;
+  const bool complete = a.complete && b.complete;
   const int32_t last_ids[2] = {LastId(tokens_a, 0, static_cast<int>(tokens_a.size())),
                                LastId(tokens_b, 0, static_cast<int>(tokens_b.size()))};
   const size_t length =
       tokens_a.size() + tokens_b.size() +
       static_cast<size_t>(NumSpecialTokens(true) - LeftOutCount(template_.pair, last_ids));
-  if (!opts.truncate && length > static_cast<size_t>(max_length)) {
+  // What a text too long to be read whole counts: at least.
+  const auto count = [](const PairText& t) {
+    return absl::StrCat(t.complete ? "" : "more than ", t.tokens.size());
+  };
+  if (!opts.truncate && (!complete || length > static_cast<size_t>(max_length))) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
+        "text pair is ", complete ? "" : "more than ", length, " tokens (", count(a), " + ", count(b),
         " + special tokens), more than max_length ", max_length, ", and truncation is off"));
   }
-  if (opts.truncate && opts.pair_truncation == PairTruncation::kOnlyFirst && length > static_cast<size_t>(max_length)) {
+  if (opts.truncate && opts.pair_truncation == PairTruncation::kOnlyFirst &&
+      (!complete || length > static_cast<size_t>(max_length))) {
     // transformers' truncate_sequences refuses to cut the first text away entirely.
-    const size_t to_remove = length - static_cast<size_t>(max_length);
+    const size_t to_remove = length - std::min(length, static_cast<size_t>(max_length));
     if (tokens_a.size() <= to_remove) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
+          "text pair is ", complete ? "" : "more than ", length, " tokens (", count(a), " + ", count(b),
           " + special tokens), more than max_length ", max_length, ", and only the first text may be cut: the second "
           "leaves no room for any of it"));
     }
   }
-  return Assemble(tokens_a, &tokens_b, opts.truncate ? max_length : kNoTruncation, opts.direction,
-                  opts.pair_truncation);
+  Encoding out = Assemble(tokens_a, &tokens_b, opts.truncate ? max_length : kNoTruncation, opts.direction,
+                          opts.pair_truncation);
+  out.length_is_lower_bound = !complete;
+  return out;
 }
 
 Encoding Tokenizer::Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,

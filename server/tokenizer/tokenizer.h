@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_TOKENIZER_TOKENIZER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/special_tokens.h"
 #include "server/tokenizer/tokenizer_family.h"
@@ -18,8 +20,6 @@ namespace relserve {
 
 class AddedTokens;
 class MappedText;
-class TextModel;
-struct TokenSpan;
 struct TokenizerConfig;
 struct TokenizerFiles;
 struct TokenizerJson;
@@ -31,6 +31,14 @@ struct TokenizeOptions {
   // Which text of a pair is cut (EncodePair). With kOnlyFirst a second text that leaves no
   // room for any of the first is INVALID_ARGUMENT, as transformers fails then.
   PairTruncation pair_truncation = PairTruncation::kLongestFirst;
+  // A text longer than this is tokenized in chunks of about this many bytes, cut at spaces
+  // (text_chunks.h), and only as far as the tokens kept need: up to max_length + 1 of them from
+  // the end that is kept, so memory and time follow what is kept, not what was sent. The tokens
+  // are those of the whole text. 0: every text in one piece.
+  size_t chunk_bytes = 16 << 10;
+  // Asked between chunks: a status other than OK (a deadline passed, a caller gone) stops the
+  // tokenizing with that status. Unset: never stops.
+  std::function<absl::Status()> keep_going;
 };
 
 struct Encoding {
@@ -48,7 +56,11 @@ struct Encoding {
   // token written in a text belongs to that text).
   std::vector<int8_t> sequence_ids;
   bool truncated = false;
-  int32_t untruncated_length = 0;  // length with special tokens before truncation
+  // Length with special tokens before truncation; a lower bound when length_is_lower_bound.
+  int32_t untruncated_length = 0;
+  // The text was long enough to be cut after reading only the tokens kept (and a few more),
+  // so its whole length is not known: untruncated_length is then a lower bound.
+  bool length_is_lower_bound = false;
 };
 
 // Tokenization with the vocabulary and template of a model family, as transformers 4.40's slow
@@ -105,6 +117,19 @@ class Tokenizer {
   // SentencePiece; dropped by BERT's text cleaning).
   absl::StatusOr<Encoding> Encode(std::string_view text, const TokenizeOptions& opts = {}) const;
   absl::StatusOr<Encoding> EncodePair(std::string_view a, std::string_view b,
+                                      const TokenizeOptions& opts = {}) const;
+  // A text of many pairs (a rerank query beside each document, a zero-shot premise beside
+  // each hypothesis) tokenized once: TokenizeForPairs with the options every EncodePair of it
+  // will take, then EncodePair of the results, which equals EncodePair of the texts.
+  struct PairText {
+    std::vector<TokenSpan> tokens;
+    bool complete = true;  // false: only the tokens a pair under these options can keep
+    int max_length = 0;
+    TruncationDirection cut = TruncationDirection::kRight;
+  };
+  absl::StatusOr<PairText> TokenizeForPairs(std::string_view text, std::string_view what,
+                                            const TokenizeOptions& opts = {}) const;
+  absl::StatusOr<Encoding> EncodePair(const PairText& a, const PairText& b,
                                       const TokenizeOptions& opts = {}) const;
   // The ids of the text's tokens without the template's special tokens (transformers'
   // encode(text, add_special_tokens=False)); for DeBERTa and T5, what
@@ -179,6 +204,15 @@ class Tokenizer {
   // tokens of the text between them.
   absl::StatusOr<std::vector<TokenSpan>> Tokens(std::string_view text,
                                                 std::string_view what) const;
+  // Some of a text's tokens: all of them when there are at most `limit`, else the first
+  // `limit` (kRight: the end is cut) or the last `limit` (kLeft) with complete false. Long
+  // texts are tokenized chunk by chunk (TokenizeOptions::chunk_bytes), only as far as needed.
+  struct TextTokens {
+    std::vector<TokenSpan> tokens;
+    bool complete = true;
+  };
+  absl::StatusOr<TextTokens> BoundedTokens(std::string_view text, std::string_view what, size_t limit,
+                                           const TokenizeOptions& opts) const;
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
   MappedText T5Prefix(const MappedText& text) const;
   Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
@@ -198,6 +232,9 @@ class Tokenizer {
   bool t5_without_legacy_;  // T5Tokenizer with legacy=False
   bool t5_prefix_space_;    // its add_prefix_space
   int space_piece_id_ = -1;  // the vocabulary's "▁", -1 when it has none
+  // Whether a text may be tokenized in chunks cut at spaces (text_chunks.h): false when an
+  // added token or a vocabulary piece spans a space.
+  bool chunkable_ = true;
   std::string source_file_;
   int default_max_length_;
   int vocab_size_;

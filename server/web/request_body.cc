@@ -113,6 +113,12 @@ BodyFraming DecideBodyFraming(const HttpRequestHead& head, size_t max_body_bytes
     f.length = length;
     return f;
   }
+  // A request that carries content must say how long it is (RFC 9112 6.3: without a length a
+  // request's body is empty, so a POST would silently lose what its client meant to send).
+  if (head.method == "POST" || head.method == "PUT" || head.method == "PATCH") {
+    return FramingError(411, absl::StrCat("a ", head.method,
+                                          " request needs a Content-Length (or Transfer-Encoding: chunked)"));
+  }
   return BodyFraming{};
 }
 

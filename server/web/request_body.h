@@ -37,6 +37,8 @@ struct BodyFraming {
 // - Content-Length: one or more fields (or a comma-separated list) whose values are all the
 //   same decimal number (6.3); anything else (-1, 1e3, "", two different values) is 400. A
 //   length over max_body_bytes is 413 however many digits it has (2^64 included).
+// - Neither, on a POST, PUT or PATCH: 411 (its body would silently be empty); other methods
+//   have no body.
 BodyFraming DecideBodyFraming(const HttpRequestHead& head, size_t max_body_bytes);
 
 // Decodes a chunked body (RFC 9112 7.1) as its bytes arrive, counting the decoded size against

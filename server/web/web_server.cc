@@ -30,6 +30,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kDrainTime = std::chrono::milliseconds(500);
+// At Stop(), how long requests that already reached the server (in the listen queue, or sent
+// on a connection) have to arrive and be answered 503 rather than reset.
+constexpr auto kStopGrace = std::chrono::milliseconds(300);
 constexpr size_t kMaxDrainBytes = 1 << 20;
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 constexpr rlim_t kMinConnections = 8;
@@ -304,6 +307,7 @@ class WebServer::Loop {
   void Uncharge(Connection& c);
   void TakeCompletions(Clock::time_point now);
   void DrainConnections();
+  void FinishOnStop();
   void Post(uint64_t serial, WebResponse response);
   void Count(uint64_t WebServerStats::*field) {
     std::lock_guard<std::mutex> lock(stats_mu_);
@@ -318,6 +322,7 @@ class WebServer::Loop {
   std::atomic<bool> stop_{false};
   std::atomic<bool> drain_requested_{false};
   bool draining_ = false;
+  bool stopping_ = false;  // FinishOnStop: every request head is answered 503
   std::unordered_map<uint64_t, Connection> connections_;
   std::unordered_map<std::string, int> per_peer_;
   uint64_t next_serial_ = 0;
@@ -416,10 +421,71 @@ void WebServer::Loop::Run() {
     }
     if (n > 0 && (fds[1].revents & POLLIN)) AcceptSome(now);
   }
+  FinishOnStop();
   std::vector<uint64_t> all;
   for (const auto& [serial, c] : connections_) all.push_back(serial);
   for (uint64_t serial : all) Close(serial);
   CloseFd(listen_fd_);
+}
+
+void WebServer::Loop::FinishOnStop() {
+  stopping_ = true;
+  draining_ = true;
+  Clock::time_point now = Clock::now();
+  const Clock::time_point until = now + kStopGrace;
+  // Connections the kernel accepted for us are taken, then no more: later ones are refused by
+  // the kernel, which a client sees at once, rather than reset after a wait.
+  for (size_t before = ~size_t{0}; before != connections_.size() && listen_fd_ >= 0;) {
+    before = connections_.size();
+    AcceptSome(now);
+  }
+  CloseFd(listen_fd_);
+  std::vector<uint64_t> serials;
+  for (const auto& [serial, c] : connections_) serials.push_back(serial);
+  for (uint64_t serial : serials) {
+    Connection& c = connections_.at(serial);
+    bool alive = true;
+    if (c.state == State::kHead && c.in.empty() && c.requests > 0) {
+      alive = false;  // kept alive and idle: nothing to answer, nothing unread
+    } else if (c.state == State::kHead && !c.in.empty()) {
+      alive = Advance(c, now);  // a head already here is answered 503 (stopping_)
+    } else if (c.state == State::kBody) {
+      alive = RespondError(c, 503, "the server is shutting down", &c.head, now);
+    }
+    if (!alive) Close(serial);
+  }
+  // The rest: new connections whose heads are on the way, answers being written, closes being
+  // drained; each for at most kStopGrace.
+  std::vector<pollfd> fds;
+  while ((now = Clock::now()) < until) {
+    fds.clear();
+    serials.clear();
+    for (const auto& [serial, c] : connections_) {
+      if (c.state == State::kHandling) continue;
+      fds.push_back({c.fd, Events(c), 0});
+      serials.push_back(serial);
+    }
+    if (fds.empty()) break;
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
+    const int n = ::poll(fds.data(), fds.size(), static_cast<int>(wait));
+    if (n < 0 && errno != EINTR) break;
+    now = Clock::now();
+    for (size_t i = 0; n > 0 && i < serials.size(); ++i) {
+      auto it = connections_.find(serials[i]);
+      if (it == connections_.end() || fds[i].revents == 0) continue;
+      Connection& c = it->second;
+      bool alive = true;
+      if (c.state == State::kWriting || (c.state == State::kBody && (fds[i].revents & POLLOUT))) {
+        alive = OnWritable(c, now);
+      }
+      if (alive && (fds[i].revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR))) {
+        if (c.state == State::kHead || c.state == State::kBody) alive = OnReadable(c, now);
+        else if (c.state == State::kDraining) alive = Drain(c);
+        else if (c.state == State::kWriting && (fds[i].revents & (POLLHUP | POLLERR))) alive = false;
+      }
+      if (!alive) Close(serials[i]);
+    }
+  }
 }
 
 void WebServer::Loop::Post(uint64_t serial, WebResponse response) {
@@ -620,8 +686,9 @@ bool WebServer::Loop::OnReadable(Connection& c, Clock::time_point now) {
   }
   if (c.state == State::kHandling) {
     // The client closed (or reset) while its request runs: the handler may stop; the answer is
-    // still written where the socket takes it.
-    if ((c.peer_closed || error) && c.gone) c.gone->store(true);
+    // still written where the socket takes it. A client that closed its side after pipelining
+    // more requests still waits for their answers: it has not gone.
+    if ((error || (c.peer_closed && c.in.empty())) && c.gone) c.gone->store(true);
     return !error;
   }
   if (error) return false;
@@ -653,6 +720,7 @@ bool WebServer::Loop::Advance(Connection& c, Clock::time_point now) {
       ++c.requests;
       c.body.clear();
       c.framing = DecideBodyFraming(c.head, config_.max_body_bytes);
+      if (stopping_) return RespondError(c, 503, "the server is shutting down", &c.head, now);
       if (c.framing.kind == BodyFraming::Kind::kError) {
         return RespondError(c, c.framing.status, c.framing.error, &c.head, now);
       }
@@ -724,7 +792,7 @@ bool WebServer::Loop::Dispatch(Connection& c, Clock::time_point now) {
   c.chunked.reset();
   c.state = State::kHandling;
   c.deadline = Clock::time_point::max();
-  c.gone = std::make_shared<std::atomic<bool>>(c.peer_closed);
+  c.gone = std::make_shared<std::atomic<bool>>(c.peer_closed && c.in.empty());
   WebRequest request;
   request.head = c.head;
   request.body = std::move(c.body);
@@ -770,9 +838,11 @@ bool WebServer::Loop::RespondError(Connection& c, int status, const std::string&
 
 bool WebServer::Loop::Respond(Connection& c, WebResponse response, bool force_close, Clock::time_point now) {
   const bool has_head = c.requests > 0 && (c.state == State::kHandling || c.state == State::kBody || c.state == State::kHead);
+  // A client that closed its side may still have pipelined requests waiting in c.in: they are
+  // answered in turn, the last answer closing the connection.
   const bool keep = !force_close && !response.close && !draining_ && config_.keep_alive_timeout.count() > 0 &&
-                    c.requests < config_.keep_alive_max_requests && !c.peer_closed && has_head &&
-                    ClientKeepsAlive(c.head);
+                    c.requests < config_.keep_alive_max_requests && (!c.peer_closed || !c.in.empty()) &&
+                    has_head && ClientKeepsAlive(c.head);
   const bool include_body = !(has_head && c.head.method == "HEAD");
   c.out = Serialize(response, include_body, !keep);
   c.out_pos = 0;

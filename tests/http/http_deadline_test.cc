@@ -231,6 +231,81 @@ TEST_F(HttpDeadlineTest, TheHeaderMayAskForLessTimeNotMore) {
   slow().Open();
 }
 
+// Health, metrics and the other GET routes are answered on the event loop: with every handler
+// thread held by a stuck call, /health still answers at once, and the stuck calls are still
+// in flight when it does.
+TEST_F(HttpDeadlineTest, HealthAnswersWhileEveryHandlerThreadIsBusy) {
+  RouteContext routes;
+  routes.serving = serving_.get();
+  routes.healthy = [] { return true; };
+  routes.metrics_text = [] { return std::string("# metrics\n"); };
+  HttpServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.threads = 2;
+  config.request_timeout = absl::Seconds(60);
+  auto busy = HttpServer::Start(config, routes, &registry_, &metrics_);
+  ASSERT_TRUE(busy.ok()) << busy.status();
+  slow().Close();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> callers;
+  for (int i = 0; i < 2; ++i) {
+    callers.emplace_back([&, port = (*busy)->port()] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(30, 0);
+      client.Post("/embed", json{{"inputs", {{5}}}}.dump(), "application/json");
+      ++answered;
+    });
+  }
+  // Both handler threads are held: one call's batch is stuck, the other waits behind it.
+  ASSERT_TRUE(Eventually([&] { return (*busy)->in_flight() == 2; }));
+  httplib::Client probe("127.0.0.1", (*busy)->port());
+  probe.set_read_timeout(5, 0);
+  for (const char* path : {"/health", "/metrics", "/info", "/v1/models"}) {
+    auto r = probe.Get(path);
+    ASSERT_TRUE(r) << path << ": " << httplib::to_string(r.error());
+    EXPECT_EQ(r->status, 200) << path;
+  }
+  EXPECT_EQ(answered.load(), 0);
+  EXPECT_EQ((*busy)->in_flight(), 2);
+  slow().Open();
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(answered.load(), 2);
+  (*busy)->Stop();
+}
+
+// --max-response-bytes counts what HTTP sends: JSON floats are text, several times the bytes
+// the serving layer's estimate counts.
+TEST_F(HttpDeadlineTest, AnswersLargerThanTheLimitAreRefusedNamingIt) {
+  RouteContext routes;
+  routes.serving = serving_.get();
+  HttpServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.threads = 2;
+  config.max_response_bytes = 300;
+  auto small = HttpServer::Start(config, routes, &registry_, &metrics_);
+  ASSERT_TRUE(small.ok()) << small.status();
+  httplib::Client client("127.0.0.1", (*small)->port());
+  json inputs = json::array();
+  for (int i = 0; i < 3; ++i) inputs.push_back({i + 1});
+  auto fits = client.Post("/embed", json{{"model", "fast"}, {"inputs", inputs}}.dump(), "application/json");
+  ASSERT_TRUE(fits);
+  EXPECT_EQ(fits->status, 200) << fits->body;
+  for (int i = 3; i < 60; ++i) inputs.push_back({i + 1});
+  auto over = client.Post("/embed", json{{"model", "fast"}, {"inputs", inputs}}.dump(), "application/json");
+  ASSERT_TRUE(over);
+  EXPECT_EQ(over->status, 422) << over->body;
+  EXPECT_THAT(over->body, HasSubstr("more than the largest response of 300 bytes (--max-response-bytes)"));
+  // A compressed body is refused, not parsed as garbage.
+  httplib::Headers gzip = {{"Content-Encoding", "gzip"}};
+  auto compressed = client.Post("/embed", gzip, json{{"inputs", {{5}}}}.dump(), "application/json");
+  ASSERT_TRUE(compressed);
+  EXPECT_EQ(compressed->status, 415) << compressed->body;
+  EXPECT_THAT(compressed->body, HasSubstr("Content-Encoding gzip is not supported"));
+  (*small)->Stop();
+}
+
 TEST(RequestDeadlineTest, ParsesSecondsAndDurations) {
   EXPECT_EQ(*ParseTimeout("30", "t"), absl::Seconds(30));
   EXPECT_EQ(*ParseTimeout("2.5", "t"), absl::Milliseconds(2500));

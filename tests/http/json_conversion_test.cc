@@ -321,18 +321,18 @@ TEST(TeiTest, TokenizeMarksSpecialTokensAndSlicesTheInput) {
   t.pieces = {"[CLS]", "\u2581Hello", "\u2581world", "[SEP]"};
   t.special = {true, false, false, true};
   result.results.push_back(t);
-  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, true), json::parse(R"([[
+  EXPECT_EQ(json::parse(TeiTokenizeText(r->tokenize, result, true)), json::parse(R"([[
       {"id": 1, "text": "[CLS]", "special": true, "start": null, "stop": null},
       {"id": 50, "text": "Hello", "special": false, "start": 0, "stop": 5},
       {"id": 60, "text": " world", "special": false, "start": 5, "stop": 11},
       {"id": 2, "text": "[SEP]", "special": true, "start": null, "stop": null}]])"));
-  EXPECT_EQ(TeiTokenizeJson(r->tokenize, result, false)[0].size(), 2u);
+  EXPECT_EQ(json::parse(TeiTokenizeText(r->tokenize, result, false))[0].size(), 2u);
   // A piece that covers no bytes ("▁" before a word) is not special.
   result.results[0].input_ids = {1, 5, 50, 2};
   result.results[0].offsets = {{0, 0}, {0, 0}, {0, 5}, {0, 0}};
   result.results[0].pieces = {"[CLS]", "\u2581", "Hello", "[SEP]"};
   result.results[0].special = {true, false, false, true};
-  const json plain = TeiTokenizeJson(r->tokenize, result, false)[0];
+  const json plain = json::parse(TeiTokenizeText(r->tokenize, result, false))[0];
   ASSERT_EQ(plain.size(), 2u);
   EXPECT_EQ(plain[0], json::parse(R"({"id": 5, "text": "", "special": false, "start": 0, "stop": 0})"));
   EXPECT_THAT(std::string(ParseTeiTokenize(Body(R"({"inputs": ["a", 1]})")).status().message()),

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -235,6 +236,49 @@ TEST_F(EncoderServingTest, ExpiredAndCancelledCallsAreNotComputed) {
   cancelled.cancelled = std::make_shared<std::atomic<bool>>(true);
   EXPECT_EQ(Call(&EncoderServing::Embed, req, cancelled).status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(backend(0).runs(), 0);
+}
+
+// Work for a call nobody waits for stops before it is done: tokenizing too (Tokenize has no
+// batcher to drop it), between a rerank's pairs and a zero-shot's.
+TEST_F(EncoderServingTest, ExpiredAndCancelledCallsStopTokenizing) {
+  TokenizeRequest tokenize;
+  tokenize.model = "reranker";
+  tokenize.inputs = {Input::Text("a b c")};
+  CallContext expired;
+  expired.deadline = absl::Now() - absl::Seconds(1);
+  auto late = serving_->Tokenize(tokenize, expired);
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(late.status().message()), HasSubstr("deadline passed while its inputs were tokenized"));
+  CallContext cancelled;
+  cancelled.cancelled = std::make_shared<std::atomic<bool>>(true);
+  EXPECT_EQ(serving_->Tokenize(tokenize, cancelled).status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(serving_->Tokenize(tokenize).ok());
+
+  RerankRequest rerank;
+  rerank.model = "reranker";
+  rerank.query = "q";
+  rerank.documents = {"x", "y"};
+  EXPECT_EQ(Call(&EncoderServing::Rerank, rerank, expired).status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(backend(1).runs(), 0);
+}
+
+// A long query is tokenized once for every document, and only as far as a pair can keep it:
+// the pairs are those of the texts encoded one pair at a time.
+TEST_F(EncoderServingTest, RerankPairsALongQueryWithEachDocument) {
+  RerankRequest req;
+  req.model = "reranker";
+  for (int i = 0; i < 20000; ++i) req.query += "the query ";
+  req.documents = {"x", "x x x x", "x x"};
+  req.truncation.truncate = true;
+  auto r = Call(&EncoderServing::Rerank, req);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // Every pair is cut to the model's 16 tokens (the fake logit is the pair's length).
+  for (const RerankHit& hit : r->results) EXPECT_NEAR(hit.score, 1 / (1 + std::exp(-16.0f)), 1e-6);
+  EXPECT_EQ(r->usage.tokens, 3 * 16);
+  req.truncation.truncate = false;
+  auto refused = Call(&EncoderServing::Rerank, req);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("documents[0]: text pair is more than"));
 }
 
 // --auto-truncate: requests that do not say are cut; a request's own truncate wins either way.

@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/batching/model_batcher.h"
@@ -81,6 +82,41 @@ TEST_F(LongInputTest, OverlapRepeatsTheEndOfTheWindowBefore) {
   auto too_much = EncodeTextWindows(text, "inputs[0]", *tokenizer_, backend_, kMaxLength, 8, 0);
   EXPECT_EQ(too_much.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(too_much.status().message()), HasSubstr("window_overlap 8 is outside [0, 7]"));
+}
+
+// An overlap the model's windows cannot take is refused even when the text fits one window
+// (it would be refused as soon as a longer text came).
+TEST_F(LongInputTest, ABadOverlapIsRefusedForShortTextsToo) {
+  auto short_text = EncodeTextWindows("a short text", "inputs[0]", *tokenizer_, backend_, kMaxLength, 8, 0);
+  EXPECT_EQ(short_text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(short_text.status().message()), HasSubstr("window_overlap 8 is outside [0, 7]"));
+  auto negative = EncodeTextWindows("a short text", "inputs[0]", *tokenizer_, backend_, kMaxLength, -1, 0);
+  EXPECT_THAT(std::string(negative.status().message()), HasSubstr("window_overlap -1 is negative"));
+  EXPECT_TRUE(EncodeTextWindows("a short text", "inputs[0]", *tokenizer_, backend_, kMaxLength, 7, 0).ok());
+}
+
+// More windows than the request may compute: refused naming the flag and the count the text
+// needs, counted exactly where the text was read whole and as a bound where reading stopped.
+TEST_F(LongInputTest, TooManyWindowsNameTheLimitAndTheCount) {
+  const std::string text = LongText(20);
+  auto all = EncodeTextWindows(text, "inputs[0]", *tokenizer_, backend_, kMaxLength, 0, 0);
+  ASSERT_TRUE(all.ok());
+  const int needed = static_cast<int>(all->size());
+  EXPECT_TRUE(EncodeTextWindows(text, "inputs[0]", *tokenizer_, backend_, kMaxLength, 0, 0, needed).ok());
+  auto refused = EncodeTextWindows(text, "inputs[0]", *tokenizer_, backend_, kMaxLength, 0, 0, needed - 1);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::string message(refused.status().message());
+  EXPECT_THAT(message, HasSubstr("--max-windows-per-request"));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("needs more than ", needed - 1, " windows")));
+  // A text far longer than its windows can hold is refused after reading what they hold.
+  std::string huge;
+  while (huge.size() < (4u << 20)) huge += "token1 and more ";
+  auto huge_refused = EncodeTextWindows(huge, "inputs[0]", *tokenizer_, backend_, kMaxLength, 0, 0, 3);
+  EXPECT_THAT(std::string(huge_refused.status().message()), HasSubstr("needs more than 3 windows"));
+  EXPECT_EQ(WindowCount(100, 0, 14, 0), 8);
+  EXPECT_EQ(WindowCount(14, 0, 14, 4), 1);
+  EXPECT_EQ(WindowCount(25, 1, 14, 4), 2);
+  EXPECT_EQ(WindowCount(26, 1, 14, 4), 3);
 }
 
 TEST_F(LongInputTest, APromptStartsEveryWindow) {

@@ -23,13 +23,17 @@ using ::testing::HasSubstr;
 
 TEST(FormatHypothesisTest, FillsEveryFieldAndUnescapesBraces) {
   EXPECT_EQ(*FormatHypothesis("This example is {}.", "sports"), "This example is sports.");
-  EXPECT_EQ(*FormatHypothesis("{0} or {}?", "x"), "x or x?");
+  EXPECT_EQ(*FormatHypothesis("{0} or {0}?", "x"), "x or x?");
+  EXPECT_EQ(*FormatHypothesis("{0}", "x"), "x");
   EXPECT_EQ(*FormatHypothesis("{{literal}} {}", "y"), "{literal} y");
   EXPECT_EQ(*FormatHypothesis("{}", ""), "");
 }
 
 TEST(FormatHypothesisTest, RefusesTemplatesPythonCannotFormatWithOneLabel) {
-  for (const char* bad : {"no field", "{{}}", "{1}", "{name}", "{:>5}", "open { brace", "close } brace"}) {
+  // str.format refuses a second "{}" (IndexError: one argument) and "{}" beside "{0}" (it cannot
+  // switch from automatic to manual numbering).
+  for (const char* bad : {"no field", "{{}}", "{1}", "{name}", "{:>5}", "open { brace", "close } brace", "{} and {}",
+                          "{0} or {}?", "{} or {0}?"}) {
     auto r = FormatHypothesis(bad, "x");
     ASSERT_FALSE(r.ok()) << bad;
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -40,13 +44,13 @@ TEST(FormatHypothesisTest, RefusesTemplatesPythonCannotFormatWithOneLabel) {
 
 TEST(FormatHypothesisTest, RefusesHypothesesThatWouldBeHuge) {
   std::string many;
-  for (int i = 0; i < 10000; ++i) many += "{}";
+  for (int i = 0; i < 10000; ++i) many += "{0}";
   const std::string label(1000, 'x');  // 10,000 x 1,000 bytes: 10 MB, never built
   auto r = FormatHypothesis(many, label);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(r.status().message()), HasSubstr("makes a hypothesis of 10000000 bytes, more than the limit"));
   // Under the limit, many fields are fine, and escaped braces count once.
-  EXPECT_EQ(FormatHypothesis(std::string(20000, '{') + std::string(20000, '}') + "{}", "y")->size(), 20001u);
+  EXPECT_EQ(FormatHypothesis(std::string(20000, '{') + std::string(20000, '}') + "{0}", "y")->size(), 20001u);
   EXPECT_TRUE(FormatHypothesis(many, "ab").ok());
 }
 

@@ -148,6 +148,76 @@ TEST(WebServerTest, ACompleteRequestFollowedByAHalfCloseIsAnswered) {
   EXPECT_TRUE(eof);
 }
 
+// A client that pipelines requests and then closes its side still gets every answer, in turn,
+// the last one closing the connection; the requests still queued are not taken for a client gone.
+TEST(WebServerTest, PipelinedRequestsBeforeAHalfCloseAreAllAnswered) {
+  for (int threads : {0, 2}) {
+    Seen seen;
+    auto server = StartEcho(Threads(threads), &seen);
+    ASSERT_NE(server, nullptr);
+    const int fd = ConnectLoopback(server->port());
+    ASSERT_TRUE(SendAll(fd,
+                        "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi"
+                        "GET /y HTTP/1.1\r\nHost: x\r\n\r\n"
+                        "POST /z HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nend"));
+    ::shutdown(fd, SHUT_WR);
+    bool eof = false;
+    std::string all = ReadUntilClose(fd, 5000, &eof);
+    ::close(fd);
+    EXPECT_TRUE(eof) << threads;
+    const HttpResponse x = ReadOne(-1, &all, 0);
+    const HttpResponse y = ReadOne(-1, &all, 0);
+    const HttpResponse z = ReadOne(-1, &all, 0);
+    EXPECT_EQ(x.body, "POST /x hi") << threads;
+    EXPECT_EQ(y.body, "GET /y ") << threads;
+    EXPECT_EQ(z.body, "POST /z end") << threads;
+    EXPECT_EQ(z.Header("connection"), "close") << threads;
+    EXPECT_EQ(seen.handled.load(), 3) << threads;
+  }
+}
+
+// A POST without Content-Length or chunked framing would silently have an empty body: 411.
+TEST(WebServerTest, APostWithoutALengthIs411) {
+  Seen seen;
+  auto server = StartEcho(Threads(1), &seen);
+  ASSERT_NE(server, nullptr);
+  const HttpResponse r = RawRequest(server->port(), "POST /e HTTP/1.1\r\nHost: x\r\n\r\n", 3000);
+  EXPECT_EQ(r.status, 411) << r.raw;
+  EXPECT_NE(r.body.find("needs a Content-Length"), std::string::npos) << r.body;
+  const HttpResponse empty = RawRequest(server->port(), "POST /e HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", 3000);
+  EXPECT_EQ(empty.status, 200) << empty.raw;
+  const HttpResponse get = RawRequest(server->port(), "GET /e HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 3000);
+  EXPECT_EQ(get.status, 200) << get.raw;
+  EXPECT_EQ(seen.handled.load(), 2);
+}
+
+// Requests that reach the server as it stops (still in the listen queue, or sent on a connection
+// not yet read) are answered, 503 where they came too late, never reset.
+TEST(WebServerTest, RequestsArrivingAtStopAreAnsweredNotReset) {
+  Seen seen;
+  auto server = StartEcho(Threads(0), &seen);
+  ASSERT_NE(server, nullptr);
+  std::vector<int> fds;
+  for (int i = 0; i < 24; ++i) {
+    const int fd = ConnectLoopback(server->port());
+    ASSERT_GE(fd, 0);
+    fds.push_back(fd);
+  }
+  std::thread stopper([&] { server->Stop(); });
+  for (int fd : fds) ASSERT_TRUE(SendAll(fd, "GET /late HTTP/1.1\r\nHost: x\r\n\r\n"));
+  int ok = 0, refused = 0;
+  for (int fd : fds) {
+    const HttpResponse r = ParseResponse(ReadUntilClose(fd, 3000));
+    ::close(fd);
+    EXPECT_TRUE(r.status == 200 || r.status == 503) << r.raw;
+    ok += r.status == 200;
+    refused += r.status == 503;
+    if (r.status == 503) EXPECT_EQ(r.Header("connection"), "close");
+  }
+  stopper.join();
+  EXPECT_EQ(ok + refused, 24);
+}
+
 TEST(WebServerTest, BadFramingIsAnsweredAtOnce) {
   Seen seen;
   WebServerConfig config = Threads(1);

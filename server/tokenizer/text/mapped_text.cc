@@ -104,6 +104,13 @@ MappedText Normalize(const MappedText& text, NormalizationForm form) {
         0, icu::StringPiece(s.data() + run_begin, static_cast<int32_t>(run_end - run_begin)), sink,
         nullptr, run_status);
     if (U_FAILURE(run_status)) normalized.assign(s, run_begin, run_end - run_begin);
+    if (s.compare(run_begin, run_end - run_begin, normalized) == 0) {
+      // A run the form leaves as it is keeps each character's own span, as it does when the
+      // whole text is normalized already: a character's span never depends on text elsewhere.
+      out.AppendRange(text, run_begin, run_end);
+      run_begin = run_end;
+      return;
+    }
     const auto [begin, end] = text.Span(run_begin, run_end);
     size_t i = 0;
     while (i < normalized.size()) out.Append(unicode::DecodeUtf8(normalized, &i), begin, end);
