@@ -22,7 +22,17 @@ TEST(BodyFramingTest, ContentLengthValuesAndLimits) {
   EXPECT_EQ(f.length, 12u);
   EXPECT_EQ(DecideBodyFraming(Head({{"content-length", "12, 12"}, {"Content-Length", "012"}}), 100).kind,
             BodyFraming::Kind::kLength);
-  EXPECT_EQ(DecideBodyFraming(Head({}), 100).kind, BodyFraming::Kind::kNone);
+  // No framing: a GET has no body; a POST must say how long its body is (411).
+  HttpRequestHead get = Head({});
+  get.method = "GET";
+  EXPECT_EQ(DecideBodyFraming(get, 100).kind, BodyFraming::Kind::kNone);
+  for (const char* method : {"POST", "PUT", "PATCH"}) {
+    HttpRequestHead unframed = Head({});
+    unframed.method = method;
+    const BodyFraming no_length = DecideBodyFraming(unframed, 100);
+    EXPECT_EQ(no_length.kind, BodyFraming::Kind::kError) << method;
+    EXPECT_EQ(no_length.status, 411) << method;
+  }
   EXPECT_EQ(DecideBodyFraming(Head({{"Content-Length", "100"}}), 100).kind, BodyFraming::Kind::kLength);
 
   for (const char* bad : {"-1", "", "1e3", "+5", "0x10", " 5 5", "5;"}) {
