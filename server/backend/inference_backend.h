@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,11 @@ struct ModelInfo {
   // colbert_linear.pt (linear on every token after the first, L2-normalised), "" without one.
   std::string multi_vector_kind;
   int multi_vector_dim = 0;  // length of one such vector; 0 without a projection
+  // Whether the model was Matryoshka-trained (config.json's is_matryoshka; true with
+  // matryoshka_dimensions), unset where it does not say, and the sizes it may be cut to (empty:
+  // any). Requests for `dimensions` are refused where it says no (vLLM's rule).
+  std::optional<bool> is_matryoshka;
+  std::vector<int> matryoshka_dimensions;
 };
 
 // Where one backend call's time went, on the calling thread's clock. On a GPU the forward is

@@ -78,7 +78,7 @@ struct ServerLimitsInfo {
   int max_batch_requests = 0;
   int max_client_batch_size = 0;
   int max_concurrent_requests = 0;
-  bool auto_truncate = false;  // --auto-truncate
+  bool auto_truncate = true;  // --auto-truncate
   std::string version;
 };
 nlohmann::json TeiInfoJson(const ModelDescription& model, const ServerLimitsInfo& limits);

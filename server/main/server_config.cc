@@ -161,7 +161,7 @@ const FlagTable<ServerConfig>& Flags() {
               Field(&C::cuda_graph_tokens), 0),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
-               "(a request's own truncate wins)",
+               "(a request's own truncate wins); true by default, as TEI 1.9's; false refuses them",
                Field(&C::auto_truncate)),
       BoolFlag("whole-input",
                "embed texts longer than the model's maximum whole, in windows whose pooled vectors are averaged, in "

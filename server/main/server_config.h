@@ -46,8 +46,9 @@ struct ServerConfig {
   // On a GPU, batches of at most this many tokens replay CUDA graphs (EngineOptions); 0: never.
   int cuda_graph_tokens = 4096;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
-  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
-  bool auto_truncate = false;
+  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes). On by
+  // default, as TEI's --auto-truncate since TEI 1.9.
+  bool auto_truncate = true;
   // Embed texts longer than the maximum whole, in windows (EmbedRequest.whole_input unset), with
   // this many tokens repeated between consecutive windows, at most this many windows a request.
   bool whole_input = false;

@@ -284,6 +284,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.prompts = st.prompts;
   info.default_prompt_name = st.default_prompt_name;
   info.similarity_fn_name = st.similarity_fn_name;
+  info.is_matryoshka = config.is_matryoshka;
+  info.matryoshka_dimensions = config.matryoshka_dimensions;
   info.pooling_includes_prompt = pooling.include_prompt;
   info.labels = config.id2label;
   // A head without problem_type: regression with one label, single-label with more.

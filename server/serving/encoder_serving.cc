@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/serving/embed_prompt.h"
 #include "server/serving/input_encoder.h"
@@ -117,6 +118,23 @@ absl::Status CheckTokenVectorsFit(const std::vector<EncodedInput>& inputs, int w
       tokens * per_token + overhead, " bytes, more than the largest response of ", max_bytes,
       " bytes: send at most about ", max_bytes > overhead ? (max_bytes - overhead) / per_token : 0,
       " tokens per ", request, " request (split the inputs over several requests)"));
+}
+
+// `dimensions` on a model whose config.json says it was not Matryoshka-trained, or names the
+// sizes it was trained for and not this one: refused with vLLM's words (its
+// PoolingParams.verify). Models that say nothing may be cut to any size, as before.
+absl::Status CheckMatryoshka(const ModelInfo& info, const std::string& model, int dimensions) {
+  if (dimensions <= 0 || !info.is_matryoshka.has_value()) return absl::OkStatus();
+  if (!*info.is_matryoshka) {
+    return FieldError(FieldErrorKind::kUnsupported, "dimensions", absl::StrCat(
+        "Model \"", model, "\" does not support matryoshka representation, changing output dimensions will lead "
+        "to poor results."));
+  }
+  const std::vector<int>& sizes = info.matryoshka_dimensions;
+  if (sizes.empty() || std::find(sizes.begin(), sizes.end(), dimensions) != sizes.end()) return absl::OkStatus();
+  return FieldError(FieldErrorKind::kUnsupported, "dimensions", absl::StrCat(
+      "Model \"", model, "\" only supports [", absl::StrJoin(sizes, ", "), "] matryoshka dimensions, use other output "
+      "dimensions will lead to poor results."));
 }
 
 // A model without what a call needs: FAILED_PRECONDITION about the field "model".
@@ -231,6 +249,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
     return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
                            absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
   }
+  if (absl::Status s = CheckMatryoshka(info, m.name, request.dimensions); !s.ok()) return done(s);
   if (request.return_multi_vector) {
     if (absl::Status s = CheckTokenVectorsFit(*encoded, info.multi_vector_dim, limits_.max_response_bytes,
                                               "multi-vector token vectors", "Embed");
@@ -342,15 +361,52 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
     return done(s);
   }
   if (request.top_n < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_n", "top_n must not be negative"));
+  if (request.max_tokens_per_doc < 0) {
+    return done(FieldError(FieldErrorKind::kInvalid, "max_tokens_per_doc", "max_tokens_per_doc must not be negative"));
+  }
+  const bool chunked = request.chunk_documents.value_or(limits_.rerank_chunking) || request.max_chunks_per_doc.has_value();
+  const int max_chunks = request.max_chunks_per_doc.value_or(limits_.max_chunks_per_doc);
+  const int overlap = request.chunk_overlap.value_or(limits_.rerank_chunk_overlap);
+  if (chunked && m.tokenizer == nullptr) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " has no tokenizer: chunked rerank cuts texts into tokens")));
+  }
   const absl::Time t0 = absl::Now();
+  // Each document's windows: one, or (chunked) one per window; first[i] is document i's first.
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  auto first = std::make_shared<std::vector<size_t>>();
   const InputLimits limits = LimitsOf(m, request.truncation, limits_);
   for (size_t i = 0; i < request.documents.size(); ++i) {
-    auto e = EncodePair(request.query, request.documents[i], absl::StrCat("documents[", i, "]"), m.tokenizer,
-                        *m.backend, limits);
-    if (!e.ok()) return done(e.status());
-    inputs->push_back(std::move(*e));
+    const std::string field = absl::StrCat("documents[", i, "]");
+    first->push_back(inputs->size());
+    const std::string* document = &request.documents[i];
+    std::string cut;
+    if (request.max_tokens_per_doc > 0 && m.tokenizer != nullptr && !document->empty()) {
+      auto c = FirstTokensOf(*document, field, *m.tokenizer, request.max_tokens_per_doc);
+      if (!c.ok()) return done(c.status());
+      cut = std::move(*c);
+      document = &cut;
+    }
+    if (!chunked) {
+      auto e = EncodePair(request.query, *document, field, m.tokenizer, *m.backend, limits);
+      if (!e.ok()) return done(e.status());
+      inputs->push_back(std::move(*e));
+      continue;
+    }
+    auto windows = EncodePairWindows(request.query, *document, field, *m.tokenizer, *m.backend, m.max_length,
+                                     overlap, max_chunks);
+    if (!windows.ok()) return done(windows.status());
+    if (inputs->size() + windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
+      return done(FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
+          "the documents up to ", field, " need more than ", limits_.max_windows_per_request,
+          " windows of the model's ", m.max_length, " tokens, the most one request may compute (send fewer or "
+          "shorter documents per request, or a lower max_chunks_per_doc)")));
+    }
+    if (metrics_ != nullptr && windows->size() > 1) {
+      metrics_->RecordWindowedInput(m.name, static_cast<int>(windows->size()));
+    }
+    for (EncodedInput& w : *windows) inputs->push_back(std::move(w));
   }
+  first->push_back(inputs->size());
   const absl::Duration tokenize = absl::Now() - t0;
   if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
   // The documents are echoed only when asked for: no copy otherwise.
@@ -361,26 +417,27 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
       [=, name = m.name, raw = request.raw_scores, top_n = request.top_n](absl::StatusOr<RequestResults> r) {
         if (!r.ok()) return done(r.status());
         // One logit: its sigmoid (cross-encoders). Several: the probability of label 1, the
-        // "relevant" class of two-label rerankers.
+        // "relevant" class of two-label rerankers. A chunked document: its best window's.
+        auto score_of = [raw](const std::vector<float>& logits) {
+          if (logits.size() == 1) return raw ? logits[0] : 1.0f / (1.0f + std::exp(-logits[0]));
+          return raw ? logits[1] : ScoresFromLogits(logits, ProblemType::kSingleLabel)[1];
+        };
         std::vector<std::pair<float, int>> scored;
-        for (size_t i = 0; i < r->outputs.size(); ++i) {
-          const std::vector<float>& logits = r->outputs[i].logits;
-          float score;
-          if (logits.size() == 1) {
-            score = raw ? logits[0] : 1.0f / (1.0f + std::exp(-logits[0]));
-          } else {
-            score = raw ? logits[1] : ScoresFromLogits(logits, ProblemType::kSingleLabel)[1];
-          }
+        for (size_t i = 0; i + 1 < first->size(); ++i) {
+          float score = score_of(r->outputs[(*first)[i]].logits);
+          for (size_t w = (*first)[i] + 1; w < (*first)[i + 1]; ++w) score = std::max(score, score_of(r->outputs[w].logits));
           scored.emplace_back(score, static_cast<int>(i));
         }
         std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
         const size_t n = top_n > 0 ? std::min<size_t>(top_n, scored.size()) : scored.size();
         RerankResult out;
         out.model = name;
+        out.chunked = chunked;
         for (size_t k = 0; k < n; ++k) {
           RerankHit hit;
           hit.index = scored[k].second;
           hit.score = scored[k].first;
+          hit.windows = static_cast<int32_t>((*first)[hit.index + 1] - (*first)[hit.index]);
           if (!documents->empty()) hit.document = (*documents)[scored[k].second];
           out.results.push_back(std::move(hit));
         }

@@ -235,6 +235,18 @@ async function openaiTests(want, want8) {
   await assert.rejects(wrong.embeddings.create({ model: 'ref', input: 'x' }),
     (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
   ok('openai: an unknown model is NotFoundError (404), a wrong key AuthenticationError (401)');
+
+  // An input longer than the model's 512 tokens: cut by the server's default (--auto-truncate
+  // true, as TEI 1.9's), refused as OpenAI refuses it where the server says --auto-truncate false:
+  // 400 invalid_request_error about `input`, which the client raises as BadRequestError.
+  const long = 'word '.repeat(700);
+  const cut = await client.embeddings.create({ model: 'ref', input: long });
+  assert.equal(cut.usage.prompt_tokens, 512);
+  const refusing = new OpenAI({ apiKey, baseURL: `${classifierUrl}/v1`, maxRetries: 0 });
+  await assert.rejects(refusing.embeddings.create({ model: 'cls', input: ['short', long] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.type === 'invalid_request_error' &&
+      e.param === 'input' && /512/.test(e.message));
+  ok('openai: an over-long input is cut at 512 tokens by default, and with --auto-truncate false is BadRequestError (400, invalid_request_error, param input)');
 }
 
 // --- @langchain/openai -------------------------------------------------------------------------

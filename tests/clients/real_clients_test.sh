@@ -52,8 +52,8 @@ server=$server_pid
 grpc=$grpc_port
 http_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/server.log")
 # A TEI endpoint serving the classifier alone (TEI serves one model; the Hugging Face client sends
-# no model name).
-start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys"
+# no model name), with --auto-truncate false: over-long inputs are refused there (OpenAI's 400).
+start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys" --auto-truncate false
 classifier=$server_pid
 classifier_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/classifier.log")
 # An Inference API endpoint serving the NLI model alone (zero-shot classification at its root).

@@ -283,7 +283,7 @@ TEST_F(HttpApiTest, TeiLeftTruncationEqualsGrpc) {
   EXPECT_GT(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
   // Without truncate the direction alone cuts nothing: refused as over-long.
   const Reply refused = Post(http(), "/embed", {{"inputs", LongText()}, {"truncation_direction", "Left"}});
-  EXPECT_EQ(refused.status, 422) << refused.raw;
+  EXPECT_EQ(refused.status, 413) << refused.raw;  // TEI's status for an over-long input
   EXPECT_THAT(refused.body["error"].get<std::string>(), HasSubstr("truncation is off"));
 }
 
@@ -363,7 +363,7 @@ TEST_F(HttpApiTest, BadInputsGetPreciseErrors) {
       {"/embed", "{\"inputs\": \"\xff\"}", 400, "UTF-8"},
       {"/embed", R"({"inputs": []})", 400, "inputs is empty"},
       {"/embed", R"({"inputs": 3})", 422, "inputs must be a string"},
-      {"/embed", json{{"inputs", long_text}}.dump(), 422, "inputs[0]"},
+      {"/embed", json{{"inputs", long_text}}.dump(), 413, "inputs[0]"},
       {"/embed", R"({"inputs": [[999999]]})", 422, "outside the vocabulary"},
       {"/embed", R"({"inputs": "x", "dimensions": 1000})", 422, "dimensions"},
       {"/rerank", R"({"query": "q", "texts": ["d"]})", 424, "no classification head"},
@@ -472,7 +472,7 @@ TEST_F(HttpApiTest, ForeignTokenIdsNameLangChainsSetting) {
   }
   // Text that is too long is not about token ids.
   const Reply text = Post(http(), "/v1/embeddings", {{"input", LongText()}});
-  EXPECT_EQ(text.status, 422);
+  EXPECT_EQ(text.status, 400);  // OpenAI's status for an over-long input
   EXPECT_THAT(text.body["error"]["message"].get<std::string>(), Not(HasSubstr("check_embedding_ctx_length")));
 }
 
@@ -756,16 +756,29 @@ TEST(HttpApiDefaultModelTest, TeiRerankAndPredictUseTheDefaultModelAndEqualGrpc)
 }
 
 // --auto-truncate on every route: requests that do not say are cut (OpenAI's and Cohere's
-// have no such field); TEI's "truncate": false still refuses; /info reports it.
+// have no such field); TEI's "truncate": false still refuses; /info reports it. With
+// --auto-truncate false an over-long input is refused in each API's own words: OpenAI's 400
+// invalid_request_error about `input`, TEI's 413 Validation.
 TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
-  auto refusing = StartServer({}, 16 << 20);
+  auto refusing = StartServer({}, 16 << 20);  // TestServerConfig: --auto-truncate false
   ASSERT_NE(refusing, nullptr);
-  EXPECT_EQ(Post(refusing->http_port(), "/v1/embeddings", {{"input", LongText()}}).status, 422);
+  const Reply openai_refused = Post(refusing->http_port(), "/v1/embeddings", {{"input", LongText()}});
+  EXPECT_EQ(openai_refused.status, 400) << openai_refused.raw;
+  EXPECT_EQ(openai_refused.body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(openai_refused.body["error"]["param"], "input");
+  EXPECT_THAT(openai_refused.body["error"]["message"].get<std::string>(), HasSubstr("maximum"));
+  const Reply tei_refused = Post(refusing->http_port(), "/embed", {{"inputs", LongText()}});
+  EXPECT_EQ(tei_refused.status, 413) << tei_refused.raw;
+  EXPECT_EQ(tei_refused.body["error_type"], "Validation");
+  // Other bad fields keep their status on both: 422.
+  EXPECT_EQ(Post(refusing->http_port(), "/v1/embeddings", {{"input", "x"}, {"dimensions", 100000}}).status, 422);
   EXPECT_EQ(Call(refusing->http_port(), "GET", "/info").body["auto_truncate"], false);
   refusing.reset();
 
+  // The default, as TEI 1.9's: on.
   ServerConfig config = TestServerConfig();
-  config.auto_truncate = true;
+  config.auto_truncate = ServerConfig().auto_truncate;
+  ASSERT_TRUE(config.auto_truncate);
   auto server = RelserveServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->http_port();
@@ -777,7 +790,7 @@ TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
   const Reply tei_null = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", nullptr}});
   EXPECT_EQ(tei_null.status, 200) << tei_null.raw;
   const Reply tei_no = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", false}});
-  EXPECT_EQ(tei_no.status, 422) << tei_no.raw;
+  EXPECT_EQ(tei_no.status, 413) << tei_no.raw;
   EXPECT_THAT(tei_no.body["error"].get<std::string>(), HasSubstr("inputs[0].text"));
   const Reply cohere =
       Post(port, "/v1/rerank", {{"model", "reranker"}, {"query", "what"}, {"documents", {LongText(), "short"}}});

@@ -134,6 +134,7 @@ class WholeInputServingTest : public LongInputTest {
     ServingLimits limits;
     limits.max_windows_per_request = 12;
     limits.max_response_bytes = 2000;
+    limits.auto_truncate = false;  // --auto-truncate false: an over-long text is refused unless whole
     harness_.Serve(limits);
   }
   absl::StatusOr<EmbedResult> Embed(const EmbedRequest& request) { return harness_.Call(&EncoderServing::Embed, request); }
@@ -164,7 +165,7 @@ TEST_F(WholeInputServingTest, WindowsPooledVectorsAreAveragedByTokenCountThenNor
   EmbedRequest req;
   req.model = "plain";
   req.inputs = {Input::Text(text), Input::Text("short")};
-  auto refused = Embed(req);  // whole_input unset, the server's default off, truncate off
+  auto refused = Embed(req);  // whole_input unset, the server's default off, --auto-truncate false
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   req.whole_input = true;
   auto r = Embed(req);
