@@ -200,6 +200,7 @@ absl::StatusOr<RerankRequest> ParseTeiRerank(const json& body) {
   if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "raw_scores", &r.raw_scores); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "return_text", &r.return_documents); !s.ok()) return s;
+  if (absl::Status s = ReadRerankChunking(body, &r); !s.ok()) return s;
   return r;
 }
 
@@ -208,6 +209,7 @@ json TeiRerankJson(const RerankResult& result) {
   for (const RerankHit& h : result.results) {
     json rank = {{"index", h.index}, {"score", h.score}};
     if (!h.document.empty()) rank["text"] = h.document;
+    AddRerankWindows(result, h, &rank);
     out.push_back(std::move(rank));
   }
   return out;

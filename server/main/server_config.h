@@ -54,6 +54,11 @@ struct ServerConfig {
   bool whole_input = false;
   int window_overlap = 0;
   int max_windows_per_request = 4096;
+  // Chunked rerank in requests that do not say, the most windows of one document and the tokens
+  // consecutive windows share (ServingLimits::rerank_chunking, max_chunks_per_doc, rerank_chunk_overlap).
+  bool rerank_chunking = false;
+  int max_chunks_per_doc = 10;
+  int rerank_chunk_overlap = 0;
   int max_message_bytes = 16 << 20;
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;

@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "server/serving/embed_prompt.h"
 #include "server/serving/input_encoder.h"
+#include "server/serving/late_interaction.h"
 #include "server/serving/long_input.h"
 #include "server/serving/sequence_submitter.h"
 #include "server/serving/zero_shot.h"
@@ -147,6 +148,140 @@ absl::Status NoClassifier(const ServedModel& m, const char* what) {
       absl::StrCat("model ", m.name, " (", m.backend->info().architecture, ") has no classification head", what));
 }
 
+
+// A ColBERT model's Embed with multi-vectors (late_interaction.h): each text tokenized as the
+// side the request names (prompt_name: query or document), its kept vectors answered; the
+// pooled embedding beside them is the model's pooling of the same tokens.
+void EmbedLateInteraction(const ServedModel& m, const EmbedRequest& request, const CallContext& call,
+                          const ServingLimits& limits, ServerMetrics* metrics, absl::Time start,
+                          EncoderServing::Done<EmbedResult> done) {
+  const ModelInfo& info = m.backend->info();
+  const LateInteractionInfo& li = info.late_interaction;
+  auto side = LateInteractionSideOf(request.prompt_name, "prompt_name");
+  if (!side.ok()) return done(side.status());
+  if (absl::Status s = CheckCount(request.inputs.size(), limits.max_inputs_per_request, "inputs"); !s.ok()) {
+    return done(s);
+  }
+  if (request.return_sparse) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture, ") has no sparse head")));
+  }
+  if (request.dimensions != 0) {
+    return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
+                           "dimensions does not apply to a ColBERT model's multi-vector output"));
+  }
+  const absl::Time t0 = absl::Now();
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const std::string field = absl::StrCat("inputs[", i, "]");
+    if (request.inputs[i].kind != Input::Kind::kText) {
+      return done(FieldError(FieldErrorKind::kInvalid, field, absl::StrCat(
+          field, ": a ColBERT model's multi-vectors are made from text (its markers and expansion are added to "
+          "the text's tokens)")));
+    }
+    auto e = EncodeLateInteraction(request.inputs[i].text, *side, field + ".text", *m.tokenizer, *m.backend, li);
+    if (!e.ok()) return done(e.status());
+    inputs->push_back(std::move(*e));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics != nullptr) metrics->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  if (absl::Status s = CheckTokenVectorsFit(*inputs, info.multi_vector_dim, limits.max_response_bytes,
+                                            "multi-vector token vectors", "Embed");
+      !s.ok()) {
+    return done(s);
+  }
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputPooled | kOutputMultiVector, call.deadline, call.cancelled, metrics,
+      [=, name = m.name, normalize = request.normalize, id = request.request_id, dim = info.multi_vector_dim,
+       side = *side](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        EmbedResult out;
+        out.model = name;
+        out.request_id = id;
+        for (size_t i = 0; i < inputs->size(); ++i) {
+          SequenceOutput& o = r->outputs[i];
+          const EncodedInput& in = (*inputs)[i];
+          Embedding e;
+          e.values = std::move(o.pooled);
+          if (normalize) L2Normalize(&e.values);
+          const std::vector<int32_t> kept = ScoredPositions(in.sequence, side, li);
+          e.multi_vector = KeptVectors(o.multi_vector, dim, kept);
+          e.multi_vector_count = static_cast<int32_t>(kept.size());
+          e.multi_vector_dim = dim;
+          e.num_tokens = static_cast<int32_t>(in.sequence.input_ids.size());
+          e.truncated = in.truncated;
+          out.embeddings.push_back(std::move(e));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
+// Rerank on a ColBERT model: the query once as a query, each document as a document, every
+// document scored by MaxSim against the query (a raw sum, as PyLate's colbert_scores), best
+// first with ties in the request's order (pylate.rank.rerank's stable sort).
+void RerankLateInteraction(const ServedModel& m, const RerankRequest& request, const CallContext& call,
+                           const ServingLimits& limits, ServerMetrics* metrics, absl::Time start,
+                           EncoderServing::Done<RerankResult> done) {
+  const ModelInfo& info = m.backend->info();
+  const LateInteractionInfo& li = info.late_interaction;
+  if (request.chunk_documents.value_or(false) || request.max_chunks_per_doc.has_value()) {
+    return done(FieldError(FieldErrorKind::kInvalid, request.max_chunks_per_doc ? "max_chunks_per_doc" : "chunk_documents",
+                           absl::StrCat("chunked rerank scores a cross-encoder's windows; model ", m.name,
+                                        " is a ColBERT model, which scores each document's first ",
+                                        li.document_length, " tokens by MaxSim")));
+  }
+  const absl::Time t0 = absl::Now();
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  auto q = EncodeLateInteraction(request.query, LateInteractionSide::kQuery, "query", *m.tokenizer, *m.backend, li);
+  if (!q.ok()) return done(q.status());
+  inputs->push_back(std::move(*q));
+  for (size_t i = 0; i < request.documents.size(); ++i) {
+    const std::string field = absl::StrCat("documents[", i, "]");
+    std::string document = request.documents[i];
+    if (request.max_tokens_per_doc > 0 && !document.empty()) {
+      auto cut = FirstTokensOf(document, field, *m.tokenizer, request.max_tokens_per_doc);
+      if (!cut.ok()) return done(cut.status());
+      document = std::move(*cut);
+    }
+    auto d = EncodeLateInteraction(document, LateInteractionSide::kDocument, field, *m.tokenizer, *m.backend, li);
+    if (!d.ok()) return done(d.status());
+    inputs->push_back(std::move(*d));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics != nullptr) metrics->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  auto documents = std::make_shared<std::vector<std::string>>();
+  if (request.return_documents) *documents = request.documents;
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputMultiVector, call.deadline, call.cancelled, metrics,
+      [=, name = m.name, top_n = request.top_n, dim = info.multi_vector_dim](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        const std::vector<float> query = KeptVectors(
+            r->outputs[0].multi_vector, dim, ScoredPositions((*inputs)[0].sequence, LateInteractionSide::kQuery, li));
+        std::vector<std::pair<double, int>> scored;
+        for (size_t i = 1; i < inputs->size(); ++i) {
+          const std::vector<float> document =
+              KeptVectors(r->outputs[i].multi_vector, dim,
+                          ScoredPositions((*inputs)[i].sequence, LateInteractionSide::kDocument, li));
+          scored.emplace_back(MaxSim(query, document, dim), static_cast<int>(i - 1));
+        }
+        std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        const size_t n = top_n > 0 ? std::min<size_t>(top_n, scored.size()) : scored.size();
+        RerankResult out;
+        out.model = name;
+        for (size_t k = 0; k < n; ++k) {
+          RerankHit hit;
+          hit.index = scored[k].second;
+          hit.score = static_cast<float>(scored[k].first);
+          if (!documents->empty()) hit.document = (*documents)[hit.index];
+          out.results.push_back(std::move(hit));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
 }  // namespace
 
 
@@ -178,6 +313,9 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   if (!model.ok()) return done(model.status());
   const ServedModel& m = **model;
   const ModelInfo& info = m.backend->info();
+  if (info.late_interaction.enabled && request.return_multi_vector && m.tokenizer != nullptr) {
+    return EmbedLateInteraction(m, request, call, limits_, metrics_, start, std::move(done));
+  }
   // Refused here: asked of a model without the head, the output would fail the whole batch.
   if (request.return_sparse && info.sparse_kind.empty()) {
     return done(ModelLacks(absl::StrCat(
@@ -355,7 +493,10 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   auto model = registry_->Find(request.model);
   if (!model.ok()) return done(model.status());
   const ServedModel& m = **model;
-  if (m.backend->info().labels.empty()) return done(NoClassifier(m, "; Rerank needs a cross-encoder"));
+  const bool late_interaction = m.backend->info().late_interaction.enabled && m.tokenizer != nullptr;
+  if (m.backend->info().labels.empty() && !late_interaction) {
+    return done(NoClassifier(m, "; Rerank needs a cross-encoder (or a ColBERT model)"));
+  }
   if (request.query.empty()) return done(FieldError(FieldErrorKind::kEmpty, "query", "query is empty"));
   if (absl::Status s = CheckCount(request.documents.size(), limits_.max_inputs_per_request, "documents"); !s.ok()) {
     return done(s);
@@ -364,7 +505,11 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   if (request.max_tokens_per_doc < 0) {
     return done(FieldError(FieldErrorKind::kInvalid, "max_tokens_per_doc", "max_tokens_per_doc must not be negative"));
   }
-  const bool chunked = request.chunk_documents.value_or(limits_.rerank_chunking) || request.max_chunks_per_doc.has_value();
+  if (late_interaction) return RerankLateInteraction(m, request, call, limits_, metrics_, start, std::move(done));
+  // Chunked when the request says so, else when it bounds the chunks (Cohere v1's
+  // max_chunks_per_doc), else as the server's --rerank-chunking says.
+  const bool chunked =
+      request.chunk_documents.value_or(request.max_chunks_per_doc.has_value() || limits_.rerank_chunking);
   const int max_chunks = request.max_chunks_per_doc.value_or(limits_.max_chunks_per_doc);
   const int overlap = request.chunk_overlap.value_or(limits_.rerank_chunk_overlap);
   if (chunked && m.tokenizer == nullptr) {

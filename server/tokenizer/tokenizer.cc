@@ -209,6 +209,12 @@ std::string Tokenizer::IdToPiece(int id) const {
   return "";
 }
 
+int Tokenizer::TokenToId(std::string_view token) const {
+  if (const AddedToken* added = added_->Find(token); added != nullptr) return added->id;
+  const int id = model_->PieceToId(token);
+  return id >= 0 && id < model_->vocab_size() && model_->IdToPiece(id) == token ? id : -1;
+}
+
 absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
                                                          std::string_view what) const {
   RETURN_IF_ERROR(ValidateUtf8(text, what));

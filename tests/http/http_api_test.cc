@@ -312,6 +312,132 @@ TEST_F(HttpApiTest, CohereRerankEqualsGrpc) {
   EXPECT_EQ(r.body["usage"]["total_tokens"], want.usage().tokens());
 }
 
+// Chunked rerank: a document longer than the model beside the query is scored in windows of
+// [CLS] query [SEP] run [SEP], each run of the room the query leaves; its score is its best
+// window's, as if those windows had been sent by hand (here through gRPC Classify as token ids).
+// Every rerank route takes it, and says how many windows each document took.
+TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
+  const std::string query = "what is relserve?";
+  const std::string document = LongText();
+  auto ids_of = [&](const std::string& text) {
+    const Reply t = Post(http(), "/tokenize", {{"inputs", text}, {"add_special_tokens", false}});
+    EXPECT_EQ(t.status, 200) << t.raw;
+    std::vector<int32_t> ids;
+    for (const json& token : t.body[0]) ids.push_back(token["id"].get<int32_t>());
+    return ids;
+  };
+  const std::vector<int32_t> q = ids_of(query), d = ids_of(document);
+  // The template's specials and the second text's token type, read off a short pair.
+  v1::TokenizeRequest treq;
+  treq.set_model("reranker");
+  treq.add_inputs()->mutable_pair()->set_first(query);
+  treq.mutable_inputs(0)->mutable_pair()->set_second("x");
+  v1::TokenizeResponse tresp;
+  grpc::ClientContext tctx;
+  ASSERT_TRUE(stub_->Tokenize(&tctx, treq, &tresp).ok());
+  const auto& pair = tresp.results(0);
+  const int32_t cls = pair.input_ids(0), sep = pair.input_ids(static_cast<int>(q.size()) + 1);
+  const int32_t second_type = pair.token_type_ids(pair.token_type_ids_size() - 1);
+  const size_t room = 512 - 3 - q.size();
+  ASSERT_GT(d.size(), room);
+  v1::ClassifyRequest creq;
+  creq.set_model("reranker");
+  creq.set_raw_scores(true);
+  size_t windows = 0;
+  for (size_t start = 0; start < d.size(); start += room, ++windows) {
+    v1::TokenIds* t = creq.add_inputs()->mutable_tokens();
+    std::vector<int32_t> ids = {cls};
+    ids.insert(ids.end(), q.begin(), q.end());
+    ids.push_back(sep);
+    const size_t first_of_second = ids.size();
+    ids.insert(ids.end(), d.begin() + start, d.begin() + std::min(d.size(), start + room));
+    ids.push_back(sep);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      t->add_ids(ids[k]);
+      t->add_token_type_ids(k < first_of_second ? 0 : second_type);
+    }
+  }
+  ASSERT_EQ(windows, 2u);
+  v1::ClassifyResponse cresp;
+  grpc::ClientContext cctx;
+  ASSERT_TRUE(stub_->Classify(&cctx, creq, &cresp).ok());
+  double best = -INFINITY;
+  for (const auto& r : cresp.results()) best = std::max(best, static_cast<double>(r.logits(0)));
+  const double want = 1 / (1 + std::exp(-best));
+
+  const json documents = {document, "a recipe for soup"};
+  for (const char* path : {"/v1/rerank", "/v2/rerank"}) {
+    const Reply r = Post(http(), path, {{"model", "reranker"}, {"query", query}, {"documents", documents},
+                                        {"chunk_documents", true}});
+    ASSERT_EQ(r.status, 200) << path << ": " << r.raw;
+    bool seen = false;
+    for (const json& hit : r.body["results"]) {
+      if (hit["index"] != 0) {
+        EXPECT_EQ(hit["windows"], 1) << path;
+        continue;
+      }
+      seen = true;
+      EXPECT_EQ(hit["windows"], 2) << path;
+      EXPECT_NEAR(hit["relevance_score"].get<double>(), want, 1e-6) << path;
+    }
+    EXPECT_TRUE(seen) << path;
+  }
+  const Reply tei = Post(http(), "/rerank", {{"model", "reranker"}, {"query", query}, {"texts", documents},
+                                             {"max_chunks_per_doc", 5}});
+  ASSERT_EQ(tei.status, 200) << tei.raw;
+  for (const json& hit : tei.body) {
+    if (hit["index"] == 0) EXPECT_NEAR(hit["score"].get<double>(), want, 1e-6);
+    EXPECT_EQ(hit["windows"], hit["index"] == 0 ? 2 : 1);
+  }
+  // gRPC: the same.
+  v1::RerankRequest rreq;
+  rreq.set_model("reranker");
+  rreq.set_query(query);
+  rreq.add_documents(document);
+  rreq.set_chunk_documents(true);
+  v1::RerankResponse rresp;
+  grpc::ClientContext rctx;
+  ASSERT_TRUE(stub_->Rerank(&rctx, rreq, &rresp).ok());
+  EXPECT_EQ(rresp.results(0).windows(), 2);
+  EXPECT_NEAR(rresp.results(0).score(), want, 1e-6);
+  // Without chunking (the server's default) the answer has no windows.
+  const Reply plain = Post(http(), "/v1/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {"soup"}}});
+  ASSERT_EQ(plain.status, 200) << plain.raw;
+  EXPECT_FALSE(plain.body["results"][0].contains("windows"));
+  // Bad values name their field.
+  const Reply bad = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", documents},
+                                                {"max_chunks_per_doc", 0}});
+  EXPECT_EQ(bad.status, 422) << bad.raw;
+  EXPECT_THAT(bad.raw, HasSubstr("max_chunks_per_doc"));
+}
+
+// Cohere v2's max_tokens_per_doc: each document is cut to its first n tokens before it is
+// paired with the query (4096 when absent, which these short models never reach).
+TEST_F(HttpApiTest, CohereV2MaxTokensPerDocCutsEachDocument) {
+  const std::string query = "what is relserve?";
+  const std::string document = LongText();
+  const Reply cut = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {document}},
+                                                {"max_tokens_per_doc", 7}});
+  ASSERT_EQ(cut.status, 200) << cut.raw;
+  // The same as the document's first 7 tokens sent as its text: " word0 word1 ..." ends its 7th
+  // token where /tokenize says.
+  const Reply t = Post(http(), "/tokenize", {{"inputs", document}, {"add_special_tokens", false}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  const size_t end = t.body[0][6]["stop"].get<size_t>();
+  const Reply by_hand = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query},
+                                                    {"documents", {document.substr(0, end)}}});
+  ASSERT_EQ(by_hand.status, 200) << by_hand.raw;
+  EXPECT_NEAR(cut.body["results"][0]["relevance_score"].get<double>(),
+              by_hand.body["results"][0]["relevance_score"].get<double>(), 1e-6);
+  EXPECT_EQ(cut.body["meta"]["tokens"]["input_tokens"], by_hand.body["meta"]["tokens"]["input_tokens"]);
+  const Reply whole = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query},
+                                                  {"documents", {document.substr(0, end) + " more words"}}});
+  EXPECT_GT(whole.body["meta"]["tokens"]["input_tokens"].get<int>(),
+            cut.body["meta"]["tokens"]["input_tokens"].get<int>());
+  EXPECT_EQ(Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {document}},
+                                        {"max_tokens_per_doc", 0}}).status, 422);
+}
+
 TEST_F(HttpApiTest, TokenizeInfoHealth) {
   const Reply t = Post(http(), "/tokenize", {{"inputs", "Hello world"}});
   ASSERT_EQ(t.status, 200) << t.raw;

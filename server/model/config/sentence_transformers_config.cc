@@ -253,6 +253,16 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
     } else if (absl::EndsWith(type, "sparse_encoder.models.SpladePooling")) {
       ASSIGN_OR_RETURN(st.splade, ParseSpladePooling(dir));
       have_pooling = true;
+    } else if (type == "pylate.models.Dense.Dense") {
+      if (st.colbert_dense.has_value()) return r.Error("type", "names a second PyLate Dense module");
+      ASSIGN_OR_RETURN(st.colbert_dense, ParseDense(dir));
+      ASSIGN_OR_RETURN(json dense, ReadJsonFile(JoinPath(dir, "config.json")));
+      bool residual = false;
+      RETURN_IF_ERROR(JsonFieldReader(dense, JoinPath(dir, "config.json")).Bool("use_residual", &residual));
+      if (residual) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(JoinPath(dir, "config.json"), ": \"use_residual\" true is not supported"));
+      }
     } else if (absl::EndsWith(type, "models.Dense")) {
       ASSIGN_OR_RETURN(DenseConfig d, ParseDense(dir));
       st.dense.push_back(std::move(d));
@@ -260,11 +270,11 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
       st.normalize = true;
     } else {
       return r.Error("type", absl::StrCat("\"", type, "\" is not supported (supported: Transformer, Pooling, "
-                                          "Dense, Normalize, and the sparse encoder's MLMTransformer and "
-                                          "SpladePooling)"));
+                                          "Dense, Normalize, the sparse encoder's MLMTransformer and "
+                                          "SpladePooling, and PyLate's Dense)"));
     }
   }
-  if (!have_pooling) {
+  if (!have_pooling && !st.colbert_dense.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(modules_path, ": has no sentence_transformers Pooling (or SpladePooling) module"));
   }
