@@ -226,8 +226,9 @@ void RerankLateInteraction(const ServedModel& m, const RerankRequest& request, c
   const ModelInfo& info = m.backend->info();
   const LateInteractionInfo& li = info.late_interaction;
   if (request.chunk_documents.value_or(false) || request.max_chunks_per_doc.has_value()) {
-    return done(FieldError(FieldErrorKind::kInvalid, request.max_chunks_per_doc ? "max_chunks_per_doc" : "chunk_documents",
-                           absl::StrCat("chunked rerank scores a cross-encoder's windows; model ", m.name,
+    const char* field = request.max_chunks_per_doc ? "max_chunks_per_doc" : "chunk_documents";
+    return done(FieldError(FieldErrorKind::kInvalid, field,
+                           absl::StrCat(field, ": chunked rerank scores a cross-encoder's windows; model ", m.name,
                                         " is a ColBERT model, which scores each document's first ",
                                         li.document_length, " tokens by MaxSim")));
   }

@@ -22,6 +22,7 @@
 #include "server/tokenizer/text/unicode_chars.h"
 #include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/truncation.h"
+#include "server/util/field_error.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 #include "server/util/utf8.h"
@@ -309,9 +310,10 @@ absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
   const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false) -
                                                             LeftOutCount(template_.single, last_ids));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text is ", length, " tokens including special tokens, more than max_length ",
-        max_length, ", and truncation is off"));
+    return WithFieldError(absl::InvalidArgumentError(absl::StrCat(
+                              "text is ", length, " tokens including special tokens, more than max_length ",
+                              max_length, ", and truncation is off")),
+                          FieldErrorKind::kTooLong, "");
   }
   // Truncation off cuts nothing, as transformers' truncation=False: the encoding fits, even
   // where it does only thanks to a special token left out.
@@ -329,9 +331,10 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(std::string_view a, std::string_v
       tokens_a.size() + tokens_b.size() +
       static_cast<size_t>(NumSpecialTokens(true) - LeftOutCount(template_.pair, last_ids));
   if (!opts.truncate && length > static_cast<size_t>(max_length)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
-        " + special tokens), more than max_length ", max_length, ", and truncation is off"));
+    return WithFieldError(absl::InvalidArgumentError(absl::StrCat(
+                              "text pair is ", length, " tokens (", tokens_a.size(), " + ", tokens_b.size(),
+                              " + special tokens), more than max_length ", max_length, ", and truncation is off")),
+                          FieldErrorKind::kTooLong, "");
   }
   if (opts.truncate && opts.pair_truncation == PairTruncation::kOnlyFirst && length > static_cast<size_t>(max_length)) {
     // transformers' truncate_sequences refuses to cut the first text away entirely.

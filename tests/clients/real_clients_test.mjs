@@ -427,6 +427,19 @@ async function cohereTests(want, want8, rerank) {
   assert.equal(new URL(log2[2].url).pathname, '/v2/rerank');
   ok('cohere-ai CohereClientV2 rerank: every document, best first, scores equal gRPC Rerank');
 
+  // A ColBERT model (tests/data/colbert's PyLate checkpoint): ordinary rerank answers to both
+  // clients, MaxSim scores of the reference, best first.
+  const colbert = JSON.parse(readFileSync(`${config.colbert}/colbert_expected.json`, 'utf8'));
+  const cb = colbert.models.cb_pylate;
+  for (const [q, query] of colbert.queries.entries()) {
+    const c2 = await v2.rerank({ model: 'colbert', query, documents: colbert.documents }, { maxRetries: 0 });
+    assert.deepEqual(c2.results.map((r) => r.index), cb.ranking[q]);
+    c2.results.forEach((r) => assertClose([r.relevanceScore], [cb.scores[q][r.index]], REFERENCE, `colbert v2 ${q} ${r.index}`));
+    const c1 = await v1.rerank({ model: 'colbert', query, documents: colbert.documents, topN: 2 }, { maxRetries: 0 });
+    assert.deepEqual(c1.results.map((r) => r.index), cb.ranking[q].slice(0, 2));
+  }
+  ok('cohere-ai v1 and v2 rerank on a ColBERT model: MaxSim scores of the reference, best first');
+
   await assert.rejects(v2.embed({ model: 'no-such-model', texts, inputType: 'search_query' }, { maxRetries: 0 }),
     (e) => e instanceof CohereError && e.statusCode === 404);
   ok('cohere-ai: an unknown model is a CohereError with status 404');

@@ -46,7 +46,7 @@ api_key="relserve-clients-test-key"
 printf '%s\n' "$api_key" > "$work/keys"
 
 start_server server.log --model "ref=$work/ref" --model "cls=$work/cls" --model "reranker=$work/reranker" \
-  --model "nli=$work/nli" \
+  --model "nli=$work/nli" --model "colbert=$root/tests/data/colbert/colbert_pylate" \
   --metrics-port -1 --api-key-file "$work/keys"
 server=$server_pid
 grpc=$grpc_port
@@ -84,8 +84,8 @@ echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date 
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
-config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s"}' \
-  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref")
+config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s", "colbert": "%s"}' \
+  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref" "$root/tests/data/colbert")
 if ! node "$npm_dir/real_clients_test.mjs" "$config"; then
   echo "server log:"; tail -n 30 "$work/server.log"
   exit 1

@@ -357,7 +357,8 @@ TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
       t->add_token_type_ids(k < first_of_second ? 0 : second_type);
     }
   }
-  ASSERT_EQ(windows, 2u);
+  ASSERT_EQ(windows, (d.size() + room - 1) / room);
+  ASSERT_GT(windows, 1u);
   v1::ClassifyResponse cresp;
   grpc::ClientContext cctx;
   ASSERT_TRUE(stub_->Classify(&cctx, creq, &cresp).ok());
@@ -377,7 +378,7 @@ TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
         continue;
       }
       seen = true;
-      EXPECT_EQ(hit["windows"], 2) << path;
+      EXPECT_EQ(hit["windows"], windows) << path;
       EXPECT_NEAR(hit["relevance_score"].get<double>(), want, 1e-6) << path;
     }
     EXPECT_TRUE(seen) << path;
@@ -386,8 +387,10 @@ TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
                                              {"max_chunks_per_doc", 5}});
   ASSERT_EQ(tei.status, 200) << tei.raw;
   for (const json& hit : tei.body) {
-    if (hit["index"] == 0) EXPECT_NEAR(hit["score"].get<double>(), want, 1e-6);
-    EXPECT_EQ(hit["windows"], hit["index"] == 0 ? 2 : 1);
+    if (hit["index"] == 0) {
+      EXPECT_NEAR(hit["score"].get<double>(), want, 1e-6);
+    }
+    EXPECT_EQ(hit["windows"], hit["index"] == 0 ? windows : 1u);
   }
   // gRPC: the same.
   v1::RerankRequest rreq;
@@ -398,7 +401,7 @@ TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
   v1::RerankResponse rresp;
   grpc::ClientContext rctx;
   ASSERT_TRUE(stub_->Rerank(&rctx, rreq, &rresp).ok());
-  EXPECT_EQ(rresp.results(0).windows(), 2);
+  EXPECT_EQ(rresp.results(0).windows(), static_cast<int>(windows));
   EXPECT_NEAR(rresp.results(0).score(), want, 1e-6);
   // Without chunking (the server's default) the answer has no windows.
   const Reply plain = Post(http(), "/v1/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {"soup"}}});

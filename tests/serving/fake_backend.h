@@ -56,6 +56,7 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
   void set_dtype(DType dtype) { info_.dtype = dtype; }
+  void set_vocab_size(int vocab_size) { info_.vocab_size = vocab_size; }
   // What config.json says of Matryoshka training (ModelInfo::is_matryoshka, matryoshka_dimensions).
   void set_matryoshka(std::optional<bool> is_matryoshka, std::vector<int> dimensions = {}) {
     info_.is_matryoshka = is_matryoshka;

@@ -154,10 +154,12 @@ absl::Status ParseModelConfig(const std::string& path, SentenceTransformersConfi
     }
   }
   RETURN_IF_ERROR(r.String("similarity_fn_name", &st->similarity_fn_name));
+  // MaxSim: a ColBERT model's (PyLate, sentence-transformers' multi-vector encoders).
   if (!st->similarity_fn_name.empty() && st->similarity_fn_name != "cosine" && st->similarity_fn_name != "dot" &&
-      st->similarity_fn_name != "euclidean" && st->similarity_fn_name != "manhattan") {
+      st->similarity_fn_name != "euclidean" && st->similarity_fn_name != "manhattan" &&
+      st->similarity_fn_name != "MaxSim") {
     return r.Error("similarity_fn_name", absl::StrCat(Quote(st->similarity_fn_name),
-                                                      " is not one of cosine, dot, euclidean, manhattan"));
+                                                      " is not one of cosine, dot, euclidean, manhattan, MaxSim"));
   }
   return absl::OkStatus();
 }

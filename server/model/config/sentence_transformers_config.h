@@ -75,7 +75,7 @@ struct SentenceTransformersConfig {
   // config_sentence_transformers.json (sentence-transformers 3), when present.
   SentencePrompts prompts;              // in the JSON object's (sorted) key order
   std::string default_prompt_name;      // empty: none; else one of prompts
-  std::string similarity_fn_name;       // "cosine", "dot", "euclidean", "manhattan"; empty: not given
+  std::string similarity_fn_name;       // "cosine", "dot", "euclidean", "manhattan", "MaxSim"; empty: not given
 };
 
 // Reads modules.json and the module folders it names, sentence_bert_config.json and
