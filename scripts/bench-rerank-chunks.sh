@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Chunked rerank against the same windows sent by hand: one relserve process serving a
-# cross-encoder (DeBERTa-v3-xsmall sizes, random weights, the reference SentencePiece vocabulary,
-# max length 512), DOCS documents of about DOC_TOKENS tokens each and one query.
+# cross-encoder (a small DeBERTa-v3: hidden 128, 2 layers, 2 heads, intermediate 512, random
+# weights, one label, the reference SentencePiece vocabulary, max length 512: a small model, so
+# that whatever the chunking costs beyond the model shows), DOCS documents of about DOC_TOKENS tokens each and one query.
 #   chunked: POST /v2/rerank {"chunk_documents": true}: the server cuts each document into
 #            windows of the query + a run of the document and scores each document by its best;
 #   by hand: the client cuts the same runs itself (from /tokenize's offsets) and sends every
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
 BIN="$BUILD_DIR/bin"
 MODELS=${MODELS:-$BUILD_DIR/bench-models}
-MODEL=${MODEL:-$MODELS/deberta-v3-xsmall-reranker}
+MODEL=${MODEL:-$MODELS/deberta-v3-tiny-reranker}
 OUT=${OUT:-bench-rerank-chunks.jsonl}
 DOCS=${DOCS:-20}
 DOC_TOKENS=${DOC_TOKENS:-2000}
@@ -27,13 +28,13 @@ GRPC_PORT=${GRPC_PORT:-50162}
 for b in relserve relserve-model; do
   [ -x "$BIN/$b" ] || { echo "bench-rerank-chunks: $BIN/$b not found; run scripts/build.sh" >&2; exit 2; }
 done
-[ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 384 --layers 12 --heads 6 \
-  --intermediate 1536 --labels 1 --vocab-file tests/data/reference/tokenizer/spm.model --out "$MODEL" > /dev/null
+[ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 128 --layers 2 --heads 2 \
+  --intermediate 512 --labels 1 --vocab-file tests/data/reference/tokenizer/spm.model --out "$MODEL" > /dev/null
 
 log="$OUT.server.log"
 "$BIN/relserve" --model "reranker=$MODEL" --grpc-address "127.0.0.1:$GRPC_PORT" \
   --http-address "127.0.0.1:$HTTP_PORT" --metrics-port -1 --max-inputs-per-request 1024 \
-  --max-windows-per-request 4096 --max-chunks-per-doc 100 ${SERVER_FLAGS:-} > "$log" 2>&1 &
+  --max-windows-per-request 4096 --max-chunks-per-doc 100 --http-request-timeout 0 ${SERVER_FLAGS:-} > "$log" 2>&1 &
 pid=$!
 trap 'kill -TERM $pid 2> /dev/null || true' EXIT
 for _ in $(seq 1 240); do
@@ -58,8 +59,8 @@ documents = []
 for d in range(docs):
     text = " ".join(rng.choice(words) + str(rng.randrange(100)) for _ in range(doc_tokens // 3))
     while len(tokens(text)) < doc_tokens:
-        text += " " + rng.choice(words) + str(rng.randrange(100))
-    documents.append(text)
+        text += " " + " ".join(rng.choice(words) + str(rng.randrange(100)) for _ in range(doc_tokens // 10))
+    documents.append(text[:tokens(text)[doc_tokens - 1]["stop"]])  # exactly its first doc_tokens tokens
 info = requests.get(f"{url}/info").json()
 max_length = info["max_input_length"]
 q = len(tokens(query))
@@ -98,7 +99,7 @@ for rnd in range(repeat + 1):
             times[name].append(time.perf_counter() - t0)
 (cs, ct, cw), (hs, ht, hw) = results["chunked"], results["by_hand"]
 worst = max(abs(cs[i] - hs[i]) for i in cs)
-line = {"docs": docs, "doc_tokens": doc_tokens, "max_length": max_length, "windows": [cw, hw],
+line = {"docs": docs, "doc_tokens": [len(tokens(t)) for t in documents][:3], "max_length": max_length, "windows": [cw, hw],
         "tokens": [ct, ht], "median_s": [statistics.median(times["chunked"]), statistics.median(times["by_hand"])],
         "all_s": times, "largest_score_difference": worst}
 print(f"{docs} documents of {doc_tokens} tokens, windows of {max_length}: chunked {cw} windows, {ct} tokens, "

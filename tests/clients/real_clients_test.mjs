@@ -245,7 +245,7 @@ async function openaiTests(want, want8) {
   const refusing = new OpenAI({ apiKey, baseURL: `${classifierUrl}/v1`, maxRetries: 0 });
   await assert.rejects(refusing.embeddings.create({ model: 'cls', input: ['short', long] }),
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.type === 'invalid_request_error' &&
-      e.param === 'input' && /512/.test(e.message));
+      e.param === 'input' && /max_length 512/.test(e.message));
   ok('openai: an over-long input is cut at 512 tokens by default, and with --auto-truncate false is BadRequestError (400, invalid_request_error, param input)');
 }
 
