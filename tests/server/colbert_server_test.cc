@@ -4,6 +4,9 @@
 // multi-vectors from /embed_multi_vector and gRPC Embed, which give the same scores.
 #include <httplib.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/tokenizer/tokenizer.h"
 #include "tests/server/server_test_env.h"
 
 namespace relserve {
@@ -22,6 +26,7 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using nlohmann::json;
 using testing::Connect;
+using testing::TestModels;
 using testing::TestServerConfig;
 
 constexpr double kTolerance = 1e-5;  // a float32 implementation against the float64 reference
@@ -205,6 +210,145 @@ TEST_F(ColbertServerTest, ChunkingIsForCrossEncoders) {
                                               {"chunk_documents", true}});
   EXPECT_EQ(r.status, 422) << r.raw;
   EXPECT_THAT(r.raw, HasSubstr("chunk_documents"));
+}
+
+
+// A DeBERTa-v3 backbone (the test embedder, SentencePiece vocabulary) in PyLate's layout, with
+// the switches the fixtures leave at one value, each as pylate/models/colbert.py reads it: empty
+// prefixes (no marker), no query expansion (a query is its own tokens, all scored), the default
+// skiplist (string.punctuation, each word converted as one token, the unknown token where the
+// vocabulary lacks it), lengths 12 and 20 (texts cut with [SEP] kept), a Dense with a bias. The
+// expected scores are computed here in double: the model's token states for those ids (gRPC
+// EmbedTokens), through the projection, L2-normalised, MaxSim.
+void WriteText(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+std::vector<float> Pattern(size_t n, double phase) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(0.3 * std::sin(0.37 * static_cast<double>(i) + phase));
+  return v;
+}
+
+// A safetensors file of float32 tensors, as safetensors.torch.save_file writes it.
+void WriteSafetensors(const std::string& path,
+                      const std::vector<std::pair<std::string, std::pair<std::vector<int64_t>, std::vector<float>>>>& t) {
+  json header = json::object();
+  size_t offset = 0;
+  for (const auto& [name, tensor] : t) {
+    const size_t bytes = tensor.second.size() * sizeof(float);
+    header[name] = {{"dtype", "F32"}, {"shape", tensor.first}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8 != 0) h += ' ';
+  std::ofstream out(path, std::ios::binary);
+  const uint64_t n = h.size();
+  out.write(reinterpret_cast<const char*>(&n), sizeof(n));
+  out << h;
+  for (const auto& [name, tensor] : t) {
+    out.write(reinterpret_cast<const char*>(tensor.second.data()),
+              static_cast<std::streamsize>(tensor.second.size() * sizeof(float)));
+  }
+}
+
+TEST(ColbertOtherBackboneTest, DebertaInPyLatesLayoutWithoutMarkersOrExpansion) {
+  constexpr int kHidden = 32, kDim = 8, kQueryLength = 12, kDocumentLength = 20;
+  const std::string dir = (fs::temp_directory_path() / ("relserve-colbert-deberta-" + std::to_string(getpid()))).string();
+  fs::remove_all(dir);
+  fs::copy(TestModels::Get().dir("embedder"), dir, fs::copy_options::recursive);
+  WriteText(dir + "/modules.json", R"([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+    {"idx": 1, "name": "1", "path": "1_Dense", "type": "pylate.models.Dense.Dense"}])");
+  WriteText(dir + "/config_sentence_transformers.json",
+            R"({"model_type": "ColBERT", "similarity_fn_name": "MaxSim", "query_prefix": "", "document_prefix": "",
+                "query_length": 12, "document_length": 20, "do_query_expansion": false})");
+  fs::create_directories(dir + "/1_Dense");
+  WriteText(dir + "/1_Dense/config.json", R"({"in_features": 32, "out_features": 8, "bias": true,
+    "activation_function": "torch.nn.modules.linear.Identity", "use_residual": false})");
+  const std::vector<float> weight = Pattern(kDim * kHidden, 0.1), bias = Pattern(kDim, 2.0);
+  WriteSafetensors(dir + "/1_Dense/model.safetensors",
+                   {{"linear.weight", {{kDim, kHidden}, weight}}, {"linear.bias", {{kDim}, bias}}});
+
+  ServerConfig config = TestServerConfig();
+  config.models = {{"cb_deberta", dir}};
+  auto server = RelserveServer::Start(config);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto stub = Connect((*server)->grpc_port());
+  auto tokenizer = Tokenizer::Load(dir, TokenizerFamily::kDeberta, 512);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+  std::vector<int32_t> skiplist;
+  for (char ch : std::string("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")) {
+    const int id = (*tokenizer)->TokenToId(std::string(1, ch));
+    skiplist.push_back(id >= 0 ? id : (*tokenizer)->unk_id());
+  }
+
+  // A side's ids by PyLate's rule, its kept positions' unit vectors, in double.
+  auto vectors = [&](const std::string& text, int length, bool document) {
+    std::vector<int32_t> ids = *(*tokenizer)->EncodeRaw(text);
+    ids.resize(std::min<size_t>(ids.size(), static_cast<size_t>(length - 2)));
+    ids.insert(ids.begin(), (*tokenizer)->cls_id());
+    ids.push_back((*tokenizer)->sep_id());
+    v1::EmbedTokensRequest req;
+    req.set_model("cb_deberta");
+    auto* t = req.add_inputs()->mutable_tokens();
+    for (int32_t id : ids) t->add_ids(id);
+    v1::EmbedTokensResponse resp;
+    grpc::ClientContext ctx;
+    EXPECT_TRUE(stub->EmbedTokens(&ctx, req, &resp).ok());
+    std::vector<std::vector<double>> out;
+    const auto& states = resp.sequences(0);
+    for (size_t p = 0; p < ids.size(); ++p) {
+      if (document && std::find(skiplist.begin(), skiplist.end(), ids[p]) != skiplist.end()) continue;
+      std::vector<double> v(kDim);
+      double norm = 0;
+      for (int o = 0; o < kDim; ++o) {
+        double x = bias[o];
+        for (int k = 0; k < kHidden; ++k) x += double(weight[o * kHidden + k]) * states.values(static_cast<int>(p) * kHidden + k);
+        v[o] = x;
+        norm += x * x;
+      }
+      for (double& x : v) x /= std::sqrt(norm);
+      out.push_back(std::move(v));
+    }
+    return out;
+  };
+  auto maxsim = [](const std::vector<std::vector<double>>& q, const std::vector<std::vector<double>>& d) {
+    double total = 0;
+    for (const auto& a : q) {
+      double best = -INFINITY;
+      for (const auto& b : d) {
+        double dot = 0;
+        for (size_t k = 0; k < a.size(); ++k) dot += a[k] * b[k];
+        best = std::max(best, dot);
+      }
+      total += best;
+    }
+    return total;
+  };
+  const std::vector<std::string> queries = {"which model reads positions as distances?",
+                                            "a long request about serving many small encoder models on one card"};
+  const std::vector<std::string> documents = {"A lazy dog sleeps, in the warm sun!",
+                                              "Shaw et al. clip relative distances at k; Transformer-XL re-parameterises it.",
+                                              "50% off!!! [sale] ~ today & tomorrow"};
+  for (const std::string& query : queries) {
+    const auto q = vectors(query, kQueryLength, false);
+    const Reply r = Post((*server)->http_port(), "/v1/rerank",
+                         {{"model", "cb_deberta"}, {"query", query}, {"documents", documents}});
+    ASSERT_EQ(r.status, 200) << r.raw;
+    ASSERT_EQ(r.body["results"].size(), documents.size());
+    double previous = INFINITY;
+    for (const json& hit : r.body["results"]) {
+      const int index = hit["index"].get<int>();
+      const double want = maxsim(q, vectors(documents[index], kDocumentLength, true));
+      EXPECT_NEAR(hit["relevance_score"].get<double>(), want, kTolerance) << query << " x " << index;
+      EXPECT_LE(hit["relevance_score"].get<double>(), previous);
+      previous = hit["relevance_score"].get<double>();
+    }
+    // The query's own vectors: one per token, nothing padded.
+    const Reply mv = Post((*server)->http_port(), "/embed_multi_vector",
+                          {{"model", "cb_deberta"}, {"inputs", query}, {"input_type", "search_query"}});
+    ASSERT_EQ(mv.status, 200) << mv.raw;
+    EXPECT_EQ(mv.body[0].size(), q.size());
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
