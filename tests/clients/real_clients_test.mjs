@@ -146,7 +146,8 @@ async function grpcEmbed(inputs, { model = 'ref', normalize: norm = true, dimens
 async function grpcTests() {
   const models = await call('ListModels', {});
   const byName = Object.fromEntries(models.models.map((m) => [m.name, m]));
-  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'nli', 'ref', 'reranker']);
+  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'colbert', 'nli', 'ref', 'reranker']);
+  assert.equal(byName.colbert.multi_vector, 'colbert');
   assert.equal(byName.ref.hidden_size, 32);
   assert.equal(byName.ref.architecture, 'DebertaV2Model');
   assert.equal(byName.ref.pooling, 'mean');
