@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,25 @@
 #include "server/backend/model_types.h"
 
 namespace relserve {
+
+// A ColBERT (late-interaction) model's rules for queries and documents, read from its
+// checkpoint (model/config/colbert_config.h) and resolved to the tokenizer's ids. The serving
+// layer tokenizes by them (serving/late_interaction.h), the engine's kOutputMultiVector gives
+// one projected, L2-normalised vector per token, and a query's score against a document is
+// MaxSim over the positions these rules keep.
+struct LateInteractionInfo {
+  bool enabled = false;
+  std::string layout;  // "pylate" or "stanford"
+  // The marker put after [CLS] of each side; -1: none (an empty PyLate prefix).
+  int32_t query_marker_id = -1;
+  int32_t document_marker_id = -1;
+  int query_length = 0;     // a query's tokens, marker included: cut to it (and padded, with expansion)
+  int document_length = 0;  // a document's tokens, marker included: cut to it
+  bool do_query_expansion = true;   // queries padded with expansion_id to query_length, all positions kept
+  bool attend_to_expansion_tokens = false;
+  int32_t expansion_id = -1;        // the [MASK] token queries are padded with
+  std::vector<int32_t> skiplist_ids;  // token ids dropped from a document's vectors
+};
 
 // What a loaded model is, for ListModels, validation and metrics labels.
 struct ModelInfo {
@@ -57,9 +77,18 @@ struct ModelInfo {
   // special tokens left out), "" when the model has neither.
   std::string sparse_kind;
   // Multi-vector (ColBERT-style) token vectors, kOutputMultiVector: "colbert" for bge-m3's
-  // colbert_linear.pt (linear on every token after the first, L2-normalised), "" without one.
+  // colbert_linear.pt (linear on every token after the first, L2-normalised) and for a ColBERT
+  // checkpoint (its projection of every token, L2-normalised; late_interaction.enabled), ""
+  // without one.
   std::string multi_vector_kind;
   int multi_vector_dim = 0;  // length of one such vector; 0 without a projection
+  // A ColBERT checkpoint: how its queries and documents are tokenized and scored.
+  LateInteractionInfo late_interaction;
+  // Whether the model was Matryoshka-trained (config.json's is_matryoshka; true with
+  // matryoshka_dimensions), unset where it does not say, and the sizes it may be cut to (empty:
+  // any). Requests for `dimensions` are refused where it says no (vLLM's rule).
+  std::optional<bool> is_matryoshka;
+  std::vector<int> matryoshka_dimensions;
 };
 
 // Where one backend call's time went, on the calling thread's clock. On a GPU the forward is
@@ -80,6 +109,10 @@ struct SequenceInput {
   // Leading tokens the pooled embedding leaves out (all modes but cls): a prompt's, for models
   // whose Pooling has include_prompt false. 0 for every other sequence.
   int32_t pooling_skip = 0;
+  // > 0: only the first n tokens are attended to (keys); the rest are computed and answered as
+  // every other token (a ColBERT query's [MASK] expansion tokens when attend_to_expansion_tokens
+  // is false, as transformers computes positions whose attention mask is 0). 0: all of them.
+  int32_t attended_length = 0;
 };
 
 enum OutputFlag : uint32_t {
@@ -103,7 +136,7 @@ struct SequenceOutput {
   // kOutputSparse: (vocabulary id, weight) for every weight > 0, ids ascending.
   std::vector<std::pair<int32_t, float>> sparse;
   // kOutputMultiVector: num_vectors x ModelInfo::multi_vector_dim, row-major (bge-m3: one per
-  // token after the first).
+  // token after the first; a ColBERT checkpoint: one per token).
   std::vector<float> multi_vector;
   int32_t num_vectors = 0;
 };

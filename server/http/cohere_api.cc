@@ -47,6 +47,7 @@ absl::StatusOr<RerankRequest> ParseCohereRerank(const json& body) {
   }
   if (absl::Status s = ReadInt(body, "top_n", 1, 1 << 30, &r.top_n); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "return_documents", &r.return_documents); !s.ok()) return s;
+  if (absl::Status s = ReadRerankChunking(body, &r); !s.ok()) return s;
   return r;
 }
 
@@ -55,6 +56,7 @@ json CohereRerankJson(const RerankResult& result) {
   for (const RerankHit& h : result.results) {
     json hit = {{"index", h.index}, {"relevance_score", h.score}};
     if (!h.document.empty()) hit["document"] = {{"text", h.document}};
+    AddRerankWindows(result, h, &hit);
     results.push_back(std::move(hit));
   }
   return {{"model", result.model}, {"results", std::move(results)}, {"usage", {{"total_tokens", result.usage.tokens}}}};
@@ -74,8 +76,9 @@ json CohereMeta(const char* version, json billed_units, int64_t input_tokens) {
 absl::StatusOr<RerankRequest> ParseCohereV2Rerank(const json& body) {
   auto r = ParseCohereRerank(body);
   if (!r.ok()) return r.status();
-  int max_tokens_per_doc = 0;  // Cohere cuts each document to this many tokens; relserve's limit is the model's
-  if (absl::Status s = ReadInt(body, "max_tokens_per_doc", 1, 1 << 30, &max_tokens_per_doc); !s.ok()) return s;
+  // Cohere cuts each document to its first max_tokens_per_doc tokens, 4096 unless said.
+  r->max_tokens_per_doc = kCohereMaxTokensPerDoc;
+  if (absl::Status s = ReadInt(body, "max_tokens_per_doc", 1, 1 << 30, &r->max_tokens_per_doc); !s.ok()) return s;
   return r;
 }
 
@@ -84,6 +87,7 @@ json CohereV2RerankJson(const RerankResult& result, const std::string& id) {
   for (const RerankHit& h : result.results) {
     json hit = {{"index", h.index}, {"relevance_score", h.score}};
     if (!h.document.empty()) hit["document"] = {{"text", h.document}};
+    AddRerankWindows(result, h, &hit);
     results.push_back(std::move(hit));
   }
   return {{"id", id},

@@ -19,8 +19,12 @@ absl::StatusOr<RerankRequest> ParseCohereRerank(const nlohmann::json& body);
 nlohmann::json CohereRerankJson(const RerankResult& result);
 
 // Cohere's v2 rerank (POST /v2/rerank): {model, query, documents, top_n, max_tokens_per_doc
-// (checked, not applied), return_documents (relserve's extension)} -> {"id", "results":
-// [{"index", "relevance_score", "document"?: {"text"}}], "meta"}, best first.
+// (each document cut to its first that many tokens before it is paired, 4096 when absent, as
+// Cohere documents it), return_documents (relserve's extension)} -> {"id", "results":
+// [{"index", "relevance_score", "document"?: {"text"}}], "meta"}, best first. Both rerank
+// shapes also take relserve's chunking fields (ReadRerankChunking): a chunked answer's results
+// say in `windows` how many windows each document took.
+inline constexpr int kCohereMaxTokensPerDoc = 4096;
 absl::StatusOr<RerankRequest> ParseCohereV2Rerank(const nlohmann::json& body);
 nlohmann::json CohereV2RerankJson(const RerankResult& result, const std::string& id);
 

@@ -40,12 +40,15 @@ WebResponse JsonResponse(int status, const json& body) {
 }
 
 WebResponse ErrorResponse(const absl::Status& status, ErrorStyle style) {
-  const int http = HttpStatusOf(status);
   switch (style) {
-    case ErrorStyle::kOpenAI: return JsonResponse(http, OpenAIErrorJson(status, http));
-    case ErrorStyle::kCohere: return JsonResponse(http, CohereErrorJson(status));
+    case ErrorStyle::kOpenAI: {
+      const int http = OpenAIHttpStatus(status);
+      return JsonResponse(http, OpenAIErrorJson(status, http));
+    }
+    case ErrorStyle::kCohere: return JsonResponse(HttpStatusOf(status), CohereErrorJson(status));
     case ErrorStyle::kTei: break;
   }
+  const int http = TeiHttpStatus(status);
   return JsonResponse(http, TeiErrorJson(status, http));
 }
 

@@ -1,6 +1,7 @@
 #include "server/http/http_status.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
@@ -46,6 +47,34 @@ int HttpStatusOf(const absl::Status& status) {
     case absl::StatusCode::kPermissionDenied: return 403;
     default: return 500;
   }
+}
+
+namespace {
+
+// The kind of field error a status carries, when it carries no HTTP status of its own.
+std::optional<FieldErrorKind> PlainFieldErrorKind(const absl::Status& status) {
+  if (status.GetPayload(kHttpStatusPayload).has_value()) return std::nullopt;
+  const std::optional<FieldErrorDetail> detail = FieldErrorOf(status);
+  if (!detail.has_value()) return std::nullopt;
+  return detail->kind;
+}
+
+}  // namespace
+
+int OpenAIHttpStatus(const absl::Status& status) {
+  const std::optional<FieldErrorKind> kind = PlainFieldErrorKind(status);
+  if (status.code() == absl::StatusCode::kInvalidArgument &&
+      (kind == FieldErrorKind::kTooLong || kind == FieldErrorKind::kUnsupported)) {
+    return 400;
+  }
+  return HttpStatusOf(status);
+}
+
+int TeiHttpStatus(const absl::Status& status) {
+  if (status.code() == absl::StatusCode::kInvalidArgument && PlainFieldErrorKind(status) == FieldErrorKind::kTooLong) {
+    return 413;
+  }
+  return HttpStatusOf(status);
 }
 
 const char* TeiErrorType(const absl::Status& status, int http_status) {

@@ -21,6 +21,15 @@ int HttpStatusOf(const absl::Status& status);
 
 absl::Status WithHttpStatus(absl::Status status, int http_status);
 
+// The status of a refusal on OpenAI's routes: HttpStatusOf, except that an input longer than the
+// model's maximum with truncation off (FieldErrorKind::kTooLong) is 400 invalid_request_error,
+// as OpenAI's API answers it (its SDKs raise BadRequestError), and so is `dimensions` on a
+// model not Matryoshka-trained (FieldErrorKind::kUnsupported), as vLLM answers it.
+int OpenAIHttpStatus(const absl::Status& status);
+// The status of a refusal on TEI's routes: HttpStatusOf, except that an over-long input is 413,
+// text-embeddings-inference's status for its Validation errors.
+int TeiHttpStatus(const absl::Status& status);
+
 // TEI's error_type for an error answered with `http_status`: "Empty" (an empty input or
 // batch), "Validation", "Overloaded", "Unhealthy", "Backend" (text-embeddings-inference's
 // ErrorType), and "Unauthorized" for a missing or wrong API key (401).

@@ -44,15 +44,18 @@ absl::StatusOr<RerankRequest> ParseInfinityRerank(const json& body) {
   if (absl::Status s = ReadBool(body, "raw_scores", &r.raw_scores); !s.ok()) return s;
   if (absl::Status s = ReadInt(body, "top_n", 1, 1 << 30, &r.top_n); !s.ok()) return s;
   if (absl::Status s = ReadString(body, "model", &r.model); !s.ok()) return s;
+  if (absl::Status s = ReadRerankChunking(body, &r); !s.ok()) return s;
   return r;
 }
 
 json InfinityRerankJson(const RerankResult& result, bool return_documents, const std::string& id, int64_t created) {
   json results = json::array();
   for (const RerankHit& h : result.results) {
-    results.push_back({{"relevance_score", h.score},
-                       {"index", h.index},
-                       {"document", return_documents ? json(h.document) : json(nullptr)}});
+    json hit = {{"relevance_score", h.score},
+                {"index", h.index},
+                {"document", return_documents ? json(h.document) : json(nullptr)}};
+    AddRerankWindows(result, h, &hit);
+    results.push_back(std::move(hit));
   }
   return {{"object", "rerank"}, {"results", std::move(results)}, {"model", result.model},
           {"usage", UsageJson(result.usage.tokens)}, {"id", id}, {"created", created}};

@@ -217,6 +217,29 @@ absl::Status ReadWholeInput(const json& object, EmbedRequest* out) {
   return absl::OkStatus();
 }
 
+absl::Status ReadRerankChunking(const json& object, RerankRequest* out) {
+  if (!Absent(object, "chunk_documents")) {
+    bool chunk = false;
+    if (absl::Status s = ReadBool(object, "chunk_documents", &chunk); !s.ok()) return s;
+    out->chunk_documents = chunk;
+  }
+  if (!Absent(object, "max_chunks_per_doc")) {
+    int chunks = 0;
+    if (absl::Status s = ReadInt(object, "max_chunks_per_doc", 1, 1 << 20, &chunks); !s.ok()) return s;
+    out->max_chunks_per_doc = chunks;
+  }
+  if (!Absent(object, "chunk_overlap")) {
+    int overlap = 0;
+    if (absl::Status s = ReadInt(object, "chunk_overlap", 0, 1 << 20, &overlap); !s.ok()) return s;
+    out->chunk_overlap = overlap;
+  }
+  return absl::OkStatus();
+}
+
+void AddRerankWindows(const RerankResult& result, const RerankHit& hit, json* out) {
+  if (result.chunked) (*out)["windows"] = hit.windows;
+}
+
 std::string DumpJson(const json& value) { return value.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace relserve

@@ -64,6 +64,14 @@ absl::Status ReadTruncation(const nlohmann::json& object, Truncation* out);
 // server's --window-overlap).
 absl::Status ReadWholeInput(const nlohmann::json& object, EmbedRequest* out);
 
+// relserve's chunked-rerank fields of every rerank route: `chunk_documents` (true or false;
+// absent or null: the server's --rerank-chunking), `max_chunks_per_doc` (Cohere v1's name, an
+// integer >= 1; given, it turns chunking on) and `chunk_overlap` (an integer >= 0).
+absl::Status ReadRerankChunking(const nlohmann::json& object, RerankRequest* out);
+// A rerank hit's `windows` (how many windows its document was scored in), added to `hit` when
+// the request was chunked.
+void AddRerankWindows(const RerankResult& result, const RerankHit& hit, nlohmann::json* out);
+
 // Serialises a response; strings that are not UTF-8 (a tokenizer piece cut inside a
 // character) have the bad bytes replaced by U+FFFD instead of failing.
 std::string DumpJson(const nlohmann::json& value);

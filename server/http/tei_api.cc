@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/http/http_status.h"
 #include "server/http/json_fields.h"
+#include "server/util/field_error.h"
 #include "server/util/quote.h"
 
 namespace relserve {
@@ -117,7 +118,19 @@ json TeiEmbedSparseJson(const EmbedResult& result) {
 
 absl::StatusOr<EmbedRequest> ParseMultiVector(const json& body) {
   auto r = ParseEmbedWithHead(body);
-  if (r.ok()) r->return_multi_vector = true;
+  if (!r.ok()) return r;
+  r->return_multi_vector = true;
+  // A ColBERT model's side, as PyLate and Cohere name it: input_type, the same as prompt_name.
+  std::string input_type;
+  if (absl::Status s = ReadString(body, "input_type", &input_type); !s.ok()) return s;
+  if (!input_type.empty()) {
+    if (!r->prompt_name.empty() && r->prompt_name != input_type) {
+      return FieldError(FieldErrorKind::kInvalid, "input_type",
+                        absl::StrCat("input_type \"", input_type, "\" and prompt_name \"", r->prompt_name,
+                                     "\" disagree: send one of them"));
+    }
+    r->prompt_name = input_type;
+  }
   return r;
 }
 
@@ -200,6 +213,7 @@ absl::StatusOr<RerankRequest> ParseTeiRerank(const json& body) {
   if (absl::Status s = ReadTruncation(body, &r.truncation); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "raw_scores", &r.raw_scores); !s.ok()) return s;
   if (absl::Status s = ReadBool(body, "return_text", &r.return_documents); !s.ok()) return s;
+  if (absl::Status s = ReadRerankChunking(body, &r); !s.ok()) return s;
   return r;
 }
 
@@ -208,6 +222,7 @@ json TeiRerankJson(const RerankResult& result) {
   for (const RerankHit& h : result.results) {
     json rank = {{"index", h.index}, {"score", h.score}};
     if (!h.document.empty()) rank["text"] = h.document;
+    AddRerankWindows(result, h, &rank);
     out.push_back(std::move(rank));
   }
   return out;

@@ -36,9 +36,11 @@ absl::StatusOr<EmbedRequest> ParseTeiEmbedSparse(const nlohmann::json& body);
 nlohmann::json TeiEmbedSparseJson(const EmbedResult& result);
 
 // relserve's /embed_multi_vector, in /embed_all's shape: {inputs, truncate, truncation_direction,
-// prompt_name, model} -> [[[float]]], ColBERT-style token vectors for each input. With bge-m3's
-// colbert_linear: the projected, normalised vectors of every token after the first
-// (MultiVectorJson); without a projection the route answers every token's last hidden state,
+// prompt_name or input_type, model} -> [[[float]]], ColBERT-style token vectors for each input.
+// With bge-m3's colbert_linear: the projected, normalised vectors of every token after the first
+// (MultiVectorJson); with a ColBERT checkpoint: each text as a query or a document
+// (prompt_name / input_type "query", "document", ...; PyLate's default, a query), the vectors
+// its MaxSim scores; without a projection the route answers every token's last hidden state,
 // L2-normalised (NormalizedTokenStatesJson).
 absl::StatusOr<EmbedRequest> ParseMultiVector(const nlohmann::json& body);
 nlohmann::json MultiVectorJson(const EmbedResult& result);
@@ -78,7 +80,7 @@ struct ServerLimitsInfo {
   int max_batch_requests = 0;
   int max_client_batch_size = 0;
   int max_concurrent_requests = 0;
-  bool auto_truncate = false;  // --auto-truncate
+  bool auto_truncate = true;  // --auto-truncate
   std::string version;
 };
 nlohmann::json TeiInfoJson(const ModelDescription& model, const ServerLimitsInfo& limits);

@@ -245,6 +245,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   limits.whole_input = config.whole_input;
   limits.window_overlap = config.window_overlap;
   limits.max_windows_per_request = config.max_windows_per_request;
+  limits.rerank_chunking = config.rerank_chunking;
+  limits.max_chunks_per_doc = config.max_chunks_per_doc;
+  limits.rerank_chunk_overlap = config.rerank_chunk_overlap;
   state->encoder_serving = std::make_unique<EncoderServing>(&state->registry, &state->metrics, limits);
   state->service = std::make_unique<EncoderService>(state->encoder_serving.get(), &state->registry, &state->metrics,
                                                     state->api_keys.get());

@@ -161,7 +161,7 @@ const FlagTable<ServerConfig>& Flags() {
               Field(&C::cuda_graph_tokens), 0),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
-               "(a request's own truncate wins)",
+               "(a request's own truncate wins); true by default, as TEI 1.9's; false refuses them",
                Field(&C::auto_truncate)),
       BoolFlag("whole-input",
                "embed texts longer than the model's maximum whole, in windows whose pooled vectors are averaged, in "
@@ -169,8 +169,19 @@ const FlagTable<ServerConfig>& Flags() {
                Field(&C::whole_input)),
       IntFlag("window-overlap", "tokens each window of a text embedded whole repeats from the one before",
               Field(&C::window_overlap), 0),
-      IntFlag("max-windows-per-request", "windows the texts of one Embed request may be split into (whole_input)",
+      IntFlag("max-windows-per-request",
+              "windows the texts of one Embed request (whole_input), or the documents of one chunked Rerank, may be "
+              "split into",
               Field(&C::max_windows_per_request), 1),
+      BoolFlag("rerank-chunking",
+               "score a cross-encoder's documents that do not fit beside the query in windows (query + a run of the "
+               "document), each document by its best window, in Rerank requests that do not say (a request's own "
+               "chunk_documents wins)",
+               Field(&C::rerank_chunking)),
+      IntFlag("max-chunks-per-doc", "windows one document of a chunked Rerank may take at most (the rest is not scored)",
+              Field(&C::max_chunks_per_doc), 1),
+      IntFlag("rerank-chunk-overlap", "tokens each window of a chunked Rerank document repeats from the one before",
+              Field(&C::rerank_chunk_overlap), 0),
       IntFlag("max-message-bytes", "largest request message", Field(&C::max_message_bytes), 1024),
       IntFlag("max-response-bytes",
               "largest response message: EmbedTokens requests whose answer would be larger are refused "

@@ -46,13 +46,19 @@ struct ServerConfig {
   // On a GPU, batches of at most this many tokens replay CUDA graphs (EngineOptions); 0: never.
   int cuda_graph_tokens = 4096;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
-  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
-  bool auto_truncate = false;
+  // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes). On by
+  // default, as TEI's --auto-truncate since TEI 1.9.
+  bool auto_truncate = true;
   // Embed texts longer than the maximum whole, in windows (EmbedRequest.whole_input unset), with
   // this many tokens repeated between consecutive windows, at most this many windows a request.
   bool whole_input = false;
   int window_overlap = 0;
   int max_windows_per_request = 4096;
+  // Chunked rerank in requests that do not say, the most windows of one document and the tokens
+  // consecutive windows share (ServingLimits::rerank_chunking, max_chunks_per_doc, rerank_chunk_overlap).
+  bool rerank_chunking = false;
+  int max_chunks_per_doc = 10;
+  int rerank_chunk_overlap = 0;
   int max_message_bytes = 2000000;  // text-embeddings-inference's --payload-limit default
   int max_response_bytes = 64 << 20;
   double shutdown_grace_seconds = 30;

@@ -16,6 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "server/model/bge_m3_heads.h"
 #include "server/model/captured_forwards.h"
+#include "server/model/colbert_head.h"
+#include "server/model/config/colbert_config.h"
 #include "server/model/runtime/device_graph.h"
 #include "server/util/log.h"
 #include "server/model/runtime/cpu_tensor_allocator.h"
@@ -57,6 +59,7 @@ struct Engine::Impl {
   MaskedLmHead::Pooling splade_pooling;
   std::optional<MaskedLmHead> masked_lm;  // a *ForMaskedLM checkpoint's head, where it holds one
   BgeM3Heads bge_m3;                      // sparse_linear.pt, colbert_linear.pt, where present
+  std::optional<ColbertHead> colbert;     // a ColBERT checkpoint's projection (colbert_head.h)
   std::vector<int32_t> lexical_dropped_ids;  // bge-m3's sparse weights leave these ids out
   // Why kOutputSparse / kOutputMultiVector are refused, for FAILED_PRECONDITION.
   std::string no_sparse;
@@ -113,6 +116,58 @@ std::string CheckpointFiles(const std::string& dir, const Checkpoint& checkpoint
 std::optional<std::vector<int>> BgeM3DroppedIds(const Tokenizer* tokenizer) {
   if (tokenizer == nullptr) return std::nullopt;
   return std::vector<int>{tokenizer->cls_id(), tokenizer->eos_id(), tokenizer->pad_id(), tokenizer->unk_id()};
+}
+
+// A ColBERT checkpoint's rules in the tokenizer's ids: the markers as convert_tokens_to_ids
+// finds them (PyLate and Stanford alike), the expansion token ([MASK]), and the skiplist as
+// each library makes it: PyLate converts each word as one token (the unknown token's id where
+// the vocabulary lacks it, as transformers does), Stanford encodes each and keeps the first id.
+absl::StatusOr<LateInteractionInfo> ResolveLateInteraction(const ColbertConfig& c, const Tokenizer& tokenizer) {
+  LateInteractionInfo li;
+  li.enabled = true;
+  li.layout = c.layout == ColbertConfig::Layout::kStanford ? "stanford" : "pylate";
+  li.query_length = c.query_length;
+  li.document_length = c.document_length;
+  li.do_query_expansion = c.do_query_expansion;
+  li.attend_to_expansion_tokens = c.attend_to_expansion_tokens;
+  auto marker = [&](const std::string& token, const char* key) -> absl::StatusOr<int32_t> {
+    if (token.empty()) return -1;
+    const int id = tokenizer.TokenToId(token);
+    if (id < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(c.source, ": ", key, " \"", token,
+                                                     "\" is not a token of the model's tokenizer"));
+    }
+    return id;
+  };
+  const bool stanford = c.layout == ColbertConfig::Layout::kStanford;
+  ASSIGN_OR_RETURN(li.query_marker_id, marker(c.query_prefix, stanford ? "query_token_id" : "query_prefix"));
+  ASSIGN_OR_RETURN(li.document_marker_id, marker(c.document_prefix, stanford ? "doc_token_id" : "document_prefix"));
+  li.expansion_id = tokenizer.mask_id() >= 0 ? tokenizer.mask_id() : tokenizer.eos_id();
+  if (li.do_query_expansion && li.expansion_id < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(c.source, ": query expansion needs a [MASK] (or EOS) token, "
+                                                   "and the model's tokenizer has none"));
+  }
+  const int marker_tokens = li.query_marker_id >= 0 ? 1 : 0;
+  if (li.query_length < tokenizer.NumSpecialTokens(false) + marker_tokens + 1 ||
+      li.document_length < tokenizer.NumSpecialTokens(false) + (li.document_marker_id >= 0 ? 1 : 0) + 1) {
+    return absl::InvalidArgumentError(absl::StrCat(c.source, ": query and document lengths ", li.query_length, ", ",
+                                                   li.document_length, " leave no room for a token beside ",
+                                                   "the special tokens and the marker"));
+  }
+  for (const std::string& word : c.skiplist_words) {
+    int id = -1;
+    if (c.skiplist_by_encoding) {
+      auto ids = tokenizer.EncodeRaw(word);
+      if (ids.ok() && !ids->empty()) id = ids->front();
+    } else {
+      id = tokenizer.TokenToId(word);
+      if (id < 0) id = tokenizer.unk_id();
+    }
+    if (id >= 0 && std::find(li.skiplist_ids.begin(), li.skiplist_ids.end(), id) == li.skiplist_ids.end()) {
+      li.skiplist_ids.push_back(id);
+    }
+  }
+  return li;
 }
 
 std::vector<float> ToFloatVector(const at::Tensor& t) {
@@ -209,8 +264,16 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(SentenceTransformersConfig st, LoadSentenceTransformersConfig(dir));
 
   ASSIGN_OR_RETURN(const MaxLength resolved_length, ResolveMaxLength(config, st, options.max_length));
-  const int max_length = resolved_length.tokens;
-  const std::string& max_length_source = resolved_length.source;
+  int max_length = resolved_length.tokens;
+  std::string max_length_source = resolved_length.source;
+  // A ColBERT checkpoint: its query and document lengths, not sentence-transformers'
+  // max_seq_length (PyLate writes document_length - 1 there and sets it per side).
+  ASSIGN_OR_RETURN(const std::optional<ColbertConfig> colbert, LoadColbertConfig(dir, config, st));
+  if (colbert.has_value() && options.max_length == 0) {
+    max_length = std::max(colbert->query_length, colbert->document_length);
+    max_length_source = absl::StrCat("the longer of query and document lengths ", colbert->query_length, ", ",
+                                     colbert->document_length, " of ", colbert->source);
+  }
 
   ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
   try {
@@ -236,6 +299,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                                                 ".weight, ", layout->bias.front(), ", ...) and there is no ",
                                                 BgeM3Heads::kSparseFile);
       }
+    }
+    if (colbert.has_value()) {
+      auto head = ColbertHead::Load(*colbert, config.hidden_size, weights, device);
+      if (!head.ok()) return absl::Status(head.status().code(), absl::StrCat(dir, ": ", head.status().message()));
+      engine->impl_->colbert = std::move(*head);
     }
     absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
@@ -284,6 +352,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.prompts = st.prompts;
   info.default_prompt_name = st.default_prompt_name;
   info.similarity_fn_name = st.similarity_fn_name;
+  info.is_matryoshka = config.is_matryoshka;
+  info.matryoshka_dimensions = config.matryoshka_dimensions;
   info.pooling_includes_prompt = pooling.include_prompt;
   info.labels = config.id2label;
   // A head without problem_type: regression with one label, single-label with more.
@@ -295,6 +365,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
   info.no_tokenizer_reason = options.no_tokenizer_reason;
   engine->special_token_ids_ = BgeM3DroppedIds(options.tokenizer);
+  if (colbert.has_value() && options.tokenizer != nullptr) {
+    ASSIGN_OR_RETURN(info.late_interaction, ResolveLateInteraction(*colbert, *options.tokenizer));
+  }
   engine->impl_->pad_id = config.pad_token_id;
   if (options.cuda_graph_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
@@ -349,7 +422,13 @@ void Engine::DescribeHeads() {
     impl.no_sparse = absl::StrCat("it is not a *ForMaskedLM architecture with a masked-LM head, and there is no ",
                                   BgeM3Heads::kSparseFile);
   }
-  if (impl.bge_m3.has_colbert()) {
+  if (impl.colbert.has_value()) {
+    info.multi_vector_kind = "colbert";
+    info.multi_vector_dim = static_cast<int>(impl.colbert->dim());
+    multi_vector = absl::StrCat(impl.colbert->Describe(), info.late_interaction.enabled ? absl::StrCat(
+        "; MaxSim rerank, ", info.late_interaction.layout, " queries of ", info.late_interaction.query_length,
+        " tokens, documents of ", info.late_interaction.document_length) : "; no tokenizer, so no MaxSim rerank");
+  } else if (impl.bge_m3.has_colbert()) {
     info.multi_vector_kind = "colbert";
     info.multi_vector_dim = static_cast<int>(impl.bge_m3.colbert_dim());
     multi_vector = absl::StrCat("colbert from ", BgeM3Heads::kColbertFile, " (", config_.hidden_size, " -> ",
@@ -410,7 +489,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no sparse head: ", impl_->no_sparse));
   }
-  if ((outputs & kOutputMultiVector) && !impl_->bge_m3.has_colbert()) {
+  if ((outputs & kOutputMultiVector) && !impl_->bge_m3.has_colbert() && !impl_->colbert.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no multi-vector head: ", impl_->no_multi_vector));
   }
@@ -423,8 +502,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
   int64_t L = 0;
   bool has_types = false;
   bool skips = false;  // a sequence leaves a prompt out of pooling
+  // A sequence has tokens computed but not attended to (SequenceInput::attended_length): the
+  // batch then keeps every position (pack_rows false) and masks those as keys only.
+  bool unattended = false;
   for (const SequenceInput& s : batch) {
     skips = skips || s.pooling_skip > 0;
+    unattended = unattended || (s.attended_length > 0 && s.attended_length < static_cast<int32_t>(s.input_ids.size()));
     L = std::max<int64_t>(L, static_cast<int64_t>(s.input_ids.size()));
     has_types = has_types || (!s.token_type_ids.empty() &&
                               (info_.type_vocab_size > 0 || config_.token_types_are_segment_ids));
@@ -450,9 +533,10 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       const int64_t n = static_cast<int64_t>(s.input_ids.size());
       padded = padded || n < L;
       tokens += n;
+      const int64_t attended = s.attended_length > 0 ? std::min<int64_t>(s.attended_length, n) : n;
       for (int64_t t = 0; t < n; ++t) {
         ids_a[b][t] = s.input_ids[t];
-        mask_a[b][t] = 1;
+        mask_a[b][t] = t < attended ? 1 : 0;
       }
       if (has_types && !s.token_type_ids.empty()) {
         auto types_a = types.accessor<int64_t, 2>();
@@ -472,10 +556,21 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
         }
       }
     }
-    EncoderInputs in{ids, mask, types, padded, at::Tensor()};
+    EncoderInputs in{ids, mask, types, padded || unattended, at::Tensor()};
+    if (unattended) in.pack_rows = false;
+    // Which positions hold a sequence's tokens, attended to or not (the heads' rows).
+    at::Tensor present = mask;
+    if (unattended) {
+      present = at::zeros({B, L}, host);
+      auto present_a = present.accessor<int64_t, 2>();
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) present_a[b][t] = 1;
+      }
+    }
     // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
     CapturedForwards* graphs = impl_->graphs.get();
-    const bool graphable = graphs != nullptr && !types.defined() && (outputs & (kOutputSparse | kOutputMultiVector)) == 0 &&
+    const bool graphable = graphs != nullptr && !types.defined() && !unattended &&
+                           (outputs & (kOutputSparse | kOutputMultiVector)) == 0 &&
                            graphs->GraphBatch(B, L) > 0;
     const bool replay = graphable && graphs->Captured(L);
     if (on_device && pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
@@ -485,7 +580,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     absl::Time prepared = absl::Now();
     if (replay) replayed = graphs->Run(ids, mask);
     if (on_device && !replayed) {
-      if (padded) {
+      if (padded && !unattended) {
         at::Tensor rows = at::empty({tokens}, host);
         int64_t* r = rows.data_ptr<int64_t>();
         for (int64_t b = 0; b < B; ++b) {
@@ -495,6 +590,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       }
       in.input_ids = ids.to(device, /*non_blocking=*/true);
       in.attention_mask = mask.to(device, /*non_blocking=*/true);
+      if (unattended) present = present.to(device, /*non_blocking=*/true);
       if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
     }
     EncoderOutputs out;
@@ -536,15 +632,20 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
         lengths[b] = static_cast<int64_t>(batch[b].input_ids.size());
         first[b + 1] = first[b] + lengths[b];
       }
-      const at::Tensor packed = padded ? TokenPacking(in.attention_mask, in.token_rows).Pack(out.last_hidden_state)
-                                       : out.last_hidden_state.reshape({B * L, H});
+      const at::Tensor packed =
+          unattended ? TokenPacking(present, at::Tensor()).Pack(out.last_hidden_state)
+          : padded   ? TokenPacking(in.attention_mask, in.token_rows).Pack(out.last_hidden_state)
+                     : out.last_hidden_state.reshape({B * L, H});
       if (sparse && impl_->sparse_head == Impl::SparseHead::kSplade) {
         splade = impl_->masked_lm->Splade(packed, lengths, impl_->splade_pooling);
       }
       if (sparse && impl_->sparse_head == Impl::SparseHead::kBgeM3) {
         token_weights = to_host(impl_->bge_m3.TokenWeights(packed));
       }
-      if (multi_vector) colbert = to_host(impl_->bge_m3.ColbertVectors(packed));
+      if (multi_vector) {
+        colbert = to_host(impl_->colbert.has_value() ? impl_->colbert->Vectors(packed)
+                                                      : impl_->bge_m3.ColbertVectors(packed));
+      }
     }
     for (int64_t b = 0; b < B; ++b) {
       SequenceOutput& r = results[b];
@@ -572,10 +673,12 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
                                         impl_->lexical_dropped_ids);
       }
       if (multi_vector) {
-        // FlagEmbedding's colbert vectors: every token after the first (the final </s> too).
+        // A ColBERT checkpoint's: every token. FlagEmbedding's colbert vectors: every token after
+        // the first (the final </s> too).
         const int64_t D = colbert.size(1);
-        r.num_vectors = r.num_tokens - 1;
-        const float* p = colbert.data_ptr<float>() + (first[b] + 1) * D;
+        const int64_t skip = impl_->colbert.has_value() ? 0 : 1;
+        r.num_vectors = static_cast<int32_t>(r.num_tokens - skip);
+        const float* p = colbert.data_ptr<float>() + (first[b] + skip) * D;
         r.multi_vector.assign(p, p + static_cast<int64_t>(r.num_vectors) * D);
       }
     }

@@ -114,6 +114,10 @@ absl::StatusOr<RerankRequest> FromProto(const v1::RerankRequest& r) {
   out.top_n = r.top_n();
   out.return_documents = r.return_documents();
   out.raw_scores = r.raw_scores();
+  out.max_tokens_per_doc = r.max_tokens_per_doc();
+  if (r.has_chunk_documents()) out.chunk_documents = r.chunk_documents();
+  if (r.has_max_chunks_per_doc()) out.max_chunks_per_doc = r.max_chunks_per_doc();
+  if (r.has_chunk_overlap()) out.chunk_overlap = r.chunk_overlap();
   return out;
 }
 
@@ -176,6 +180,7 @@ void ToProto(RerankResult&& r, v1::RerankResponse* out) {
     v1::RerankResult* p = out->add_results();
     p->set_index(h.index);
     p->set_score(h.score);
+    p->set_windows(h.windows);
     if (!h.document.empty()) p->set_document(std::move(h.document));
   }
   ToProto(r.usage, out->mutable_usage());

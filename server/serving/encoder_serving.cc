@@ -6,9 +6,11 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "server/serving/embed_prompt.h"
 #include "server/serving/input_encoder.h"
+#include "server/serving/late_interaction.h"
 #include "server/serving/long_input.h"
 #include "server/serving/sequence_submitter.h"
 #include "server/serving/zero_shot.h"
@@ -135,6 +137,23 @@ absl::Status CheckTokenVectorsFit(const std::vector<EncodedInput>& inputs, int w
       " tokens per ", request, " request (split the inputs over several requests)"));
 }
 
+// `dimensions` on a model whose config.json says it was not Matryoshka-trained, or names the
+// sizes it was trained for and not this one: refused with vLLM's words (its
+// PoolingParams.verify). Models that say nothing may be cut to any size, as before.
+absl::Status CheckMatryoshka(const ModelInfo& info, const std::string& model, int dimensions) {
+  if (dimensions <= 0 || !info.is_matryoshka.has_value()) return absl::OkStatus();
+  if (!*info.is_matryoshka) {
+    return FieldError(FieldErrorKind::kUnsupported, "dimensions", absl::StrCat(
+        "Model \"", model, "\" does not support matryoshka representation, changing output dimensions will lead "
+        "to poor results."));
+  }
+  const std::vector<int>& sizes = info.matryoshka_dimensions;
+  if (sizes.empty() || std::find(sizes.begin(), sizes.end(), dimensions) != sizes.end()) return absl::OkStatus();
+  return FieldError(FieldErrorKind::kUnsupported, "dimensions", absl::StrCat(
+      "Model \"", model, "\" only supports [", absl::StrJoin(sizes, ", "), "] matryoshka dimensions, use other output "
+      "dimensions will lead to poor results."));
+}
+
 // A model without what a call needs: FAILED_PRECONDITION about the field "model".
 absl::Status ModelLacks(std::string message) {
   return WithFieldError(absl::FailedPreconditionError(message), FieldErrorKind::kInvalid, "model");
@@ -143,6 +162,141 @@ absl::Status ModelLacks(std::string message) {
 absl::Status NoClassifier(const ServedModel& m, const char* what) {
   return ModelLacks(
       absl::StrCat("model ", m.name, " (", m.backend->info().architecture, ") has no classification head", what));
+}
+
+
+// A ColBERT model's Embed with multi-vectors (late_interaction.h): each text tokenized as the
+// side the request names (prompt_name: query or document), its kept vectors answered; the
+// pooled embedding beside them is the model's pooling of the same tokens.
+void EmbedLateInteraction(const ServedModel& m, const EmbedRequest& request, const CallContext& call,
+                          const ServingLimits& limits, ServerMetrics* metrics, absl::Time start,
+                          EncoderServing::Done<EmbedResult> done) {
+  const ModelInfo& info = m.backend->info();
+  const LateInteractionInfo& li = info.late_interaction;
+  auto side = LateInteractionSideOf(request.prompt_name, "prompt_name");
+  if (!side.ok()) return done(side.status());
+  if (absl::Status s = CheckCount(request.inputs.size(), limits.max_inputs_per_request, "inputs"); !s.ok()) {
+    return done(s);
+  }
+  if (request.return_sparse) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture, ") has no sparse head")));
+  }
+  if (request.dimensions != 0) {
+    return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
+                           "dimensions does not apply to a ColBERT model's multi-vector output"));
+  }
+  const absl::Time t0 = absl::Now();
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  for (size_t i = 0; i < request.inputs.size(); ++i) {
+    const std::string field = absl::StrCat("inputs[", i, "]");
+    if (request.inputs[i].kind != Input::Kind::kText) {
+      return done(FieldError(FieldErrorKind::kInvalid, field, absl::StrCat(
+          field, ": a ColBERT model's multi-vectors are made from text (its markers and expansion are added to "
+          "the text's tokens)")));
+    }
+    auto e = EncodeLateInteraction(request.inputs[i].text, *side, field + ".text", *m.tokenizer, *m.backend, li);
+    if (!e.ok()) return done(e.status());
+    inputs->push_back(std::move(*e));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics != nullptr) metrics->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  if (absl::Status s = CheckTokenVectorsFit(*inputs, info.multi_vector_dim, limits.max_response_bytes,
+                                            "multi-vector token vectors", "Embed");
+      !s.ok()) {
+    return done(s);
+  }
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputPooled | kOutputMultiVector, call.deadline, call.cancelled, metrics,
+      [=, name = m.name, normalize = request.normalize, id = request.request_id, dim = info.multi_vector_dim,
+       side = *side](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        EmbedResult out;
+        out.model = name;
+        out.request_id = id;
+        for (size_t i = 0; i < inputs->size(); ++i) {
+          SequenceOutput& o = r->outputs[i];
+          const EncodedInput& in = (*inputs)[i];
+          Embedding e;
+          e.values = std::move(o.pooled);
+          if (normalize) L2Normalize(&e.values);
+          const std::vector<int32_t> kept = ScoredPositions(in.sequence, side, li);
+          e.multi_vector = KeptVectors(o.multi_vector, dim, kept);
+          e.multi_vector_count = static_cast<int32_t>(kept.size());
+          e.multi_vector_dim = dim;
+          e.num_tokens = static_cast<int32_t>(in.sequence.input_ids.size());
+          e.truncated = in.truncated;
+          out.embeddings.push_back(std::move(e));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
+// Rerank on a ColBERT model: the query once as a query, each document as a document, every
+// document scored by MaxSim against the query (a raw sum, as PyLate's colbert_scores), best
+// first with ties in the request's order (pylate.rank.rerank's stable sort).
+void RerankLateInteraction(const ServedModel& m, const RerankRequest& request, const CallContext& call,
+                           const ServingLimits& limits, ServerMetrics* metrics, absl::Time start,
+                           EncoderServing::Done<RerankResult> done) {
+  const ModelInfo& info = m.backend->info();
+  const LateInteractionInfo& li = info.late_interaction;
+  if (request.chunk_documents.value_or(false) || request.max_chunks_per_doc.has_value()) {
+    const char* field = request.max_chunks_per_doc ? "max_chunks_per_doc" : "chunk_documents";
+    return done(FieldError(FieldErrorKind::kInvalid, field,
+                           absl::StrCat(field, ": chunked rerank scores a cross-encoder's windows; model ", m.name,
+                                        " is a ColBERT model, which scores each document's first ",
+                                        li.document_length, " tokens by MaxSim")));
+  }
+  const absl::Time t0 = absl::Now();
+  auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  auto q = EncodeLateInteraction(request.query, LateInteractionSide::kQuery, "query", *m.tokenizer, *m.backend, li);
+  if (!q.ok()) return done(q.status());
+  inputs->push_back(std::move(*q));
+  for (size_t i = 0; i < request.documents.size(); ++i) {
+    const std::string field = absl::StrCat("documents[", i, "]");
+    std::string document = request.documents[i];
+    if (request.max_tokens_per_doc > 0 && !document.empty()) {
+      auto cut = FirstTokensOf(document, field, *m.tokenizer, request.max_tokens_per_doc);
+      if (!cut.ok()) return done(cut.status());
+      document = std::move(*cut);
+    }
+    auto d = EncodeLateInteraction(document, LateInteractionSide::kDocument, field, *m.tokenizer, *m.backend, li);
+    if (!d.ok()) return done(d.status());
+    inputs->push_back(std::move(*d));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics != nullptr) metrics->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  auto documents = std::make_shared<std::vector<std::string>>();
+  if (request.return_documents) *documents = request.documents;
+  SubmitSequences(
+      m, Sequences(*inputs), kOutputMultiVector, call.deadline, call.cancelled, metrics,
+      [=, name = m.name, top_n = request.top_n, dim = info.multi_vector_dim](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        const std::vector<float> query = KeptVectors(
+            r->outputs[0].multi_vector, dim, ScoredPositions((*inputs)[0].sequence, LateInteractionSide::kQuery, li));
+        std::vector<std::pair<double, int>> scored;
+        for (size_t i = 1; i < inputs->size(); ++i) {
+          const std::vector<float> document =
+              KeptVectors(r->outputs[i].multi_vector, dim,
+                          ScoredPositions((*inputs)[i].sequence, LateInteractionSide::kDocument, li));
+          scored.emplace_back(MaxSim(query, document, dim), static_cast<int>(i - 1));
+        }
+        std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        const size_t n = top_n > 0 ? std::min<size_t>(top_n, scored.size()) : scored.size();
+        RerankResult out;
+        out.model = name;
+        for (size_t k = 0; k < n; ++k) {
+          RerankHit hit;
+          hit.index = scored[k].second;
+          hit.score = static_cast<float>(scored[k].first);
+          if (!documents->empty()) hit.document = (*documents)[hit.index];
+          out.results.push_back(std::move(hit));
+        }
+        out.usage = UsageOf(*inputs);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
 }
 
 }  // namespace
@@ -176,6 +330,9 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   if (!model.ok()) return done(model.status());
   const ServedModel& m = **model;
   const ModelInfo& info = m.backend->info();
+  if (info.late_interaction.enabled && request.return_multi_vector && m.tokenizer != nullptr) {
+    return EmbedLateInteraction(m, request, call, limits_, metrics_, start, std::move(done));
+  }
   // Refused here: asked of a model without the head, the output would fail the whole batch.
   if (request.return_sparse && info.sparse_kind.empty()) {
     return done(ModelLacks(absl::StrCat(
@@ -249,6 +406,7 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
     return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
                            absl::StrCat("dimensions ", request.dimensions, " is outside [0, ", dim, "] for model ", m.name)));
   }
+  if (absl::Status s = CheckMatryoshka(info, m.name, request.dimensions); !s.ok()) return done(s);
   if (request.return_multi_vector) {
     if (absl::Status s = CheckTokenVectorsFit(*encoded, info.multi_vector_dim, limits_.max_response_bytes,
                                               "multi-vector token vectors", "Embed");
@@ -354,27 +512,73 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
   auto model = registry_->Find(request.model);
   if (!model.ok()) return done(model.status());
   const ServedModel& m = **model;
-  if (m.backend->info().labels.empty()) return done(NoClassifier(m, "; Rerank needs a cross-encoder"));
+  const bool late_interaction = m.backend->info().late_interaction.enabled && m.tokenizer != nullptr;
+  if (m.backend->info().labels.empty() && !late_interaction) {
+    return done(NoClassifier(m, "; Rerank needs a cross-encoder (or a ColBERT model)"));
+  }
   if (request.query.empty()) return done(FieldError(FieldErrorKind::kEmpty, "query", "query is empty"));
   if (absl::Status s = CheckCount(request.documents.size(), limits_.max_inputs_per_request, "documents"); !s.ok()) {
     return done(s);
   }
   if (request.top_n < 0) return done(FieldError(FieldErrorKind::kInvalid, "top_n", "top_n must not be negative"));
+  if (request.max_tokens_per_doc < 0) {
+    return done(FieldError(FieldErrorKind::kInvalid, "max_tokens_per_doc", "max_tokens_per_doc must not be negative"));
+  }
+  if (late_interaction) return RerankLateInteraction(m, request, call, limits_, metrics_, start, std::move(done));
+  // Chunked when the request says so, else when it bounds the chunks (Cohere v1's
+  // max_chunks_per_doc), else as the server's --rerank-chunking says.
+  const bool chunked =
+      request.chunk_documents.value_or(request.max_chunks_per_doc.has_value() || limits_.rerank_chunking);
+  const int max_chunks = request.max_chunks_per_doc.value_or(limits_.max_chunks_per_doc);
+  const int overlap = request.chunk_overlap.value_or(limits_.rerank_chunk_overlap);
+  if (chunked && m.tokenizer == nullptr) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " has no tokenizer: chunked rerank cuts texts into tokens")));
+  }
   const absl::Time t0 = absl::Now();
+  // Each document's windows: one, or (chunked) one per window; first[i] is document i's first.
   auto inputs = std::make_shared<std::vector<EncodedInput>>();
+  auto first = std::make_shared<std::vector<size_t>>();
   const InputLimits limits = LimitsOf(m, request.truncation, limits_, call);
-  // The query is tokenized once (as far as a pair can keep it) and paired with each document.
-  auto query = TokenizePairText(request.query, "query", m.tokenizer, limits);
+  // Unchunked, the query is tokenized once (as far as a pair can keep it) and paired with each
+  // document.
+  absl::StatusOr<Tokenizer::PairText> query = Tokenizer::PairText();
+  if (!chunked) query = TokenizePairText(request.query, "query", m.tokenizer, limits);
   if (!query.ok()) return done(query.status());
   for (size_t i = 0; i < request.documents.size(); ++i) {
     if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
     const std::string field = absl::StrCat("documents[", i, "]");
-    auto document = TokenizePairText(request.documents[i], field, m.tokenizer, limits);
-    if (!document.ok()) return done(document.status());
-    auto e = EncodeTokenizedPair(*query, *document, field, *m.tokenizer, *m.backend, limits);
-    if (!e.ok()) return done(e.status());
-    inputs->push_back(std::move(*e));
+    first->push_back(inputs->size());
+    const std::string* document = &request.documents[i];
+    std::string cut;
+    if (request.max_tokens_per_doc > 0 && m.tokenizer != nullptr && !document->empty()) {
+      auto c = FirstTokensOf(*document, field, *m.tokenizer, request.max_tokens_per_doc);
+      if (!c.ok()) return done(c.status());
+      cut = std::move(*c);
+      document = &cut;
+    }
+    if (!chunked) {
+      auto tokens = TokenizePairText(*document, field, m.tokenizer, limits);
+      if (!tokens.ok()) return done(tokens.status());
+      auto e = EncodeTokenizedPair(*query, *tokens, field, *m.tokenizer, *m.backend, limits);
+      if (!e.ok()) return done(e.status());
+      inputs->push_back(std::move(*e));
+      continue;
+    }
+    auto windows = EncodePairWindows(request.query, *document, field, *m.tokenizer, *m.backend, m.max_length,
+                                     overlap, max_chunks);
+    if (!windows.ok()) return done(windows.status());
+    if (inputs->size() + windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
+      return done(FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
+          "the documents up to ", field, " need more than ", limits_.max_windows_per_request,
+          " windows of the model's ", m.max_length, " tokens, the most one request may compute "
+          "(--max-windows-per-request; send fewer or shorter documents per request, or a lower max_chunks_per_doc)")));
+    }
+    if (metrics_ != nullptr && windows->size() > 1) {
+      metrics_->RecordWindowedInput(m.name, static_cast<int>(windows->size()));
+    }
+    for (EncodedInput& w : *windows) inputs->push_back(std::move(w));
   }
+  first->push_back(inputs->size());
   const absl::Duration tokenize = absl::Now() - t0;
   if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
   // The documents are echoed only when asked for: no copy otherwise.
@@ -385,26 +589,27 @@ void EncoderServing::Rerank(const RerankRequest& request, const CallContext& cal
       [=, name = m.name, raw = request.raw_scores, top_n = request.top_n](absl::StatusOr<RequestResults> r) {
         if (!r.ok()) return done(r.status());
         // One logit: its sigmoid (cross-encoders). Several: the probability of label 1, the
-        // "relevant" class of two-label rerankers.
+        // "relevant" class of two-label rerankers. A chunked document: its best window's.
+        auto score_of = [raw](const std::vector<float>& logits) {
+          if (logits.size() == 1) return raw ? logits[0] : 1.0f / (1.0f + std::exp(-logits[0]));
+          return raw ? logits[1] : ScoresFromLogits(logits, ProblemType::kSingleLabel)[1];
+        };
         std::vector<std::pair<float, int>> scored;
-        for (size_t i = 0; i < r->outputs.size(); ++i) {
-          const std::vector<float>& logits = r->outputs[i].logits;
-          float score;
-          if (logits.size() == 1) {
-            score = raw ? logits[0] : 1.0f / (1.0f + std::exp(-logits[0]));
-          } else {
-            score = raw ? logits[1] : ScoresFromLogits(logits, ProblemType::kSingleLabel)[1];
-          }
+        for (size_t i = 0; i + 1 < first->size(); ++i) {
+          float score = score_of(r->outputs[(*first)[i]].logits);
+          for (size_t w = (*first)[i] + 1; w < (*first)[i + 1]; ++w) score = std::max(score, score_of(r->outputs[w].logits));
           scored.emplace_back(score, static_cast<int>(i));
         }
         std::stable_sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
         const size_t n = top_n > 0 ? std::min<size_t>(top_n, scored.size()) : scored.size();
         RerankResult out;
         out.model = name;
+        out.chunked = chunked;
         for (size_t k = 0; k < n; ++k) {
           RerankHit hit;
           hit.index = scored[k].second;
           hit.score = scored[k].first;
+          hit.windows = static_cast<int32_t>((*first)[hit.index + 1] - (*first)[hit.index]);
           if (!documents->empty()) hit.document = (*documents)[scored[k].second];
           out.results.push_back(std::move(hit));
         }

@@ -18,14 +18,22 @@ struct ServingLimits {
   int max_inputs_per_request = 256;      // inputs of Embed/EmbedTokens/Classify/Tokenize, documents of Rerank
   size_t max_response_bytes = 64 << 20;  // EmbedTokens answers larger than this are refused before computing
   // Whether over-long inputs are cut to the model's maximum in requests that do not say
-  // (Truncation.truncate unset); a request's own choice wins (--auto-truncate).
-  bool auto_truncate = false;
+  // (Truncation.truncate unset); a request's own choice wins (--auto-truncate, true by default
+  // as TEI 1.9's).
+  bool auto_truncate = true;
   // Whether Embed embeds over-long texts whole, in windows, in requests that do not say
   // (EmbedRequest.whole_input unset; --whole-input), and how many tokens consecutive windows
   // share (--window-overlap).
   bool whole_input = false;
   int window_overlap = 0;
   int max_windows_per_request = 4096;  // sequences one Embed request's inputs may become
+  // Chunked rerank in requests that do not say (RerankRequest.chunk_documents unset;
+  // --rerank-chunking), the most windows of one document (--max-chunks-per-doc, Cohere v1's
+  // default 10) and the tokens consecutive windows share (--rerank-chunk-overlap). One Rerank
+  // request's windows count against max_windows_per_request.
+  bool rerank_chunking = false;
+  int max_chunks_per_doc = 10;
+  int rerank_chunk_overlap = 0;
 };
 
 // What relserve does for a call, whatever transport carried it: validation, tokenization,

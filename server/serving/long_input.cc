@@ -1,10 +1,12 @@
 #include "server/serving/long_input.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/field_error.h"
+#include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
@@ -22,12 +24,118 @@ void AppendRange(const Encoding& enc, int begin, int end, EncodedInput* out) {
   }
 }
 
+// The tokens of `enc` whose sequence id is `sequence`: [first, last], or first -1 when none.
+std::pair<int, int> RunOf(const Encoding& enc, int sequence) {
+  int first = -1, last = -1;
+  for (int i = 0; i < static_cast<int>(enc.input_ids.size()); ++i) {
+    if (enc.sequence_ids[i] != sequence) continue;
+    if (first < 0) first = i;
+    last = i;
+  }
+  return {first, last};
+}
+
+// The windows of one run of `enc`'s tokens, [first, last]: every window holds the tokens before
+// the run, its first `keep` tokens, `room` more of it (each window repeating the last `overlap`
+// of the one before) and the tokens after it; at most `max_windows` of them.
+absl::StatusOr<std::vector<EncodedInput>> WindowsOfRun(const Encoding& enc, int first, int last, int keep, int room,
+                                                       int overlap, int max_windows, const InferenceBackend& backend,
+                                                       const std::string& field) {
+  const int run = last - first + 1;
+  const int n = static_cast<int>(enc.input_ids.size());
+  const int step = room - overlap;
+  std::vector<EncodedInput> windows;
+  for (int start = keep; static_cast<int>(windows.size()) < max_windows; start += step) {
+    const int end = std::min(start + room, run);
+    EncodedInput w;
+    w.sequence.input_ids.reserve(n - run + keep + room);
+    AppendRange(enc, 0, first, &w);
+    AppendRange(enc, first, first + keep, &w);
+    AppendRange(enc, first + start, first + end, &w);
+    AppendRange(enc, last + 1, n, &w);
+    if (absl::Status s = backend.Validate(w.sequence); !s.ok()) {
+      return Field(absl::StrCat(field, " window ", windows.size()), s);
+    }
+    windows.push_back(std::move(w));
+    if (end == run) break;
+  }
+  return windows;
+}
+
+absl::Status CheckOverlap(int overlap, int room, const char* name) {
+  if (overlap >= 0 && overlap <= room / 2) return absl::OkStatus();
+  return FieldError(FieldErrorKind::kInvalid, name,
+                    absl::StrCat(name, " ", overlap, " is outside [0, ", room / 2, "]: at most half of the ", room,
+                                 " text tokens a window of this model holds"));
+}
+
+EncodedInput FromWholeEncoding(Encoding enc) {
+  EncodedInput one;
+  one.sequence.input_ids = std::move(enc.input_ids);
+  one.sequence.token_type_ids = std::move(enc.token_type_ids);
+  one.offsets = std::move(enc.offsets);
+  return one;
+}
+
 }  // namespace
 
 int64_t WindowCount(int64_t text_tokens, int keep, int room, int overlap) {
   if (text_tokens <= keep + room) return 1;
   const int64_t step = room - overlap;
   return 1 + (text_tokens - keep - room + step - 1) / step;
+}
+
+absl::StatusOr<std::vector<EncodedInput>> EncodePairWindows(const std::string& query, const std::string& document,
+                                                            const std::string& field, const Tokenizer& tokenizer,
+                                                            const InferenceBackend& backend, int max_length,
+                                                            int overlap, int max_windows) {
+  if (query.empty() || document.empty()) {
+    return FieldError(FieldErrorKind::kEmpty, field, absl::StrCat(field, ": both texts of a pair must be non-empty"));
+  }
+  // Read as far as max_windows windows can hold: the longer text (the document) is cut past
+  // that, which drops only windows beyond the last one kept.
+  TokenizeOptions whole;
+  whole.max_length = static_cast<int>(
+      std::min<int64_t>(kWholeTextLength, int64_t{max_length} * (int64_t{std::max(1, max_windows)} + 1)));
+  whole.truncate = true;
+  absl::StatusOr<Encoding> enc = tokenizer.EncodePair(query, document, whole);
+  if (!enc.ok()) return Field(field, enc.status());
+  const int n = static_cast<int>(enc->input_ids.size());
+  std::vector<EncodedInput> windows;
+  if (n <= max_length) {
+    windows.push_back(FromWholeEncoding(std::move(*enc)));
+    if (absl::Status s = backend.Validate(windows.back().sequence); !s.ok()) return Field(field, s);
+    return windows;
+  }
+  const auto [first, last] = RunOf(*enc, 1);
+  const int document_tokens = first < 0 ? 0 : last - first + 1;
+  const int room = max_length - (n - document_tokens);
+  if (document_tokens == 0 || room < 1) {
+    return FieldError(FieldErrorKind::kTooLong, "query", absl::StrCat(
+        "query: its ", n - document_tokens, " tokens with the special tokens leave no room for ", field,
+        " in the model's maximum of ", max_length, " tokens (send a shorter query)"));
+  }
+  if (absl::Status s = CheckOverlap(overlap, room, "chunk_overlap"); !s.ok()) return s;
+  if (max_windows < 1) {
+    return FieldError(FieldErrorKind::kInvalid, "max_chunks_per_doc",
+                      absl::StrCat("max_chunks_per_doc ", max_windows, " must be at least 1"));
+  }
+  return WindowsOfRun(*enc, first, last, /*keep=*/0, room, overlap, max_windows, backend, field);
+}
+
+absl::StatusOr<std::string> FirstTokensOf(const std::string& document, const std::string& field,
+                                          const Tokenizer& tokenizer, int max_tokens) {
+  // Read only as far as the tokens kept, and one more to know there are more.
+  TokenizeOptions whole;
+  whole.max_length = static_cast<int>(
+      std::min<int64_t>(kWholeTextLength, int64_t{max_tokens} + 1 + tokenizer.NumSpecialTokens(false)));
+  whole.truncate = true;
+  absl::StatusOr<Encoding> enc = tokenizer.Encode(document, whole);
+  if (!enc.ok()) return Field(field, enc.status());
+  const auto [first, last] = RunOf(*enc, 0);
+  if (first < 0 || last - first + 1 <= max_tokens) return document;
+  const int end = enc->offsets[first + max_tokens - 1].second;
+  return document.substr(0, static_cast<size_t>(end));
 }
 
 absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& text, const std::string& field,
@@ -55,12 +163,7 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
   const int n = static_cast<int>(enc->input_ids.size());
   // The template's special tokens before and after the text (sequence id -1), and the text's
   // own tokens between them (special tokens written in the text included).
-  int first = -1, last = -1;
-  for (int i = 0; i < n; ++i) {
-    if (enc->sequence_ids[i] != 0) continue;
-    if (first < 0) first = i;
-    last = i;
-  }
+  const auto [first, last] = RunOf(*enc, 0);
   const int text_tokens = first < 0 ? 0 : last - first + 1;
   int keep = 0;
   while (keep_leading_bytes > 0 && keep < text_tokens && enc->offsets[first + keep].second <= keep_leading_bytes) {
@@ -68,19 +171,12 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
   }
   const int specials = n - text_tokens;
   const int room = max_length - specials - keep;
-  if (room >= 2 && overlap > room / 2) {
-    return FieldError(FieldErrorKind::kInvalid, "window_overlap",
-                      absl::StrCat("window_overlap ", overlap, " is outside [0, ", room / 2,
-                                   "]: at most half of the ", room, " text tokens a window of this model holds"));
-  }
-  std::vector<EncodedInput> windows;
+  // Checked for a text that fits one window too: a longer one would be refused.
+  if (room >= 2) RETURN_IF_ERROR(CheckOverlap(overlap, room, "window_overlap"));
   if (!enc->truncated && n <= max_length) {
-    EncodedInput one;
-    one.sequence.input_ids = std::move(enc->input_ids);
-    one.sequence.token_type_ids = std::move(enc->token_type_ids);
-    one.offsets = std::move(enc->offsets);
-    if (absl::Status s = backend.Validate(one.sequence); !s.ok()) return Field(field + ".text", s);
-    windows.push_back(std::move(one));
+    std::vector<EncodedInput> windows;
+    windows.push_back(FromWholeEncoding(*std::move(enc)));
+    if (absl::Status s = backend.Validate(windows.back().sequence); !s.ok()) return Field(field + ".text", s);
     return windows;
   }
   if (room < 1) {
@@ -88,11 +184,7 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
         field, ".text: the model's maximum of ", max_length, " tokens leaves no room for the text in a window beside ",
         specials, " special tokens", keep > 0 ? absl::StrCat(" and the prompt's ", keep, " tokens") : ""));
   }
-  if (overlap > room / 2) {
-    return FieldError(FieldErrorKind::kInvalid, "window_overlap",
-                      absl::StrCat("window_overlap ", overlap, " is outside [0, ", room / 2,
-                                   "]: at most half of the ", room, " text tokens a window of this model holds"));
-  }
+  RETURN_IF_ERROR(CheckOverlap(overlap, room, "window_overlap"));
   const int64_t needed = WindowCount(text_tokens, keep, room, overlap);
   if (enc->truncated || needed > max_windows) {
     return FieldError(FieldErrorKind::kTooMany, field + ".text", absl::StrCat(
@@ -101,22 +193,7 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
         " this request may still compute (--max-windows-per-request): send a shorter text, fewer texts per request, "
         "or truncate instead"));
   }
-  const int step = room - overlap;
-  for (int start = keep;; start += step) {
-    const int end = std::min(start + room, text_tokens);
-    EncodedInput w;
-    w.sequence.input_ids.reserve(max_length);
-    AppendRange(*enc, 0, first, &w);
-    AppendRange(*enc, first, first + keep, &w);
-    AppendRange(*enc, first + start, first + end, &w);
-    AppendRange(*enc, last + 1, n, &w);
-    if (absl::Status s = backend.Validate(w.sequence); !s.ok()) {
-      return Field(absl::StrCat(field, ".text window ", windows.size()), s);
-    }
-    windows.push_back(std::move(w));
-    if (end == text_tokens) break;
-  }
-  return windows;
+  return WindowsOfRun(*enc, first, last, keep, room, overlap, max_windows, backend, field + ".text");
 }
 
 std::vector<float> CombineWindows(const std::vector<const std::vector<float>*>& pooled,

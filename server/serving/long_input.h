@@ -40,6 +40,23 @@ absl::StatusOr<std::vector<EncodedInput>> EncodeTextWindows(const std::string& t
 // `keep` (the prompt's), the next repeating `overlap` of the one before.
 int64_t WindowCount(int64_t text_tokens, int keep, int room, int overlap);
 
+// Chunked rerank: a (query, document) pair that does not fit the model, scored in windows. One
+// window, the pair as EncodePair would encode it, when it fits. Otherwise each window is the
+// template's special tokens and the whole query around a run of the document's tokens, the
+// runs of the room the query leaves, each repeating the last `overlap` tokens of the one before;
+// at most `max_windows` windows (the rest of the document is not scored, as Cohere's
+// max_chunks_per_doc drops it). INVALID_ARGUMENT naming `field` when the query leaves no room
+// for a document token, or when `overlap` is negative or more than half that room.
+absl::StatusOr<std::vector<EncodedInput>> EncodePairWindows(const std::string& query, const std::string& document,
+                                                            const std::string& field, const Tokenizer& tokenizer,
+                                                            const InferenceBackend& backend, int max_length,
+                                                            int overlap, int max_windows);
+
+// The first `max_tokens` of a document's own tokens (Cohere v2's max_tokens_per_doc): the text
+// up to the end of its last kept token, or the whole text when it has no more tokens than that.
+absl::StatusOr<std::string> FirstTokensOf(const std::string& document, const std::string& field,
+                                          const Tokenizer& tokenizer, int max_tokens);
+
 // The windows' pooled vectors (before the model's normalisation) combined: their mean weighted
 // by `weights` (the tokens each window's pooling saw). Requires as many vectors as weights, all
 // of one length, and a positive total weight.

@@ -141,15 +141,26 @@ struct RerankRequest {
   bool return_documents = false;
   Truncation truncation;
   bool raw_scores = false;
+  // Cohere v2's max_tokens_per_doc: each document cut to its first this many tokens before it
+  // is paired with the query (0: not cut).
+  int max_tokens_per_doc = 0;
+  // Chunked rerank (a cross-encoder's long documents): a document that does not fit beside the
+  // query is scored in windows of query + a run of its tokens, and its score is the largest of
+  // its windows' (EncodePairWindows). Unset: the server's default (ServingLimits).
+  std::optional<bool> chunk_documents;
+  std::optional<int> max_chunks_per_doc;  // windows per document at most (Cohere v1's name)
+  std::optional<int> chunk_overlap;       // tokens a window repeats from the one before
 };
 struct RerankHit {
   int32_t index = 0;  // the document's position in the request
   float score = 0;
   std::string document;  // when return_documents
+  int32_t windows = 1;   // the windows the document was scored in (chunked rerank)
 };
 struct RerankResult {
   std::string model;
   std::vector<RerankHit> results;  // best first
+  bool chunked = false;            // documents were chunked: each hit's `windows` says how
   Usage usage;
   Timing timing;
 };

@@ -25,6 +25,7 @@
 #include "server/tokenizer/text/unicode_chars.h"
 #include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/truncation.h"
+#include "server/util/field_error.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 #include "server/util/utf8.h"
@@ -252,6 +253,12 @@ std::string Tokenizer::IdToPiece(int id) const {
   return "";
 }
 
+int Tokenizer::TokenToId(std::string_view token) const {
+  if (const AddedToken* added = added_->Find(token); added != nullptr) return added->id;
+  const int id = model_->PieceToId(token);
+  return id >= 0 && id < model_->vocab_size() && model_->IdToPiece(id) == token ? id : -1;
+}
+
 absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
                                                          std::string_view what) const {
   RETURN_IF_ERROR(ValidateUtf8(text, what));
@@ -397,9 +404,11 @@ absl::StatusOr<Encoding> Tokenizer::Encode(std::string_view text,
   const size_t length = tokens.size() + static_cast<size_t>(NumSpecialTokens(false) -
                                                             LeftOutCount(template_.single, last_ids));
   if (!opts.truncate && (!text_tokens.complete || length > static_cast<size_t>(max_length))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text is ", text_tokens.complete ? "" : "more than ", length, " tokens including special tokens, more than max_length ",
-        max_length, ", and truncation is off"));
+    return WithFieldError(absl::InvalidArgumentError(absl::StrCat(
+                              "text is ", text_tokens.complete ? "" : "more than ", length,
+                              " tokens including special tokens, more than max_length ", max_length,
+                              ", and truncation is off")),
+                          FieldErrorKind::kTooLong, "");
   }
   // Truncation off cuts nothing, as transformers' truncation=False: the encoding fits, even
   // where it does only thanks to a special token left out.
@@ -451,9 +460,11 @@ absl::StatusOr<Encoding> Tokenizer::EncodePair(const PairText& a, const PairText
     return absl::StrCat(t.complete ? "" : "more than ", t.tokens.size());
   };
   if (!opts.truncate && (!complete || length > static_cast<size_t>(max_length))) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "text pair is ", complete ? "" : "more than ", length, " tokens (", count(a), " + ", count(b),
-        " + special tokens), more than max_length ", max_length, ", and truncation is off"));
+    return WithFieldError(absl::InvalidArgumentError(absl::StrCat(
+                              "text pair is ", complete ? "" : "more than ", length, " tokens (", count(a), " + ",
+                              count(b), " + special tokens), more than max_length ", max_length,
+                              ", and truncation is off")),
+                          FieldErrorKind::kTooLong, "");
   }
   if (opts.truncate && opts.pair_truncation == PairTruncation::kOnlyFirst &&
       (!complete || length > static_cast<size_t>(max_length))) {

@@ -169,6 +169,9 @@ class Tokenizer {
   int NumSpecialTokens(bool pair) const;
   // "" for an id outside the vocabulary.
   std::string IdToPiece(int id) const;
+  // transformers' convert_tokens_to_ids of one token: an added token's id (its content exactly),
+  // else the vocabulary's piece; -1 for a token neither holds (transformers gives unk there).
+  int TokenToId(std::string_view token) const;
   // Text from token ids, as the `tokenizers` library's decoder of the family's tokenizer.json
   // writes it (what text-embeddings-inference's /decode answers; token_decoder.cc):
   //   SentencePiece (DeBERTa, T5, XLNet, XLM-RoBERTa): pieces joined, "▁" read as a space, the

@@ -29,7 +29,7 @@ std::optional<FieldErrorDetail> FieldErrorOf(const absl::Status& status) {
   const size_t space = text.find(' ');
   int kind = 0;
   if (space == std::string::npos || !absl::SimpleAtoi(text.substr(0, space), &kind) || kind < 0 ||
-      kind > static_cast<int>(FieldErrorKind::kOutOfVocabulary)) {
+      kind > static_cast<int>(FieldErrorKind::kUnsupported)) {
     return std::nullopt;
   }
   return FieldErrorDetail{static_cast<FieldErrorKind>(kind), text.substr(space + 1)};

@@ -21,6 +21,7 @@ enum class FieldErrorKind {
   kTooMany,          // more entries than a limit
   kTooLong,          // a sequence longer than the model's maximum
   kOutOfVocabulary,  // a token id outside the model's vocabulary
+  kUnsupported,      // a value the model was not made for (dimensions on a model not Matryoshka-trained)
 };
 
 struct FieldErrorDetail {

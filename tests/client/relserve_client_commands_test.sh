@@ -103,8 +103,11 @@ expect_exit 1 "${c[@]}" embed --model nope "x"
 check_json 'j["error"]["code"] == "NOT_FOUND"' '"nope" in j["error"]["message"]' < "$work/err"
 expect_exit 1 "${c[@]}" classify --model embedder "x"
 check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' < "$work/err"
-expect_exit 1 "${c[@]}" embed --ids "$(seq -s, 1 600)"
+expect_exit 1 "${c[@]}" embed --truncate=false --ids "$(seq -s, 1 600)"
 check_json 'j["error"]["code"] == "INVALID_ARGUMENT"' < "$work/err"
+# Unsaid, the server's --auto-truncate (true by default, as TEI 1.9's) cuts.
+expect_exit 0 "${c[@]}" embed --ids "$(seq -s, 1 600)"
+check_json 'j["embeddings"][0]["truncated"] is True' < "$work/out"
 expect_exit 0 "${c[@]}" embed --truncate --ids "$(seq -s, 1 600)"
 check_json 'j["embeddings"][0]["truncated"] is True' < "$work/out"
 

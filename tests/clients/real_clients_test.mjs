@@ -146,7 +146,8 @@ async function grpcEmbed(inputs, { model = 'ref', normalize: norm = true, dimens
 async function grpcTests() {
   const models = await call('ListModels', {});
   const byName = Object.fromEntries(models.models.map((m) => [m.name, m]));
-  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'nli', 'ref', 'reranker']);
+  assert.deepEqual(Object.keys(byName).sort(), ['cls', 'colbert', 'nli', 'ref', 'reranker']);
+  assert.equal(byName.colbert.multi_vector, 'colbert');
   assert.equal(byName.ref.hidden_size, 32);
   assert.equal(byName.ref.architecture, 'DebertaV2Model');
   assert.equal(byName.ref.pooling, 'mean');
@@ -235,6 +236,18 @@ async function openaiTests(want, want8) {
   await assert.rejects(wrong.embeddings.create({ model: 'ref', input: 'x' }),
     (e) => e instanceof OpenAI.AuthenticationError && e.status === 401);
   ok('openai: an unknown model is NotFoundError (404), a wrong key AuthenticationError (401)');
+
+  // An input longer than the model's 512 tokens: cut by the server's default (--auto-truncate
+  // true, as TEI 1.9's), refused as OpenAI refuses it where the server says --auto-truncate false:
+  // 400 invalid_request_error about `input`, which the client raises as BadRequestError.
+  const long = 'word '.repeat(700);
+  const cut = await client.embeddings.create({ model: 'ref', input: long });
+  assert.equal(cut.usage.prompt_tokens, 512);
+  const refusing = new OpenAI({ apiKey, baseURL: `${classifierUrl}/v1`, maxRetries: 0 });
+  await assert.rejects(refusing.embeddings.create({ model: 'cls', input: ['short', long] }),
+    (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && e.type === 'invalid_request_error' &&
+      e.param === 'input' && /max_length 512/.test(e.message));
+  ok('openai: an over-long input is cut at 512 tokens by default, and with --auto-truncate false is BadRequestError (400, invalid_request_error, param input)');
 }
 
 // --- @langchain/openai -------------------------------------------------------------------------
@@ -414,6 +427,19 @@ async function cohereTests(want, want8, rerank) {
   r2.results.forEach((r) => assertClose([r.relevanceScore], [scoreOf[r.index]], SAME, `cohere v2 rerank ${r.index}`));
   assert.equal(new URL(log2[2].url).pathname, '/v2/rerank');
   ok('cohere-ai CohereClientV2 rerank: every document, best first, scores equal gRPC Rerank');
+
+  // A ColBERT model (tests/data/colbert's PyLate checkpoint): ordinary rerank answers to both
+  // clients, MaxSim scores of the reference, best first.
+  const colbert = JSON.parse(readFileSync(`${config.colbert}/colbert_expected.json`, 'utf8'));
+  const cb = colbert.models.cb_pylate;
+  for (const [q, query] of colbert.queries.entries()) {
+    const c2 = await v2.rerank({ model: 'colbert', query, documents: colbert.documents }, { maxRetries: 0 });
+    assert.deepEqual(c2.results.map((r) => r.index), cb.ranking[q]);
+    c2.results.forEach((r) => assertClose([r.relevanceScore], [cb.scores[q][r.index]], REFERENCE, `colbert v2 ${q} ${r.index}`));
+    const c1 = await v1.rerank({ model: 'colbert', query, documents: colbert.documents, topN: 2 }, { maxRetries: 0 });
+    assert.deepEqual(c1.results.map((r) => r.index), cb.ranking[q].slice(0, 2));
+  }
+  ok('cohere-ai v1 and v2 rerank on a ColBERT model: MaxSim scores of the reference, best first');
 
   await assert.rejects(v2.embed({ model: 'no-such-model', texts, inputType: 'search_query' }, { maxRetries: 0 }),
     (e) => e instanceof CohereError && e.statusCode === 404);

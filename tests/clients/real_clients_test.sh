@@ -46,14 +46,14 @@ api_key="relserve-clients-test-key"
 printf '%s\n' "$api_key" > "$work/keys"
 
 start_server server.log --model "ref=$work/ref" --model "cls=$work/cls" --model "reranker=$work/reranker" \
-  --model "nli=$work/nli" \
+  --model "nli=$work/nli" --model "colbert=$root/tests/data/colbert/colbert_pylate" \
   --metrics-port -1 --api-key-file "$work/keys"
 server=$server_pid
 grpc=$grpc_port
 http_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/server.log")
 # A TEI endpoint serving the classifier alone (TEI serves one model; the Hugging Face client sends
-# no model name).
-start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys"
+# no model name), with --auto-truncate false: over-long inputs are refused there (OpenAI's 400).
+start_server classifier.log --model "cls=$work/cls" --metrics-port -1 --api-key-file "$work/keys" --auto-truncate false
 classifier=$server_pid
 classifier_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/classifier.log")
 # An Inference API endpoint serving the NLI model alone (zero-shot classification at its root).
@@ -84,8 +84,8 @@ echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date 
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
-config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s"}' \
-  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref")
+config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s", "colbert": "%s"}' \
+  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref" "$root/tests/data/colbert")
 if ! node "$npm_dir/real_clients_test.mjs" "$config"; then
   echo "server log:"; tail -n 30 "$work/server.log"
   exit 1

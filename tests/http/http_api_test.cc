@@ -283,7 +283,7 @@ TEST_F(HttpApiTest, TeiLeftTruncationEqualsGrpc) {
   EXPECT_GT(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
   // Without truncate the direction alone cuts nothing: refused as over-long.
   const Reply refused = Post(http(), "/embed", {{"inputs", LongText()}, {"truncation_direction", "Left"}});
-  EXPECT_EQ(refused.status, 422) << refused.raw;
+  EXPECT_EQ(refused.status, 413) << refused.raw;  // TEI's status for an over-long input
   EXPECT_THAT(refused.body["error"].get<std::string>(), HasSubstr("truncation is off"));
 }
 
@@ -310,6 +310,135 @@ TEST_F(HttpApiTest, CohereRerankEqualsGrpc) {
     EXPECT_EQ(hit["document"]["text"], docs[want.results(k).index()]);
   }
   EXPECT_EQ(r.body["usage"]["total_tokens"], want.usage().tokens());
+}
+
+// Chunked rerank: a document longer than the model beside the query is scored in windows of
+// [CLS] query [SEP] run [SEP], each run of the room the query leaves; its score is its best
+// window's, as if those windows had been sent by hand (here through gRPC Classify as token ids).
+// Every rerank route takes it, and says how many windows each document took.
+TEST_F(HttpApiTest, ChunkedRerankScoresTheBestWindowOfALongDocument) {
+  const std::string query = "what is relserve?";
+  const std::string document = LongText();
+  auto ids_of = [&](const std::string& text) {
+    const Reply t = Post(http(), "/tokenize", {{"inputs", text}, {"add_special_tokens", false}});
+    EXPECT_EQ(t.status, 200) << t.raw;
+    std::vector<int32_t> ids;
+    for (const json& token : t.body[0]) ids.push_back(token["id"].get<int32_t>());
+    return ids;
+  };
+  const std::vector<int32_t> q = ids_of(query), d = ids_of(document);
+  // The template's specials and the second text's token type, read off a short pair.
+  v1::TokenizeRequest treq;
+  treq.set_model("reranker");
+  treq.add_inputs()->mutable_pair()->set_first(query);
+  treq.mutable_inputs(0)->mutable_pair()->set_second("x");
+  v1::TokenizeResponse tresp;
+  grpc::ClientContext tctx;
+  ASSERT_TRUE(stub_->Tokenize(&tctx, treq, &tresp).ok());
+  const auto& pair = tresp.results(0);
+  const int32_t cls = pair.input_ids(0), sep = pair.input_ids(static_cast<int>(q.size()) + 1);
+  const int32_t second_type = pair.token_type_ids(pair.token_type_ids_size() - 1);
+  const size_t room = 512 - 3 - q.size();
+  ASSERT_GT(d.size(), room);
+  v1::ClassifyRequest creq;
+  creq.set_model("reranker");
+  creq.set_raw_scores(true);
+  size_t windows = 0;
+  for (size_t start = 0; start < d.size(); start += room, ++windows) {
+    v1::TokenIds* t = creq.add_inputs()->mutable_tokens();
+    std::vector<int32_t> ids = {cls};
+    ids.insert(ids.end(), q.begin(), q.end());
+    ids.push_back(sep);
+    const size_t first_of_second = ids.size();
+    ids.insert(ids.end(), d.begin() + start, d.begin() + std::min(d.size(), start + room));
+    ids.push_back(sep);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      t->add_ids(ids[k]);
+      t->add_token_type_ids(k < first_of_second ? 0 : second_type);
+    }
+  }
+  ASSERT_EQ(windows, (d.size() + room - 1) / room);
+  ASSERT_GT(windows, 1u);
+  v1::ClassifyResponse cresp;
+  grpc::ClientContext cctx;
+  ASSERT_TRUE(stub_->Classify(&cctx, creq, &cresp).ok());
+  double best = -INFINITY;
+  for (const auto& r : cresp.results()) best = std::max(best, static_cast<double>(r.logits(0)));
+  const double want = 1 / (1 + std::exp(-best));
+
+  const json documents = {document, "a recipe for soup"};
+  for (const char* path : {"/v1/rerank", "/v2/rerank"}) {
+    const Reply r = Post(http(), path, {{"model", "reranker"}, {"query", query}, {"documents", documents},
+                                        {"chunk_documents", true}});
+    ASSERT_EQ(r.status, 200) << path << ": " << r.raw;
+    bool seen = false;
+    for (const json& hit : r.body["results"]) {
+      if (hit["index"] != 0) {
+        EXPECT_EQ(hit["windows"], 1) << path;
+        continue;
+      }
+      seen = true;
+      EXPECT_EQ(hit["windows"], windows) << path;
+      EXPECT_NEAR(hit["relevance_score"].get<double>(), want, 1e-6) << path;
+    }
+    EXPECT_TRUE(seen) << path;
+  }
+  const Reply tei = Post(http(), "/rerank", {{"model", "reranker"}, {"query", query}, {"texts", documents},
+                                             {"max_chunks_per_doc", 5}});
+  ASSERT_EQ(tei.status, 200) << tei.raw;
+  for (const json& hit : tei.body) {
+    if (hit["index"] == 0) {
+      EXPECT_NEAR(hit["score"].get<double>(), want, 1e-6);
+    }
+    EXPECT_EQ(hit["windows"], hit["index"] == 0 ? windows : 1u);
+  }
+  // gRPC: the same.
+  v1::RerankRequest rreq;
+  rreq.set_model("reranker");
+  rreq.set_query(query);
+  rreq.add_documents(document);
+  rreq.set_chunk_documents(true);
+  v1::RerankResponse rresp;
+  grpc::ClientContext rctx;
+  ASSERT_TRUE(stub_->Rerank(&rctx, rreq, &rresp).ok());
+  EXPECT_EQ(rresp.results(0).windows(), static_cast<int>(windows));
+  EXPECT_NEAR(rresp.results(0).score(), want, 1e-6);
+  // Without chunking (the server's default) the answer has no windows.
+  const Reply plain = Post(http(), "/v1/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {"soup"}}});
+  ASSERT_EQ(plain.status, 200) << plain.raw;
+  EXPECT_FALSE(plain.body["results"][0].contains("windows"));
+  // Bad values name their field.
+  const Reply bad = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", documents},
+                                                {"max_chunks_per_doc", 0}});
+  EXPECT_EQ(bad.status, 422) << bad.raw;
+  EXPECT_THAT(bad.raw, HasSubstr("max_chunks_per_doc"));
+}
+
+// Cohere v2's max_tokens_per_doc: each document is cut to its first n tokens before it is
+// paired with the query (4096 when absent, which these short models never reach).
+TEST_F(HttpApiTest, CohereV2MaxTokensPerDocCutsEachDocument) {
+  const std::string query = "what is relserve?";
+  const std::string document = LongText();
+  const Reply cut = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {document}},
+                                                {"max_tokens_per_doc", 7}});
+  ASSERT_EQ(cut.status, 200) << cut.raw;
+  // The same as the document's first 7 tokens sent as its text: " word0 word1 ..." ends its 7th
+  // token where /tokenize says.
+  const Reply t = Post(http(), "/tokenize", {{"inputs", document}, {"add_special_tokens", false}});
+  ASSERT_EQ(t.status, 200) << t.raw;
+  const size_t end = t.body[0][6]["stop"].get<size_t>();
+  const Reply by_hand = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query},
+                                                    {"documents", {document.substr(0, end)}}});
+  ASSERT_EQ(by_hand.status, 200) << by_hand.raw;
+  EXPECT_NEAR(cut.body["results"][0]["relevance_score"].get<double>(),
+              by_hand.body["results"][0]["relevance_score"].get<double>(), 1e-6);
+  EXPECT_EQ(cut.body["meta"]["tokens"]["input_tokens"], by_hand.body["meta"]["tokens"]["input_tokens"]);
+  const Reply whole = Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query},
+                                                  {"documents", {document.substr(0, end) + " more words"}}});
+  EXPECT_GT(whole.body["meta"]["tokens"]["input_tokens"].get<int>(),
+            cut.body["meta"]["tokens"]["input_tokens"].get<int>());
+  EXPECT_EQ(Post(http(), "/v2/rerank", {{"model", "reranker"}, {"query", query}, {"documents", {document}},
+                                        {"max_tokens_per_doc", 0}}).status, 422);
 }
 
 TEST_F(HttpApiTest, TokenizeInfoHealth) {
@@ -363,7 +492,7 @@ TEST_F(HttpApiTest, BadInputsGetPreciseErrors) {
       {"/embed", "{\"inputs\": \"\xff\"}", 400, "UTF-8"},
       {"/embed", R"({"inputs": []})", 400, "inputs is empty"},
       {"/embed", R"({"inputs": 3})", 422, "inputs must be a string"},
-      {"/embed", json{{"inputs", long_text}}.dump(), 422, "inputs[0]"},
+      {"/embed", json{{"inputs", long_text}}.dump(), 413, "inputs[0]"},
       {"/embed", R"({"inputs": [[999999]]})", 422, "outside the vocabulary"},
       {"/embed", R"({"inputs": "x", "dimensions": 1000})", 422, "dimensions"},
       {"/rerank", R"({"query": "q", "texts": ["d"]})", 424, "no classification head"},
@@ -472,7 +601,7 @@ TEST_F(HttpApiTest, ForeignTokenIdsNameLangChainsSetting) {
   }
   // Text that is too long is not about token ids.
   const Reply text = Post(http(), "/v1/embeddings", {{"input", LongText()}});
-  EXPECT_EQ(text.status, 422);
+  EXPECT_EQ(text.status, 400);  // OpenAI's status for an over-long input
   EXPECT_THAT(text.body["error"]["message"].get<std::string>(), Not(HasSubstr("check_embedding_ctx_length")));
 }
 
@@ -756,16 +885,29 @@ TEST(HttpApiDefaultModelTest, TeiRerankAndPredictUseTheDefaultModelAndEqualGrpc)
 }
 
 // --auto-truncate on every route: requests that do not say are cut (OpenAI's and Cohere's
-// have no such field); TEI's "truncate": false still refuses; /info reports it.
+// have no such field); TEI's "truncate": false still refuses; /info reports it. With
+// --auto-truncate false an over-long input is refused in each API's own words: OpenAI's 400
+// invalid_request_error about `input`, TEI's 413 Validation.
 TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
-  auto refusing = StartServer({}, 16 << 20);
+  auto refusing = StartServer({}, 16 << 20);  // TestServerConfig: --auto-truncate false
   ASSERT_NE(refusing, nullptr);
-  EXPECT_EQ(Post(refusing->http_port(), "/v1/embeddings", {{"input", LongText()}}).status, 422);
+  const Reply openai_refused = Post(refusing->http_port(), "/v1/embeddings", {{"input", LongText()}});
+  EXPECT_EQ(openai_refused.status, 400) << openai_refused.raw;
+  EXPECT_EQ(openai_refused.body["error"]["type"], "invalid_request_error");
+  EXPECT_EQ(openai_refused.body["error"]["param"], "input");
+  EXPECT_THAT(openai_refused.body["error"]["message"].get<std::string>(), HasSubstr("max_length 512"));
+  const Reply tei_refused = Post(refusing->http_port(), "/embed", {{"inputs", LongText()}});
+  EXPECT_EQ(tei_refused.status, 413) << tei_refused.raw;
+  EXPECT_EQ(tei_refused.body["error_type"], "Validation");
+  // Other bad fields keep their status on both: 422.
+  EXPECT_EQ(Post(refusing->http_port(), "/v1/embeddings", {{"input", "x"}, {"dimensions", 100000}}).status, 422);
   EXPECT_EQ(Call(refusing->http_port(), "GET", "/info").body["auto_truncate"], false);
   refusing.reset();
 
+  // The default, as TEI 1.9's: on.
   ServerConfig config = TestServerConfig();
-  config.auto_truncate = true;
+  config.auto_truncate = ServerConfig().auto_truncate;
+  ASSERT_TRUE(config.auto_truncate);
   auto server = RelserveServer::Start(config);
   ASSERT_TRUE(server.ok()) << server.status();
   const int port = (*server)->http_port();
@@ -777,7 +919,7 @@ TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
   const Reply tei_null = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", nullptr}});
   EXPECT_EQ(tei_null.status, 200) << tei_null.raw;
   const Reply tei_no = Post(port, "/embed", {{"inputs", LongText()}, {"truncate", false}});
-  EXPECT_EQ(tei_no.status, 422) << tei_no.raw;
+  EXPECT_EQ(tei_no.status, 413) << tei_no.raw;
   EXPECT_THAT(tei_no.body["error"].get<std::string>(), HasSubstr("inputs[0].text"));
   const Reply cohere =
       Post(port, "/v1/rerank", {{"model", "reranker"}, {"query", "what"}, {"documents", {LongText(), "short"}}});

@@ -31,6 +31,25 @@ TEST(HttpStatusTest, AnExplicitHttpStatusWinsAndKeepsTheCode) {
   EXPECT_EQ(HttpStatusOf(WithHttpStatus(absl::InvalidArgumentError("big"), 413)), 413);
 }
 
+// An over-long input is answered as each API answers it: OpenAI 400, TEI 413; other field
+// errors keep HttpStatusOf's status, and an explicit HTTP status still wins.
+TEST(HttpStatusTest, OverLongInputsPerApi) {
+  const absl::Status too_long = FieldError(FieldErrorKind::kTooLong, "inputs[0].text", "too many tokens");
+  EXPECT_EQ(HttpStatusOf(too_long), 422);
+  EXPECT_EQ(OpenAIHttpStatus(too_long), 400);
+  EXPECT_EQ(TeiHttpStatus(too_long), 413);
+  EXPECT_STREQ(OpenAIErrorType(OpenAIHttpStatus(too_long)), "invalid_request_error");
+  EXPECT_STREQ(TeiErrorType(too_long, TeiHttpStatus(too_long)), "Validation");
+  const absl::Status unsupported = FieldError(FieldErrorKind::kUnsupported, "dimensions", "not Matryoshka");
+  EXPECT_EQ(OpenAIHttpStatus(unsupported), 400);
+  EXPECT_EQ(TeiHttpStatus(unsupported), 422);
+  const absl::Status invalid = FieldError(FieldErrorKind::kInvalid, "dimensions", "outside");
+  EXPECT_EQ(OpenAIHttpStatus(invalid), 422);
+  EXPECT_EQ(TeiHttpStatus(invalid), 422);
+  EXPECT_EQ(OpenAIHttpStatus(absl::NotFoundError("model")), 404);
+  EXPECT_EQ(TeiHttpStatus(WithHttpStatus(too_long, 400)), 400);
+}
+
 TEST(HttpStatusTest, TeiAndOpenAIErrorTypes) {
   EXPECT_STREQ(TeiErrorType(FieldError(FieldErrorKind::kEmpty, "inputs", "inputs is empty"), 400), "Empty");
   EXPECT_STREQ(TeiErrorType(FieldError(FieldErrorKind::kEmpty, "inputs", "no text in inputs"), 400), "Empty");

@@ -361,9 +361,9 @@ TEST(TeiTest, InfoAndErrorShape) {
                                                               "label2id": {"LABEL_0": 0}}})"));
   EXPECT_EQ(info["max_input_length"], 512);
   EXPECT_EQ(info["max_client_batch_size"], 256);
-  EXPECT_EQ(info["auto_truncate"], false);
-  limits.auto_truncate = true;  // --auto-truncate
-  EXPECT_EQ(TeiInfoJson(m, limits)["auto_truncate"], true);
+  EXPECT_EQ(info["auto_truncate"], true);  // --auto-truncate's default, as TEI 1.9's
+  limits.auto_truncate = false;           // --auto-truncate false
+  EXPECT_EQ(TeiInfoJson(m, limits)["auto_truncate"], false);
   EXPECT_TRUE(info["model_sha"].is_null());
   m.has_classifier = false;
   m.labels.clear();

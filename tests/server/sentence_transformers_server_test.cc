@@ -216,7 +216,7 @@ TEST_F(SentenceTransformersServerTest, LongTextsAreCutAtMaxSeqLengthOnGrpcAndHtt
   int n = 0;
   EXPECT_LT(MaxDiff(EmbedText("st", LongText(), "", &n, /*truncate=*/true), expected), 1e-5);
   EXPECT_EQ(n, kMaxSeqLength);
-  // Without truncate (and no --auto-truncate): refused, naming the limit.
+  // Without truncate (and --auto-truncate false, as TestServerConfig sets): refused, naming the limit.
   v1::EmbedRequest refuse;
   refuse.set_model("st");
   refuse.add_inputs()->set_text(LongText());
@@ -237,14 +237,29 @@ TEST_F(SentenceTransformersServerTest, LongTextsAreCutAtMaxSeqLengthOnGrpcAndHtt
   ASSERT_EQ(r.status, 200) << r.raw;
   EXPECT_LT(MaxDiff(FromJson(r.body[0]), expected), 1e-5);
   r = Post(http(), "/embed", {{"inputs", LongText()}, {"truncate", false}});
-  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.status, 413) << r.raw;  // TEI's status for an over-long input
   EXPECT_THAT(r.raw, HasSubstr("16"));
-  // OpenAI's route has no truncate: --auto-truncate (off) refuses.
+  // OpenAI's route has no truncate: --auto-truncate false refuses, as OpenAI does (400).
   r = Post(http(), "/v1/embeddings", {{"model", "st"}, {"input", LongText()}});
-  EXPECT_EQ(r.status, 422) << r.raw;
+  EXPECT_EQ(r.status, 400) << r.raw;
+  EXPECT_EQ(r.body["error"]["param"], "input") << r.raw;
   EXPECT_THAT(r.raw, HasSubstr("16"));
   r = Post(http(), "/v1/embeddings", {{"model", "embedder"}, {"input", LongText()}});
   EXPECT_EQ(r.status, 200) << r.raw;
+
+  // The server's default (--auto-truncate true, as TEI 1.9's): requests that do not say are cut
+  // at max_seq_length, as SentenceTransformer.encode cuts, on every route.
+  ServerConfig config = StServerConfig();
+  config.auto_truncate = ServerConfig().auto_truncate;
+  auto cutting = RelserveServer::Start(config);
+  ASSERT_TRUE(cutting.ok()) << cutting.status();
+  r = Post((*cutting)->http_port(), "/v1/embeddings", {{"model", "st"}, {"input", LongText()}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_LT(MaxDiff(FromJson(r.body["data"][0]["embedding"]), expected), 1e-5);
+  EXPECT_EQ(r.body["usage"]["prompt_tokens"], kMaxSeqLength);
+  r = Post((*cutting)->http_port(), "/embed", {{"inputs", LongText()}});
+  ASSERT_EQ(r.status, 200) << r.raw;
+  EXPECT_LT(MaxDiff(FromJson(r.body[0]), expected), 1e-5);
 }
 
 TEST_F(SentenceTransformersServerTest, AServerWideMaxLengthMayLowerMaxSeqLengthButNotRaiseIt) {

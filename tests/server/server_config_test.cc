@@ -70,11 +70,22 @@ TEST(ServerConfigTest, ServedModelName) {
 TEST(ServerConfigTest, AutoTruncateAndHttpRequestTimeout) {
   auto c = ParseServerFlags({"--model", "a=/m/a"});
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_FALSE(c->auto_truncate);  // over-long inputs are refused unless a request says
+  EXPECT_TRUE(c->auto_truncate);  // over-long inputs are cut unless a request says, as in TEI 1.9
   EXPECT_EQ(c->http_request_timeout, absl::Seconds(60));
   auto set = ParseServerFlags({"--model", "a=/m/a", "--auto-truncate", "--http-request-timeout", "1500ms"});
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_TRUE(set->auto_truncate);
+  // --auto-truncate false, in either spelling or from the environment: refused as before TEI 1.9.
+  for (const std::vector<std::string>& off :
+       {std::vector<std::string>{"--model", "a=/m/a", "--auto-truncate", "false"},
+        std::vector<std::string>{"--model", "a=/m/a", "--auto-truncate=false"}}) {
+    auto refusing = ParseServerFlags(off);
+    ASSERT_TRUE(refusing.ok()) << refusing.status();
+    EXPECT_FALSE(refusing->auto_truncate);
+  }
+  auto from_env = ParseServerFlags({"--model", "a=/m/a"}, {{"RELSERVE_AUTO_TRUNCATE", "false"}});
+  ASSERT_TRUE(from_env.ok()) << from_env.status();
+  EXPECT_FALSE(from_env->auto_truncate);
   EXPECT_EQ(set->http_request_timeout, absl::Milliseconds(1500));
   auto seconds = ParseServerFlags({"--model", "a=/m/a", "--http-request-timeout=0"}, {{"RELSERVE_AUTO_TRUNCATE", "true"}});
   ASSERT_TRUE(seconds.ok()) << seconds.status();

@@ -78,6 +78,9 @@ ServerConfig TestServerConfig() {
   // Two workers on every machine, so that every service test also runs batches side by side.
   c.workers_per_device = 2;
   c.threads_per_worker = 1;
+  // --auto-truncate false (the default is true, as TEI 1.9's): the service tests check refusals
+  // of over-long inputs; the tests of the default start servers without this line.
+  c.auto_truncate = false;
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/batching/model_batcher.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/field_error.h"
 #include "tests/serving/fake_backend.h"
 
 namespace relserve {
@@ -37,6 +38,7 @@ class EncoderServingTest : public ::testing::Test {
     ServingLimits limits;
     limits.max_inputs_per_request = 4;
     limits.max_response_bytes = 2000;
+    limits.auto_truncate = false;  // --auto-truncate false: these tests are about refusals
     harness_.Serve(limits);
     serving_ = &harness_.serving();
   }
@@ -89,6 +91,52 @@ TEST_F(EncoderServingTest, EmbedNormalizesCutsDimensionsAndReportsUsage) {
   auto bad = Call(&EncoderServing::Embed, req);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("dimensions 5 is outside [0, 4] for model embedder"));
+}
+
+// `dimensions` on a model whose config.json says it is not Matryoshka-trained, or lists other
+// sizes, is refused with vLLM's words (PoolingParams.verify) and kind kUnsupported (OpenAI's
+// routes answer it 400, as vLLM); a model that says nothing is cut as before.
+TEST(EncoderServingMatryoshkaTest, DimensionsFollowWhatTheConfigSays) {
+  ServingHarness harness;
+  auto make = [](std::optional<bool> is, std::vector<int> sizes) {
+    auto b = std::make_unique<FakeBackend>(std::vector<std::string>{}, "");
+    b->set_matryoshka(is, std::move(sizes));
+    return b;
+  };
+  harness.Add("unsaid", make(std::nullopt, {}), nullptr, 16);
+  harness.Add("plain", make(false, {}), nullptr, 16);
+  harness.Add("mrl", make(true, {}), nullptr, 16);
+  harness.Add("listed", make(true, {2, 4}), nullptr, 16);
+  harness.Serve(ServingLimits());
+  auto embed = [&](const std::string& model, int dimensions) {
+    EmbedRequest req;
+    req.model = model;
+    req.inputs = {Input::Tokens({7, 2})};
+    req.dimensions = dimensions;
+    return harness.Call(&EncoderServing::Embed, req);
+  };
+  for (const char* model : {"unsaid", "mrl", "listed"}) {
+    auto cut = embed(model, 2);
+    ASSERT_TRUE(cut.ok()) << model << ": " << cut.status();
+    EXPECT_EQ(cut->embeddings[0].values.size(), 2u) << model;
+  }
+  EXPECT_TRUE(embed("unsaid", 3).ok());
+  EXPECT_TRUE(embed("mrl", 3).ok());
+  EXPECT_TRUE(embed("plain", 0).ok());  // no dimensions: nothing to refuse
+  const int ran = harness.backend(1).runs();
+  auto plain = embed("plain", 2);
+  EXPECT_EQ(plain.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(plain.status().message(), "Model \"plain\" does not support matryoshka representation, changing output "
+                                      "dimensions will lead to poor results.");
+  auto detail = FieldErrorOf(plain.status());
+  ASSERT_TRUE(detail.has_value());
+  EXPECT_EQ(detail->kind, FieldErrorKind::kUnsupported);
+  EXPECT_EQ(detail->field, "dimensions");
+  auto listed = embed("listed", 3);
+  EXPECT_EQ(listed.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(listed.status().message(), "Model \"listed\" only supports [2, 4] matryoshka dimensions, use other "
+                                       "output dimensions will lead to poor results.");
+  EXPECT_EQ(harness.backend(1).runs(), ran);  // refused before anything ran
 }
 
 TEST_F(EncoderServingTest, RequestsAreValidatedBeforeAnythingIsQueued) {
@@ -281,6 +329,9 @@ TEST_F(EncoderServingTest, RerankPairsALongQueryWithEachDocument) {
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("documents[0]: text pair is more than"));
 }
 
+// --auto-truncate is on unless said otherwise, as TEI 1.9's.
+TEST(ServingLimitsTest, AutoTruncateIsOnByDefault) { EXPECT_TRUE(ServingLimits().auto_truncate); }
+
 // --auto-truncate: requests that do not say are cut; a request's own truncate wins either way.
 TEST_F(EncoderServingTest, AutoTruncateIsTheDefaultOfRequestsThatDoNotSay) {
   TokenizeRequest req;
@@ -294,7 +345,7 @@ TEST_F(EncoderServingTest, AutoTruncateIsTheDefaultOfRequestsThatDoNotSay) {
   EXPECT_EQ(cut->results[0].input_ids.size(), 16u);
   req.truncation.truncate = false;  // said: refused even so
   EXPECT_THAT(std::string(automatic.Tokenize(req).status().message()), HasSubstr("more than the maximum of 16"));
-  req.truncation.truncate.reset();  // without --auto-truncate: refused
+  req.truncation.truncate.reset();  // with --auto-truncate false: refused
   EXPECT_EQ(serving_->Tokenize(req).status().code(), absl::StatusCode::kInvalidArgument);
 
   // Every call resolves it the same way: Embed, and Rerank's pairs.

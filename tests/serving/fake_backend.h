@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -55,6 +56,12 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
   void set_dtype(DType dtype) { info_.dtype = dtype; }
+  void set_vocab_size(int vocab_size) { info_.vocab_size = vocab_size; }
+  // What config.json says of Matryoshka training (ModelInfo::is_matryoshka, matryoshka_dimensions).
+  void set_matryoshka(std::optional<bool> is_matryoshka, std::vector<int> dimensions = {}) {
+    info_.is_matryoshka = is_matryoshka;
+    info_.matryoshka_dimensions = std::move(dimensions);
+  }
   // A Normalize module: pooled is normalised, pooled_unnormalized not.
   void set_normalizes(bool normalizes) { info_.pooling.normalize = normalizes; }
   // The batches' output flags, ORed.

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <future>
+#include <map>
 #include <memory>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -146,6 +148,69 @@ TEST_F(LongInputTest, AShortTextIsOneWindowAsEncodeGivesIt) {
   EXPECT_THAT(std::string(none.status().message()), HasSubstr("inputs[2].text: the model's maximum of 2 tokens"));
 }
 
+// Chunked rerank's windows: [CLS] query [SEP] run [SEP], the runs covering the document once
+// each (overlap aside), as many as max_windows allows.
+TEST_F(LongInputTest, PairWindowsRepeatTheQueryAndCoverTheDocument) {
+  const std::string query = "what is it";
+  const std::string document = LongText(20);
+  auto q = tokenizer_->EncodeRaw(query);
+  auto d = tokenizer_->EncodeRaw(document);
+  ASSERT_TRUE(q.ok() && d.ok());
+  const size_t room = kMaxLength - 3 - q->size();
+  auto windows = EncodePairWindows(query, document, "documents[0]", *tokenizer_, backend_, kMaxLength, 0, 1000);
+  ASSERT_TRUE(windows.ok()) << windows.status();
+  EXPECT_EQ(windows->size(), (d->size() + room - 1) / room);
+  std::vector<int32_t> joined;
+  for (const EncodedInput& w : *windows) {
+    const auto& ids = w.sequence.input_ids;
+    ASSERT_LE(ids.size(), static_cast<size_t>(kMaxLength));
+    EXPECT_EQ(ids.front(), kCls);
+    EXPECT_TRUE(std::equal(q->begin(), q->end(), ids.begin() + 1));
+    EXPECT_EQ(ids[1 + q->size()], kSep);
+    EXPECT_EQ(ids.back(), kSep);
+    EXPECT_EQ(w.sequence.token_type_ids.size(), ids.size());
+    joined.insert(joined.end(), ids.begin() + 2 + q->size(), ids.end() - 1);
+  }
+  EXPECT_EQ(joined, *d);
+  // Overlap: each window starts with the last 2 document tokens of the one before.
+  auto overlapping = EncodePairWindows(query, document, "documents[0]", *tokenizer_, backend_, kMaxLength, 2, 1000);
+  ASSERT_TRUE(overlapping.ok()) << overlapping.status();
+  for (size_t i = 0; i < overlapping->size(); ++i) {
+    EXPECT_EQ((*overlapping)[i].sequence.input_ids[2 + q->size()], (*d)[i * (room - 2)]) << i;
+  }
+  // At most max_windows: the first ones.
+  auto bounded = EncodePairWindows(query, document, "documents[0]", *tokenizer_, backend_, kMaxLength, 0, 2);
+  ASSERT_TRUE(bounded.ok());
+  ASSERT_EQ(bounded->size(), 2u);
+  EXPECT_EQ((*bounded)[1].sequence.input_ids, (*windows)[1].sequence.input_ids);
+  // A pair that fits is one window, as EncodePair gives it.
+  auto one = EncodePairWindows(query, "short", "documents[0]", *tokenizer_, backend_, kMaxLength, 0, 10);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0].sequence.input_ids, tokenizer_->EncodePair(query, "short")->input_ids);
+  // Refusals: a query that leaves no room, too much overlap, no windows.
+  auto long_query = EncodePairWindows(LongText(5), document, "documents[3]", *tokenizer_, backend_, kMaxLength, 0, 10);
+  EXPECT_EQ(long_query.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(long_query.status().message()), HasSubstr("leave no room for documents[3]"));
+  auto too_much = EncodePairWindows(query, document, "documents[0]", *tokenizer_, backend_, kMaxLength,
+                                    static_cast<int>(room / 2 + 1), 10);
+  EXPECT_THAT(std::string(too_much.status().message()), HasSubstr("chunk_overlap"));
+  auto none = EncodePairWindows(query, document, "documents[0]", *tokenizer_, backend_, kMaxLength, 0, 0);
+  EXPECT_THAT(std::string(none.status().message()), HasSubstr("max_chunks_per_doc 0"));
+}
+
+// Cohere v2's max_tokens_per_doc: the text up to its first n tokens.
+TEST_F(LongInputTest, FirstTokensOfADocument) {
+  const std::string document = LongText(6);
+  auto d = tokenizer_->EncodeRaw(document);
+  ASSERT_TRUE(d.ok());
+  auto cut = FirstTokensOf(document, "documents[0]", *tokenizer_, 5);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_LT(cut->size(), document.size());
+  EXPECT_EQ(*tokenizer_->EncodeRaw(*cut), std::vector<int32_t>(d->begin(), d->begin() + 5));
+  EXPECT_EQ(*FirstTokensOf(document, "documents[0]", *tokenizer_, static_cast<int>(d->size())), document);
+}
+
 TEST(CombineWindowsTest, WeightedMean) {
   const std::vector<float> a = {1, 2}, b = {3, 6};
   EXPECT_THAT(CombineWindows({&a, &b}, {1, 3}), ElementsAre(2.5f, 5.0f));
@@ -170,6 +235,7 @@ class WholeInputServingTest : public LongInputTest {
     ServingLimits limits;
     limits.max_windows_per_request = 12;
     limits.max_response_bytes = 2000;
+    limits.auto_truncate = false;  // --auto-truncate false: an over-long text is refused unless whole
     harness_.Serve(limits);
   }
   absl::StatusOr<EmbedResult> Embed(const EmbedRequest& request) { return harness_.Call(&EncoderServing::Embed, request); }
@@ -200,7 +266,7 @@ TEST_F(WholeInputServingTest, WindowsPooledVectorsAreAveragedByTokenCountThenNor
   EmbedRequest req;
   req.model = "plain";
   req.inputs = {Input::Text(text), Input::Text("short")};
-  auto refused = Embed(req);  // whole_input unset, the server's default off, truncate off
+  auto refused = Embed(req);  // whole_input unset, the server's default off, --auto-truncate false
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   req.whole_input = true;
   auto r = Embed(req);
@@ -291,6 +357,117 @@ TEST_F(WholeInputServingTest, OutputsAModelHasNoHeadForAreRefusedBeforeQueueing)
   EXPECT_EQ(many.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(many.status().message()), HasSubstr("more than 12 windows"));
   EXPECT_EQ(harness_.backend(0).runs(), 0);
+}
+
+}  // namespace
+}  // namespace relserve
+
+namespace relserve {
+namespace {
+
+// Chunked rerank through the serving layer: a cross-encoder whose raw logit is 1 when the
+// window holds the needle's token and 0 otherwise, so that only a window that reached the
+// needle scores 1.
+class ChunkedRerankTest : public LongInputTest {
+ protected:
+  void SetUp() override {
+    LongInputTest::SetUp();
+    auto needle = tokenizer_->EncodeRaw("zebra");
+    ASSERT_TRUE(needle.ok() && !needle->empty());
+    needle_ = (*needle)[0];
+    auto hay = tokenizer_->EncodeRaw(LongText(20));
+    ASSERT_EQ(std::count(hay->begin(), hay->end(), needle_), 0);
+    auto reranker = std::make_unique<FakeBackend>(std::vector<std::string>{"score"}, "regression");
+    reranker->set_logit_fn([needle = needle_](const SequenceInput& s) {
+      return std::vector<float>{std::count(s.input_ids.begin(), s.input_ids.end(), needle) > 0 ? 1.0f : 0.0f};
+    });
+    harness_.Add("reranker", std::move(reranker), tokenizer_.get(), kMaxLength);
+    ServingLimits limits;
+    limits.max_windows_per_request = 40;
+    harness_.Serve(limits);
+  }
+  absl::StatusOr<RerankResult> Rerank(const RerankRequest& r) { return harness_.Call(&EncoderServing::Rerank, r); }
+  RerankRequest Request() const {
+    RerankRequest r;
+    r.model = "reranker";
+    r.query = "where";
+    r.documents = {LongText(12) + " zebra", "short zebra", LongText(12)};
+    r.raw_scores = true;
+    return r;
+  }
+  int32_t needle_ = 0;
+  ServingHarness harness_;
+};
+
+TEST_F(ChunkedRerankTest, ALongDocumentScoresItsBestWindow) {
+  RerankRequest req = Request();
+  // Not chunked (the server's default), cut by --auto-truncate: the needle at the end is lost.
+  auto cut = Rerank(req);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_FALSE(cut->chunked);
+  EXPECT_EQ(cut->results[0].index, 1);
+  EXPECT_EQ(cut->results[0].score, 1.0f);
+  EXPECT_EQ(cut->results[1].score, 0.0f);
+  EXPECT_EQ(cut->results[1].windows, 1);
+
+  req.chunk_documents = true;
+  auto chunked = Rerank(req);
+  ASSERT_TRUE(chunked.ok()) << chunked.status();
+  EXPECT_TRUE(chunked->chunked);
+  auto want = EncodePairWindows(req.query, req.documents[0], "documents[0]", *tokenizer_, backend_, kMaxLength, 0, 10);
+  ASSERT_TRUE(want.ok());
+  ASSERT_GT(want->size(), 2u);
+  std::map<int, RerankHit> by_index;
+  for (const RerankHit& h : chunked->results) by_index[h.index] = h;
+  EXPECT_EQ(by_index[0].score, 1.0f);  // the last window reached the needle
+  EXPECT_EQ(by_index[0].windows, static_cast<int32_t>(want->size()));
+  EXPECT_EQ(by_index[1].score, 1.0f);
+  EXPECT_EQ(by_index[1].windows, 1);
+  EXPECT_EQ(by_index[2].score, 0.0f);
+  EXPECT_EQ(chunked->results[2].index, 2);  // ties keep the request's order: 0, 1, then 2
+  int64_t tokens = 0;
+  size_t sequences = 0;
+  for (size_t i = 0; i < req.documents.size(); ++i) {
+    auto w = EncodePairWindows(req.query, req.documents[i], "d", *tokenizer_, backend_, kMaxLength, 0, 10);
+    for (const EncodedInput& e : *w) tokens += static_cast<int64_t>(e.sequence.input_ids.size());
+    sequences += w->size();
+  }
+  EXPECT_EQ(chunked->usage.tokens, tokens);  // every window computed, each an ordinary sequence
+  EXPECT_EQ(static_cast<size_t>(chunked->usage.sequences), sequences);
+
+  // max_chunks_per_doc (which turns chunking on by itself) bounds the windows: the needle is past them.
+  RerankRequest bounded = Request();
+  bounded.max_chunks_per_doc = 2;
+  auto two = Rerank(bounded);
+  ASSERT_TRUE(two.ok()) << two.status();
+  for (const RerankHit& h : two->results) {
+    if (h.index == 0) {
+      EXPECT_EQ(h.windows, 2);
+      EXPECT_EQ(h.score, 0.0f);
+    }
+  }
+  // max_tokens_per_doc cuts each document first: one window, the needle gone.
+  RerankRequest short_docs = Request();
+  short_docs.chunk_documents = true;
+  short_docs.max_tokens_per_doc = 4;
+  auto first_tokens = Rerank(short_docs);
+  ASSERT_TRUE(first_tokens.ok()) << first_tokens.status();
+  for (const RerankHit& h : first_tokens->results) {
+    EXPECT_EQ(h.windows, 1) << h.index;
+    EXPECT_EQ(h.score, h.index == 1 ? 1.0f : 0.0f) << h.index;
+  }
+  // A request that says truncate false and does not chunk is refused as over-long.
+  RerankRequest refuse = Request();
+  refuse.truncation.truncate = false;
+  EXPECT_EQ(Rerank(refuse).status().code(), absl::StatusCode::kInvalidArgument);
+  // More windows than the request may compute.
+  RerankRequest many = Request();
+  many.chunk_documents = true;
+  many.max_chunks_per_doc = 1000;
+  many.documents = {LongText(60), LongText(60)};
+  auto refused = Rerank(many);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("more than 40 windows"));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 // and ParseModelConfig (families/family_registry.h) picks the descriptor by model_type.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,12 @@ struct ModelConfig {
   std::vector<std::string> id2label;  // index -> name
   std::string problem_type;           // "", "single_label_classification", "multi_label_classification", "regression"
   std::string torch_dtype;            // as stored in config.json ("float32", ...), informational
+
+  // Matryoshka training as vLLM reads it from config.json: is_matryoshka (unset: not said) and
+  // matryoshka_dimensions (the sizes an embedding may be cut to; empty: not said). A list makes
+  // the model Matryoshka-trained, as it does in vLLM.
+  std::optional<bool> is_matryoshka;
+  std::vector<int> matryoshka_dimensions;
 
   template <typename T>
   const T& family_config_as() const {

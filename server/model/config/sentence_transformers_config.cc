@@ -154,10 +154,12 @@ absl::Status ParseModelConfig(const std::string& path, SentenceTransformersConfi
     }
   }
   RETURN_IF_ERROR(r.String("similarity_fn_name", &st->similarity_fn_name));
+  // MaxSim: a ColBERT model's (PyLate, sentence-transformers' multi-vector encoders).
   if (!st->similarity_fn_name.empty() && st->similarity_fn_name != "cosine" && st->similarity_fn_name != "dot" &&
-      st->similarity_fn_name != "euclidean" && st->similarity_fn_name != "manhattan") {
+      st->similarity_fn_name != "euclidean" && st->similarity_fn_name != "manhattan" &&
+      st->similarity_fn_name != "MaxSim") {
     return r.Error("similarity_fn_name", absl::StrCat(Quote(st->similarity_fn_name),
-                                                      " is not one of cosine, dot, euclidean, manhattan"));
+                                                      " is not one of cosine, dot, euclidean, manhattan, MaxSim"));
   }
   return absl::OkStatus();
 }
@@ -253,6 +255,16 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
     } else if (absl::EndsWith(type, "sparse_encoder.models.SpladePooling")) {
       ASSIGN_OR_RETURN(st.splade, ParseSpladePooling(dir));
       have_pooling = true;
+    } else if (type == "pylate.models.Dense.Dense") {
+      if (st.colbert_dense.has_value()) return r.Error("type", "names a second PyLate Dense module");
+      ASSIGN_OR_RETURN(st.colbert_dense, ParseDense(dir));
+      ASSIGN_OR_RETURN(json dense, ReadJsonFile(JoinPath(dir, "config.json")));
+      bool residual = false;
+      RETURN_IF_ERROR(JsonFieldReader(dense, JoinPath(dir, "config.json")).Bool("use_residual", &residual));
+      if (residual) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(JoinPath(dir, "config.json"), ": \"use_residual\" true is not supported"));
+      }
     } else if (absl::EndsWith(type, "models.Dense")) {
       ASSIGN_OR_RETURN(DenseConfig d, ParseDense(dir));
       st.dense.push_back(std::move(d));
@@ -260,11 +272,11 @@ absl::StatusOr<SentenceTransformersConfig> LoadSentenceTransformersConfig(const 
       st.normalize = true;
     } else {
       return r.Error("type", absl::StrCat("\"", type, "\" is not supported (supported: Transformer, Pooling, "
-                                          "Dense, Normalize, and the sparse encoder's MLMTransformer and "
-                                          "SpladePooling)"));
+                                          "Dense, Normalize, the sparse encoder's MLMTransformer and "
+                                          "SpladePooling, and PyLate's Dense)"));
     }
   }
-  if (!have_pooling) {
+  if (!have_pooling && !st.colbert_dense.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(modules_path, ": has no sentence_transformers Pooling (or SpladePooling) module"));
   }

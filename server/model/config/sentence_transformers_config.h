@@ -62,6 +62,9 @@ struct SentenceTransformersConfig {
   std::optional<SpladePoolingConfig> splade;  // a SpladePooling module
   std::vector<DenseConfig> dense;
   bool normalize = false;
+  // PyLate's Dense module (pylate.models.Dense.Dense): a ColBERT checkpoint's projection of
+  // every token (colbert_config.h); such a model has no Pooling module.
+  std::optional<DenseConfig> colbert_dense;
 
   // The Transformer module's sentence_bert_config.json (in its folder of modules.json, else
   // the model directory's): read wherever the file is, modules.json or not, as TEI does.
@@ -72,13 +75,14 @@ struct SentenceTransformersConfig {
   // config_sentence_transformers.json (sentence-transformers 3), when present.
   SentencePrompts prompts;              // in the JSON object's (sorted) key order
   std::string default_prompt_name;      // empty: none; else one of prompts
-  std::string similarity_fn_name;       // "cosine", "dot", "euclidean", "manhattan"; empty: not given
+  std::string similarity_fn_name;       // "cosine", "dot", "euclidean", "manhattan", "MaxSim"; empty: not given
 };
 
 // Reads modules.json and the module folders it names, sentence_bert_config.json and
 // config_sentence_transformers.json; modules.json's types are sentence_transformers.models'
 // Transformer, Pooling, Dense and Normalize, and sparse_encoder.models' MLMTransformer (read as a
-// Transformer) and SpladePooling. A directory without modules.json gives
+// Transformer) and SpladePooling, and PyLate's Dense (a ColBERT model, which has no Pooling).
+// A directory without modules.json gives
 // `present == false` (and may still give the other two files' settings). Unknown module
 // types are an error naming them; a bad value is INVALID_ARGUMENT naming the file and the key:
 // max_seq_length not a positive integer, do_lower_case not a boolean, prompts not an object of

@@ -61,6 +61,32 @@ std::string SupportedCreateVariants() {
   return absl::StrJoin(all, ", ");
 }
 
+// vLLM's reading of config.json: is_matryoshka, and matryoshka_dimensions (a list of positive
+// sizes, which makes the model Matryoshka-trained).
+static absl::Status ReadMatryoshka(const JsonFieldReader& r, const json& j, ModelConfig* config) {
+  if (r.Has("is_matryoshka")) {
+    bool is = false;
+    RETURN_IF_ERROR(r.Bool("is_matryoshka", &is));
+    config->is_matryoshka = is;
+  }
+  if (!r.Has("matryoshka_dimensions")) return absl::OkStatus();
+  const json& dims = j.at("matryoshka_dimensions");
+  if (dims.is_null()) return absl::OkStatus();
+  if (!dims.is_array()) {
+    return r.Error("matryoshka_dimensions", absl::StrCat("must be a list of positive integers, got ",
+                                                         JsonValueForMessage(dims)));
+  }
+  for (const json& d : dims) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > (int64_t{1} << 30)) {
+      return r.Error("matryoshka_dimensions", absl::StrCat("must be a list of positive integers, got ",
+                                                           JsonValueForMessage(d), " in it"));
+    }
+    config->matryoshka_dimensions.push_back(static_cast<int>(d.get<int64_t>()));
+  }
+  if (!config->matryoshka_dimensions.empty()) config->is_matryoshka = true;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& source) {
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(source, ": not a JSON object"));
   JsonFieldReader r(j, source);
@@ -98,6 +124,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   config.head = arch->head;
 
   RETURN_IF_ERROR(r.String("torch_dtype", &config.torch_dtype));
+  RETURN_IF_ERROR(ReadMatryoshka(r, j, &config));
   RETURN_IF_ERROR(config.family->ParseConfig(r, j, &config));
   if (config.head == HeadKind::kSequenceClassification) {
     RETURN_IF_ERROR(ReadClassificationLabels(r, j, &config));

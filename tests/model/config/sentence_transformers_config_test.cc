@@ -266,7 +266,7 @@ TEST_F(SentenceTransformersConfigTest, BadPromptsAndSimilarityNameTheFileAndKey)
            {R"({"default_prompt_name": "query"})", "\"default_prompt_name\" \"query\" is not one of the prompts (there are none)"},
            {R"({"prompts": {"query": "q: "}, "default_prompt_name": 1})", "\"default_prompt_name\""},
            {R"({"similarity_fn_name": "dot_product"})",
-            "\"similarity_fn_name\" \"dot_product\" is not one of cosine, dot, euclidean, manhattan"},
+            "\"similarity_fn_name\" \"dot_product\" is not one of cosine, dot, euclidean, manhattan, MaxSim"},
            {R"({"similarity_fn_name": true})", "\"similarity_fn_name\""},
        }) {
     Write("config_sentence_transformers.json", c.json);

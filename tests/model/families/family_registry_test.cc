@@ -89,5 +89,34 @@ TEST(FamilyRegistryTest, BertFlopsPerToken) {
   EXPECT_DOUBLE_EQ(flops({{"model_type", "electra"}, {"embedding_size", 16}}), 2 * per_layer + 2 * 16 * 32);
 }
 
+// vLLM's reading of config.json: is_matryoshka, and matryoshka_dimensions, which makes the
+// model Matryoshka-trained; nothing said leaves both unset.
+TEST(FamilyRegistryTest, MatryoshkaKeys) {
+  auto parse = [](const nlohmann::json& overrides) {
+    nlohmann::json j = {{"model_type", "bert"}, {"hidden_size", 32}, {"num_attention_heads", 4},
+                        {"num_hidden_layers", 2}, {"intermediate_size", 64}, {"vocab_size", 100}};
+    j.update(overrides);
+    return ParseModelConfig(j, "config.json");
+  };
+  auto unsaid = parse(nlohmann::json::object());
+  ASSERT_TRUE(unsaid.ok()) << unsaid.status();
+  EXPECT_FALSE(unsaid->is_matryoshka.has_value());
+  EXPECT_TRUE(unsaid->matryoshka_dimensions.empty());
+  auto no = parse({{"is_matryoshka", false}});
+  ASSERT_TRUE(no.ok()) << no.status();
+  EXPECT_EQ(no->is_matryoshka, std::optional<bool>(false));
+  auto listed = parse({{"matryoshka_dimensions", {64, 128}}});
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->is_matryoshka, std::optional<bool>(true));
+  EXPECT_EQ(listed->matryoshka_dimensions, (std::vector<int>{64, 128}));
+  for (const nlohmann::json& bad : {nlohmann::json{{"matryoshka_dimensions", {0}}},
+                                    nlohmann::json{{"matryoshka_dimensions", "64"}},
+                                    nlohmann::json{{"is_matryoshka", "yes"}}}) {
+    auto r = parse(bad);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad.dump();
+    EXPECT_NE(std::string(r.status().message()).find("matryoshka"), std::string::npos) << r.status();
+  }
+}
+
 }  // namespace
 }  // namespace relserve

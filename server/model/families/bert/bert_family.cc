@@ -122,6 +122,9 @@ class BertDescriptor final : public FamilyDescriptor {
                                            {p + "ForSequenceClassification", HeadKind::kSequenceClassification, true},
                                            {p + "ForMaskedLM", HeadKind::kMaskedLm, true}};
     if (model_type == "bert" || model_type == "electra") archs.push_back({p + "ForPreTraining", HeadKind::kNone, false});
+    // Stanford ColBERT's checkpoints (colbert/modeling/hf_colbert.py): `bert.*` beside the
+    // projection `linear.weight`, which the ColBERT head reads (model/colbert_head.h).
+    if (model_type == "bert") archs.push_back({"HF_ColBERT", HeadKind::kNone, false});
     return archs;
   }
 
