@@ -154,6 +154,8 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     options.device = devices.front();
     options.max_length = config.max_input_length;
     options.cuda_graph_tokens = config.cuda_graph_tokens;
+    options.gpu_attention = config.gpu_attention;
+    options.log_shape_times = config.log_shape_times;
     options.pooling = config.pooling;
     auto loaded = LoadModel(*dir, options);
     if (!loaded.ok()) {

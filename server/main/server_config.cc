@@ -159,6 +159,21 @@ const FlagTable<ServerConfig>& Flags() {
               "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay the "
               "forward from a CUDA graph captured at warm-up (0: never)",
               Field(&C::cuda_graph_tokens), 0),
+      CustomFlag<C>("gpu-attention", "PATH[:BACKEND]",
+       "on a GPU, how relative attention runs: bias (every term one bias for LibTorch's fused kernel) or tables "
+       "(DeBERTa's and relative_key's terms read through their tables by relserve's kernel), and the SDPA backend "
+       "the bias path may use: default, cudnn, efficient, flash or math (bias:math)",
+       [](const std::string& v, ServerConfig* c) {
+         absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(v);
+         if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-attention: ", parsed.status().message()));
+         c->gpu_attention = *parsed;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return AttentionOptionsName(c.gpu_attention); }),
+      BoolFlag("log-shape-times",
+               "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
+               "of each shape on each worker and any much slower than its mean, so that cold shapes show",
+               Field(&C::log_shape_times)),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins)",

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/batching/worker_count.h"
+#include "server/model/layers/attention_options.h"
 #include "absl/time/time.h"
 
 namespace relserve {
@@ -45,6 +46,10 @@ struct ServerConfig {
   int max_input_length = 0;  // 0: each model's own maximum
   // On a GPU, batches of at most this many tokens replay CUDA graphs (EngineOptions); 0: never.
   int cuda_graph_tokens = 4096;
+  // On a GPU, the attention path and SDPA backend (EngineOptions::gpu_attention); --gpu-attention.
+  AttentionOptions gpu_attention;
+  // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
+  bool log_shape_times = false;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
   // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
   bool auto_truncate = false;

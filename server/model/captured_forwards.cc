@@ -23,8 +23,8 @@ struct CapturedForwards::Graph {
 };
 
 CapturedForwards::CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens,
-                                   int64_t pad_id)
-    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id) {}
+                                   int64_t pad_id, DeviceAttention attention)
+    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id), attention_(attention) {}
 
 CapturedForwards::~CapturedForwards() = default;
 
@@ -63,6 +63,7 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
     in.attention_mask = g->attention_mask;
     in.has_padding = true;
     in.pack_rows = false;
+    in.attention_path = attention_;
     g->outputs = std::make_shared<EncoderOutputs>();
     absl::StatusOr<std::unique_ptr<DeviceGraph>> graph;
     try {

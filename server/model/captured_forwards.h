@@ -31,7 +31,9 @@ namespace relserve {
 // shapes do not depend on the data. Token types are not captured: batches with them run eagerly.
 class CapturedForwards {
  public:
-  CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens, int64_t pad_id);
+  // `attention`: the path every captured forward's attention takes (EngineOptions::gpu_attention).
+  CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens, int64_t pad_id,
+                   DeviceAttention attention = DeviceAttention::kBias);
   ~CapturedForwards();
 
   // The graph batch of B sequences at length L, or 0 when no graph is meant for that shape (or
@@ -63,6 +65,7 @@ class CapturedForwards {
   const c10::Device device_;
   const int64_t max_tokens_;
   const int64_t pad_id_;
+  const DeviceAttention attention_;
   // Held by a capture, and by each replay until its outputs are read (the graphs share one
   // memory pool). Taken before state_mu_.
   std::mutex replay_mu_;

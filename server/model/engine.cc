@@ -16,6 +16,8 @@
 #include "absl/strings/str_join.h"
 #include "server/model/bge_m3_heads.h"
 #include "server/model/captured_forwards.h"
+#include "server/model/layers/biased_attention.h"
+#include "server/model/shape_time_log.h"
 #include "server/model/runtime/device_graph.h"
 #include "server/util/log.h"
 #include "server/model/runtime/cpu_tensor_allocator.h"
@@ -48,6 +50,9 @@ struct Engine::Impl {
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
   std::unique_ptr<CapturedForwards> graphs;  // on a GPU with options.cuda_graph_tokens > 0
+  AttentionOptions attention;                 // options.gpu_attention
+  AttentionStats attention_stats;             // every forward's attention calls
+  std::unique_ptr<ShapeTimeLog> shape_log;    // with options.log_shape_times
 
   // Which head answers kOutputSparse.
   enum class SparseHead { kNone, kSplade, kBgeM3 };
@@ -124,6 +129,16 @@ std::vector<float> ToFloatVector(const at::Tensor& t) {
 
 int64_t Engine::captured_graphs() const { return impl_->graphs ? impl_->graphs->graphs() : 0; }
 int64_t Engine::graph_replays() const { return impl_->graphs ? impl_->graphs->replays() : 0; }
+
+Engine::AttentionCounts Engine::attention_counts() const {
+  const AttentionStats& s = impl_->attention_stats;
+  AttentionCounts counts;
+  counts.cpu = s.cpu_calls.load();
+  counts.bias = s.bias_calls.load();
+  counts.tables = s.table_calls.load();
+  counts.host_seconds = static_cast<double>(s.host_nanoseconds.load()) * 1e-9;
+  return counts;
+}
 
 int DeviceBatchLength(int length, int max_length) {
   const int step = length <= 256 ? 16 : length <= 1024 ? 64 : 256;
@@ -299,9 +314,17 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (options.cuda_graph_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
   }
+  engine->impl_->attention = options.gpu_attention;
+  if (!device.is_cpu()) {
+    if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {
+      return absl::Status(backend.code(), absl::StrCat("--gpu-attention ", AttentionOptionsName(options.gpu_attention),
+                                                       ": ", backend.message()));
+    }
+  }
+  if (options.log_shape_times) engine->impl_->shape_log = std::make_unique<ShapeTimeLog>(config.architecture);
   if (options.cuda_graph_tokens > 0 && DeviceGraphsAvailable(device)) {
     engine->impl_->graphs = std::make_unique<CapturedForwards>(*engine->impl_->model, device, options.cuda_graph_tokens,
-                                                               engine->impl_->pad_id);
+                                                               engine->impl_->pad_id, options.gpu_attention.path);
   }
   if (st.splade.has_value()) {
     if (!engine->impl_->masked_lm.has_value()) {
@@ -473,6 +496,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       }
     }
     EncoderInputs in{ids, mask, types, padded, at::Tensor()};
+    AttentionStats forward_stats;  // this forward's attention calls
+    in.attention_path = impl_->attention.path;
+    in.attention_stats = &forward_stats;
     // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
     CapturedForwards* graphs = impl_->graphs.get();
     const bool graphable = graphs != nullptr && !types.defined() && (outputs & (kOutputSparse | kOutputMultiVector)) == 0 &&
@@ -506,6 +532,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       out = impl_->model->Forward(in, /*all_hidden_states=*/false);
     }
     const absl::Time forwarded = absl::Now();
+    AttentionStats& total = impl_->attention_stats;
+    total.cpu_calls += forward_stats.cpu_calls.load();
+    total.bias_calls += forward_stats.bias_calls.load();
+    total.table_calls += forward_stats.table_calls.load();
+    total.host_nanoseconds += forward_stats.host_nanoseconds.load();
+    if (impl_->shape_log) {
+      impl_->shape_log->Record(B, L, forwarded - prepared, absl::Nanoseconds(forward_stats.host_nanoseconds.load()),
+                               replayed.has_value());
+    }
 
     // The only copies back, and the only waits for the device: the results.
     std::vector<SequenceOutput> results(batch.size());
@@ -639,6 +674,8 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
     EncoderInputs in{make(batch.input_ids), make(batch.attention_mask),
                      batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded,
                      at::Tensor()};
+    in.attention_path = impl_->attention.path;
+    in.attention_stats = &impl_->attention_stats;
     EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
     std::vector<NamedTensor> result;
     auto add = [&](const std::string& name, const at::Tensor& t) {

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend/inference_backend.h"
+#include "server/model/layers/attention_options.h"
 #include "server/model/config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 
@@ -28,6 +29,13 @@ struct EngineOptions {
   // length) replay the encoder's forward from a CUDA graph captured at warm-up
   // (captured_forwards.h); 0 runs every batch eagerly. Unused on the CPU.
   int64_t cuda_graph_tokens = 4096;
+  // How attention runs on a GPU: the path (bias or tables) and the SDPA backend the bias path may
+  // use (attention_options.h; the backend is LibTorch's process-wide choice, set at load). Unused
+  // on the CPU, whose own path runs every family.
+  AttentionOptions gpu_attention;
+  // Logs the host time of forwards per (thread, batch, length) (shape_time_log.h): the first two
+  // of each, and any much slower than the shape's mean, so that a cold shape shows.
+  bool log_shape_times = false;
 };
 
 // A padded batch in transformers' layout: row-major [batch, length] int64.
@@ -80,6 +88,13 @@ class Engine : public InferenceBackend {
   // CUDA graphs captured so far, and batches replayed through them (both 0 without graphs).
   int64_t captured_graphs() const;
   int64_t graph_replays() const;
+  // The attention calls of every forward so far, by the path that ran them, and their host time
+  // (attention_options.h): a check that the path asked for is the one taken.
+  struct AttentionCounts {
+    int64_t cpu = 0, bias = 0, tables = 0;
+    double host_seconds = 0;
+  };
+  AttentionCounts attention_counts() const;
   // On the CPU the default doubling; on other devices every length batches run at there
   // (DeviceBatchLength), each a kernel configuration of its own.
   std::vector<int> WarmUpLengths(int max_length) const override;
