@@ -174,6 +174,14 @@ const FlagTable<ServerConfig>& Flags() {
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",
                Field(&C::log_shape_times)),
+      StringFlag("gpu-batch-sizes", "MODE",
+                 "on a GPU, rounded: batch sizes rounded up to 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ... (a few "
+                 "shapes, all warmed up); exact: as formed",
+                 Field(&C::gpu_batch_sizes), {"rounded", "exact"}),
+      BoolFlag("warmup-workers",
+               "with --warmup, on a GPU also warm every batch size and length up on each worker's own thread before "
+               "reporting SERVING (per-thread library caches)",
+               Field(&C::warmup_workers)),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins)",

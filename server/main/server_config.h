@@ -50,6 +50,11 @@ struct ServerConfig {
   AttentionOptions gpu_attention;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;
+  // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.
+  std::string gpu_batch_sizes = "rounded";
+  // With warmup: models whose backend asks for it (a GPU) are also warmed up on every worker's
+  // own thread, at every batch shape, before SERVING (BatcherConfig::warm_up_workers).
+  bool warmup_workers = true;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
   // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes).
   bool auto_truncate = false;

@@ -43,7 +43,7 @@ absl::StatusOr<AttentionOptions> ParseAttentionOptions(std::string_view value) {
 std::string AttentionOptionsName(const AttentionOptions& options) {
   std::string name = options.path == DeviceAttention::kTables ? "tables" : "bias";
   for (const auto& [backend, b] : kBackends) {
-    if (b == options.sdpa && b != SdpaBackend::kDefault) absl::StrAppend(&name, ":", backend);
+    if (b == options.sdpa && b != SdpaBackend::kDefault) name += ":" + std::string(backend);
   }
   return name;
 }
