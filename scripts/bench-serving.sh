@@ -22,7 +22,8 @@
 # wall time (relserve_simulated_device_busy_seconds_total), and device_share: the server's
 # tokens/s over the device's saturated rate (its largest batches back to back; /info's
 # simulated_saturated_tokens_per_second). VOCAB (default 128100) is the largest token id + 1
-# the client sends, WARMUP (default 3) its seconds before each point, LABEL a word put in each line.
+# the client sends, WARMUP (default 3) its seconds before each point, LABEL a word put in each line,
+# PORT and METRICS_PORT the server's gRPC and metrics ports (default 50151, 9251).
 #   scripts/bench-serving.sh          (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +41,7 @@ MODEL=${MODEL:-$MODELS/deberta-v3-xsmall}
 [[ "$MODEL" == simulated:* ]] || [ -f "$MODEL/config.json" ] || "$BIN/relserve-model" create --family deberta-v3 --hidden 384 --layers 12 --heads 6 \
   --intermediate 1536 --vocab 128100 --out "$MODEL"
 : > "$OUT"
-port=50151; mport=9251
+port=${PORT:-50151}; mport=${METRICS_PORT:-9251}
 # scrape FILE: the server's /metrics into FILE (no curl needed: HTTP/1.0 over bash's /dev/tcp).
 scrape() {
   { exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
@@ -80,7 +81,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
       saturated=$(metric "$sim/after.prom" relserve_simulated_device_saturated_tokens_per_second)
       tps=$(echo "$line" | sed -n 's/.*"tokens_per_second":\([0-9.]*\).*/\1/p')
       extra=$(awk -v b0="$busy0" -v b1="$busy1" -v w0="$wall0" -v w1="$wall1" -v sat="${saturated:-0}" -v tps="${tps:-0}" \
-        'BEGIN { printf "\"utilisation\":%.4f,\"device_share\":%.4f,", (b1 - b0) / (w1 - w0), sat > 0 ? tps / sat : 0 }')
+        'BEGIN { printf "\"utilisation\":%.4f,\"device_share\":%.4f,", (b1 - b0) / (w1 - w0), (sat > 0 ? tps / sat : 0) }')
       line="{$extra${line#\{}"
     fi
     [ -n "${LABEL:-}" ] && line="{\"label\":\"$LABEL\",${line#\{}"
