@@ -13,7 +13,7 @@
 # server_rss_mib is the server's resident size after each point, server_cpu_s the CPU time
 # (user + system) it spent during the point, warm-up included. MODEL names another model
 # directory, DEVICE=cuda serves it on a GPU. METRICS_DIR keeps the server's /metrics after each
-# point there (<batching>-<concurrency>.prom), and adds the mean forward time per batch, queue
+# point there (<batching>-<concurrency>.prom; -2, -3, ... added for a point repeated), and adds the mean forward time per batch, queue
 # time per sequence and batch size of the point (from the histograms' sums and counts) to its
 # line, and the mean time per batch of each stage of the model call (stage_prepare_ms,
 # stage_forward_ms, stage_results_ms: relserve_batch_stage_duration_seconds): where a batch's
@@ -88,6 +88,11 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
     if [ -n "${METRICS_DIR:-}" ]; then
       mkdir -p "$METRICS_DIR"
       prom="$METRICS_DIR/$setting-$c.prom"
+      # A point repeated (LEVELS="128 128 128", or a setting again under ALLOCATORS) keeps each
+      # scrape: -2, -3, ...
+      n=2
+      while [[ " ${seen_proms:-} " == *" $prom "* ]]; do prom="$METRICS_DIR/$setting-$c-$n.prom"; n=$((n + 1)); done
+      seen_proms="${seen_proms:-} $prom"
       # No curl needed: HTTP/1.0 over bash's /dev/tcp.
       { exec 3<>"/dev/tcp/127.0.0.1/$mport" && printf 'GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3 &&
         cat <&3 > "$prom"; exec 3<&-; } || true

@@ -86,7 +86,7 @@ if [ "$REHEARSE" = 1 ]; then
   BUILD=${BUILD:-$ROOT/build}
   DEVICE=cpu; DTYPE=float32; MODEL="$ROOT/tests/data/reference/deberta_v3_cls"; VOCAB=1000
   DURATION=2; WARMUP=1; PROBE_ARGS=(--device cpu --batches 1,2 --lengths 16)
-  CEILING_LENGTHS="8 32 128"; SHAPES="1x16 4x32"; SERVER_MAX=128
+  CEILING_LENGTHS="8 32 128"; SHAPES="1x16 4x32"; SERVER_MAX=512
   PROBE_SETTINGS="default"
 else
   BUILD=${BUILD:-/tmp/relserve-build}
@@ -160,7 +160,8 @@ else
     fi
   fi
 fi
-step build "$build_rc" "$t0" "\"errors\":$(grep -c -E 'error:|Error ' "$LOGS/build.log" 2>/dev/null || echo 0)"
+errors=$(grep -c -E 'error:|Error ' "$LOGS/build.log" 2>/dev/null || true)
+step build "$build_rc" "$t0" "\"errors\":${errors:-0}"
 if [ "$build_rc" -ne 0 ] || [ ! -x "$BIN/relserve" ]; then
   wait "$probe_pid"
   skip server "the build failed"
@@ -214,7 +215,9 @@ for flags in "${candidates[@]}"; do
   if [ -s "$SCRATCH/candidate.jsonl" ]; then
     cat "$SCRATCH/candidate.jsonl" >> "$OUT_DIR/candidates.jsonl"
   else
-    echo "{\"flags\":\"$flags\",\"rc\":$rc,\"error\":\"no point (see logs/server.log)\"}" >> "$OUT_DIR/candidates.jsonl"
+    k=$(wc -l < "$OUT_DIR/candidates.jsonl" 2>/dev/null || echo 0)
+    cp "$SCRATCH/candidate.jsonl.bucketed.log" "$LOGS/candidate-$k-server.log" 2>/dev/null
+    echo "{\"flags\":\"$flags\",\"rc\":$rc,\"error\":\"no point (logs/server.log, logs/candidate-$k-server.log)\"}" >> "$OUT_DIR/candidates.jsonl"
   fi
 done
 step candidates 0 "$t0"
