@@ -27,7 +27,9 @@ using testing::ReferenceDir;
 class RecordingModel : public EncoderModel {
  public:
   EncoderOutputs Forward(const EncoderInputs& in, bool) const override {
-    if (fail) throw std::runtime_error("operation not permitted when stream is capturing");
+    if (fail || (fail_from >= 0 && forwards >= fail_from)) {
+      throw std::runtime_error("operation not permitted when stream is capturing");
+    }
     ++forwards;
     EncoderOutputs out;
     at::Tensor n = at::full_like(in.input_ids, static_cast<double>(forwards.load()), at::kFloat);
@@ -38,6 +40,7 @@ class RecordingModel : public EncoderModel {
   std::vector<Linear*> EncoderLinears() override { return {}; }
   mutable std::atomic<int> forwards{0};
   std::atomic<bool> fail{false};
+  std::atomic<int> fail_from{-1};  // >= 0: forwards from this many on throw
 };
 
 class CapturedForwardsTest : public ::testing::Test {
@@ -109,6 +112,27 @@ TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
   EXPECT_EQ(graphs.GraphBatch(1, 16), 0);
   EXPECT_FALSE(graphs.Captured(16));
   EXPECT_EQ(graphs.graphs(), 0);
+  EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
+}
+
+// The eager forward before a capture succeeds and the capture itself fails (as work that is not
+// allowed while a stream captures would): graphs go off all the same, naming the shape, and
+// what was captured before is dropped.
+TEST_F(CapturedForwardsTest, AFailureInTheCaptureItselfTurnsGraphsOff) {
+  RecordingModel model;
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0);
+  ASSERT_TRUE(graphs.CaptureLength(16).ok());
+  EXPECT_EQ(graphs.graphs(), 3);  // 1, 2 and 4 sequences
+  const int before = model.forwards;
+  model.fail_from = before + 1;  // the eager forward of 1 x 32 runs; its capture throws
+  absl::Status status = graphs.CaptureLength(32);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(model.forwards, before + 1);  // the eager forward ran, so it was the capture that failed
+  EXPECT_NE(status.message().find("1 x 32 tokens"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("operation not permitted"), std::string::npos) << status;
+  EXPECT_EQ(graphs.graphs(), 0);
+  EXPECT_EQ(graphs.GraphBatch(1, 16), 0);
+  EXPECT_FALSE(graphs.Captured(16));
   EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
 }
 
@@ -188,6 +212,71 @@ TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   ASSERT_TRUE(eager_again.ok());
   ASSERT_TRUE((*eager_again)->Run(seqs, outputs).ok());
   EXPECT_EQ((*eager_again)->captured_graphs(), 0);
+}
+
+std::vector<SequenceInput> Sequences(int n, int length, int salt) {
+  std::vector<SequenceInput> batch(n);
+  for (int i = 0; i < n; ++i) {
+    for (int t = 0; t < length - i; ++t) batch[i].input_ids.push_back(5 + (7 * t + 11 * i + 13 * salt) % 90);
+  }
+  return batch;
+}
+
+// At engine level, a batch of three replayed in the graph of four, whose last row still holds
+// the batch before: every output is the eager engine's (nothing of the stale row leaks into the
+// pooled vectors, the logits or the token states), and the stale row's input is not read back.
+TEST_F(CapturedEngineTest, ASmallerBatchInALargerGraphReadsOnlyItsRows) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  auto eager = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  SetDeviceGraphsOnCpuForTesting(true);
+  EngineOptions options;
+  options.cuda_graph_tokens = 256;  // graphs of 1, 2, 4, 8 sequences of up to 32 tokens
+  auto captured = Engine::Load(dir, options);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  const uint32_t outputs = kOutputTokenStates | kOutputPooled | kOutputLogits;
+  const std::vector<SequenceInput> four = Sequences(4, 20, 1), three = Sequences(3, 20, 2);
+  ASSERT_TRUE((*captured)->Run(four, outputs).ok());  // captures every graph of length 20
+  ASSERT_TRUE((*captured)->Run(four, outputs).ok());  // fills the graph of four
+  EXPECT_EQ((*captured)->graph_replays(), 1);
+  auto got = (*captured)->Run(three, outputs);
+  auto want = (*eager)->Run(three, outputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ((*captured)->graph_replays(), 2);  // the three ran in the graph of four
+  ASSERT_EQ(got->size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*got)[i].num_tokens, (*want)[i].num_tokens);
+    EXPECT_LE(MaxAbsDiff((*got)[i].token_states, (*want)[i].token_states), 1e-5) << "sequence " << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].pooled, (*want)[i].pooled), 1e-5) << "sequence " << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].logits, (*want)[i].logits), 1e-5) << "sequence " << i;
+  }
+  // The batch of four's fourth row differs from anything in the three: had it leaked (a row
+  // read past the batch, a pooled mean over the graph's rows), the answers above would differ.
+  auto fourth = (*eager)->Run({four[3]}, kOutputPooled);
+  ASSERT_TRUE(fourth.ok());
+  for (size_t i = 0; i < 3; ++i) EXPECT_GT(MaxAbsDiff((*got)[i].pooled, (*fourth)[0].pooled), 1e-3);
+}
+
+// On the graph path too, each stage holds its own work: the replay (the whole encoder) is the
+// forward stage, longer than preparing the inputs or reading the results; a replay runs no eager
+// attention call (the captured graph's kernels run instead).
+TEST_F(CapturedEngineTest, StageTimesHoldTheirWorkOnTheGraphPath) {
+  SetDeviceGraphsOnCpuForTesting(true);
+  EngineOptions options;
+  options.cuda_graph_tokens = 4096;
+  auto engine = Engine::Load(ReferenceDir("deberta_v3_cls"), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::vector<SequenceInput> batch = Sequences(8, 256, 3);
+  ASSERT_TRUE((*engine)->Run(batch, kOutputPooled).ok());  // captured
+  const Engine::AttentionCounts before = (*engine)->attention_counts();
+  RunTimings t;
+  ASSERT_TRUE((*engine)->RunTimed(batch, kOutputPooled, &t).ok());
+  EXPECT_EQ((*engine)->graph_replays(), 1);
+  const Engine::AttentionCounts after = (*engine)->attention_counts();
+  EXPECT_EQ(after.cpu + after.bias + after.tables, before.cpu + before.bias + before.tables);
+  EXPECT_GT(t.forward, t.prepare);
+  EXPECT_GT(t.forward, t.results);
 }
 
 // Threads at once, some batches through graphs (one at a time) and some eagerly beside them:
