@@ -11,7 +11,7 @@
 #      device, utilisation; then engine-yardstick.json: the engine alone over the same workload
 #      (workload_full_tps); round.jsonl {"step":"server-share"}: the server's tokens/s over it.
 #   4. candidates.jsonl: the same point once per fix candidate (CANDIDATES: the attention path
-#      and SDPA backend, CUDA graphs off, batch sizes not rounded).
+#      and SDPA backend, CUDA graphs off, batch sizes not rounded, no per-worker warm-up).
 #   5. engine.jsonl: the engine at 1x128, 32x128, 32x512 on both attention paths, graphs on and
 #      off (off where the shape has graphs).
 #   6. tests.jsonl: the GPU tests, built and run in the time that is left.
@@ -96,7 +96,7 @@ else
   PROBE_SETTINGS="default no-cudnn no-efficient no-flash math"
 fi
 BIN="$BUILD/bin"
-CANDIDATES=${CANDIDATES:-"--gpu-attention tables;--gpu-attention bias:cudnn;--gpu-attention bias:efficient;--gpu-attention bias:math;--cuda-graph-tokens 0;--gpu-batch-sizes exact"}
+CANDIDATES=${CANDIDATES:-"--gpu-attention tables;--gpu-attention bias:cudnn;--gpu-attention bias:efficient;--gpu-attention bias:math;--cuda-graph-tokens 0;--gpu-batch-sizes exact;--warmup-workers false"}
 
 {
   echo "{\"round\":\"relserve\",\"rehearse\":$REHEARSE,\"budget_s\":$BUDGET,\"device\":\"$DEVICE\",\"dtype\":\"$DTYPE\"," \
@@ -247,22 +247,28 @@ step engine 0 "$t0"
 # 6. The GPU tests, in the time that is left: built first (the build stops at the deadline), then
 # run one binary at a time while time remains.
 t0=$(date +%s)
-tests=(gpu_engine_test gpu_server_test table_attention_test engine_test reference_parity_test deberta_switches_test)
+# Each run: BINARY[:tables] (tables: the table path, RELSERVE_TEST_BIASED_ATTENTION=tables).
+runs=(gpu_engine_test gpu_server_test table_attention_test reference_parity_test reference_parity_test:tables
+      deberta_switches_test:tables engine_test deberta_switches_test)
 # On the CPU only the GPU binaries (they skip without a device): the rest run in CTest anyway.
-[ "$REHEARSE" = 1 ] && tests=(gpu_engine_test gpu_server_test)
+[ "$REHEARSE" = 1 ] && runs=(gpu_engine_test gpu_server_test)
+targets=(); for r in "${runs[@]}"; do [[ " ${targets[*]} " == *" ${r%:*} "* ]] || targets+=("${r%:*}"); done
 if [ "$(left)" -gt 40 ]; then
-  timeout "$(cap 300 20)" cmake --build "$BUILD" -j "$JOBS" --target "${tests[@]}" -- -k 0 > "$SCRATCH/tests-build.log" 2>&1
+  timeout "$(cap 300 20)" cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" -- -k 0 > "$SCRATCH/tests-build.log" 2>&1
   step tests-build $? "$t0"
   tail -n 100 "$SCRATCH/tests-build.log" > "$LOGS/tests-build.log"
-  for t in "${tests[@]}"; do
-    [ -x "$BIN/$t" ] || { echo "{\"test\":\"$t\",\"skipped\":\"not built\"}" >> "$OUT_DIR/tests.jsonl"; continue; }
-    [ "$(left)" -lt 15 ] && { echo "{\"test\":\"$t\",\"skipped\":\"time\"}" >> "$OUT_DIR/tests.jsonl"; continue; }
+  for r in "${runs[@]}"; do
+    t=${r%:*}; path=bias; [ "$r" != "$t" ] && path=${r#*:}
+    [ -x "$BIN/$t" ] || { echo "{\"test\":\"$t\",\"attention\":\"$path\",\"skipped\":\"not built\"}" >> "$OUT_DIR/tests.jsonl"; continue; }
+    [ "$(left)" -lt 15 ] && { echo "{\"test\":\"$t\",\"attention\":\"$path\",\"skipped\":\"time\"}" >> "$OUT_DIR/tests.jsonl"; continue; }
     envs=(); [ "$REHEARSE" = 0 ] && envs=(RELSERVE_TEST_DEVICE=cuda)
+    [ "$path" = tables ] && envs+=(RELSERVE_TEST_BIASED_ATTENTION=tables)
+    log="$LOGS/$t.$path.log"
     t1=$(date +%s)
-    (cd "$BUILD" && env "${envs[@]}" timeout "$(cap 120 5)" "$BIN/$t" > "$LOGS/$t.log" 2>&1)
+    (cd "$BUILD" && env "${envs[@]}" timeout "$(cap 120 5)" "$BIN/$t" > "$log" 2>&1)
     rc=$?
-    echo "{\"test\":\"$t\",\"rc\":$rc,\"seconds\":$(( $(date +%s) - t1 )),\"passed\":$(grep -c '^\[       OK \]' "$LOGS/$t.log")," \
-         "\"failed\":$(grep -c '^\[  FAILED  \] [A-Za-z]' "$LOGS/$t.log"),\"skipped\":$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$LOGS/$t.log")}" \
+    echo "{\"test\":\"$t\",\"attention\":\"$path\",\"rc\":$rc,\"seconds\":$(( $(date +%s) - t1 )),\"passed\":$(grep -c '^\[       OK \]' "$log")," \
+         "\"failed\":$(grep -c '^\[  FAILED  \] [A-Za-z]' "$log"),\"skipped\":$(grep -c '^\[  SKIPPED \] [A-Za-z]' "$log")}" \
       >> "$OUT_DIR/tests.jsonl"
   done
 else

@@ -52,9 +52,9 @@ yard = json.load(open(f"{out}/engine-yardstick.json"))
 check(yard["workload_full_tps"] > 0, f"engine-yardstick.json: {yard}")
 candidates = lines("candidates.jsonl")
 labels = [c.get("label") for c in candidates]
-check(len(candidates) == 6 and all(c.get("tokens_per_second", 0) > 0 for c in candidates),
+check(len(candidates) == 7 and all(c.get("tokens_per_second", 0) > 0 for c in candidates),
       f"candidates.jsonl: {len(candidates)} lines, labels {labels}")
-check("--gpu-attention tables" in labels and "--cuda-graph-tokens 0" in labels, f"candidate labels {labels}")
+check("--gpu-attention tables" in labels and "--cuda-graph-tokens 0" in labels and "--warmup-workers false" in labels, f"candidate labels {labels}")
 engine = lines("engine.jsonl")
 check(len(engine) == 8 and {e["attention"] for e in engine} == {"bias", "tables"} and
       all(e.get("tokens_per_second", 0) > 0 for e in engine), f"engine.jsonl: {len(engine)} lines")
