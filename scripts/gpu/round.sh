@@ -7,9 +7,9 @@
 #      128 and 512 tokens, with every SDPA backend and with each switched off; the versions.
 #   2. round.jsonl {"step":"build"}: the programs only (relserve, relserve-model, relserve-client).
 #   3. server.jsonl: the server on DeBERTa-v3-base bfloat16, 128 callers, lengths log-uniform
-#      8-512, three points back to back on one server, stage times and, with the simulated
-#      device, utilisation; then engine-yardstick.json: the engine alone over the same workload
-#      (workload_full_tps); round.jsonl {"step":"server-share"}: the server's tokens/s over it.
+#      8-512, three points back to back on one server, with stage times; then
+#      engine-yardstick.json: the engine alone over the same workload (workload_full_tps);
+#      round.jsonl {"step":"server-share"}: the server's best tokens/s over it.
 #   4. candidates.jsonl: the same point once per fix candidate (CANDIDATES: the attention path
 #      and SDPA backend, CUDA graphs off, batch sizes not rounded, no per-worker warm-up).
 #   5. engine.jsonl: the engine at 1x128, 32x128, 32x512 on both attention paths, graphs on and

@@ -156,7 +156,7 @@ const FlagTable<ServerConfig>& Flags() {
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               Field(&C::max_input_length), 0),
       IntFlag("cuda-graph-tokens",
-              "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay the "
+              "on a GPU, batches of at most N tokens (batch size, rounded as --gpu-batch-sizes does, x length) replay the "
               "forward from a CUDA graph captured at warm-up (0: never)",
               Field(&C::cuda_graph_tokens), 0),
       CustomFlag<C>("gpu-attention", "PATH[:BACKEND]",

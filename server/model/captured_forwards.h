@@ -20,9 +20,11 @@ namespace relserve {
 
 // The encoder's forward for small batches on a GPU, replayed from CUDA graphs (device_graph.h):
 // one launch instead of one per kernel, for batches whose forward is bound by launching them.
-// A graph per (graph batch, length): graph batches are the powers of two whose graph batch ×
-// length is at most max_tokens, and a batch of B sequences runs in the graph of B rounded up
-// (the rows past B hold earlier inputs, whose outputs are not read). Graphs are captured per
+// A graph per (graph batch, length): graph batches are the device batch sizes (1, 2, 3, 4, 6, 8,
+// 12, ...: DeviceBatchSize in device_shapes.h, as the engine rounds GPU batches) whose graph batch
+// × length is at most max_tokens, and a batch of B sequences runs in the graph of B rounded up
+// (the rows past B hold earlier inputs, whose outputs are not read; a batch the engine rounded
+// fills its graph). Graphs are captured per
 // length, the first time a batch of that length could use one (the warm-up runs every length a
 // GPU batch can have), after an eager forward of each shape, and share one memory pool: replays
 // run one at a time, each holding the lock until its outputs are read.

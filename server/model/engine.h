@@ -28,8 +28,8 @@ struct EngineOptions {
   // out) and names it in ModelInfo; it keeps no pointer to it.
   const Tokenizer* tokenizer = nullptr;
   std::string no_tokenizer_reason;  // ModelInfo's, where there is no tokenizer
-  // On a GPU, batches of at most this many tokens (batch rounded up to a power of two, times
-  // length) replay the encoder's forward from a CUDA graph captured at warm-up
+  // On a GPU, batches of at most this many tokens (batch rounded up to a device batch size,
+  // times length) replay the encoder's forward from a CUDA graph captured at warm-up
   // (captured_forwards.h); 0 runs every batch eagerly. Unused on the CPU.
   int64_t cuda_graph_tokens = 4096;
   // How attention runs on a GPU: the path (bias or tables) and the SDPA backend the bias path may

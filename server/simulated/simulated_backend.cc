@@ -9,16 +9,6 @@
 #include "server/backend/device_shapes.h"
 
 namespace relserve {
-namespace {
-
-int64_t PowerOfTwoAtLeast(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p *= 2;
-  return p;
-}
-
-}  // namespace
-
 SimulatedBackend::SimulatedBackend(SimulatedDeviceSpec spec, std::function<void(double)> on_busy)
     : spec_(std::move(spec)), on_busy_(std::move(on_busy)) {
   const SimulatedDeviceProfile& p = spec_.profile;
@@ -56,11 +46,8 @@ SimulatedBackend::Shape SimulatedBackend::ShapeOf(int64_t batch, int64_t length)
   Shape shape;
   shape.length = DeviceBatchLength(static_cast<int>(length), info_.max_length);
   shape.rows = DeviceBatchSize(static_cast<int>(batch), std::numeric_limits<int>::max());
-  const int64_t graph_rows = PowerOfTwoAtLeast(shape.rows);
-  if (spec_.graphs && graph_rows * shape.length <= spec_.profile.graph_tokens) {
-    shape.graph = true;
-    shape.rows = graph_rows;
-  }
+  // The engine's graphs hold exactly the rounded batch sizes (captured_forwards.h).
+  shape.graph = spec_.graphs && shape.rows * shape.length <= spec_.profile.graph_tokens;
   return shape;
 }
 

@@ -21,8 +21,8 @@ namespace relserve {
 // transports can be measured against a device on a machine without one. Each batch, on its
 // worker's thread:
 //   1. its shape as a GPU batch runs it: the length rounded by DeviceBatchLength, the size by
-//      DeviceBatchSize (device_shapes.h), and, where the graph batch (a power of two) times the
-//      length is within the profile's graph_tokens, a CUDA graph of that many rows;
+//      DeviceBatchSize (device_shapes.h), and, where that many rows times the length is within
+//      the profile's graph_tokens, a CUDA graph of that size (as the engine captures them);
 //   2. the host's launch: eager_launch or graph_launch seconds slept on the worker's thread (plus
 //      cold_ms the first time this thread runs this shape);
 //   3. the device: DeviceSeconds(rows, length) + copy_seconds on the one device clock shared by

@@ -28,8 +28,8 @@ struct SimulatedDeviceProfile {
   double per_attention_seconds = 0;  // per B * L^2
   double eager_launch_seconds = 0;
   double graph_launch_seconds = 0;
-  // Batches whose graph batch (B rounded up to a power of two) x L is at most this replay a
-  // graph (the server's default --cuda-graph-tokens); the graph runs all its rows.
+  // Batches whose rounded size x L is at most this replay a graph (the server's default
+  // --cuda-graph-tokens).
   int64_t graph_tokens = 0;
   double copy_seconds = 0;  // per batch: the inputs in and the results out
 

@@ -44,7 +44,7 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                       .In(kModelOptions));
   flags.push_back(MaxLengthFlag());
   flags.push_back(CliInt("cuda-graph-tokens",
-                         "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay "
+                         "on a GPU, batches of at most N tokens (batch rounded up to 1, 2, 3, 4, 6, 8, 12, ... x length) replay "
                          "the forward from a CUDA graph captured on its first run; 0: never",
                          4096, 0, "N")
                       .In(kModelOptions));

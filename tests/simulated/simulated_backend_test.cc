@@ -29,8 +29,11 @@ TEST(SimulatedBackendTest, RoundsShapesAndReplaysGraphsWhereTheyFit) {
   SimulatedBackend backend(Spec(), nullptr);
   SimulatedBackend::Shape s = backend.ShapeOf(5, 100);
   EXPECT_EQ(s.length, 112);
-  EXPECT_TRUE(s.graph);   // 6 rows -> graph of 8 x 112 = 896 <= 4096
-  EXPECT_EQ(s.rows, 8);
+  EXPECT_TRUE(s.graph);   // 6 x 112 = 672 <= 4096
+  EXPECT_EQ(s.rows, 6);
+  s = backend.ShapeOf(20, 160);
+  EXPECT_TRUE(s.graph);   // 24 x 160 = 3840
+  EXPECT_EQ(s.rows, 24);
   s = backend.ShapeOf(20, 300);
   EXPECT_FALSE(s.graph);  // 24 x 320
   EXPECT_EQ(s.rows, 24);
