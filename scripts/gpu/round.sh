@@ -212,6 +212,13 @@ for flags in "${candidates[@]}"; do
   # shellcheck disable=SC2086
   serve "$SCRATCH/candidate.jsonl" 1 $flags
   rc=$?
+  # A point lost to a client that failed (seen now and then on the CPU): once more.
+  if [ ! -s "$SCRATCH/candidate.jsonl" ] && [ "$(left)" -ge $((DURATION + WARMUP + 40)) ]; then
+    cp "$SCRATCH/candidate.jsonl.bucketed.log" "$LOGS/candidate-retried-server.log" 2>/dev/null
+    # shellcheck disable=SC2086
+    serve "$SCRATCH/candidate.jsonl" 1 $flags
+    rc=$?
+  fi
   if [ -s "$SCRATCH/candidate.jsonl" ]; then
     cat "$SCRATCH/candidate.jsonl" >> "$OUT_DIR/candidates.jsonl"
   else
