@@ -178,6 +178,19 @@ class InferenceBackend {
     }
     return lengths;
   }
+
+  // Whether batches must be warmed up on every thread that runs them, at every batch size of
+  // WarmUpBatchSizes and length of WarmUpLengths, before the model serves (ModelBatcher's
+  // BatcherConfig::warm_up_workers, warm_up.h's WarmUpWorker): a GPU's libraries keep
+  // per-thread caches (cuDNN's execution plans) and each worker has a stream of its own, so a
+  // shape first met under load costs that batch tens of milliseconds. False by default: one
+  // warm-up (WarmUp, batches of two) on any thread is enough.
+  virtual bool WarmsUpPerThread() const { return false; }
+  // The batch sizes batches run at (a GPU rounds them, server/backend/device_shapes.h),
+  // ascending, none past max_batch_size; by default 2, the warm-up's batch.
+  virtual std::vector<int> WarmUpBatchSizes(int max_batch_size) const {
+    return {std::min(2, std::max(1, max_batch_size))};
+  }
 };
 
 }  // namespace relserve

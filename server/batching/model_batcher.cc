@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "server/batching/warm_up.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -102,7 +104,39 @@ absl::StatusOr<std::unique_ptr<ModelBatcher>> ModelBatcher::Create(std::vector<I
       batcher->workers_.emplace_back([b = batcher.get(), backend] { b->WorkerLoop(backend); });
     }
   }
+  if (batcher->config_.warm_up_workers) {
+    const absl::Time t0 = absl::Now();
+    absl::Status status;
+    {
+      ModelBatcher* b = batcher.get();
+      absl::MutexLock lock(&b->warm_mu_);
+      b->warm_mu_.Await(absl::Condition(
+          +[](ModelBatcher* m) ABSL_EXCLUSIVE_LOCKS_REQUIRED(m->warm_mu_) {
+            return m->warmed_workers_ == static_cast<int>(m->workers_.size()) || !m->warm_status_.ok();
+          },
+          b));
+      status = b->warm_status_;
+    }
+    if (!status.ok()) {
+      batcher->Stop(absl::ZeroDuration());
+      return status;
+    }
+    batcher->warm_up_time_ = absl::Now() - t0;
+  }
   return batcher;
+}
+
+void ModelBatcher::WarmUpThisWorker(InferenceBackend* backend) {
+  absl::Status status = absl::OkStatus();
+  int shapes = 0;
+  if (backend->WarmsUpPerThread()) {
+    status = WarmUpWorker(*backend, config_.model_name, backend->info().max_length, config_.policy.max_batch_size,
+                          config_.policy.max_batch_tokens, config_.stop, &shapes);
+  }
+  absl::MutexLock lock(&warm_mu_);
+  if (!status.ok() && warm_status_.ok()) warm_status_ = status;
+  warm_up_shapes_ = std::max(warm_up_shapes_, shapes);
+  ++warmed_workers_;
 }
 
 ModelBatcher::ModelBatcher(std::vector<InferenceBackend*> backends, BatcherConfig config,
@@ -293,6 +327,7 @@ void ModelBatcher::TakeLocked(const std::vector<size_t>& indices, absl::Time now
 
 void ModelBatcher::WorkerLoop(InferenceBackend* backend) {
   if (config_.on_worker_start) config_.on_worker_start();
+  if (config_.warm_up_workers) WarmUpThisWorker(backend);
   while (true) {
     std::vector<Dropped> dropped;
     RunningBatch batch;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -25,6 +26,13 @@ struct BatcherConfig {
   int num_workers = 1;  // per backend
   size_t max_queue_sequences = 10000;
   std::function<void()> on_worker_start;  // run first on each worker thread (e.g. set thread counts); may be empty
+  // For backends that WarmsUpPerThread (a GPU): each worker runs WarmUpWorker (warm_up.h) on
+  // its own thread after on_worker_start and before it takes work: every batch size and length
+  // a batch can run at within `policy`'s limits. Create returns once every worker has, and fails
+  // with the first worker's error (naming `model_name`); CANCELLED when `stop` returns true.
+  bool warm_up_workers = false;
+  std::string model_name;
+  std::function<bool()> stop;
 };
 
 // The queue and workers of one model. Submitted sequences wait in one queue (arrival order);
@@ -76,6 +84,11 @@ class ModelBatcher {
   // Sequences queued and not yet taken by a worker.
   size_t queue_depth() const;
 
+  // With warm_up_workers: how long the workers' warm-ups took (from Create's start to the last
+  // one's end) and the shapes each ran; zero otherwise.
+  absl::Duration warm_up_time() const { return warm_up_time_; }
+  int warm_up_shapes_per_worker() const { return warm_up_shapes_; }
+
  private:
   struct Queued;
   struct RunningBatch;
@@ -84,6 +97,8 @@ class ModelBatcher {
   ModelBatcher(std::vector<InferenceBackend*> backends, BatcherConfig config, BatchObserver* observer);
 
   void WorkerLoop(InferenceBackend* backend);
+  // WarmUpWorker on the calling worker thread, reported to Create (warm_mu_).
+  void WarmUpThisWorker(InferenceBackend* backend);
   // Moves expired and cancelled tasks out of the queue.
   void CollectDroppedLocked(absl::Time now, std::vector<Dropped>* dropped)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -122,6 +137,13 @@ class ModelBatcher {
   absl::Mutex stop_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // serializes Stop
   bool joined_ ABSL_GUARDED_BY(stop_mu_) = false;
   std::vector<std::thread> workers_;  // written by Create, joined under stop_mu_
+
+  // The workers' warm-ups (warm_up_workers), waited for by Create.
+  absl::Mutex warm_mu_;
+  int warmed_workers_ ABSL_GUARDED_BY(warm_mu_) = 0;
+  absl::Status warm_status_ ABSL_GUARDED_BY(warm_mu_);
+  int warm_up_shapes_ = 0;        // written by the workers under warm_mu_, read after Create's wait
+  absl::Duration warm_up_time_;  // written by Create after the wait
 };
 
 }  // namespace relserve

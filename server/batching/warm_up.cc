@@ -70,4 +70,31 @@ absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_l
   return absl::OkStatus();
 }
 
+absl::Status WarmUpWorker(InferenceBackend& backend, const std::string& name, int max_length, int max_batch_size,
+                          int64_t max_batch_tokens, const std::function<bool()>& stop, int* shapes) {
+  const ModelInfo& info = backend.info();
+  const uint32_t outputs = kOutputPooled | (info.labels.empty() ? 0u : uint32_t{kOutputLogits});
+  std::vector<int> lengths = backend.WarmUpLengths(max_length);
+  std::reverse(lengths.begin(), lengths.end());  // the largest shapes first: the allocator grows once
+  const std::vector<int> sizes = backend.WarmUpBatchSizes(max_batch_size);
+  int run = 0;
+  for (int length : lengths) {
+    SequenceInput s;
+    s.input_ids.assign(length, std::min(5, info.vocab_size - 1));
+    for (auto size = sizes.rbegin(); size != sizes.rend(); ++size) {
+      // A sequence longer than max_batch_tokens runs alone; other batches stay within it.
+      if (*size > 1 && static_cast<int64_t>(*size) * length > max_batch_tokens) continue;
+      if (stop && stop()) return absl::CancelledError("start-up interrupted by a shutdown signal");
+      auto r = backend.Run(std::vector<SequenceInput>(*size, s), outputs);
+      if (!r.ok()) {
+        return absl::Status(r.status().code(), absl::StrCat("model ", name, ": warm-up at ", *size, " x ", length,
+                                                            " tokens failed: ", r.status().message()));
+      }
+      ++run;
+    }
+  }
+  if (shapes != nullptr) *shapes = run;
+  return absl::OkStatus();
+}
+
 }  // namespace relserve

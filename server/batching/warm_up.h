@@ -1,6 +1,7 @@
 #ifndef RELSERVE_SERVER_BATCHING_WARM_UP_H_
 #define RELSERVE_SERVER_BATCHING_WARM_UP_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -25,6 +26,15 @@ namespace relserve {
 // With --warmup false nothing runs, and nothing is checked.
 absl::Status WarmUp(InferenceBackend& engine, const std::string& name, int max_length,
                     const std::function<bool()>& stop);
+
+// Every shape a batch can run at, on the calling thread (a worker's, before it takes work, for
+// backends that WarmsUpPerThread): each of the backend's WarmUpBatchSizes(max_batch_size) at
+// each of its WarmUpLengths(max_length) whose padded tokens (size x length) fit
+// max_batch_tokens, largest lengths first. The outputs are not checked (WarmUp does that once).
+// Errors as WarmUp's, naming the shape ("warm-up at 8 x 128 tokens failed: ..."); CANCELLED as
+// soon as `stop` returns true. On OK, `shapes` (when not null) is the number of shapes run.
+absl::Status WarmUpWorker(InferenceBackend& backend, const std::string& name, int max_length, int max_batch_size,
+                          int64_t max_batch_tokens, const std::function<bool()>& stop, int* shapes = nullptr);
 
 }  // namespace relserve
 

@@ -27,6 +27,7 @@
 #include "server/rpc/encoder_service.h"
 #include "server/serving/metrics_batch_observer.h"
 #include "server/serving/model_registry.h"
+#include "server/simulated/simulated_backend.h"
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
@@ -39,6 +40,7 @@ struct RelserveServer::State {
   ServerMetrics metrics;
   std::unique_ptr<ApiKeys> api_keys;  // null: no key needed
   std::vector<LoadedModel> models;  // each engine and the tokenizer loaded beside it
+  std::vector<std::unique_ptr<SimulatedBackend>> simulated;  // --model NAME=simulated:...
   std::vector<std::unique_ptr<MetricsBatchObserver>> observers;
   std::vector<std::unique_ptr<ModelBatcher>> batchers;
   ModelRegistry registry;
@@ -145,6 +147,61 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
 
   for (const auto& [name, spec] : config.models) {
     if (stop_requested()) return StartUpInterrupted();
+    if (IsSimulatedModel(spec)) {
+      // A simulated GPU (server/simulated/): no directory, two workers per device as on a GPU.
+      absl::StatusOr<SimulatedDeviceSpec> sim = ParseSimulatedDeviceSpec(spec);
+      if (!sim.ok()) return absl::Status(sim.status().code(), absl::StrCat("model ", name, ": ", sim.status().message()));
+      ServerMetrics* metrics = &state->metrics;
+      auto backend = std::make_unique<SimulatedBackend>(
+          *sim, [metrics, name = name](double seconds) { metrics->AddSimulatedDeviceBusy(name, seconds); });
+      const ModelInfo& info = backend->info();
+      const int workers = config.workers_per_device > 0 ? config.workers_per_device : 2;
+      const double saturated =
+          sim->profile.SaturatedTokensPerSecond(config.max_batch_size, config.max_batch_tokens) / sim->scale;
+      metrics->SetSimulatedDeviceSaturatedRate(name, saturated);
+      LogInfo(absl::StrCat("model ", name, ": ", sim->Describe(), ", a simulated device: every simulated time is slept ",
+                           sim->scale, " times longer (scale ", sim->scale, "); ", workers,
+                           " workers; saturated at ", static_cast<int64_t>(saturated), " tokens/s of wall time"));
+      if (config.warmup) RETURN_IF_ERROR(WarmUp(*backend, name, info.max_length, stop_requested));
+      auto observer = std::make_unique<MetricsBatchObserver>(&state->metrics, name);
+      BatcherConfig bc;
+      bc.policy.max_batch_tokens = config.max_batch_tokens;
+      bc.policy.max_batch_size = config.max_batch_size;
+      bc.policy.max_queue_delay = absl::Microseconds(config.max_queue_delay_us);
+      bc.policy.length_bucketing = config.batching == "bucketed";
+      bc.policy.bucket_bounds =
+          config.length_buckets.empty() ? DefaultLengthBuckets(info.max_length) : config.length_buckets;
+      bc.num_workers = workers;
+      bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
+      bc.warm_up_workers = config.warmup && config.warmup_workers;
+      bc.model_name = name;
+      bc.stop = stop_requested;
+      ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(backend.get(), bc, observer.get()));
+      if (bc.warm_up_workers) {
+        LogInfo(absl::StrCat("model ", name, ": ", workers, " workers warmed up on their own threads, ",
+                             batcher->warm_up_shapes_per_worker(), " batch shapes each, in ",
+                             absl::FormatDuration(absl::Trunc(batcher->warm_up_time(), absl::Milliseconds(1)))));
+      }
+      state->metrics.SetModelInfo(name, {{"architecture", info.architecture},
+                                         {"model_type", info.model_type},
+                                         {"dtype", DTypeName(info.dtype)},
+                                         {"device", "simulated"},
+                                         {"max_length", std::to_string(info.max_length)},
+                                         {"pooling", info.pooling.Describe()}});
+      ServedModel served;
+      served.name = name;
+      served.backend = backend.get();
+      served.batcher = batcher.get();
+      served.max_length = info.max_length;
+      served.aliases = ModelNameAliases(name, spec);
+      served.model_id = sim->Describe();
+      served.devices = "simulated";
+      state->registry.Add(served);
+      state->simulated.push_back(std::move(backend));
+      state->observers.push_back(std::move(observer));
+      state->batchers.push_back(std::move(batcher));
+      continue;
+    }
     const absl::StatusOr<std::string> dir = ModelDirectory(name, spec, config, stop_requested);
     if (stop_requested()) return StartUpInterrupted();
     if (!dir.ok()) return absl::Status(dir.status().code(), absl::StrCat("model ", name, ": ", dir.status().message()));
@@ -154,6 +211,9 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     options.device = devices.front();
     options.max_length = config.max_input_length;
     options.cuda_graph_tokens = config.cuda_graph_tokens;
+    options.gpu_attention = config.gpu_attention;
+    options.log_shape_times = config.log_shape_times;
+    options.batch_rounding = config.gpu_batch_sizes == "exact" ? BatchRounding::kExact : BatchRounding::kOnDevice;
     options.pooling = config.pooling;
     auto loaded = LoadModel(*dir, options);
     if (!loaded.ok()) {
@@ -215,7 +275,16 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     bc.num_workers = plan.workers;
     bc.max_queue_sequences = static_cast<size_t>(config.max_queue_sequences);
     bc.on_worker_start = [threads] { SetComputeThreads(threads); };
+    bc.warm_up_workers = config.warmup && config.warmup_workers;
+    bc.model_name = name;
+    bc.stop = stop_requested;
     ASSIGN_OR_RETURN(auto batcher, ModelBatcher::Create(backends, bc, observer.get()));
+    if (bc.warm_up_workers && backends.front()->WarmsUpPerThread()) {
+      LogInfo(absl::StrCat("model ", name, ": ", plan.workers * copies, plan.workers * copies == 1 ? " worker" : " workers",
+                           " warmed up on their own threads, ", batcher->warm_up_shapes_per_worker(),
+                           " batch shapes each, in ",
+                           absl::FormatDuration(absl::Trunc(batcher->warm_up_time(), absl::Milliseconds(1)))));
+    }
 
     state->metrics.SetModelInfo(name, {{"architecture", info.architecture},
                                        {"model_type", info.model_type},

@@ -156,9 +156,32 @@ const FlagTable<ServerConfig>& Flags() {
       IntFlag("max-input-length", "longest sequence in tokens (0: each model's maximum)",
               Field(&C::max_input_length), 0),
       IntFlag("cuda-graph-tokens",
-              "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay the "
+              "on a GPU, batches of at most N tokens (batch size, rounded as --gpu-batch-sizes does, x length) replay the "
               "forward from a CUDA graph captured at warm-up (0: never)",
               Field(&C::cuda_graph_tokens), 0),
+      CustomFlag<C>("gpu-attention", "PATH[:BACKEND]",
+       "on a GPU, how relative attention runs: bias (every term one bias for LibTorch's fused kernel) or tables "
+       "(DeBERTa's and relative_key's terms read through their tables by relserve's kernel), and the SDPA backend "
+       "the bias path may use: default, cudnn, efficient, flash or math (bias:math)",
+       [](const std::string& v, ServerConfig* c) {
+         absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(v);
+         if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-attention: ", parsed.status().message()));
+         c->gpu_attention = *parsed;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return AttentionOptionsName(c.gpu_attention); }),
+      BoolFlag("log-shape-times",
+               "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
+               "of each shape on each worker and any much slower than its mean, so that cold shapes show",
+               Field(&C::log_shape_times)),
+      StringFlag("gpu-batch-sizes", "MODE",
+                 "on a GPU, rounded: batch sizes rounded up to 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, ... (a few "
+                 "shapes, all warmed up); exact: as formed",
+                 Field(&C::gpu_batch_sizes), {"rounded", "exact"}),
+      BoolFlag("warmup-workers",
+               "with --warmup, on a GPU also warm every batch size and length up on each worker's own thread before "
+               "reporting SERVING (per-thread library caches)",
+               Field(&C::warmup_workers)),
       BoolFlag("auto-truncate",
                "cut over-long inputs to the maximum length instead of refusing them, in requests that do not say "
                "(a request's own truncate wins); true by default, as TEI 1.9's; false refuses them",

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/batching/worker_count.h"
+#include "server/model/layers/attention_options.h"
 #include "absl/time/time.h"
 
 namespace relserve {
@@ -45,6 +46,15 @@ struct ServerConfig {
   int max_input_length = 0;  // 0: each model's own maximum
   // On a GPU, batches of at most this many tokens replay CUDA graphs (EngineOptions); 0: never.
   int cuda_graph_tokens = 4096;
+  // On a GPU, the attention path and SDPA backend (EngineOptions::gpu_attention); --gpu-attention.
+  AttentionOptions gpu_attention;
+  // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
+  bool log_shape_times = false;
+  // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.
+  std::string gpu_batch_sizes = "rounded";
+  // With warmup: models whose backend asks for it (a GPU) are also warmed up on every worker's
+  // own thread, at every batch shape, before SERVING (BatcherConfig::warm_up_workers).
+  bool warmup_workers = true;
   // Cut over-long inputs to the maximum instead of refusing them, in requests that do not say
   // (gRPC's `truncate` unset, TEI's `truncate` absent, OpenAI's and Cohere's routes). On by
   // default, as TEI's --auto-truncate since TEI 1.9.

@@ -324,6 +324,20 @@ struct ServerMetrics::Impl {
   std::mutex http_mu;
   std::unordered_map<std::string, WebServerStats> http_seen;
 
+  // The simulated device (server/simulated/): appear with the first call for a model.
+  Family<Counter>& simulated_busy_family =
+      prometheus::BuildCounter()
+          .Name("relserve_simulated_device_busy_seconds_total")
+          .Help("Wall seconds the simulated device of a model (--model NAME=simulated:PROFILE) spent running "
+                "batches; over wall time, its utilisation.")
+          .Register(*registry);
+  Family<Gauge>& simulated_saturated_family =
+      prometheus::BuildGauge()
+          .Name("relserve_simulated_device_saturated_tokens_per_second")
+          .Help("Tokens per wall second the simulated device would deliver busy all the time with full batches "
+                "of lengths spread evenly over 8 to 512 tokens (the serving benchmark's workload).")
+          .Register(*registry);
+
   // Long inputs embedded whole: appear with the first RecordWindowedInput().
   Family<Counter>& windowed_inputs_family =
       prometheus::BuildCounter()
@@ -456,6 +470,14 @@ void ServerMetrics::SetServing(const std::string& model, bool serving) {
 void ServerMetrics::RecordWindowedInput(const std::string& model, int windows) {
   impl_->ModelCounter(impl_->windowed_inputs, model).Increment();
   impl_->ModelCounter(impl_->windows, model).Increment(windows);
+}
+
+void ServerMetrics::AddSimulatedDeviceBusy(const std::string& model, double seconds) {
+  impl_->simulated_busy_family.Add({{"model", model}}).Increment(seconds);  // Add returns the existing series
+}
+
+void ServerMetrics::SetSimulatedDeviceSaturatedRate(const std::string& model, double tokens_per_second) {
+  impl_->simulated_saturated_family.Add({{"model", model}}).Set(tokens_per_second);
 }
 
 void ServerMetrics::SetGrpcListenerOk(bool ok) {

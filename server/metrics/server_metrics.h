@@ -37,6 +37,8 @@ namespace relserve {
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
 // | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
+// | relserve_simulated_device_busy_seconds_total  | counter   | model             | a simulated device's busy wall seconds (server/simulated/); / wall time = utilisation
+// | relserve_simulated_device_saturated_tokens_per_second | gauge | model       | its tokens/s busy all the time with full batches of the benchmark's lengths
 // | process_resident_memory_bytes, process_*      |           |                   | the process's memory, descriptors, start and CPU time (process_metrics.h)
 //
 // Bucket upper bounds (seconds unless noted; +Inf is implicit):
@@ -93,6 +95,9 @@ class ServerMetrics {
   // it again for the same model replaces the previous label set.
   void SetModelInfo(const std::string& model, const std::map<std::string, std::string>& labels);
   void SetServing(const std::string& model, bool serving);
+  // A simulated device's (server/simulated/): busy seconds added, and its saturated tokens/s.
+  void AddSimulatedDeviceBusy(const std::string& model, double seconds);
+  void SetSimulatedDeviceSaturatedRate(const std::string& model, double tokens_per_second);
   // relserve_grpc_listener_ok (no labels); the series exists from the first call on.
   void SetGrpcListenerOk(bool ok);
   // relserve_http_connections{port} and the counters of accepted and closed connections

@@ -1,17 +1,20 @@
 #include "server/model/captured_forwards.h"
 
+#include <limits>
+
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/backend/device_shapes.h"
 
 namespace relserve {
 namespace {
 
-// The graph that holds a batch of this many sequences: its size rounded up to a power of two.
+// The graph that holds a batch of this many sequences: its size rounded up to a device batch
+// size (device_shapes.h: 1, 2, 3, 4, 6, 8, 12, ...), as the engine rounds GPU batches, so that a
+// rounded batch fills its graph and wastes no rows.
 int64_t RoundedBatch(int64_t batch) {
-  int64_t rounded = 1;
-  while (rounded < batch) rounded *= 2;
-  return rounded;
+  return DeviceBatchSize(static_cast<int>(batch), std::numeric_limits<int>::max());
 }
 
 }  // namespace
@@ -23,8 +26,8 @@ struct CapturedForwards::Graph {
 };
 
 CapturedForwards::CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens,
-                                   int64_t pad_id)
-    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id) {}
+                                   int64_t pad_id, DeviceAttention attention)
+    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id), attention_(attention) {}
 
 CapturedForwards::~CapturedForwards() = default;
 
@@ -50,7 +53,7 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
     pool_owner = pool_owner_;
   }
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Graph>> captured;
-  for (int64_t graph_batch = 1; graph_batch * length <= max_tokens_; graph_batch *= 2) {
+  for (int64_t graph_batch = 1; graph_batch * length <= max_tokens_; graph_batch = RoundedBatch(graph_batch + 1)) {
     auto g = std::make_unique<Graph>();
     const auto options = at::TensorOptions().dtype(at::kLong).device(device_);
     g->input_ids = at::full({graph_batch, length}, pad_id_, options);
@@ -63,6 +66,7 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
     in.attention_mask = g->attention_mask;
     in.has_padding = true;
     in.pack_rows = false;
+    in.attention_path = attention_;
     g->outputs = std::make_shared<EncoderOutputs>();
     absl::StatusOr<std::unique_ptr<DeviceGraph>> graph;
     try {

@@ -20,9 +20,11 @@ namespace relserve {
 
 // The encoder's forward for small batches on a GPU, replayed from CUDA graphs (device_graph.h):
 // one launch instead of one per kernel, for batches whose forward is bound by launching them.
-// A graph per (graph batch, length): graph batches are the powers of two whose graph batch ×
-// length is at most max_tokens, and a batch of B sequences runs in the graph of B rounded up
-// (the rows past B hold earlier inputs, whose outputs are not read). Graphs are captured per
+// A graph per (graph batch, length): graph batches are the device batch sizes (1, 2, 3, 4, 6, 8,
+// 12, ...: DeviceBatchSize in device_shapes.h, as the engine rounds GPU batches) whose graph batch
+// × length is at most max_tokens, and a batch of B sequences runs in the graph of B rounded up
+// (the rows past B hold earlier inputs, whose outputs are not read; a batch the engine rounded
+// fills its graph). Graphs are captured per
 // length, the first time a batch of that length could use one (the warm-up runs every length a
 // GPU batch can have), after an eager forward of each shape, and share one memory pool: replays
 // run one at a time, each holding the lock until its outputs are read.
@@ -31,7 +33,9 @@ namespace relserve {
 // shapes do not depend on the data. Token types are not captured: batches with them run eagerly.
 class CapturedForwards {
  public:
-  CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens, int64_t pad_id);
+  // `attention`: the path every captured forward's attention takes (EngineOptions::gpu_attention).
+  CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens, int64_t pad_id,
+                   DeviceAttention attention = DeviceAttention::kBias);
   ~CapturedForwards();
 
   // The graph batch of B sequences at length L, or 0 when no graph is meant for that shape (or
@@ -63,6 +67,7 @@ class CapturedForwards {
   const c10::Device device_;
   const int64_t max_tokens_;
   const int64_t pad_id_;
+  const DeviceAttention attention_;
   // Held by a capture, and by each replay until its outputs are read (the graphs share one
   // memory pool). Taken before state_mu_.
   std::mutex replay_mu_;

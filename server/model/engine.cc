@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <limits>
 #include <cstring>
 #include <new>
 #include <optional>
@@ -18,6 +19,8 @@
 #include "server/model/captured_forwards.h"
 #include "server/model/colbert_head.h"
 #include "server/model/config/colbert_config.h"
+#include "server/model/layers/biased_attention.h"
+#include "server/model/shape_time_log.h"
 #include "server/model/runtime/device_graph.h"
 #include "server/util/log.h"
 #include "server/model/runtime/cpu_tensor_allocator.h"
@@ -50,6 +53,10 @@ struct Engine::Impl {
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
   std::unique_ptr<CapturedForwards> graphs;  // on a GPU with options.cuda_graph_tokens > 0
+  AttentionOptions attention;                 // options.gpu_attention
+  AttentionStats attention_stats;             // every forward's attention calls
+  std::unique_ptr<ShapeTimeLog> shape_log;    // with options.log_shape_times
+  BatchRounding batch_rounding = BatchRounding::kOnDevice;  // options.batch_rounding
 
   // Which head answers kOutputSparse.
   enum class SparseHead { kNone, kSplade, kBgeM3 };
@@ -177,24 +184,34 @@ std::vector<float> ToFloatVector(const at::Tensor& t) {
 
 }  // namespace
 
+bool Engine::WarmsUpPerThread() const { return !impl_->device.is_cpu(); }
+
+std::vector<int> Engine::WarmUpBatchSizes(int max_batch_size) const {
+  const bool rounded = impl_->batch_rounding == BatchRounding::kRounded ||
+                       (impl_->batch_rounding == BatchRounding::kOnDevice && !impl_->device.is_cpu());
+  if (!rounded) return InferenceBackend::WarmUpBatchSizes(max_batch_size);
+  // The sizes batches of at most max_batch_size sequences run at (the last one rounded up too).
+  std::vector<int> sizes = DeviceBatchSizes(max_batch_size);
+  if (!sizes.empty()) sizes.back() = DeviceBatchSize(sizes.back(), std::numeric_limits<int>::max());
+  return sizes;
+}
+
 int64_t Engine::captured_graphs() const { return impl_->graphs ? impl_->graphs->graphs() : 0; }
 int64_t Engine::graph_replays() const { return impl_->graphs ? impl_->graphs->replays() : 0; }
 
-int DeviceBatchLength(int length, int max_length) {
-  const int step = length <= 256 ? 16 : length <= 1024 ? 64 : 256;
-  const int rounded = (length + step - 1) / step * step;
-  return std::max(length, std::min(rounded, max_length));
+Engine::AttentionCounts Engine::attention_counts() const {
+  const AttentionStats& s = impl_->attention_stats;
+  AttentionCounts counts;
+  counts.cpu = s.cpu_calls.load();
+  counts.bias = s.bias_calls.load();
+  counts.tables = s.table_calls.load();
+  counts.host_seconds = static_cast<double>(s.host_nanoseconds.load()) * 1e-9;
+  return counts;
 }
 
 std::vector<int> Engine::WarmUpLengths(int max_length) const {
   if (impl_->device.is_cpu()) return InferenceBackend::WarmUpLengths(max_length);
-  std::vector<int> lengths;
-  for (int length = std::min(16, max_length); length >= 1;
-       length = std::min(DeviceBatchLength(length + 1, max_length), max_length)) {
-    lengths.push_back(length);
-    if (length == max_length) break;
-  }
-  return lengths;
+  return DeviceBatchLengths(max_length);
 }
 
 void SetComputeThreads(int threads) {
@@ -372,9 +389,18 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (options.cuda_graph_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
   }
+  engine->impl_->attention = options.gpu_attention;
+  engine->impl_->batch_rounding = options.batch_rounding;
+  if (!device.is_cpu()) {
+    if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {
+      return absl::Status(backend.code(), absl::StrCat("--gpu-attention ", AttentionOptionsName(options.gpu_attention),
+                                                       ": ", backend.message()));
+    }
+  }
+  if (options.log_shape_times) engine->impl_->shape_log = std::make_unique<ShapeTimeLog>(config.architecture);
   if (options.cuda_graph_tokens > 0 && DeviceGraphsAvailable(device)) {
     engine->impl_->graphs = std::make_unique<CapturedForwards>(*engine->impl_->model, device, options.cuda_graph_tokens,
-                                                               engine->impl_->pad_id);
+                                                               engine->impl_->pad_id, options.gpu_attention.path);
   }
   if (st.splade.has_value()) {
     if (!engine->impl_->masked_lm.has_value()) {
@@ -517,17 +543,24 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     const c10::Device device = impl_->device;
     const bool on_device = !device.is_cpu();
     if (on_device) L = DeviceBatchLength(static_cast<int>(L), info_.max_length);
+    // The rows the batch runs at: B, or B rounded up to a device batch size (device_shapes.h);
+    // rows past B hold one real token each (a row without any would be a softmax over nothing)
+    // and their outputs are never read.
+    const bool round_rows = impl_->batch_rounding == BatchRounding::kRounded ||
+                            (impl_->batch_rounding == BatchRounding::kOnDevice && on_device);
+    const int64_t R = round_rows ? DeviceBatchSize(static_cast<int>(B), std::numeric_limits<int>::max()) : B;
     DeviceStreamScope stream(device);
     // Built on the host (in page-locked memory for a GPU, so the copies below are asynchronous),
     // then sent to the device in one go each.
     const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(on_device);
-    at::Tensor ids = at::empty({B, L}, host).fill_(impl_->pad_id);
-    at::Tensor mask = at::zeros({B, L}, host);
-    at::Tensor types = has_types ? at::zeros({B, L}, host) : at::Tensor();
-    bool padded = false;
-    int64_t tokens = 0;
+    at::Tensor ids = at::empty({R, L}, host).fill_(impl_->pad_id);
+    at::Tensor mask = at::zeros({R, L}, host);
+    at::Tensor types = has_types ? at::zeros({R, L}, host) : at::Tensor();
+    bool padded = R > B;
+    int64_t tokens = R - B;
     auto ids_a = ids.accessor<int64_t, 2>();
     auto mask_a = mask.accessor<int64_t, 2>();
+    for (int64_t b = B; b < R; ++b) mask_a[b][0] = 1;
     for (int64_t b = 0; b < B; ++b) {
       const SequenceInput& s = batch[b];
       const int64_t n = static_cast<int64_t>(s.input_ids.size());
@@ -558,11 +591,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     }
     EncoderInputs in{ids, mask, types, padded || unattended, at::Tensor()};
     if (unattended) in.pack_rows = false;
+    AttentionStats forward_stats;  // this forward's attention calls
+    in.attention_path = impl_->attention.path;
+    in.attention_stats = &forward_stats;
     // Which positions hold a sequence's tokens, attended to or not (the heads' rows).
     at::Tensor present = mask;
     if (unattended) {
-      present = at::zeros({B, L}, host);
+      present = at::zeros({R, L}, host);
       auto present_a = present.accessor<int64_t, 2>();
+      for (int64_t b = B; b < R; ++b) present_a[b][0] = 1;
       for (int64_t b = 0; b < B; ++b) {
         for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) present_a[b][t] = 1;
       }
@@ -570,8 +607,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
     CapturedForwards* graphs = impl_->graphs.get();
     const bool graphable = graphs != nullptr && !types.defined() && !unattended &&
-                           (outputs & (kOutputSparse | kOutputMultiVector)) == 0 &&
-                           graphs->GraphBatch(B, L) > 0;
+                           (outputs & (kOutputSparse | kOutputMultiVector)) == 0 && graphs->GraphBatch(R, L) > 0;
     const bool replay = graphable && graphs->Captured(L);
     if (on_device && pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
     // The replay copies its inputs into the graph's; where there is none (a capture failed on
@@ -586,6 +622,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
         for (int64_t b = 0; b < B; ++b) {
           for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) *r++ = b * L + t;
         }
+        for (int64_t b = B; b < R; ++b) *r++ = b * L;
         in.token_rows = rows.to(device, /*non_blocking=*/true);
       }
       in.input_ids = ids.to(device, /*non_blocking=*/true);
@@ -602,6 +639,15 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       out = impl_->model->Forward(in, /*all_hidden_states=*/false);
     }
     const absl::Time forwarded = absl::Now();
+    AttentionStats& total = impl_->attention_stats;
+    total.cpu_calls += forward_stats.cpu_calls.load();
+    total.bias_calls += forward_stats.bias_calls.load();
+    total.table_calls += forward_stats.table_calls.load();
+    total.host_nanoseconds += forward_stats.host_nanoseconds.load();
+    if (impl_->shape_log) {
+      impl_->shape_log->Record(R, L, forwarded - prepared, absl::Nanoseconds(forward_stats.host_nanoseconds.load()),
+                               replayed.has_value());
+    }
 
     // The only copies back, and the only waits for the device: the results.
     std::vector<SequenceOutput> results(batch.size());
@@ -742,6 +788,8 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
     EncoderInputs in{make(batch.input_ids), make(batch.attention_mask),
                      batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded,
                      at::Tensor()};
+    in.attention_path = impl_->attention.path;
+    in.attention_stats = &impl_->attention_stats;
     EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
     std::vector<NamedTensor> result;
     auto add = [&](const std::string& name, const at::Tensor& t) {

@@ -7,12 +7,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/backend/device_shapes.h"
 #include "server/backend/inference_backend.h"
+#include "server/model/layers/attention_options.h"
 #include "server/model/config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
 
+
+enum class BatchRounding { kOnDevice, kRounded, kExact };
 
 struct EngineOptions {
   std::string dtype = "float32";  // float32, bfloat16, float16: weights and activations
@@ -24,10 +28,21 @@ struct EngineOptions {
   // out) and names it in ModelInfo; it keeps no pointer to it.
   const Tokenizer* tokenizer = nullptr;
   std::string no_tokenizer_reason;  // ModelInfo's, where there is no tokenizer
-  // On a GPU, batches of at most this many tokens (batch rounded up to a power of two, times
-  // length) replay the encoder's forward from a CUDA graph captured at warm-up
+  // On a GPU, batches of at most this many tokens (batch rounded up to a device batch size,
+  // times length) replay the encoder's forward from a CUDA graph captured at warm-up
   // (captured_forwards.h); 0 runs every batch eagerly. Unused on the CPU.
   int64_t cuda_graph_tokens = 4096;
+  // How attention runs on a GPU: the path (bias or tables) and the SDPA backend the bias path may
+  // use (attention_options.h; the backend is LibTorch's process-wide choice, set at load). Unused
+  // on the CPU, whose own path runs every family.
+  AttentionOptions gpu_attention;
+  // Logs the host time of forwards per (thread, batch, length) (shape_time_log.h): the first two
+  // of each, and any much slower than the shape's mean, so that a cold shape shows.
+  bool log_shape_times = false;
+  // Which batch sizes batches run at: kOnDevice rounds them up to DeviceBatchSize on a GPU (so
+  // that a few shapes, all warmed up, reach the kernels) and runs them as they are on the CPU;
+  // kRounded rounds everywhere (tests); kExact never (--gpu-batch-sizes exact).
+  BatchRounding batch_rounding = BatchRounding::kOnDevice;
 };
 
 // A padded batch in transformers' layout: row-major [batch, length] int64.
@@ -80,9 +95,20 @@ class Engine : public InferenceBackend {
   // CUDA graphs captured so far, and batches replayed through them (both 0 without graphs).
   int64_t captured_graphs() const;
   int64_t graph_replays() const;
+  // The attention calls of every forward so far, by the path that ran them, and their host time
+  // (attention_options.h): a check that the path asked for is the one taken.
+  struct AttentionCounts {
+    int64_t cpu = 0, bias = 0, tables = 0;
+    double host_seconds = 0;
+  };
+  AttentionCounts attention_counts() const;
   // On the CPU the default doubling; on other devices every length batches run at there
   // (DeviceBatchLength), each a kernel configuration of its own.
   std::vector<int> WarmUpLengths(int max_length) const override;
+  // On a GPU: warmed on every worker's thread (its libraries' per-thread caches, its stream), at
+  // every batch size batches are rounded to (EngineOptions::batch_rounding).
+  bool WarmsUpPerThread() const override;
+  std::vector<int> WarmUpBatchSizes(int max_batch_size) const override;
 
   // transformers' forward on a padded batch: last_hidden_state, hidden_state_0..N and, for
   // classification models, logits. Used by `relserve-model forward` and the parity tests.
@@ -123,11 +149,7 @@ struct LoadedModel {
 absl::StatusOr<LoadedModel> LoadModel(const std::string& model_dir, const EngineOptions& options,
                                       bool load_tokenizer = true);
 
-// The length a batch whose longest sequence has `length` tokens runs at on a GPU: rounded up to
-// a multiple of 16 up to 256 tokens, of 64 up to 1024 and of 256 beyond, never past
-// max_length. The kernels, the per-length caches and CUDA's allocator then see a few shapes
-// only, all of which the server warms up before it serves; the extra positions are padding.
-int DeviceBatchLength(int length, int max_length);
+// DeviceBatchLength, the length a GPU batch runs at: server/backend/device_shapes.h.
 
 // Sets LibTorch's intra-op threads and, when OpenBLAS is the BLAS, OpenBLAS's threads.
 // 0 leaves the defaults. Process-wide: call once at start-up.

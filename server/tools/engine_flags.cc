@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "server/hub/model_resolver.h"
 #include "server/util/status_macros.h"
 
@@ -43,9 +44,19 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                       .In(kModelOptions));
   flags.push_back(MaxLengthFlag());
   flags.push_back(CliInt("cuda-graph-tokens",
-                         "on a GPU, batches of at most N tokens (batch rounded up to a power of two x length) replay "
+                         "on a GPU, batches of at most N tokens (batch rounded up to 1, 2, 3, 4, 6, 8, 12, ... x length) replay "
                          "the forward from a CUDA graph captured on its first run; 0: never",
                          4096, 0, "N")
+                      .In(kModelOptions));
+  flags.push_back(CliString("gpu-attention", "PATH[:BACKEND]",
+                            "on a GPU, how relative attention runs: bias (every term one bias for LibTorch's fused "
+                            "kernel) or tables (DeBERTa's terms read through their tables by relserve's kernel), and "
+                            "the SDPA backend the bias takes: default, cudnn, efficient, flash or math",
+                            "bias")
+                      .In(kModelOptions));
+  flags.push_back(CliBool("log-shape-times",
+                          "log the host time of forwards and their attention per (thread, batch, length): the "
+                          "first two of each and any much slower than the shape's mean")
                       .In(kModelOptions));
   flags.push_back(CliString("pooling", "MODE",
                             "pooling of the embeddings: mean, cls, max, mean_sqrt_len, weightedmean or lasttoken", "",
@@ -76,6 +87,10 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   options.max_length = args.Int("max-length");
   options.cuda_graph_tokens = args.Int("cuda-graph-tokens");
   options.pooling = args.String("pooling");
+  absl::StatusOr<AttentionOptions> attention = ParseAttentionOptions(args.String("gpu-attention"));
+  if (!attention.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-attention: ", attention.status().message()));
+  options.gpu_attention = *attention;
+  options.log_shape_times = args.Bool("log-shape-times");
   return LoadModel(dir, options);
 }
 

@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -765,6 +767,130 @@ TEST(ModelBatcherTest, LoneSequenceWaitsForCompanyThenGoes) {
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(5));
   EXPECT_GE(results.timing(1).queue, absl::Milliseconds(5));
   EXPECT_TRUE(results.result(1).ok());
+}
+
+}  // namespace
+}  // namespace relserve
+
+namespace relserve {
+namespace {
+
+// A GPU-like backend that must be warmed up per thread: it records which thread ran which
+// (batch size, length), and how many of those runs came after the first batch a worker took
+// from the queue (a request's).
+class ShapeRecordingBackend : public InferenceBackend {
+ public:
+  explicit ShapeRecordingBackend(bool per_thread) : per_thread_(per_thread) {
+    info_.vocab_size = 100000;
+    info_.max_length = 64;
+    info_.dtype = DType::kBFloat16;
+    info_.device = "cuda:0";
+  }
+  const ModelInfo& info() const override { return info_; }
+  absl::Status Validate(const SequenceInput&) const override { return absl::OkStatus(); }
+  bool WarmsUpPerThread() const override { return per_thread_; }
+  std::vector<int> WarmUpLengths(int) const override { return {16, 32, 64}; }
+  std::vector<int> WarmUpBatchSizes(int max_batch_size) const override {
+    std::vector<int> sizes;
+    for (int s : {1, 2, 4, 8}) {
+      if (s <= max_batch_size) sizes.push_back(s);
+    }
+    return sizes;
+  }
+  absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch, uint32_t) override {
+    const int length = static_cast<int>(batch.at(0).input_ids.size());
+    absl::MutexLock lock(&mu_);
+    runs_.push_back({std::this_thread::get_id(), static_cast<int>(batch.size()), length});
+    if (fail_at_length_ == length) return absl::InternalError("no kernel for this shape");
+    return std::vector<SequenceOutput>(batch.size());
+  }
+  struct RunRecord {
+    std::thread::id thread;
+    int batch, length;
+  };
+  std::vector<RunRecord> runs() {
+    absl::MutexLock lock(&mu_);
+    return runs_;
+  }
+  void FailAtLength(int length) {
+    absl::MutexLock lock(&mu_);
+    fail_at_length_ = length;
+  }
+
+ private:
+  const bool per_thread_;
+  ModelInfo info_;
+  absl::Mutex mu_;
+  std::vector<RunRecord> runs_ ABSL_GUARDED_BY(mu_);
+  int fail_at_length_ ABSL_GUARDED_BY(mu_) = -1;
+};
+
+TEST(ModelBatcherWarmUpTest, EveryWorkerWarmsEveryShapeOnItsOwnThreadBeforeCreateReturns) {
+  ShapeRecordingBackend backend(/*per_thread=*/true);
+  BatcherConfig config = MakeConfig(3, absl::ZeroDuration(), /*max_batch_size=*/8, /*max_batch_tokens=*/256);
+  config.warm_up_workers = true;
+  config.model_name = "m";
+  auto batcher = MustCreate(&backend, config);
+  ASSERT_NE(batcher, nullptr);
+  // Create returned: every worker has run every shape within the limits, on its own thread.
+  const std::vector<ShapeRecordingBackend::RunRecord> runs = backend.runs();
+  std::map<std::thread::id, std::set<std::pair<int, int>>> by_thread;
+  for (const auto& r : runs) by_thread[r.thread].insert({r.batch, r.length});
+  ASSERT_EQ(by_thread.size(), 3u);
+  const std::set<std::pair<int, int>> expected = {{1, 16}, {2, 16}, {4, 16}, {8, 16}, {1, 32}, {2, 32},
+                                                  {4, 32}, {8, 32}, {1, 64}, {2, 64}, {4, 64}};  // 8 x 64 > 256
+  for (const auto& [thread, shapes] : by_thread) {
+    EXPECT_NE(thread, std::this_thread::get_id());
+    EXPECT_EQ(shapes, expected);
+  }
+  EXPECT_EQ(runs.size(), 3 * expected.size());
+  EXPECT_EQ(batcher->warm_up_shapes_per_worker(), static_cast<int>(expected.size()));
+  EXPECT_GT(batcher->warm_up_time(), absl::ZeroDuration());
+  // A request's batch runs after that, on one of those threads.
+  Results results;
+  std::vector<SequenceTask> tasks;
+  tasks.push_back(MakeTask(7, 5, &results));
+  ASSERT_TRUE(batcher->Submit(std::move(tasks)).ok());
+  ASSERT_TRUE(results.WaitFor(1));
+  const auto after = backend.runs();
+  ASSERT_EQ(after.size(), runs.size() + 1);
+  EXPECT_EQ(by_thread.count(after.back().thread), 1u);
+  batcher->Stop(absl::Seconds(5));
+}
+
+TEST(ModelBatcherWarmUpTest, BackendsThatDoNotAskAreNotWarmedPerWorker) {
+  ShapeRecordingBackend backend(/*per_thread=*/false);
+  BatcherConfig config = MakeConfig(2, absl::ZeroDuration());
+  config.warm_up_workers = true;
+  auto batcher = MustCreate(&backend, config);
+  ASSERT_NE(batcher, nullptr);
+  EXPECT_TRUE(backend.runs().empty());
+  EXPECT_EQ(batcher->warm_up_shapes_per_worker(), 0);
+  batcher->Stop(absl::Seconds(5));
+}
+
+TEST(ModelBatcherWarmUpTest, AFailedWarmUpFailsCreateNamingTheShape) {
+  ShapeRecordingBackend backend(/*per_thread=*/true);
+  backend.FailAtLength(32);
+  BatcherConfig config = MakeConfig(2, absl::ZeroDuration(), 8, 256);
+  config.warm_up_workers = true;
+  config.model_name = "m";
+  auto batcher = ModelBatcher::Create(&backend, config, nullptr);
+  ASSERT_FALSE(batcher.ok());
+  EXPECT_EQ(batcher.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(batcher.status().message(), HasSubstr("model m: warm-up at "));
+  EXPECT_THAT(batcher.status().message(), HasSubstr(" x 32 tokens failed: no kernel for this shape"));
+}
+
+TEST(ModelBatcherWarmUpTest, AStopDuringWarmUpCancelsCreate) {
+  ShapeRecordingBackend backend(/*per_thread=*/true);
+  BatcherConfig config = MakeConfig(2, absl::ZeroDuration(), 8, 256);
+  config.warm_up_workers = true;
+  config.stop = [] { return true; };
+  auto batcher = ModelBatcher::Create(&backend, config, nullptr);
+  ASSERT_FALSE(batcher.ok());
+  EXPECT_EQ(batcher.status().code(), absl::StatusCode::kCancelled);
+  EXPECT_TRUE(backend.runs().empty());
 }
 
 }  // namespace

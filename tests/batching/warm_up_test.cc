@@ -28,6 +28,7 @@ class FakeBackend : public InferenceBackend {
   absl::Status Validate(const SequenceInput&) const override { return absl::OkStatus(); }
   absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch, uint32_t outputs) override {
     lengths.push_back(static_cast<int>(batch.at(0).input_ids.size()));
+    sizes.push_back(static_cast<int>(batch.size()));
     asked = outputs;
     if (!fail.ok()) return fail;
     std::vector<SequenceOutput> out(batch.size());
@@ -43,6 +44,7 @@ class FakeBackend : public InferenceBackend {
   std::vector<float> logits = {1, 2, 3};
   absl::Status fail;
   std::vector<int> lengths;
+  std::vector<int> sizes;  // of each batch run
   uint32_t asked = 0;
 };
 
@@ -106,6 +108,43 @@ TEST(WarmUpTest, AFailedRunAndAStopAreReported) {
   s = WarmUp(b, "m", 100, [&polls] { return ++polls > 2; });
   EXPECT_EQ(s.code(), absl::StatusCode::kCancelled);
   EXPECT_THAT(b.lengths, ElementsAre(16, 32));
+}
+
+// A backend that names its batch sizes: every (size, length) within the batch tokens, largest
+// first; sizes past the tokens are skipped, but one sequence always runs.
+class SizedBackend : public FakeBackend {
+ public:
+  std::vector<int> WarmUpBatchSizes(int max_batch_size) const override {
+    std::vector<int> out;
+    for (int s : {1, 3, 8}) {
+      if (s <= max_batch_size) out.push_back(s);
+    }
+    return out;
+  }
+};
+
+TEST(WarmUpWorkerTest, RunsEveryShapeWithinTheLimitsLargestFirst) {
+  SizedBackend b;
+  int shapes = 0;
+  ASSERT_TRUE(WarmUpWorker(b, "m", 100, /*max_batch_size=*/8, /*max_batch_tokens=*/300, kNeverStop, &shapes).ok());
+  // Lengths 100, 64, 32, 16; sizes 8, 3, 1 where size x length <= 300.
+  EXPECT_THAT(b.lengths, ElementsAre(100, 100, 64, 64, 32, 32, 32, 16, 16, 16));
+  EXPECT_THAT(b.sizes, ElementsAre(3, 1, 3, 1, 8, 3, 1, 8, 3, 1));
+  EXPECT_EQ(shapes, 10);
+  EXPECT_EQ(b.asked, uint32_t{kOutputPooled | kOutputLogits});
+  b.lengths.clear();
+  b.sizes.clear();
+  ASSERT_TRUE(WarmUpWorker(b, "m", 16, /*max_batch_size=*/2, /*max_batch_tokens=*/8, kNeverStop).ok());
+  EXPECT_THAT(b.sizes, ElementsAre(1));  // a sequence longer than max_batch_tokens runs alone
+}
+
+TEST(WarmUpWorkerTest, AFailureNamesTheShape) {
+  SizedBackend b;
+  b.fail = absl::ResourceExhaustedError("out of memory");
+  const absl::Status s = WarmUpWorker(b, "m", 16, 8, 1000, kNeverStop);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("model m: warm-up at 8 x 16 tokens failed: out of memory"));
+  EXPECT_EQ(WarmUpWorker(b, "m", 16, 8, 1000, [] { return true; }).code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace

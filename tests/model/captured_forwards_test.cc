@@ -27,7 +27,9 @@ using testing::ReferenceDir;
 class RecordingModel : public EncoderModel {
  public:
   EncoderOutputs Forward(const EncoderInputs& in, bool) const override {
-    if (fail) throw std::runtime_error("operation not permitted when stream is capturing");
+    if (fail || (fail_from >= 0 && forwards >= fail_from)) {
+      throw std::runtime_error("operation not permitted when stream is capturing");
+    }
     ++forwards;
     EncoderOutputs out;
     at::Tensor n = at::full_like(in.input_ids, static_cast<double>(forwards.load()), at::kFloat);
@@ -38,6 +40,7 @@ class RecordingModel : public EncoderModel {
   std::vector<Linear*> EncoderLinears() override { return {}; }
   mutable std::atomic<int> forwards{0};
   std::atomic<bool> fail{false};
+  std::atomic<int> fail_from{-1};  // >= 0: forwards from this many on throw
 };
 
 class CapturedForwardsTest : public ::testing::Test {
@@ -47,20 +50,25 @@ class CapturedForwardsTest : public ::testing::Test {
   c10::InferenceMode guard_;
 };
 
-TEST_F(CapturedForwardsTest, GraphBatchesArePowersOfTwoWithinTheTokenBudget) {
+// Graph batches are the sizes the engine rounds GPU batches to (1, 2, 3, 4, 6, 8, 12, ...), so
+// that a rounded batch fills its graph: no rows are computed for nothing.
+TEST_F(CapturedForwardsTest, GraphBatchesAreDeviceBatchSizesWithinTheTokenBudget) {
   RecordingModel model;
   CapturedForwards graphs(model, c10::Device(c10::kCPU), 512, 0);
   EXPECT_EQ(graphs.GraphBatch(1, 128), 1);
-  EXPECT_EQ(graphs.GraphBatch(3, 128), 4);
+  EXPECT_EQ(graphs.GraphBatch(3, 128), 3);
   EXPECT_EQ(graphs.GraphBatch(4, 128), 4);
-  EXPECT_EQ(graphs.GraphBatch(5, 128), 0);  // 8 x 128 > 512
+  EXPECT_EQ(graphs.GraphBatch(5, 128), 0);  // 6 x 128 > 512
+  EXPECT_EQ(graphs.GraphBatch(5, 64), 6);
+  EXPECT_EQ(graphs.GraphBatch(7, 64), 8);
+  EXPECT_EQ(graphs.GraphBatch(9, 64), 0);  // 12 x 64 > 512
   EXPECT_EQ(graphs.GraphBatch(1, 513), 0);
   EXPECT_EQ(graphs.GraphBatch(0, 16), 0);
   EXPECT_FALSE(graphs.Captured(128));
   ASSERT_TRUE(graphs.CaptureLength(128).ok());
   EXPECT_TRUE(graphs.Captured(128));
   EXPECT_FALSE(graphs.Captured(64));
-  EXPECT_EQ(graphs.graphs(), 3);  // 1, 2 and 4 sequences
+  EXPECT_EQ(graphs.graphs(), 4);  // 1, 2, 3 and 4 sequences
   const int forwards = model.forwards;
   ASSERT_TRUE(graphs.CaptureLength(128).ok());  // once per length
   EXPECT_EQ(model.forwards, forwards);
@@ -112,6 +120,27 @@ TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
   EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
 }
 
+// The eager forward before a capture succeeds and the capture itself fails (as work that is not
+// allowed while a stream captures would): graphs go off all the same, naming the shape, and
+// what was captured before is dropped.
+TEST_F(CapturedForwardsTest, AFailureInTheCaptureItselfTurnsGraphsOff) {
+  RecordingModel model;
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0);
+  ASSERT_TRUE(graphs.CaptureLength(16).ok());
+  EXPECT_EQ(graphs.graphs(), 4);  // 1, 2, 3 and 4 sequences
+  const int before = model.forwards;
+  model.fail_from = before + 1;  // the eager forward of 1 x 32 runs; its capture throws
+  absl::Status status = graphs.CaptureLength(32);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(model.forwards, before + 1);  // the eager forward ran, so it was the capture that failed
+  EXPECT_NE(status.message().find("1 x 32 tokens"), std::string::npos) << status;
+  EXPECT_NE(status.message().find("operation not permitted"), std::string::npos) << status;
+  EXPECT_EQ(graphs.graphs(), 0);
+  EXPECT_EQ(graphs.GraphBatch(1, 16), 0);
+  EXPECT_FALSE(graphs.Captured(16));
+  EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
+}
+
 TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
   int runs = 0;
   auto refused = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr);
@@ -141,7 +170,7 @@ class CapturedEngineTest : public ::testing::TestWithParam<std::string> {
 
 // Every family through the graph path: the same outputs as the eager engine, for the whole
 // batch (captured by its first run, replayed by the second) and for a smaller batch of the
-// same length that a larger graph holds (the rows past it from the batch before).
+// same length (its own graph; a batch inside a larger graph: ASmallerBatchInALargerGraph...).
 TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   const std::string dir = ReferenceDir(GetParam());
   auto eager = Engine::Load(dir, EngineOptions{});
@@ -188,6 +217,71 @@ TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   ASSERT_TRUE(eager_again.ok());
   ASSERT_TRUE((*eager_again)->Run(seqs, outputs).ok());
   EXPECT_EQ((*eager_again)->captured_graphs(), 0);
+}
+
+std::vector<SequenceInput> Sequences(int n, int length, int salt) {
+  std::vector<SequenceInput> batch(n);
+  for (int i = 0; i < n; ++i) {
+    for (int t = 0; t < length - i; ++t) batch[i].input_ids.push_back(5 + (7 * t + 11 * i + 13 * salt) % 90);
+  }
+  return batch;
+}
+
+// At engine level, a batch of five replayed in the graph of six, whose last row still holds
+// the batch before (the CPU does not round batch sizes as a GPU does, so five stays five): every output is the eager engine's (nothing of the stale row leaks into the
+// pooled vectors, the logits or the token states), and the stale row's input is not read back.
+TEST_F(CapturedEngineTest, ASmallerBatchInALargerGraphReadsOnlyItsRows) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  auto eager = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(eager.ok()) << eager.status();
+  SetDeviceGraphsOnCpuForTesting(true);
+  EngineOptions options;
+  options.cuda_graph_tokens = 256;  // graphs of 1, 2, 3, 4, 6, 8 and 12 sequences of 20 tokens
+  auto captured = Engine::Load(dir, options);
+  ASSERT_TRUE(captured.ok()) << captured.status();
+  const uint32_t outputs = kOutputTokenStates | kOutputPooled | kOutputLogits;
+  const std::vector<SequenceInput> six = Sequences(6, 20, 1), five = Sequences(5, 20, 2);
+  ASSERT_TRUE((*captured)->Run(six, outputs).ok());  // captures every graph of length 20
+  ASSERT_TRUE((*captured)->Run(six, outputs).ok());  // fills the graph of six
+  EXPECT_EQ((*captured)->graph_replays(), 1);
+  auto got = (*captured)->Run(five, outputs);
+  auto want = (*eager)->Run(five, outputs);
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE(want.ok()) << want.status();
+  EXPECT_EQ((*captured)->graph_replays(), 2);  // the five ran in the graph of six
+  ASSERT_EQ(got->size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ((*got)[i].num_tokens, (*want)[i].num_tokens);
+    EXPECT_LE(MaxAbsDiff((*got)[i].token_states, (*want)[i].token_states), 1e-5) << "sequence " << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].pooled, (*want)[i].pooled), 1e-5) << "sequence " << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].logits, (*want)[i].logits), 1e-5) << "sequence " << i;
+  }
+  // The batch of six's last row differs from anything in the five: had it leaked (a row read
+  // past the batch, a pooled mean over the graph's rows), the answers above would differ.
+  auto last = (*eager)->Run({six[5]}, kOutputPooled);
+  ASSERT_TRUE(last.ok());
+  for (size_t i = 0; i < 5; ++i) EXPECT_GT(MaxAbsDiff((*got)[i].pooled, (*last)[0].pooled), 1e-3);
+}
+
+// On the graph path too, each stage holds its own work: the replay (the whole encoder) is the
+// forward stage, longer than preparing the inputs or reading the results; a replay runs no eager
+// attention call (the captured graph's kernels run instead).
+TEST_F(CapturedEngineTest, StageTimesHoldTheirWorkOnTheGraphPath) {
+  SetDeviceGraphsOnCpuForTesting(true);
+  EngineOptions options;
+  options.cuda_graph_tokens = 4096;
+  auto engine = Engine::Load(ReferenceDir("deberta_v3_cls"), options);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::vector<SequenceInput> batch = Sequences(8, 256, 3);
+  ASSERT_TRUE((*engine)->Run(batch, kOutputPooled).ok());  // captured
+  const Engine::AttentionCounts before = (*engine)->attention_counts();
+  RunTimings t;
+  ASSERT_TRUE((*engine)->RunTimed(batch, kOutputPooled, &t).ok());
+  EXPECT_EQ((*engine)->graph_replays(), 1);
+  const Engine::AttentionCounts after = (*engine)->attention_counts();
+  EXPECT_EQ(after.cpu + after.bias + after.tables, before.cpu + before.bias + before.tables);
+  EXPECT_GT(t.forward, t.prepare);
+  EXPECT_GT(t.forward, t.results);
 }
 
 // Threads at once, some batches through graphs (one at a time) and some eagerly beside them:

@@ -155,6 +155,60 @@ TEST(EngineTest, RunTimedSaysWhereTheTimeWent) {
   EXPECT_EQ(timings.forward, absl::ZeroDuration());
 }
 
+// Each stage holds its own work: the attention calls (timed inside the layers) are in the
+// forward stage, and take longer than preparing the batch or reading its results; a stage
+// measured in the wrong place, or two swapped, fails here.
+TEST(EngineTest, StageTimesHoldTheirWork) {
+  auto engine = LoadOrDie(ReferenceDir("deberta_v3_cls"));
+  ASSERT_NE(engine, nullptr);
+  std::vector<SequenceInput> batch(8);
+  for (int i = 0; i < 8; ++i) {
+    for (int t = 0; t < 256; ++t) batch[i].input_ids.push_back(5 + (7 * t + 3 * i) % 90);
+  }
+  ASSERT_TRUE(engine->Run(batch, kOutputPooled).ok());
+  const Engine::AttentionCounts before = engine->attention_counts();
+  RunTimings t;
+  ASSERT_TRUE(engine->RunTimed(batch, kOutputPooled | kOutputLogits, &t).ok());
+  const Engine::AttentionCounts after = engine->attention_counts();
+  EXPECT_EQ(after.cpu - before.cpu, 3);  // one per layer, on the CPU's own path
+  const absl::Duration attention = absl::Seconds(after.host_seconds - before.host_seconds);
+  EXPECT_GT(attention, absl::ZeroDuration());
+  EXPECT_LE(attention, t.forward);
+  EXPECT_GT(attention, t.prepare);
+  EXPECT_GT(attention, t.results);
+}
+
+// Batch sizes rounded (as on a GPU, here asked for on the CPU): a batch of five runs as six, the
+// sixth row holding one padding token; the five answers are those of the batch run as it is.
+TEST(EngineTest, RoundedBatchSizesGiveTheSameAnswers) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  auto exact = LoadOrDie(dir);
+  EngineOptions options;
+  options.batch_rounding = BatchRounding::kRounded;
+  auto rounded = LoadOrDie(dir, options);
+  ASSERT_NE(exact, nullptr);
+  ASSERT_NE(rounded, nullptr);
+  std::vector<SequenceInput> batch(5);
+  for (int i = 0; i < 5; ++i) {
+    for (int t = 0; t < 10 + 3 * i; ++t) batch[i].input_ids.push_back(5 + (11 * t + 7 * i) % 90);
+  }
+  const uint32_t outputs = kOutputTokenStates | kOutputPooled | kOutputLogits;
+  auto want = exact->Run(batch, outputs);
+  auto got = rounded->Run(batch, outputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ((*got)[i].num_tokens, (*want)[i].num_tokens);
+    EXPECT_LE(MaxAbsDiff((*got)[i].token_states, (*want)[i].token_states), 1e-5) << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].pooled, (*want)[i].pooled), 1e-5) << i;
+    EXPECT_LE(MaxAbsDiff((*got)[i].logits, (*want)[i].logits), 1e-5) << i;
+  }
+  EXPECT_EQ(rounded->WarmUpBatchSizes(64), (std::vector<int>{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}));
+  EXPECT_EQ(exact->WarmUpBatchSizes(64), (std::vector<int>{2}));
+  EXPECT_FALSE(exact->WarmsUpPerThread());  // the CPU keeps no per-thread caches worth warming
+}
+
 // SequenceInput.pooling_skip (a prompt left out, sentence-transformers' include_prompt false):
 // every mode but cls pools over the tokens after the skipped ones, as sentence-transformers'
 // Pooling does with those tokens' attention mask zeroed; other rows of the batch are untouched.

@@ -25,7 +25,7 @@ EngineOptions TestEngineOptions() {
   if (const char* biased = std::getenv("RELSERVE_TEST_BIASED_ATTENTION"); biased != nullptr) {
     // "1": the biased path of GPUs on the CPU; "tables": the table path where it applies.
     SetBiasedAttentionOnCpuForTesting(std::string(biased) == "1" || std::string(biased) == "tables");
-    SetDeviceAttentionForTesting(std::string(biased) == "tables" ? DeviceAttention::kTables : DeviceAttention::kBias);
+    if (std::string(biased) == "tables") options.gpu_attention.path = DeviceAttention::kTables;
   }
   return options;
 }

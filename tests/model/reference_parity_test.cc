@@ -20,13 +20,17 @@ using testing::ReferenceDir;
 
 constexpr double kTolerance = 1e-4;
 
-void CheckAgainstReference(const std::string& name, int expected_tensors) {
+// `counts`, where given, receives the engine's attention calls by path after the forward.
+void CheckAgainstReference(const std::string& name, int expected_tensors,
+                           const EngineOptions& options = testing::TestEngineOptions(),
+                           Engine::AttentionCounts* counts = nullptr) {
   const std::string dir = ReferenceDir(name);
-  auto engine = Engine::Load(dir, testing::TestEngineOptions());
+  auto engine = Engine::Load(dir, options);
   ASSERT_TRUE(engine.ok()) << engine.status();
   PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
   auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/true);
   ASSERT_TRUE(outputs.ok()) << outputs.status();
+  if (counts != nullptr) *counts = (*engine)->attention_counts();
   std::map<std::string, const NamedTensor*> by_name;
   for (const NamedTensor& t : *outputs) by_name[t.name] = &t;
 
@@ -97,11 +101,25 @@ TEST(ReferenceParityTest, BiasedAttentionPath) {
 // table_attention.h), run on the CPU by the kernel's host twin against the same references.
 TEST(ReferenceParityTest, TableAttentionPath) {
   SetBiasedAttentionOnCpuForTesting(true);
-  SetDeviceAttentionForTesting(DeviceAttention::kTables);
-  CheckAgainstReference("deberta_v3_like", 5);
-  CheckAgainstReference("deberta_v3_cls", 6);
-  CheckAgainstReference("bert_relative_key", 4);
-  SetDeviceAttentionForTesting(DeviceAttention::kBias);
+  EngineOptions tables = testing::TestEngineOptions();
+  tables.gpu_attention.path = DeviceAttention::kTables;
+  // The table path is really taken, in every layer: a silent fall-back to the biased path would
+  // pass the comparisons (both paths match the references).
+  Engine::AttentionCounts counts;
+  CheckAgainstReference("deberta_v3_like", 5, tables, &counts);
+  EXPECT_EQ(counts.tables, 3);
+  EXPECT_EQ(counts.bias, 0);
+  EXPECT_EQ(counts.cpu, 0);
+  CheckAgainstReference("deberta_v3_cls", 6, tables, &counts);
+  EXPECT_EQ(counts.tables, 3);
+  EXPECT_EQ(counts.bias, 0);
+  CheckAgainstReference("bert_relative_key", 4, tables, &counts);
+  EXPECT_EQ(counts.tables, 2);
+  EXPECT_EQ(counts.bias, 0);
+  // Asked for the biased path, the same engine takes it in every layer.
+  CheckAgainstReference("deberta_v3_cls", 6, testing::TestEngineOptions(), &counts);
+  EXPECT_EQ(counts.tables, 0);
+  EXPECT_EQ(counts.bias, 3);
   SetBiasedAttentionOnCpuForTesting(false);
 }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <limits>
 #include <optional>
+#include <string>
 
 #include <ATen/ATen.h>
 #include <torch/version.h>
@@ -10,6 +11,10 @@
 // scaled_dot_product_attention with a scale argument: LibTorch 2.1 and later.
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define RELSERVE_HAS_SDPA 1
+#endif
+// The switches of each kernel (at::Context::setSDPUse*, cuDNN's among them): LibTorch 2.4 and later.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define RELSERVE_HAS_SDPA_SWITCHES 1
 #endif
 
 namespace relserve {
@@ -23,6 +28,23 @@ std::atomic<bool> g_on_cpu{false};
 void SetFusedAttentionForTesting(bool enabled) { g_fused.store(enabled); }
 void SetBiasedAttentionOnCpuForTesting(bool enabled) { g_on_cpu.store(enabled); }
 bool BiasedAttentionOnCpu() { return g_on_cpu.load(std::memory_order_relaxed); }
+
+absl::Status UseSdpaBackend(SdpaBackend backend) {
+#ifdef RELSERVE_HAS_SDPA_SWITCHES
+  const bool all = backend == SdpaBackend::kDefault;
+  at::Context& context = at::globalContext();
+  context.setSDPUseCuDNN(all || backend == SdpaBackend::kCudnn);
+  context.setSDPUseMemEfficient(all || backend == SdpaBackend::kEfficient);
+  context.setSDPUseFlash(all || backend == SdpaBackend::kFlash);
+  context.setSDPUseMath(all || backend == SdpaBackend::kMath);
+  return absl::OkStatus();
+#else
+  if (backend == SdpaBackend::kDefault) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "choosing the SDPA backend needs LibTorch 2.4 or later (this build has LibTorch " +
+      std::string(TORCH_VERSION) + ")");
+#endif
+}
 
 at::Tensor OffsetIndexMatrix(const at::Tensor& table, int64_t length, bool transposed, const c10::Device& device) {
   const int64_t L = length;

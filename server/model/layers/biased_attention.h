@@ -3,6 +3,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "absl/status/status.h"
+#include "server/model/layers/attention_options.h"
 #include "server/model/layers/relative_attention.h"
 
 namespace relserve {
@@ -30,6 +32,13 @@ at::Tensor RelativeAttentionBias(const RelativeAttentionInputs& in);
 // The [L, L] int64 matrix m[i][j] = table[j - i + L - 1] of an int32 [2L - 1] table, or its
 // transpose (transposed = true), on `device`.
 at::Tensor OffsetIndexMatrix(const at::Tensor& table, int64_t length, bool transposed, const c10::Device& device);
+
+// Which scaled_dot_product_attention kernels BiasedAttention's calls may use (attention_options.h),
+// process-wide: LibTorch holds the choice in its global context, so every engine of a process
+// should ask for the same (the server's --gpu-attention is one flag for all). FAILED_PRECONDITION
+// for anything but kDefault where this LibTorch has no such switch (before 2.4, or a CPU-only
+// build).
+absl::Status UseSdpaBackend(SdpaBackend backend);
 
 // Tests: false makes BiasedAttention use its unfused ATen ops (matmul, float32 softmax,
 // matmul) even where the fused kernel exists.

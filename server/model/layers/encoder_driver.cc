@@ -19,6 +19,8 @@ EncoderOutputs RunEncoderLayers(const EncoderInputs& inputs, const at::Tensor& e
   pass.batch = embeddings.size(0);
   pass.length = embeddings.size(1);
   pass.hidden = embeddings.size(2);
+  pass.attention_path = inputs.attention_path;
+  pass.attention_stats = inputs.attention_stats;
   if (inputs.has_padding) {
     // As uint8 once, for every layer's softmax.
     pass.mask = inputs.attention_mask.ne(0).to(at::kByte);

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "server/model/layers/encoder_model.h"
+#include "server/model/layers/relative_attention.h"
 #include "server/model/layers/token_packing.h"
 
 namespace relserve {
@@ -19,6 +20,15 @@ struct EncoderPass {
   int64_t batch = 0, length = 0, hidden = 0;
   at::Tensor mask;                       // uint8 [B, L], 1 = real token; undefined without padding
   std::unique_ptr<TokenPacking> packing;  // null without padding, or with EncoderInputs::pack_rows false
+  DeviceAttention attention_path = DeviceAttention::kBias;  // EncoderInputs'
+  AttentionStats* attention_stats = nullptr;                // EncoderInputs'
+
+  // What every layer's attention takes from the forward's inputs: the path off the CPU and where
+  // its calls are counted.
+  void ForAttention(RelativeAttentionInputs& att) const {
+    att.path = attention_path;
+    att.stats = attention_stats;
+  }
 
   // [B, L, hidden] -> rows, and back (zeros at padded positions).
   at::Tensor ToRows(const at::Tensor& batch_major) const;

@@ -5,6 +5,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "server/model/layers/attention_options.h"
+
 namespace relserve {
 
 struct Linear;
@@ -24,6 +26,11 @@ struct EncoderInputs {
   // only, as a captured CUDA graph needs (captured_forwards.h). Padded positions' outputs are
   // then what the layers compute for them, as in transformers, instead of zeros.
   bool pack_rows = true;
+  // How attention runs off the CPU (EngineOptions::gpu_attention), and where the forward's
+  // attention calls are counted and timed (null: nowhere). Every layer's attention takes both
+  // (EncoderPass::ForAttention).
+  DeviceAttention attention_path = DeviceAttention::kBias;
+  AttentionStats* attention_stats = nullptr;
 };
 
 struct EncoderOutputs {

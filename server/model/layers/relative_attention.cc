@@ -1,6 +1,7 @@
 #include "server/model/layers/relative_attention.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <ATen/ATen.h>
 
@@ -70,11 +71,17 @@ at::Tensor P2cProducts(const RelativeAttentionInputs& in) {
   return DeviceProduct(in.pos_query.unsqueeze(1), in.k.transpose(-1, -2));
 }
 
-at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
+// RelativeAttention on the path `in` asks for, counted in in.stats.
+static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
   if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) {
-    if (DeviceAttentionMode() == DeviceAttention::kTables && TableAttentionSupports(in)) return TableAttention(in);
+    if (in.path == DeviceAttention::kTables && TableAttentionSupports(in)) {
+      if (in.stats != nullptr) in.stats->table_calls.fetch_add(1, std::memory_order_relaxed);
+      return TableAttention(in);
+    }
+    if (in.stats != nullptr) in.stats->bias_calls.fetch_add(1, std::memory_order_relaxed);
     return BiasedAttention(in);
   }
+  if (in.stats != nullptr) in.stats->cpu_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
   at::Tensor context = at::empty_like(in.q);
   const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;
@@ -91,6 +98,16 @@ at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t b0 = 0; b0 < B; b0 += n) AttendSlice(in, h, 1, b0, std::min(n, B - b0), context);
   }
+  return context;
+}
+
+at::Tensor RelativeAttention(const RelativeAttentionInputs& in) {
+  if (in.stats == nullptr) return AttendOn(in);
+  const auto t0 = std::chrono::steady_clock::now();
+  at::Tensor context = AttendOn(in);
+  in.stats->host_nanoseconds.fetch_add(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count(),
+      std::memory_order_relaxed);
   return context;
 }
 

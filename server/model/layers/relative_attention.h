@@ -6,6 +6,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "server/model/layers/attention_options.h"
+
 namespace relserve {
 
 // The working-set budget of RelativeAttention, in bytes of scores and relative products per
@@ -39,6 +41,11 @@ struct RelativeAttentionInputs {
   // copied there on every call when undefined.
   at::Tensor c2p_table, p2c_table;
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
+  // Off the CPU: the path asked for (EngineOptions::gpu_attention, passed down by EncoderInputs
+  // and EncoderPass::ForAttention). Unused on the CPU's own path.
+  DeviceAttention path = DeviceAttention::kBias;
+  // Where to count this call and its host time; null: not counted.
+  AttentionStats* stats = nullptr;
 };
 
 // Self-attention with relative-position terms, for every encoder family:
@@ -60,8 +67,9 @@ struct RelativeAttentionInputs {
 // four). Smaller batches run every head and sequence in one set of batched products.
 //
 // On other devices the terms become one additive bias for a fused attention kernel
-// (BiasedAttention in biased_attention.h), or, where RELSERVE_GPU_ATTENTION says "tables",
-// DeBERTa's terms are read through their tables by relserve's own kernel (table_attention.h).
+// (BiasedAttention in biased_attention.h), or, where `path` is DeviceAttention::kTables and the
+// inputs allow it, DeBERTa's terms are read through their tables by relserve's own kernel
+// (table_attention.h).
 at::Tensor RelativeAttention(const RelativeAttentionInputs& in);
 
 // The relative products the paths of other devices read, in q's dtype (float16 ones are made in

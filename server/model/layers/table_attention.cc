@@ -1,8 +1,6 @@
 #include "server/model/layers/table_attention.h"
 
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -22,16 +20,6 @@
 namespace relserve {
 namespace {
 
-// -1: not read yet; otherwise a DeviceAttention.
-std::atomic<int> g_mode{-1};
-
-DeviceAttention ModeFromEnvironment() {
-  const char* value = std::getenv("RELSERVE_GPU_ATTENTION");
-  absl::StatusOr<DeviceAttention> mode = ParseDeviceAttention(value == nullptr ? "" : value);
-  if (!mode.ok()) throw std::invalid_argument(std::string("RELSERVE_GPU_ATTENTION: ") + std::string(mode.status().message()));
-  return *mode;
-}
-
 TableAttentionDtype DtypeOf(const at::Tensor& t) {
   switch (t.scalar_type()) {
     case at::kBFloat16: return TableAttentionDtype::kBFloat16;
@@ -48,23 +36,6 @@ at::Tensor TableOn(const at::Tensor& on_device, const at::Tensor& table, const c
 }
 
 }  // namespace
-
-absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name) {
-  if (name.empty() || name == "bias") return DeviceAttention::kBias;
-  if (name == "tables") return DeviceAttention::kTables;
-  return absl::InvalidArgumentError(absl::StrCat("\"", std::string(name), "\" is not an attention path: expected \"bias\" or \"tables\""));
-}
-
-DeviceAttention DeviceAttentionMode() {
-  int mode = g_mode.load(std::memory_order_relaxed);
-  if (mode < 0) {
-    mode = static_cast<int>(ModeFromEnvironment());
-    g_mode.store(mode, std::memory_order_relaxed);
-  }
-  return static_cast<DeviceAttention>(mode);
-}
-
-void SetDeviceAttentionForTesting(DeviceAttention mode) { g_mode.store(static_cast<int>(mode)); }
 
 bool TableAttentionKernelCompiledIn() {
 #ifdef RELSERVE_WITH_CUDA_KERNELS

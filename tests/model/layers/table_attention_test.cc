@@ -56,7 +56,6 @@ class TableAttentionTest : public ::testing::Test {
  protected:
   void TearDown() override {
     SetBiasedAttentionOnCpuForTesting(false);
-    SetDeviceAttentionForTesting(DeviceAttention::kBias);
   }
   c10::InferenceMode guard_;
 };
@@ -154,18 +153,31 @@ TEST_F(TableAttentionTest, SupportsDebertaTermsOnly) {
 }
 
 // RelativeAttention takes the table path off the CPU (here: the CPU standing in for a device)
-// when the mode says tables and the inputs allow it, and the biased path otherwise.
+// when its inputs' path says tables and the inputs allow it, and the biased path otherwise; the
+// stats count each call under the path that ran it.
 TEST_F(TableAttentionTest, RelativeAttentionDispatch) {
   SetBiasedAttentionOnCpuForTesting(true);
   RelativeAttentionInputs in = Make({50, 20, 20}, at::kFloat, 2);
-  SetDeviceAttentionForTesting(DeviceAttention::kTables);
+  AttentionStats stats;
+  in.stats = &stats;
+  in.path = DeviceAttention::kTables;
   EXPECT_TRUE(at::equal(RelativeAttention(in), TableAttention(in)));
+  EXPECT_EQ(stats.table_calls.load(), 1);
+  EXPECT_EQ(stats.bias_calls.load(), 0);
   RelativeAttentionInputs t5 = in;
   t5.pos_key = t5.pos_query = at::Tensor();
   t5.position_bias = at::randn({kHeads, 99}, at::kFloat);
   EXPECT_TRUE(at::equal(RelativeAttention(t5), BiasedAttention(t5)));
-  SetDeviceAttentionForTesting(DeviceAttention::kBias);
+  EXPECT_EQ(stats.table_calls.load(), 1);
+  EXPECT_EQ(stats.bias_calls.load(), 1);
+  in.path = DeviceAttention::kBias;
   EXPECT_TRUE(at::equal(RelativeAttention(in), BiasedAttention(in)));
+  EXPECT_EQ(stats.bias_calls.load(), 2);
+  EXPECT_GT(stats.host_nanoseconds.load(), 0);
+  SetBiasedAttentionOnCpuForTesting(false);
+  RelativeAttention(in);
+  EXPECT_EQ(stats.cpu_calls.load(), 1);
+  EXPECT_EQ(stats.table_calls.load() + stats.bias_calls.load(), 3);
 }
 
 // On a GPU with the CUDA kernel built (skipped elsewhere): the kernel against its host twin and

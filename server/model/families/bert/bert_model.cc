@@ -169,9 +169,11 @@ at::Tensor BertModel::Embed(const EncoderInputs& in) const {
   return x;
 }
 
-at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
-                                   const TokenPacking* packing, const at::Tensor& mask,
-                                   const RelativeIndex* index) const {
+at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x,
+                                   const EncoderPass& pass, const RelativeIndex* index) const {
+  const int64_t B = pass.batch, L = pass.length;
+  const TokenPacking* packing = pass.packing.get();
+  const at::Tensor& mask = pass.mask;
   const int64_t Hd = heads_, D = head_dim_;
   at::Tensor qkv_rows = layer.qkv(x);
   at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
@@ -192,6 +194,7 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x, int6
     }
   }
   att.attention_mask = mask;  // undefined without padding; padded queries are computed as transformers does
+  pass.ForAttention(att);
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
@@ -203,7 +206,7 @@ EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_state
   if (c_.relative()) index = IndexFor(in.input_ids.size(1));
   EncoderOutputs out = RunEncoderLayers(
       in, Embed(in), layers_.size(), all_hidden_states, [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
-        return LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, index.get());
+        return LayerForward(layers_[i], x, p, index.get());
       });
   if (head_out_.weight.defined()) {
     at::Tensor first = out.last_hidden_state.select(1, 0);

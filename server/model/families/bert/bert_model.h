@@ -19,6 +19,7 @@
 
 namespace relserve {
 
+struct EncoderPass;
 class TokenPacking;
 
 // BERT, RoBERTa, XLM-RoBERTa and ELECTRA: transformers' BertModel / RobertaModel /
@@ -59,8 +60,8 @@ class BertModel : public EncoderModel {
   absl::Status CheckSizes(const WeightLoader& weights, const std::string& prefix) const;
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const EncoderInputs& inputs) const;
-  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L, const TokenPacking* packing,
-                          const at::Tensor& mask, const RelativeIndex* index) const;
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x,
+                          const EncoderPass& pass, const RelativeIndex* index) const;
   std::shared_ptr<const RelativeIndex> IndexFor(int64_t length) const;
 
   ModelConfig config_;

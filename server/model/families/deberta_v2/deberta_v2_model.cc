@@ -242,9 +242,11 @@ at::Tensor DebertaV2Model::ConvForward(const at::Tensor& embeddings, const at::T
   return out * keep;
 }
 
-at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
-                                        const TokenPacking* packing, const at::Tensor& mask,
-                                        const RelativeIndex* index) const {
+at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
+                                        const EncoderPass& pass, const RelativeIndex* index) const {
+  const int64_t B = pass.batch, L = pass.length;
+  const TokenPacking* packing = pass.packing.get();
+  const at::Tensor& mask = pass.mask;
   const int64_t Hd = heads_;
   // x: [tokens, hidden] rows (the real tokens when packed) -> q, k, v as [3, heads, B, L, D]
   at::Tensor qkv_rows = layer.qkv(x);
@@ -266,6 +268,7 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   }
   att.attention_mask = mask;        // undefined without padding
   att.zero_padded_queries = true;   // XSoftmax masks padded queries' rows too
+  pass.ForAttention(att);
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
@@ -279,7 +282,7 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
   const at::Tensor embeddings = Embed(in);
   EncoderOutputs out = RunEncoderLayers(
       in, embeddings, layers_.size(), all_hidden_states, [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
-        at::Tensor y = LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, index.get());
+        at::Tensor y = LayerForward(layers_[i], x, p, index.get());
         if (i == 0 && conv_) y = p.ToRows(ConvForward(embeddings, p.ToBatch(y), in.attention_mask));
         return y;
       });

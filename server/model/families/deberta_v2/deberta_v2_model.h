@@ -18,6 +18,7 @@
 
 namespace relserve {
 
+struct EncoderPass;
 class TokenPacking;
 
 // DeBERTa-v2/v3 and mDeBERTa: transformers' DebertaV2Model, and the context pooler and
@@ -68,9 +69,9 @@ class DebertaV2Model : public EncoderModel {
   absl::Status CheckSizes(const WeightLoader& weights, const std::string& prefix) const;
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const EncoderInputs& inputs) const;
-  // x: [tokens, hidden], the real tokens' rows when `packing` is given, else all B * L.
-  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
-                          const TokenPacking* packing, const at::Tensor& mask, const RelativeIndex* index) const;
+  // x: [tokens, hidden], the real tokens' rows when the pass packs them, else all B * L.
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x,
+                          const EncoderPass& pass, const RelativeIndex* index) const;
   at::Tensor ConvForward(const at::Tensor& embeddings, const at::Tensor& residual, const at::Tensor& mask) const;
   std::shared_ptr<const RelativeIndex> IndexFor(int64_t length) const;
 

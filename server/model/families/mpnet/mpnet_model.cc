@@ -126,9 +126,11 @@ at::Tensor MpnetModel::Embed(const at::Tensor& input_ids) const {
   return embedding_norm_(x, at::embedding(position_embeddings_, MpnetPositionIds(input_ids)));
 }
 
-at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L,
-                                    const TokenPacking* packing, const at::Tensor& mask,
-                                    const PositionBiasTables& position_bias) const {
+at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x,
+                                    const EncoderPass& pass, const PositionBiasTables& position_bias) const {
+  const int64_t B = pass.batch, L = pass.length;
+  const TokenPacking* packing = pass.packing.get();
+  const at::Tensor& mask = pass.mask;
   const int64_t Hd = c_.num_attention_heads;
   at::Tensor qkv_rows = layer.qkv(x);
   at::Tensor qkv = SplitHeads(qkv_rows, packing, B, L, 3, Hd);
@@ -138,6 +140,7 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x, int
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, D]
   position_bias.SetOn(att);
   att.attention_mask = mask;
+  pass.ForAttention(att);
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
@@ -151,7 +154,7 @@ EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
   EncoderOutputs out = RunEncoderLayers(
       in, Embed(in.input_ids), layers_.size(), all_hidden_states,
       [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
-        return LayerForward(layers_[i], x, p.batch, p.length, p.packing.get(), p.mask, *position_bias);
+        return LayerForward(layers_[i], x, p, *position_bias);
       });
   if (num_labels_ > 0) {
     // MPNetClassificationHead on <s>: out_proj(tanh(dense(x[:, 0])))

@@ -19,6 +19,7 @@
 
 namespace relserve {
 
+struct EncoderPass;
 class TokenPacking;
 
 // MPNet: transformers' MPNetModel, and the classification head of
@@ -61,8 +62,8 @@ class MpnetModel : public EncoderModel {
   absl::Status LoadWeights(WeightLoader& weights);
   at::Tensor Embed(const at::Tensor& input_ids) const;
   // x: [tokens, hidden], the real tokens' rows when `packing` is given, else all B * L.
-  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x, int64_t B, int64_t L, const TokenPacking* packing,
-                          const at::Tensor& mask, const PositionBiasTables& position_bias) const;
+  at::Tensor LayerForward(const Layer& layer, const at::Tensor& x,
+                          const EncoderPass& pass, const PositionBiasTables& position_bias) const;
   std::shared_ptr<const PositionBiasTables> PositionBias(int64_t length) const;
 
   MpnetConfig c_;

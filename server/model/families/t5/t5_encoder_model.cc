@@ -134,9 +134,11 @@ std::shared_ptr<const PositionBiasTables> T5EncoderModel::PositionBias(int64_t l
   });
 }
 
-at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
-                                        const TokenPacking* packing, const at::Tensor& mask,
-                                        const PositionBiasTables& position_bias) const {
+at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
+                                        const EncoderPass& pass, const PositionBiasTables& position_bias) const {
+  const int64_t B = pass.batch, L = pass.length;
+  const TokenPacking* packing = pass.packing.get();
+  const at::Tensor& mask = pass.mask;
   const int64_t Hd = c_.num_heads;
   at::Tensor normed = block.attention_norm(x);
   at::Tensor qkv_rows = block.qkv(normed);
@@ -147,6 +149,7 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   att.q = qkv[0], att.k = qkv[1], att.v = qkv[2];  // [heads, B, L, Dk]
   position_bias.SetOn(att);
   att.attention_mask = mask;
+  pass.ForAttention(att);
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
   at::Tensor h = ClampInfinities(x + block.o(context));
@@ -167,7 +170,7 @@ EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_
   return RunEncoderLayers(
       in, at::embedding(embed_tokens_, in.input_ids), blocks_.size(), all_hidden_states,
       [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
-        return BlockForward(blocks_[i], x, p.batch, p.length, p.packing.get(), p.mask, *position_bias);
+        return BlockForward(blocks_[i], x, p, *position_bias);
       },
       [&](const at::Tensor& x) { return final_norm_(x); });
 }

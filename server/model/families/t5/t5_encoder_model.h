@@ -18,6 +18,7 @@
 
 namespace relserve {
 
+struct EncoderPass;
 class TokenPacking;
 
 // T5 / T5 v1.1 / mT5 encoders: transformers' T5EncoderModel (T5Stack without the decoder),
@@ -58,9 +59,8 @@ class T5EncoderModel : public EncoderModel {
   absl::Status CheckSizes(const WeightLoader& weights) const;
   absl::Status LoadWeights(WeightLoader& weights);
   // x: [tokens, d_model], the real tokens' rows when `packing` is given, else all B * L.
-  at::Tensor BlockForward(const Block& block, const at::Tensor& x, int64_t B, int64_t L,
-                          const TokenPacking* packing, const at::Tensor& mask,
-                          const PositionBiasTables& position_bias) const;
+  at::Tensor BlockForward(const Block& block, const at::Tensor& x,
+                          const EncoderPass& pass, const PositionBiasTables& position_bias) const;
   std::shared_ptr<const PositionBiasTables> PositionBias(int64_t length) const;
 
   ModelConfig config_;

@@ -1,0 +1,51 @@
+#include "server/model/layers/attention_options.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace relserve {
+namespace {
+
+constexpr std::pair<std::string_view, SdpaBackend> kBackends[] = {
+    {"default", SdpaBackend::kDefault}, {"cudnn", SdpaBackend::kCudnn}, {"efficient", SdpaBackend::kEfficient},
+    {"flash", SdpaBackend::kFlash},     {"math", SdpaBackend::kMath},
+};
+
+}  // namespace
+
+absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name) {
+  if (name.empty() || name == "bias") return DeviceAttention::kBias;
+  if (name == "tables") return DeviceAttention::kTables;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", std::string(name), "\" is not an attention path: expected \"bias\" or \"tables\""));
+}
+
+absl::StatusOr<AttentionOptions> ParseAttentionOptions(std::string_view value) {
+  AttentionOptions options;
+  const size_t colon = value.find(':');
+  absl::StatusOr<DeviceAttention> path = ParseDeviceAttention(value.substr(0, colon));
+  if (!path.ok()) return path.status();
+  options.path = *path;
+  if (colon == std::string_view::npos) return options;
+  const std::string_view backend = value.substr(colon + 1);
+  for (const auto& [name, b] : kBackends) {
+    if (backend == name) {
+      options.sdpa = b;
+      return options;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("\"", std::string(backend),
+                                                 "\" is not an SDPA backend: expected default, cudnn, efficient, "
+                                                 "flash or math (as in tables:math)"));
+}
+
+std::string AttentionOptionsName(const AttentionOptions& options) {
+  std::string name = options.path == DeviceAttention::kTables ? "tables" : "bias";
+  for (const auto& [backend, b] : kBackends) {
+    if (b == options.sdpa && b != SdpaBackend::kDefault) name += ":" + std::string(backend);
+  }
+  return name;
+}
+
+}  // namespace relserve

@@ -1,0 +1,56 @@
+#ifndef RELSERVE_SERVER_MODEL_LAYERS_ATTENTION_OPTIONS_H_
+#define RELSERVE_SERVER_MODEL_LAYERS_ATTENTION_OPTIONS_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace relserve {
+
+// How RelativeAttention runs off the CPU (and on the CPU under SetBiasedAttentionOnCpuForTesting):
+//   kBias:   every term folded into one [heads, batch, L, L] bias for LibTorch's fused kernel
+//            (biased_attention.h); any inputs.
+//   kTables: DeBERTa's c2p and p2c terms read through their index tables by relserve's own
+//            kernel (table_attention.h); inputs it does not cover (a position bias, XLNet's
+//            segments or causal mask, a head size other than 64 on a GPU, float32 on a GPU)
+//            still take kBias.
+enum class DeviceAttention { kBias, kTables };
+
+// Which of LibTorch's scaled_dot_product_attention kernels the bias path may use (LibTorch 2.4
+// and later on a GPU): kDefault lets LibTorch choose among all of them; the others allow that
+// kernel only (LibTorch fails the call where it cannot run it). LibTorch holds this choice
+// process-wide (its global context): UseSdpaBackend in biased_attention.h sets it.
+enum class SdpaBackend { kDefault, kCudnn, kEfficient, kFlash, kMath };
+
+// The engine's choice of attention path on a GPU (EngineOptions::gpu_attention, from
+// --gpu-attention), passed down to every attention call of a forward (EncoderInputs).
+struct AttentionOptions {
+  DeviceAttention path = DeviceAttention::kBias;
+  SdpaBackend sdpa = SdpaBackend::kDefault;
+};
+
+// --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",
+// "cudnn", "efficient", "flash" or "math". INVALID_ARGUMENT naming what is accepted otherwise.
+absl::StatusOr<AttentionOptions> ParseAttentionOptions(std::string_view value);
+// "bias", "tables:math", ...: what ParseAttentionOptions reads back (":default" left out).
+std::string AttentionOptionsName(const AttentionOptions& options);
+// "bias" or "tables" (or empty, read as "bias"); INVALID_ARGUMENT naming both for anything else.
+absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name);
+
+// What the attention calls of forwards did, counted by RelativeAttention when a forward's
+// EncoderInputs::attention_stats points here: calls per path, and the host time spent in them
+// (on a GPU the time to launch, plus any host-side work such as a library's plan building).
+// Thread-safe; the engine keeps one per forward and one over its life.
+struct AttentionStats {
+  std::atomic<int64_t> cpu_calls{0};     // the CPU's own path (relative_attention.cc)
+  std::atomic<int64_t> bias_calls{0};    // BiasedAttention
+  std::atomic<int64_t> table_calls{0};   // TableAttention
+  std::atomic<int64_t> host_nanoseconds{0};
+};
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_LAYERS_ATTENTION_OPTIONS_H_

@@ -1,0 +1,56 @@
+// --gpu-attention's value: the attention path and the SDPA backend (attention_options.h).
+#include "server/model/layers/attention_options.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace relserve {
+namespace {
+
+TEST(AttentionOptionsTest, ParsesPathAndBackend) {
+  absl::StatusOr<AttentionOptions> bias = ParseAttentionOptions("bias");
+  ASSERT_TRUE(bias.ok()) << bias.status();
+  EXPECT_EQ(bias->path, DeviceAttention::kBias);
+  EXPECT_EQ(bias->sdpa, SdpaBackend::kDefault);
+  absl::StatusOr<AttentionOptions> tables = ParseAttentionOptions("tables:math");
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_EQ(tables->path, DeviceAttention::kTables);
+  EXPECT_EQ(tables->sdpa, SdpaBackend::kMath);
+  const std::pair<const char*, SdpaBackend> backends[] = {{"bias:default", SdpaBackend::kDefault},
+                                                          {"bias:cudnn", SdpaBackend::kCudnn},
+                                                          {"bias:efficient", SdpaBackend::kEfficient},
+                                                          {"bias:flash", SdpaBackend::kFlash}};
+  for (const auto& [text, backend] : backends) {
+    absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(text);
+    ASSERT_TRUE(parsed.ok()) << text;
+    EXPECT_EQ(parsed->sdpa, backend) << text;
+  }
+}
+
+TEST(AttentionOptionsTest, NamesReadBack) {
+  for (const char* text : {"bias", "tables", "bias:cudnn", "tables:efficient", "bias:flash", "bias:math"}) {
+    absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(text);
+    ASSERT_TRUE(parsed.ok()) << text;
+    EXPECT_EQ(AttentionOptionsName(*parsed), text);
+  }
+  EXPECT_EQ(AttentionOptionsName(*ParseAttentionOptions("bias:default")), "bias");
+}
+
+TEST(AttentionOptionsTest, RefusesUnknownWordsNamingWhatIsAccepted) {
+  absl::StatusOr<AttentionOptions> path = ParseAttentionOptions("Tables");
+  ASSERT_FALSE(path.ok());
+  EXPECT_EQ(path.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(path.status().message().find("\"Tables\""), std::string::npos) << path.status();
+  EXPECT_NE(path.status().message().find("\"bias\" or \"tables\""), std::string::npos) << path.status();
+  absl::StatusOr<AttentionOptions> backend = ParseAttentionOptions("bias:cudnn9");
+  ASSERT_FALSE(backend.ok());
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(backend.status().message().find("\"cudnn9\""), std::string::npos) << backend.status();
+  EXPECT_NE(backend.status().message().find("default, cudnn, efficient, flash or math"), std::string::npos)
+      << backend.status();
+  EXPECT_FALSE(ParseAttentionOptions("bias:").ok());
+}
+
+}  // namespace
+}  // namespace relserve
