@@ -26,6 +26,7 @@
 #include "server/model/families/model_tokenizer.h"
 #include "server/model/config/max_length.h"
 #include "server/model/layers/int8_linear.h"
+#include "server/model/layers/layers.h"
 #include "server/model/masked_lm_head.h"
 #include "server/model/config/model_limits.h"
 #include "server/model/pooler.h"
@@ -61,6 +62,9 @@ struct Engine::Impl {
   // Why kOutputSparse / kOutputMultiVector are refused, for FAILED_PRECONDITION.
   std::string no_sparse;
   std::string no_multi_vector;
+  // A *ForTokenClassification checkpoint's classifier (FamilyDescriptor::TokenClassifier):
+  // hidden_size -> labels on every token.
+  Linear token_classifier;
 };
 
 namespace {
@@ -237,6 +241,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                                                 BgeM3Heads::kSparseFile);
       }
     }
+    if (std::optional<std::string> name = config.family->TokenClassifier(config)) {
+      auto head = LoadLinear(weights, *name, config.hidden_size, config.num_labels, true);
+      if (!head.ok()) {
+        return absl::Status(head.status().code(),
+                            absl::StrCat(CheckpointFiles(dir, *checkpoint), ": the token classifier of ",
+                                         config.architecture, ": ", head.status().message()));
+      }
+      engine->impl_->token_classifier = std::move(*head);
+    }
     absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
   } catch (const std::exception& e) {
@@ -285,7 +298,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.default_prompt_name = st.default_prompt_name;
   info.similarity_fn_name = st.similarity_fn_name;
   info.pooling_includes_prompt = pooling.include_prompt;
-  info.labels = config.id2label;
+  if (config.head == HeadKind::kTokenClassification) {
+    info.token_labels = config.id2label;
+  } else {
+    info.labels = config.id2label;
+  }
   // A head without problem_type: regression with one label, single-label with more.
   info.problem_type = config.problem_type.empty() && info.labels.size() == 1 ? ProblemType::kRegression
                                                                              : ProblemTypeFromConfig(config.problem_type);
@@ -414,6 +431,10 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no multi-vector head: ", impl_->no_multi_vector));
   }
+  if ((outputs & kOutputTokenLogits) && !impl_->token_classifier.defined()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", info_.architecture, " has no token-classification head"));
+  }
   if (batch.empty()) return std::vector<SequenceOutput>();
   for (size_t i = 0; i < batch.size(); ++i) {
     absl::Status s = Validate(batch[i]);
@@ -523,6 +544,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     if (outputs & kOutputLogits) logits = to_host(out.logits);
     if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
     const int64_t H = out.last_hidden_state.size(2);
+    at::Tensor token_logits;  // [B, L, labels]
+    if (outputs & kOutputTokenLogits) token_logits = to_host(impl_->token_classifier(out.last_hidden_state));
 
     // The sparse and multi-vector heads run on the real tokens only, packed sequence after
     // sequence: sequence b's tokens are rows [first[b], first[b + 1]).
@@ -564,6 +587,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       if (logits.defined()) {
         const float* p = logits.data_ptr<float>() + b * logits.size(1);
         r.logits.assign(p, p + logits.size(1));
+      }
+      if (token_logits.defined()) {
+        const int64_t labels = token_logits.size(2);
+        const float* p = token_logits.data_ptr<float>() + b * token_logits.size(1) * labels;
+        r.token_logits.assign(p, p + r.num_tokens * labels);
       }
       if (sparse) {
         r.sparse = impl_->sparse_head == Impl::SparseHead::kSplade

@@ -55,6 +55,11 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
   void set_dtype(DType dtype) { info_.dtype = dtype; }
+  // A token-classification head: each token's logits from its id alone (kOutputTokenLogits).
+  void set_token_head(std::vector<std::string> labels, std::function<std::vector<float>(int32_t id)> fn) {
+    info_.token_labels = std::move(labels);
+    token_logit_fn_ = std::move(fn);
+  }
   // A Normalize module: pooled is normalised, pooled_unnormalized not.
   void set_normalizes(bool normalizes) { info_.pooling.normalize = normalizes; }
   // The batches' output flags, ORed.
@@ -88,6 +93,13 @@ class FakeBackend : public InferenceBackend {
       if (outputs & kOutputTokenStates) {
         for (int32_t id : s.input_ids) o.token_states.insert(o.token_states.end(), 3, static_cast<float>(id));
       }
+      if (outputs & kOutputTokenLogits) {
+        if (!token_logit_fn_) return absl::FailedPreconditionError("no token-classification head");
+        for (int32_t id : s.input_ids) {
+          const std::vector<float> l = token_logit_fn_(id);
+          o.token_logits.insert(o.token_logits.end(), l.begin(), l.end());
+        }
+      }
       if (outputs & kOutputLogits) {
         if (logit_fn_) {
           o.logits = logit_fn_(s);
@@ -116,6 +128,7 @@ class FakeBackend : public InferenceBackend {
   ModelInfo info_;
   std::vector<float> logits_;
   std::function<std::vector<float>(const SequenceInput&)> logit_fn_;
+  std::function<std::vector<float>(int32_t)> token_logit_fn_;
   std::atomic<int> runs_{0};
   std::atomic<uint32_t> seen_outputs_{0};
 };
