@@ -108,7 +108,9 @@ TEST_F(TokenClassifierTest, EveryFamilysClassifierRunsOnTheLastHiddenState) {
     // The layout transformers saves for the class: the backbone under its prefix, the
     // classifier at the top, no pooler.
     ASSERT_EQ(weights.count(c.backbone), 1u);
-    if (*c.pooler != '\0') EXPECT_EQ(weights.count(c.pooler), 0u);
+    if (*c.pooler != '\0') {
+      EXPECT_EQ(weights.count(c.pooler), 0u);
+    }
     ASSERT_EQ(weights.count("classifier.weight"), 1u);
     const std::vector<float>& w = weights.at("classifier.weight").data;
     const std::vector<float>& bias = weights.at("classifier.bias").data;

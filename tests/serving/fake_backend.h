@@ -55,8 +55,11 @@ class FakeBackend : public InferenceBackend {
     info_.multi_vector_dim = multi_vector ? 2 : 0;
   }
   void set_dtype(DType dtype) { info_.dtype = dtype; }
-  // A token-classification head: each token's logits from its id alone (kOutputTokenLogits).
-  void set_token_head(std::vector<std::string> labels, std::function<std::vector<float>(int32_t id)> fn) {
+  // A token-classification head: each token's logits from its id alone (kOutputTokenLogits);
+  // `vocab_size` as the tokenizer it is served with.
+  void set_token_head(std::vector<std::string> labels, std::function<std::vector<float>(int32_t id)> fn,
+                      int vocab_size) {
+    info_.vocab_size = vocab_size;
     info_.token_labels = std::move(labels);
     token_logit_fn_ = std::move(fn);
   }
