@@ -159,7 +159,8 @@ json ToJson(const v1::ListModelsResponse& r) {
                       {"problem_type", m.problem_type()},
                       {"dtype", m.dtype()},
                       {"device", m.device()},
-                      {"has_tokenizer", m.has_tokenizer()}});
+                      {"has_tokenizer", m.has_tokenizer()},
+                      {"token_labels", List(m.token_labels())}});
   }
   return {{"models", models}, {"default_model", r.default_model()}};
 }
