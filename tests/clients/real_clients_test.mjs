@@ -10,7 +10,7 @@
 // CONFIG_JSON: {"url": "http://127.0.0.1:P" (the server: models ref, cls, reranker; ref the
 // default; and nli), "classifier_url": a second server whose default model is cls, "nli_url": a third
 // serving nli (the classifier with MNLI's label names) alone, "ner_url": a fourth serving the token
-// classifier tests/data/ner/ner_bert alone, "grpc": "127.0.0.1:P", "api_key", "proto":
+// classifier tests/data/ner/ner_bert alone (its gRPC port: "ner_grpc"), "grpc": "127.0.0.1:P", "api_key", "proto":
 // ".../proto/relserve/v1/encoder.proto", "reference": ".../tests/data/reference", "ner_expected":
 // ".../tests/data/ner/ner_expected.json" (transformers' TokenClassificationPipeline's answers)}
 import assert from 'node:assert/strict';
@@ -124,11 +124,11 @@ const relserveProto = grpc.loadPackageDefinition(packageDefinition).relserve.v1;
 const encoder = new relserveProto.Encoder(config.grpc, grpc.credentials.createInsecure(),
   { 'grpc.enable_http_proxy': 0 });
 
-function call(method, request, key = apiKey) {
+function call(method, request, key = apiKey, client = encoder) {
   const metadata = new grpc.Metadata();
   if (key !== null) metadata.set('authorization', `Bearer ${key}`);
   return new Promise((resolve, reject) => {
-    encoder[method](request, metadata, { deadline: Date.now() + 30000 }, (err, response) => (err ? reject(err) : resolve(response)));
+    client[method](request, metadata, { deadline: Date.now() + 30000 }, (err, response) => (err ? reject(err) : resolve(response)));
   });
 }
 
@@ -395,7 +395,9 @@ async function tokenClassificationTests() {
   ok(`@huggingface/inference ${versionOf('@huggingface/inference')}: tokenClassification at the root (simple) and at /token-classification (first, average, max, ignore_labels []) equals transformers' TokenClassificationPipeline on every reference text`);
 
   // gRPC ClassifyTokens gives the same, aggregation none included.
-  const g = await call('ClassifyTokens', { texts: expected.map((t) => t.text), aggregation_strategy: 'none' });
+  const nerEncoder = new relserveProto.Encoder(config.ner_grpc, grpc.credentials.createInsecure(), { 'grpc.enable_http_proxy': 0 });
+  const g = await call('ClassifyTokens', { texts: expected.map((t) => t.text), aggregation_strategy: 'none' }, apiKey, nerEncoder);
+  nerEncoder.close();
   g.results.forEach((r, i) => {
     assertEntities(r.entities.map((e) => ({ entity: e.entity, score: e.score, index: e.index, word: e.word,
       start: Number(e.start), end: Number(e.end) })), expected[i].expected.none, `gRPC ClassifyTokens none ${i}`);
