@@ -28,6 +28,7 @@ const std::vector<Subcommand>& Subcommands() {
       {"classify", "[TEXT ...]", "Classify: labels and scores per input (--pairs for text pairs)"},
       {"zero-shot", "--labels A,B,... [TEXT ...]",
        "ZeroShotClassify: each text against the candidate labels through an NLI model, best first"},
+      {"ner", "[TEXT ...]", "ClassifyTokens: named entities (token classification), as transformers' pipeline"},
       {"tokenize", "[TEXT ...]", "Tokenize: ids, token types, offsets and pieces"},
       {"models", "", "ListModels: the served models"},
       {"health", "", "grpc.health.v1 Check: exit 0 when SERVING, 1 otherwise"},
@@ -37,7 +38,7 @@ const std::vector<Subcommand>& Subcommands() {
 }
 
 const std::vector<std::string> kInputs = {"embed", "embed-tokens", "classify", "tokenize"};
-const std::vector<std::string> kRpcs = {"embed", "embed-tokens", "rerank", "classify", "zero-shot", "tokenize", "bench"};
+const std::vector<std::string> kRpcs = {"embed", "embed-tokens", "rerank", "classify", "zero-shot", "ner", "tokenize", "bench"};
 
 using C = ClientCommand;
 constexpr double kNoLimit = std::numeric_limits<double>::infinity();
@@ -178,6 +179,34 @@ const FlagTable<ClientCommand>& Flags() {
             Switch("multi-label", "score each label on its own (entailment against contradiction)",
                    Field(&C::request, &RequestOptions::multi_label))
                 .For({"zero-shot"}),
+            StringFlag<C>("aggregation-strategy", "S",
+                          "how tokens become entities: none (one entry per token, the default), simple, first, "
+                          "average or max",
+                          Field(&C::request, &RequestOptions::aggregation_strategy),
+                          {"none", "simple", "first", "average", "max"})
+                .For({"ner"}),
+            CustomFlag<C>("ignore-labels", "A,B,...", "labels left out, comma-separated (\"\" for none; default: O)",
+                          [](const std::string& v, ClientCommand* c) {
+                            std::vector<std::string> labels;
+                            for (std::string& l : SplitFlagListValue(v)) {
+                              if (!l.empty()) labels.push_back(std::move(l));
+                            }
+                            c->request.ignore_labels = std::move(labels);
+                            return absl::OkStatus();
+                          })
+                .For({"ner"}),
+            CustomFlag<C>("stride", "N",
+                          "classify texts longer than the model in windows sharing N tokens (default: refuse them)",
+                          [](const std::string& v, ClientCommand* c) {
+                            int stride = 0;
+                            if (!absl::SimpleAtoi(v, &stride) || stride < 0) {
+                              return absl::InvalidArgumentError(
+                                  absl::StrCat("--stride: \"", v, "\" is not an integer >= 0"));
+                            }
+                            c->request.stride = stride;
+                            return absl::OkStatus();
+                          })
+                .For({"ner"}),
             Switch("pairs", "the arguments are text pairs: TEXT TEXT_PAIR TEXT TEXT_PAIR ...",
                    Field(&C::request, &RequestOptions::pairs))
                 .For(kInputs),

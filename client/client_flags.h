@@ -53,6 +53,11 @@ struct RequestOptions {
   std::vector<std::string> labels;
   std::string hypothesis_template;
   bool multi_label = false;
+  // ner: the pipeline's aggregation_strategy ("": the RPC's default, none), the labels left out
+  // (unset: the server's ["O"]) and the stride of windows over texts longer than the model.
+  std::string aggregation_strategy;
+  std::optional<std::vector<std::string>> ignore_labels;
+  std::optional<int> stride;
 };
 
 struct HealthOptions {

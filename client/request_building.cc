@@ -43,6 +43,19 @@ v1::ZeroShotClassifyRequest BuildZeroShotRequest(const RequestOptions& options, 
   return r;
 }
 
+v1::ClassifyTokensRequest BuildClassifyTokensRequest(const RequestOptions& options, const std::vector<std::string>& texts) {
+  v1::ClassifyTokensRequest r;
+  r.set_model(options.model);
+  for (const std::string& t : texts) r.add_texts(t);
+  r.set_aggregation_strategy(options.aggregation_strategy);
+  if (options.ignore_labels.has_value()) {
+    v1::LabelList* labels = r.mutable_ignore_labels();
+    for (const std::string& l : *options.ignore_labels) labels->add_labels(l);
+  }
+  if (options.stride.has_value()) r.set_stride(*options.stride);
+  return r;
+}
+
 v1::EmbedTokensRequest BuildEmbedTokensRequest(const RequestOptions& options, std::vector<v1::Input> inputs) {
   v1::EmbedTokensRequest r;
   r.set_model(options.model);

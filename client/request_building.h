@@ -14,6 +14,8 @@ v1::EmbedRequest BuildEmbedRequest(const RequestOptions& options, std::vector<v1
 v1::EmbedTokensRequest BuildEmbedTokensRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 // ZeroShotClassify: the texts against --labels.
 v1::ZeroShotClassifyRequest BuildZeroShotRequest(const RequestOptions& options, const std::vector<std::string>& texts);
+// ClassifyTokens: the texts with --aggregation-strategy, --ignore-labels and --stride.
+v1::ClassifyTokensRequest BuildClassifyTokensRequest(const RequestOptions& options, const std::vector<std::string>& texts);
 v1::ClassifyRequest BuildClassifyRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 v1::TokenizeRequest BuildTokenizeRequest(const RequestOptions& options, std::vector<v1::Input> inputs);
 v1::RerankRequest BuildRerankRequest(const RequestOptions& options, const std::string& query,

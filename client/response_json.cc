@@ -113,6 +113,23 @@ json ToJson(const v1::ZeroShotClassifyResponse& r) {
   return {{"model", r.model()}, {"results", results}, {"usage", Usage(r.usage())}, {"timing", Timing(r.timing())}};
 }
 
+json ToJson(const v1::ClassifyTokensResponse& r) {
+  json results = json::array();
+  for (const v1::TokenEntities& t : r.results()) {
+    json entities = json::array();
+    for (const v1::TokenEntity& e : t.entities()) {
+      entities.push_back({{"entity", e.entity()},
+                          {"score", e.score()},
+                          {"index", e.index()},
+                          {"word", e.word()},
+                          {"start", e.start()},
+                          {"end", e.end()}});
+    }
+    results.push_back(std::move(entities));
+  }
+  return {{"model", r.model()}, {"results", results}, {"usage", Usage(r.usage())}, {"timing", Timing(r.timing())}};
+}
+
 json ToJson(const v1::TokenizeResponse& r) {
   json results = json::array();
   for (const v1::Tokenized& t : r.results()) {
@@ -142,7 +159,8 @@ json ToJson(const v1::ListModelsResponse& r) {
                       {"problem_type", m.problem_type()},
                       {"dtype", m.dtype()},
                       {"device", m.device()},
-                      {"has_tokenizer", m.has_tokenizer()}});
+                      {"has_tokenizer", m.has_tokenizer()},
+                      {"token_labels", List(m.token_labels())}});
   }
   return {{"models", models}, {"default_model", r.default_model()}};
 }

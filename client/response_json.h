@@ -16,6 +16,7 @@ nlohmann::ordered_json ToJson(const v1::EmbedTokensResponse& r);
 nlohmann::ordered_json ToJson(const v1::RerankResponse& r);
 nlohmann::ordered_json ToJson(const v1::ClassifyResponse& r);
 nlohmann::ordered_json ToJson(const v1::ZeroShotClassifyResponse& r);
+nlohmann::ordered_json ToJson(const v1::ClassifyTokensResponse& r);
 nlohmann::ordered_json ToJson(const v1::TokenizeResponse& r);
 nlohmann::ordered_json ToJson(const v1::ListModelsResponse& r);
 

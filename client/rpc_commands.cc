@@ -127,6 +127,25 @@ int RunZeroShot(Stub& stub, const ClientCommand& c, std::istream& in, std::ostre
   return Call(stub, &Stub::ZeroShotClassify, BuildZeroShotRequest(c.request, texts), c, out, err);
 }
 
+// ner: the texts as arguments, or one per line of standard input, as it is.
+int RunNer(Stub& stub, const ClientCommand& c, std::istream& in, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> texts = c.args;
+  if (texts.empty()) {
+    std::string line;
+    while (std::getline(in, line)) {
+      if (IsBlankLine(line)) continue;
+      texts.push_back(line);
+    }
+  }
+  if (texts.empty()) return InputError(err, "no texts: give them as arguments or one per line on standard input");
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (absl::Status s = ValidateUtf8(texts[i], absl::StrCat("text ", i + 1)); !s.ok()) {
+      return InputError(err, std::string(s.message()));
+    }
+  }
+  return Call(stub, &Stub::ClassifyTokens, BuildClassifyTokensRequest(c.request, texts), c, out, err);
+}
+
 }  // namespace
 
 int RunRpcCommand(const ClientCommand& c, const std::shared_ptr<grpc::Channel>& channel, std::istream& in,
@@ -136,6 +155,7 @@ int RunRpcCommand(const ClientCommand& c, const std::shared_ptr<grpc::Channel>& 
   if (c.name == "models") return Call(*stub, &Stub::ListModels, v1::ListModelsRequest(), c, out, err);
   if (c.name == "rerank") return RunRerank(*stub, c, in, out, err);
   if (c.name == "zero-shot") return RunZeroShot(*stub, c, in, out, err);
+  if (c.name == "ner") return RunNer(*stub, c, in, out, err);
   return ForEachInputBatch(c, in, err, [&](std::vector<v1::Input> inputs) {
     if (c.name == "embed") return Call(*stub, &Stub::Embed, BuildEmbedRequest(o, std::move(inputs)), c, out, err);
     if (c.name == "embed-tokens") {

@@ -61,6 +61,10 @@ struct ModelInfo {
   // pooling_skip says how many, as sentence-transformers counts them).
   bool pooling_includes_prompt = true;
   std::vector<std::string> labels;  // classification labels; empty without a classification head
+  // Token-classification labels (a *ForTokenClassification head, kOutputTokenLogits), index ->
+  // name as config.json's id2label; empty without such a head. A token classifier has no
+  // sequence labels: `labels` stays empty.
+  std::vector<std::string> token_labels;
   ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with labels
   DType dtype = DType::kFloat32;
   std::string device;        // "cpu", "cuda:0"
@@ -125,6 +129,7 @@ enum OutputFlag : uint32_t {
   kOutputPooledUnnormalized = 1u << 3,
   kOutputSparse = 1u << 4,       // sparse vector (ModelInfo::sparse_kind must not be empty)
   kOutputMultiVector = 1u << 5,  // projected token vectors (ModelInfo::multi_vector_kind must not be empty)
+  kOutputTokenLogits = 1u << 6,  // per-token classification logits (ModelInfo::token_labels must not be empty)
 };
 
 struct SequenceOutput {
@@ -139,6 +144,9 @@ struct SequenceOutput {
   // token after the first; a ColBERT checkpoint: one per token).
   std::vector<float> multi_vector;
   int32_t num_vectors = 0;
+  // kOutputTokenLogits: num_tokens x ModelInfo::token_labels.size(), row-major, every token
+  // (special tokens included) in the sequence's order.
+  std::vector<float> token_logits;
 };
 
 // A model that runs batches. Implementations are thread-safe: several workers may call Run
@@ -155,7 +163,7 @@ class InferenceBackend {
 
   // Runs `batch` (any lengths; padded internally) and returns one output per input, in order.
   // FAILED_PRECONDITION if `outputs` asks for logits from a model without a classification
-  // head, or for a sparse or multi-vector output the model has no head for; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
+  // head, token logits from one without a token-classification head, or for a sparse or multi-vector output the model has no head for; RESOURCE_EXHAUSTED when the device ran out of memory; INTERNAL for other failures.
   virtual absl::StatusOr<std::vector<SequenceOutput>> Run(const std::vector<SequenceInput>& batch,
                                                           uint32_t outputs) = 0;
 

@@ -16,6 +16,7 @@
 #include "server/http/openai_api.h"
 #include "server/http/openapi_document.h"
 #include "server/http/request_deadline.h"
+#include "server/http/token_classification_api.h"
 #include "server/util/field_error.h"
 
 namespace relserve {
@@ -237,6 +238,20 @@ class Routes {
     return WithTeiHeaders(ZeroShotJson(*result, request->batch), call, characters, result->usage, result->timing);
   }
 
+  // The Hugging Face Inference API's token-classification task.
+  Answer TokenClassification(const json& body, const HttpCall& call, std::string* model) const {
+    auto request = ParseTokenClassification(body);
+    if (!request.ok()) return request.status();
+    *model = request->request.model;
+    auto result = Await<TokenClassifyResult>(
+        call, [&](auto done) { serving_->ClassifyTokens(request->request, call.context, std::move(done)); });
+    if (!result.ok()) return result.status();
+    int64_t characters = 0;
+    for (const std::string& s : request->request.texts) characters += CountCharacters(Input::Text(s));
+    return WithTeiHeaders(TokenClassificationJson(*result, request->request.aggregation_strategy, request->batch), call,
+                          characters, result->usage, result->timing);
+  }
+
   Answer TeiEmbedAll(const json& body, const HttpCall& call, std::string* model) const {
     auto request = ParseTeiEmbedAll(body);
     if (!request.ok()) return request.status();
@@ -300,6 +315,8 @@ class Routes {
     *model = name;
     auto described = serving_->DescribeModel(name);
     if (!described.ok()) return described.status();
+    // The Inference API's token-classification task, where a token classifier is served.
+    if (!described->token_labels.empty()) return TokenClassification(body, call, model);
     // The Inference API's zero-shot-classification task, where an NLI model is served.
     if (HasCandidateLabels(body)) {
       if (described->labels.size() >= 2) return ZeroShot(body, call, model);
@@ -403,6 +420,8 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& c) {
   add("POST", "/embed_multi_vector", ErrorStyle::kTei, std::bind(&Routes::MultiVector, r, _1, _2, _3));
   // The Hugging Face Inference API's zero-shot-classification task.
   add("POST", "/zero-shot-classification", ErrorStyle::kTei, std::bind(&Routes::ZeroShot, r, _1, _2, _3));
+  // The Hugging Face Inference API's token-classification task (named entities).
+  add("POST", "/token-classification", ErrorStyle::kTei, std::bind(&Routes::TokenClassification, r, _1, _2, _3));
   add("POST", "/rerank", ErrorStyle::kTei, std::bind(&Routes::TeiRerank, r, _1, _2, _3));
   add("POST", "/predict", ErrorStyle::kTei, std::bind(&Routes::TeiPredict, r, _1, _2, _3));
   for (const char* path : {"/", "/invocations"}) {

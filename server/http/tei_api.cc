@@ -334,6 +334,15 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
     }
     // A one-label head is a cross-encoder: TEI calls it a reranker.
     model_type[m.labels.size() == 1 ? "reranker" : "classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
+  } else if (!m.token_labels.empty()) {
+    // relserve's: a token classifier (named entities, POST /token-classification), which TEI
+    // does not serve, with its labels as TEI gives a classifier's.
+    json id2label = json::object(), label2id = json::object();
+    for (size_t i = 0; i < m.token_labels.size(); ++i) {
+      id2label[std::to_string(i)] = m.token_labels[i];
+      label2id[m.token_labels[i]] = i;
+    }
+    model_type["token_classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
   } else {
     // TEI names the pooling alone ("mean"), without Dense or Normalize.
     model_type["embedding"] = {{"pooling", m.pooling.ModeNames()}};

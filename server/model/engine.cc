@@ -31,6 +31,7 @@
 #include "server/model/families/model_tokenizer.h"
 #include "server/model/config/max_length.h"
 #include "server/model/layers/int8_linear.h"
+#include "server/model/layers/layers.h"
 #include "server/model/masked_lm_head.h"
 #include "server/model/config/model_limits.h"
 #include "server/model/pooler.h"
@@ -71,6 +72,9 @@ struct Engine::Impl {
   // Why kOutputSparse / kOutputMultiVector are refused, for FAILED_PRECONDITION.
   std::string no_sparse;
   std::string no_multi_vector;
+  // A *ForTokenClassification checkpoint's classifier (FamilyDescriptor::TokenClassifier):
+  // hidden_size -> labels on every token.
+  Linear token_classifier;
 };
 
 namespace {
@@ -322,6 +326,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       if (!head.ok()) return absl::Status(head.status().code(), absl::StrCat(dir, ": ", head.status().message()));
       engine->impl_->colbert = std::move(*head);
     }
+    if (std::optional<std::string> name = config.family->TokenClassifier(config)) {
+      auto head = LoadLinear(weights, *name, config.hidden_size, config.num_labels, true);
+      if (!head.ok()) {
+        return absl::Status(head.status().code(),
+                            absl::StrCat(CheckpointFiles(dir, *checkpoint), ": the token classifier of ",
+                                         config.architecture, ": ", head.status().message()));
+      }
+      engine->impl_->token_classifier = std::move(*head);
+    }
     absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
   } catch (const std::exception& e) {
@@ -372,7 +385,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.is_matryoshka = config.is_matryoshka;
   info.matryoshka_dimensions = config.matryoshka_dimensions;
   info.pooling_includes_prompt = pooling.include_prompt;
-  info.labels = config.id2label;
+  if (config.head == HeadKind::kTokenClassification) {
+    info.token_labels = config.id2label;
+  } else {
+    info.labels = config.id2label;
+  }
   // A head without problem_type: regression with one label, single-label with more.
   info.problem_type = config.problem_type.empty() && info.labels.size() == 1 ? ProblemType::kRegression
                                                                              : ProblemTypeFromConfig(config.problem_type);
@@ -518,6 +535,10 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
   if ((outputs & kOutputMultiVector) && !impl_->bge_m3.has_colbert() && !impl_->colbert.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no multi-vector head: ", impl_->no_multi_vector));
+  }
+  if ((outputs & kOutputTokenLogits) && !impl_->token_classifier.defined()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("model ", info_.architecture, " has no token-classification head"));
   }
   if (batch.empty()) return std::vector<SequenceOutput>();
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -665,6 +686,8 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     if (outputs & kOutputLogits) logits = to_host(out.logits);
     if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
     const int64_t H = out.last_hidden_state.size(2);
+    at::Tensor token_logits;  // [B, L, labels]
+    if (outputs & kOutputTokenLogits) token_logits = to_host(impl_->token_classifier(out.last_hidden_state));
 
     // The sparse and multi-vector heads run on the real tokens only, packed sequence after
     // sequence: sequence b's tokens are rows [first[b], first[b + 1]).
@@ -711,6 +734,11 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
       if (logits.defined()) {
         const float* p = logits.data_ptr<float>() + b * logits.size(1);
         r.logits.assign(p, p + logits.size(1));
+      }
+      if (token_logits.defined()) {
+        const int64_t labels = token_logits.size(2);
+        const float* p = token_logits.data_ptr<float>() + b * token_logits.size(1) * labels;
+        r.token_logits.assign(p, p + r.num_tokens * labels);
       }
       if (sparse) {
         r.sparse = impl_->sparse_head == Impl::SparseHead::kSplade

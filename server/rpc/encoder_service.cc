@@ -126,6 +126,20 @@ grpc::ServerUnaryReactor* EncoderService::ZeroShotClassify(grpc::CallbackServerC
   return call;
 }
 
+grpc::ServerUnaryReactor* EncoderService::ClassifyTokens(grpc::CallbackServerContext* ctx,
+                                                         const grpc::ByteBuffer* bytes, grpc::ByteBuffer* out) {
+  auto* call = new UnaryCall<v1::ClassifyTokensRequest, v1::ClassifyTokensResponse>(&tracker_, metrics_,
+                                                                                    "ClassifyTokens", out);
+  if (!call->Begin(*bytes, Authenticate(ctx))) return call;
+  auto request = FromProto(call->request);
+  if (!request.ok()) {
+    call->Reply(request.status(), call->request.model());
+    return call;
+  }
+  serving_->ClassifyTokens(*request, ContextOf(ctx, call), Answer(call));
+  return call;
+}
+
 grpc::ServerUnaryReactor* EncoderService::Tokenize(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* bytes,
                                                    grpc::ByteBuffer* out) {
   auto* call = new UnaryCall<v1::TokenizeRequest, v1::TokenizeResponse>(&tracker_, metrics_, "Tokenize", out);

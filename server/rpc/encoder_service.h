@@ -24,7 +24,8 @@ using RawEncoderService = v1::Encoder::WithRawCallbackMethod_Embed<
     v1::Encoder::WithRawCallbackMethod_EmbedTokens<v1::Encoder::WithRawCallbackMethod_Rerank<
         v1::Encoder::WithRawCallbackMethod_Classify<v1::Encoder::WithRawCallbackMethod_Tokenize<
             v1::Encoder::WithRawCallbackMethod_ListModels<v1::Encoder::WithRawCallbackMethod_EmbedStream<
-                v1::Encoder::WithRawCallbackMethod_ZeroShotClassify<v1::Encoder::Service>>>>>>>>;
+                v1::Encoder::WithRawCallbackMethod_ZeroShotClassify<
+                    v1::Encoder::WithRawCallbackMethod_ClassifyTokens<v1::Encoder::Service>>>>>>>>>;
 
 // relserve.v1.Encoder over gRPC's callback API: an adapter between the wire and the serving
 // layer (EncoderServing), which tokenizes on the gRPC thread, hands each sequence to the
@@ -59,6 +60,8 @@ class EncoderService final : public RawEncoderService {
   grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* EmbedStream(grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* ZeroShotClassify(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
                                              grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ClassifyTokens(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
 
   // Graceful shutdown: from now on new calls are refused with UNAVAILABLE and idle streams
   // end; calls already running carry on. WaitForIdle returns true once none is left, false at

@@ -101,6 +101,21 @@ absl::StatusOr<ZeroShotRequest> FromProto(const v1::ZeroShotClassifyRequest& r) 
   return out;
 }
 
+absl::StatusOr<TokenClassifyRequest> FromProto(const v1::ClassifyTokensRequest& r) {
+  TokenClassifyRequest out;
+  out.model = r.model();
+  out.texts.assign(r.texts().begin(), r.texts().end());
+  if (!r.aggregation_strategy().empty()) {
+    ASSIGN_OR_RETURN(out.aggregation_strategy,
+                     ParseAggregationStrategy(r.aggregation_strategy(), "aggregation_strategy"));
+  }
+  if (r.has_ignore_labels()) {
+    out.ignore_labels = std::vector<std::string>(r.ignore_labels().labels().begin(), r.ignore_labels().labels().end());
+  }
+  if (r.has_stride()) out.stride = r.stride();
+  return out;
+}
+
 absl::StatusOr<EmbedTokensRequest> FromProto(const v1::EmbedTokensRequest& r) {
   ASSIGN_OR_RETURN(EmbedTokensRequest out, Common<EmbedTokensRequest>(r));
   out.inputs = Inputs(r.inputs());
@@ -219,6 +234,24 @@ void ToProto(ZeroShotResult&& r, v1::ZeroShotClassifyResponse* out) {
   ToProto(r.timing, out->mutable_timing());
 }
 
+void ToProto(TokenClassifyResult&& r, v1::ClassifyTokensResponse* out) {
+  out->set_model(r.model);
+  for (std::vector<TokenEntity>& entities : r.results) {
+    v1::TokenEntities* p = out->add_results();
+    for (TokenEntity& e : entities) {
+      v1::TokenEntity* q = p->add_entities();
+      q->set_entity(std::move(e.entity));
+      q->set_score(e.score);
+      q->set_index(e.index);
+      q->set_word(std::move(e.word));
+      q->set_start(e.start);
+      q->set_end(e.end);
+    }
+  }
+  ToProto(r.usage, out->mutable_usage());
+  ToProto(r.timing, out->mutable_timing());
+}
+
 void ToProto(TokenizeResult&& r, v1::TokenizeResponse* out) {
   out->set_model(r.model);
   for (Tokenized& t : r.results) {
@@ -258,6 +291,7 @@ void ToProto(const std::vector<ModelDescription>& models, const std::string& def
     p->set_multi_vector(m.multi_vector_kind);
     p->set_multi_vector_dim(m.multi_vector_dim);
     p->set_entailment_label(m.entailment_label);
+    for (const std::string& l : m.token_labels) p->add_token_labels(l);
   }
   out->set_default_model(default_model);
 }

@@ -762,6 +762,70 @@ void EncoderServing::ZeroShotClassify(const ZeroShotRequest& request, const Call
       });
 }
 
+void EncoderServing::ClassifyTokens(const TokenClassifyRequest& request, const CallContext& call,
+                                    Done<TokenClassifyResult> done) const {
+  const absl::Time start = absl::Now();
+  auto model = registry_->Find(request.model);
+  if (!model.ok()) return done(model.status());
+  const ServedModel& m = **model;
+  const ModelInfo& info = m.backend->info();
+  if (info.token_labels.empty()) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture,
+                                        ") has no token-classification head (a *ForTokenClassification architecture)")));
+  }
+  if (m.tokenizer == nullptr) {
+    return done(ModelLacks(absl::StrCat("model ", m.name, " has no tokenizer: token classification takes text")));
+  }
+  if (absl::Status s = CheckCount(request.texts.size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) {
+    return done(s);
+  }
+  if (request.stride.has_value() && request.aggregation_strategy == AggregationStrategy::kNone) {
+    // The pipeline's own refusal: windows are merged by entity, which needs an aggregation.
+    return done(FieldError(FieldErrorKind::kInvalid, "stride",
+                           "stride was given to classify a whole text in windows, but aggregation_strategy is "
+                           "\"none\": choose simple, first, average or max"));
+  }
+  const absl::Time t0 = absl::Now();
+  auto windows = std::make_shared<std::vector<EncodedInput>>();
+  std::vector<size_t> first_window;  // text i's windows: [first_window[i], first_window[i + 1])
+  for (size_t i = 0; i < request.texts.size(); ++i) {
+    if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
+    first_window.push_back(windows->size());
+    auto w = EncodeTokenClassificationText(request.texts[i], absl::StrCat("inputs[", i, "]"), *m.tokenizer,
+                                           *m.backend, m.max_length, request.stride);
+    if (!w.ok()) return done(w.status());
+    for (EncodedInput& e : *w) windows->push_back(std::move(e));
+  }
+  first_window.push_back(windows->size());
+  if (windows->size() > static_cast<size_t>(limits_.max_windows_per_request)) {
+    return done(FieldError(FieldErrorKind::kTooMany, "inputs", absl::StrCat(
+        "the inputs make ", windows->size(), " windows, more than the limit of ", limits_.max_windows_per_request,
+        " per request (send fewer or shorter texts, or a smaller stride)")));
+  }
+  const absl::Duration tokenize = absl::Now() - t0;
+  if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
+  auto texts = std::make_shared<std::vector<std::string>>(request.texts);
+  const Tokenizer* tokenizer = m.tokenizer;
+  SubmitSequences(
+      m, Sequences(*windows), kOutputTokenLogits, call.deadline, call.cancelled, metrics_,
+      [=, name = m.name, labels = info.token_labels, strategy = request.aggregation_strategy,
+       ignore = request.ignore_labels.value_or(std::vector<std::string>{"O"})](absl::StatusOr<RequestResults> r) {
+        if (!r.ok()) return done(r.status());
+        TokenClassifyResult out;
+        out.model = name;
+        for (size_t i = 0; i < texts->size(); ++i) {
+          const std::vector<EncodedInput> text_windows(windows->begin() + first_window[i],
+                                                      windows->begin() + first_window[i + 1]);
+          std::vector<const std::vector<float>*> logits;
+          for (size_t w = first_window[i]; w < first_window[i + 1]; ++w) logits.push_back(&r->outputs[w].token_logits);
+          out.results.push_back(TokenEntities((*texts)[i], text_windows, logits, labels, *tokenizer, strategy, ignore));
+        }
+        out.usage = UsageOf(*windows);
+        out.timing = TimingOf(start, tokenize, *r);
+        done(std::move(out));
+      });
+}
+
 absl::StatusOr<TokenizeResult> EncoderServing::Tokenize(const TokenizeRequest& request,
                                                        const CallContext& call) const {
   auto prepared = Prepare(request.model, request.inputs, request.truncation, *registry_, limits_, metrics_, call,
@@ -833,6 +897,7 @@ ModelDescription EncoderServing::Describe(const ServedModel& model) {
   d.pooling = i.pooling;
   d.labels = i.labels;
   d.has_classifier = !i.labels.empty();
+  d.token_labels = i.token_labels;
   d.problem_type = i.problem_type;
   d.dtype = i.dtype;
   d.device = m->devices.empty() ? i.device : m->devices;

@@ -11,6 +11,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/serving/model_registry.h"
 #include "server/serving/serving_types.h"
+#include "server/serving/token_classification.h"
 
 namespace relserve {
 
@@ -66,6 +67,13 @@ class EncoderServing {
   // entailment label; INVALID_ARGUMENT for no texts or labels, an empty one, a template
   // without {} or more pairs than max_inputs_per_request.
   void ZeroShotClassify(const ZeroShotRequest& request, const CallContext& call, Done<ZeroShotResult> done) const;
+  // Token classification (token_classification.h), as TokenClassificationPipeline answers it:
+  // every text's windows go through the batcher together. FAILED_PRECONDITION, before anything
+  // is queued, for a model without a token-classification head or a tokenizer;
+  // INVALID_ARGUMENT for no texts, more than max_inputs_per_request, a stride with
+  // aggregation_strategy none, or a text longer than the model without a stride.
+  void ClassifyTokens(const TokenClassifyRequest& request, const CallContext& call,
+                      Done<TokenClassifyResult> done) const;
   absl::StatusOr<TokenizeResult> Tokenize(const TokenizeRequest& request, const CallContext& call = {}) const;
   std::vector<ModelDescription> ListModels() const;
   // The model a request names ("" for the default; NOT_FOUND as for any call).

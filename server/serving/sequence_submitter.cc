@@ -22,7 +22,7 @@ struct PendingRequest {
 
 bool AllFinite(const SequenceOutput& out) {
   for (const std::vector<float>* v :
-       {&out.token_states, &out.pooled, &out.logits, &out.pooled_unnormalized, &out.multi_vector}) {
+       {&out.token_states, &out.pooled, &out.logits, &out.pooled_unnormalized, &out.multi_vector, &out.token_logits}) {
     for (float x : *v) {
       if (!std::isfinite(x)) return false;
     }

@@ -270,6 +270,9 @@ struct ModelDescription {
   std::string sparse_kind;        // "splade", "bge-m3" or "" (ModelInfo::sparse_kind)
   std::string multi_vector_kind;  // "colbert" or ""
   int multi_vector_dim = 0;
+  // Token-classification labels (a *ForTokenClassification head, ClassifyTokens); empty
+  // without one.
+  std::vector<std::string> token_labels;
   std::string entailment_label;   // the NLI label zero-shot classification reads; "" for none
 };
 

@@ -142,6 +142,14 @@ std::string DecodeByteLevel(const std::vector<std::string>& tokens) {
   return out;
 }
 
+std::string Tokenizer::DecodeTokens(const std::vector<std::string>& tokens) const {
+  return Utf8Lossy(Describe(family_).decode(tokens));
+}
+
+std::string Tokenizer::continuing_subword_prefix() const {
+  return Describe(family_).json_model == TokenizerJson::ModelType::kWordPiece ? "##" : "";
+}
+
 absl::StatusOr<std::string> Tokenizer::Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const {
   std::map<int32_t, const AddedToken*> added;
   for (const AddedToken& token : added_->tokens()) added.emplace(token.id, &token);

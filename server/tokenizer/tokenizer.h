@@ -184,6 +184,14 @@ class Tokenizer {
   // form UTF-8 become U+FFFD. INVALID_ARGUMENT naming the position of an id that is neither in
   // the vocabulary nor an added token.
   absl::StatusOr<std::string> Decode(const std::vector<int32_t>& ids, bool skip_special_tokens) const;
+  // Text from token strings through the same decoder (the fast tokenizer's
+  // convert_tokens_to_string): a string that is no token (a piece of the text) is decoded as
+  // one would be. Bytes that do not form UTF-8 become U+FFFD.
+  std::string DecodeTokens(const std::vector<std::string>& tokens) const;
+  // The vocabulary model's continuing_subword_prefix as the fast tokenizer's model has one:
+  // "##" for WordPiece (BERT, ELECTRA, MPNet); "" for Unigram (which has none) and for
+  // RoBERTa's byte-level BPE (whose converter sets none).
+  std::string continuing_subword_prefix() const;
   // The name of the file the vocabulary was read from: "spm.model", "vocab.json",
   // "tokenizer.json"...
   const std::string& source_file() const { return source_file_; }

@@ -4,7 +4,7 @@ namespace relserve {
 
 const std::vector<ModelCommand>& ModelCommands() {
   static const std::vector<ModelCommand> kCommands = {
-      ForwardCommand(), TokenizeCommand(), EmbedCommand(), ZeroShotCommand(),   CreateCommand(),
+      ForwardCommand(), TokenizeCommand(), EmbedCommand(), ZeroShotCommand(),   NerCommand(),      CreateCommand(),
       BenchCommand(),   InfoCommand(),     AccuracyCommand(), DownloadCommand(), ConvertCommand(),
   };
   return kCommands;

@@ -27,6 +27,7 @@ ModelCommand ForwardCommand();
 ModelCommand TokenizeCommand();
 ModelCommand EmbedCommand();
 ModelCommand ZeroShotCommand();
+ModelCommand NerCommand();
 ModelCommand CreateCommand();
 ModelCommand BenchCommand();
 ModelCommand InfoCommand();

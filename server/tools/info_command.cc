@@ -35,6 +35,8 @@ absl::Status RunInfo(const CliArgs& args) {
   out["sparse_kind"] = i.sparse_kind;
   out["multi_vector_kind"] = i.multi_vector_kind;
   if (i.multi_vector_dim > 0) out["multi_vector_dim"] = i.multi_vector_dim;
+  // A token classifier's labels (*ForTokenClassification), where it has them.
+  if (!i.token_labels.empty()) out["token_labels"] = i.token_labels;
   out["heads"] = engine->heads_description();
   std::cout << out.dump(2) << std::endl;
   return absl::OkStatus();

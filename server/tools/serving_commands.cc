@@ -1,4 +1,4 @@
-// relserve-model zero-shot, and embed with --whole-input, --sparse or --multi-vector: the
+// relserve-model zero-shot, ner, and embed with --whole-input, --sparse or --multi-vector: the
 // engine behind the server's serving layer (LocalServing), text in on standard input, JSON lines
 // out, exactly what a server request answers.
 #include <future>
@@ -72,7 +72,55 @@ absl::Status RunZeroShot(const CliArgs& args) {
   return absl::OkStatus();
 }
 
+absl::Status RunNer(const CliArgs& args) {
+  TokenClassifyRequest request;
+  ASSIGN_OR_RETURN(request.aggregation_strategy,
+                   ParseAggregationStrategy(args.String("aggregation-strategy"), "--aggregation-strategy"));
+  if (args.Has("ignore-labels")) {
+    std::vector<std::string> ignore;
+    for (absl::string_view l : absl::StrSplit(args.String("ignore-labels"), ',', absl::SkipEmpty())) {
+      ignore.emplace_back(absl::StripAsciiWhitespace(l));
+    }
+    request.ignore_labels = std::move(ignore);
+  }
+  if (args.Has("stride")) request.stride = args.Int("stride");
+  ASSIGN_OR_RETURN(auto local, LocalFromFlags(args, ServingLimits()));
+  request.texts = ReadLines();
+  if (request.texts.empty()) return absl::InvalidArgumentError("no text on standard input");
+  auto result = Await<TokenClassifyResult>(
+      [&](auto done) { local->serving().ClassifyTokens(request, CallContext(), std::move(done)); });
+  if (!result.ok()) return result.status();
+  const bool none = request.aggregation_strategy == AggregationStrategy::kNone;
+  for (const std::vector<TokenEntity>& entities : result->results) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const TokenEntity& e : entities) {
+      nlohmann::json entry{{none ? "entity" : "entity_group", e.entity}, {"score", e.score}, {"word", e.word},
+                           {"start", e.start}, {"end", e.end}};
+      if (none) entry["index"] = e.index;
+      list.push_back(std::move(entry));
+    }
+    std::cout << list.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  }
+  std::cout.flush();
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+ModelCommand NerCommand() {
+  return {"ner",
+          "one text per line on stdin; token classification (named entities) with a *ForTokenClassification\n"
+          "model as transformers' TokenClassificationPipeline answers it: the pipeline's list per line",
+          CliFlags({{CliString("aggregation-strategy", "S", "how tokens become entities", "simple",
+                               {"none", "simple", "first", "average", "max"}),
+                     CliString("ignore-labels", "A,B,...",
+                               "labels left out, separated by commas (\"\" for none)", "O"),
+                     CliInt("stride", "tokens shared by the windows of a text longer than the model "
+                                      "(else such a text is refused)", 0, 0, "N", "unset"),
+                     CliInt("batch-size", "sequences per batch", 32, 1)},
+                    EngineFlags()}),
+          RunNer};
+}
 
 ModelCommand ZeroShotCommand() {
   return {"zero-shot",

@@ -11,7 +11,7 @@ make_model classifier --labels 3
 make_model nli --labels 3 --config '{"id2label": {"0": "contradiction", "1": "neutral", "2": "entailment"}, "label2id": {"contradiction": 0, "entailment": 2, "neutral": 1}}'
 start_server server.log --model "embedder=$work/embedder" --model "plain=$work/plain" \
   --model "reranker=$work/reranker" --model "classifier=$work/classifier" --model "nli=$work/nli" \
-  --metrics-port -1
+  --model "ner=$root/tests/data/ner/ner_bert" --metrics-port -1
 c=("$client" --target "127.0.0.1:$grpc_port")
 
 # embed: dimensions, --normalize, --dimensions, tokens.
@@ -86,6 +86,23 @@ check_json 'len(j["results"]) == 2' 'all(0 < l["score"] < 1 for r in j["results"
 expect_exit 1 "${c[@]}" zero-shot --model classifier --labels a,b "x"
 check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' '"entailment" in j["error"]["message"]' < "$work/err"
 expect_exit 2 "${c[@]}" zero-shot --model nli "x"
+# ner: the pipeline's entities (tests/data/ner/ner_expected.json, transformers' answers) for each
+# strategy; the RPC's default is none; a model without the head is FAILED_PRECONDITION.
+expected="$root/tests/data/ner/ner_expected.json"
+text="Marie Curie worked at the University of Paris with Pierre Curie."
+want='[x for t in json.load(open("'"$expected"'"))["models"]["ner_bert"]["texts"] if t["text"] == "'"$text"'" for x in t["expected"]'
+expect_exit 0 "${c[@]}" ner --model ner --aggregation-strategy simple "$text"
+check_json "[(e['entity'], e['word'], e['start'], e['end']) for e in j['results'][0]] == [(x['entity_group'], x['word'], x['start'], x['end']) for x in $want['simple']]]" \
+  "all(abs(e['score'] - x['score']) < 1e-5 for e, x in zip(j['results'][0], $want['simple']]))" \
+  'j["model"] == "ner"' < "$work/out"
+echo "$text" | expect_exit 0 "${c[@]}" ner --model ner --ignore-labels ""
+check_json "[(e['entity'], e['index'], e['word']) for e in j['results'][0] if e['entity'] != 'O'] == [(x['entity'], x['index'], x['word']) for x in $want['none']]]" \
+  "len(j['results'][0]) == len(json.load(open('$expected'))['models']['ner_bert']['texts'][0]['input_ids']) - 2" < "$work/out"
+expect_exit 0 "${c[@]}" ner --model ner "$text"
+check_json "[(e['entity'], e['index'], e['word'], e['start'], e['end']) for e in j['results'][0]] == [(x['entity'], x['index'], x['word'], x['start'], x['end']) for x in $want['none']]]" < "$work/out"
+expect_exit 1 "${c[@]}" ner --model plain "x"
+check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' '"token-classification head" in j["error"]["message"]' < "$work/err"
+expect_exit 2 "${c[@]}" ner --model ner --aggregation-strategy mean "x"
 # embed --whole-input: a text longer than the model, in windows.
 long=$(printf 'word%d ' $(seq 1 700))
 expect_exit 0 "${c[@]}" embed --model plain --whole-input "$long"
@@ -95,8 +112,9 @@ check_json 'j["error"]["code"] == "FAILED_PRECONDITION"' < "$work/err"
 
 # models
 expect_exit 0 "${c[@]}" models
-check_json '[m["name"] for m in j["models"]] == ["embedder", "plain", "reranker", "classifier", "nli"]' \
-  'j["default_model"] == "embedder"' 'j["models"][3]["labels"] == ["LABEL_0", "LABEL_1", "LABEL_2"]' < "$work/out"
+check_json '[m["name"] for m in j["models"]] == ["embedder", "plain", "reranker", "classifier", "nli", "ner"]' \
+  'j["default_model"] == "embedder"' 'j["models"][3]["labels"] == ["LABEL_0", "LABEL_1", "LABEL_2"]' \
+  'j["models"][5]["token_labels"][1] == "B-PER"' 'j["models"][5]["labels"] == []' < "$work/out"
 
 # RPC errors: exit 1, the status code name and message on stderr as JSON.
 expect_exit 1 "${c[@]}" embed --model nope "x"

@@ -9,8 +9,10 @@
 //
 // CONFIG_JSON: {"url": "http://127.0.0.1:P" (the server: models ref, cls, reranker; ref the
 // default; and nli), "classifier_url": a second server whose default model is cls, "nli_url": a third
-// serving nli (the classifier with MNLI's label names) alone, "grpc": "127.0.0.1:P",
-// "api_key", "proto": ".../proto/relserve/v1/encoder.proto", "reference": ".../tests/data/reference"}
+// serving nli (the classifier with MNLI's label names) alone, "ner_url": a fourth serving the token
+// classifier tests/data/ner/ner_bert alone (its gRPC port: "ner_grpc"), "grpc": "127.0.0.1:P", "api_key", "proto":
+// ".../proto/relserve/v1/encoder.proto", "reference": ".../tests/data/reference", "ner_expected":
+// ".../tests/data/ner/ner_expected.json" (transformers' TokenClassificationPipeline's answers)}
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 
@@ -22,7 +24,7 @@ import grpc from '@grpc/grpc-js';
 import protoLoader from '@grpc/proto-loader';
 
 const config = JSON.parse(process.argv[2]);
-const { url, classifier_url: classifierUrl, nli_url: nliUrl, api_key: apiKey } = config;
+const { url, classifier_url: classifierUrl, nli_url: nliUrl, ner_url: nerUrl, api_key: apiKey } = config;
 // Installed versions, read beside this script (the driver copies it next to node_modules).
 const versionOf = (name) => JSON.parse(readFileSync(new URL(`./node_modules/${name}/package.json`, import.meta.url), 'utf8')).version;
 
@@ -122,11 +124,11 @@ const relserveProto = grpc.loadPackageDefinition(packageDefinition).relserve.v1;
 const encoder = new relserveProto.Encoder(config.grpc, grpc.credentials.createInsecure(),
   { 'grpc.enable_http_proxy': 0 });
 
-function call(method, request, key = apiKey) {
+function call(method, request, key = apiKey, client = encoder) {
   const metadata = new grpc.Metadata();
   if (key !== null) metadata.set('authorization', `Bearer ${key}`);
   return new Promise((resolve, reject) => {
-    encoder[method](request, metadata, { deadline: Date.now() + 30000 }, (err, response) => (err ? reject(err) : resolve(response)));
+    client[method](request, metadata, { deadline: Date.now() + 30000 }, (err, response) => (err ? reject(err) : resolve(response)));
   });
 }
 
@@ -369,6 +371,58 @@ async function zeroShotTests() {
   ok('@huggingface/inference: empty candidate_labels are a ProviderApiError (400) naming the field');
 }
 
+// --- token classification: @huggingface/inference's tokenClassification ---------------------------
+
+// The entities as transformers' TokenClassificationPipeline gives them (ner_expected.json):
+// labels, words and offsets exact, scores within 1e-5 (the reference ran in float64).
+function assertEntities(got, want, what) {
+  assert.equal(got.length, want.length, `${what}: ${got.length} entities, expected ${want.length}`);
+  got.forEach((g, i) => {
+    for (const key of ['entity_group', 'entity', 'index', 'word', 'start', 'end']) {
+      assert.equal(g[key], want[i][key], `${what} [${i}].${key}`);
+    }
+    assert.ok(Math.abs(g.score - want[i].score) <= 1e-5, `${what} [${i}]: score ${g.score}, expected ${want[i].score}`);
+  });
+}
+
+async function tokenClassificationTests() {
+  const expected = JSON.parse(readFileSync(config.ner_expected, 'utf8')).models.ner_bert.texts;
+  const log = [];
+  // The endpoint's root: a token classifier answers the Inference API's token-classification
+  // task there, aggregation_strategy "simple" by default, as the Inference API serves it.
+  const hf = new InferenceClient(apiKey, { fetch: recordingFetch(log) }).endpoint(nerUrl);
+  for (const t of expected) {
+    assertEntities(await hf.tokenClassification({ inputs: t.text }), t.expected.simple, `tokenClassification "${t.text}"`);
+  }
+  assert.equal(log[0].url, nerUrl);
+  assert.deepEqual(log[0].body, { inputs: expected[0].text });
+  // The other strategies and ignore_labels, at /token-classification.
+  const at = new HfInference(apiKey);
+  for (const [name, parameters] of [['first', { aggregation_strategy: 'first' }], ['average', { aggregation_strategy: 'average' }],
+    ['max', { aggregation_strategy: 'max' }], ['simple_ignore_nothing', { aggregation_strategy: 'simple', ignore_labels: [] }]]) {
+    for (const t of expected) {
+      const got = await at.tokenClassification({ endpointUrl: `${nerUrl}/token-classification`, inputs: t.text, parameters });
+      assertEntities(got, t.expected[name], `tokenClassification ${name} "${t.text}"`);
+    }
+  }
+  ok(`@huggingface/inference ${versionOf('@huggingface/inference')}: tokenClassification at the root (simple) and at /token-classification (first, average, max, ignore_labels []) equals transformers' TokenClassificationPipeline on every reference text`);
+
+  // gRPC ClassifyTokens gives the same, aggregation none included.
+  const nerEncoder = new relserveProto.Encoder(config.ner_grpc, grpc.credentials.createInsecure(), { 'grpc.enable_http_proxy': 0 });
+  const g = await call('ClassifyTokens', { texts: expected.map((t) => t.text), aggregation_strategy: 'none' }, apiKey, nerEncoder);
+  nerEncoder.close();
+  g.results.forEach((r, i) => {
+    assertEntities(r.entities.map((e) => ({ entity: e.entity, score: e.score, index: e.index, word: e.word,
+      start: Number(e.start), end: Number(e.end) })), expected[i].expected.none, `gRPC ClassifyTokens none ${i}`);
+  });
+  ok('gRPC ClassifyTokens (aggregation_strategy none, every text in one call) equals the pipeline');
+
+  // A model without a token-classification head: 424, as TEI answers a missing head.
+  await assert.rejects(new HfInference(apiKey).tokenClassification({ endpointUrl: `${url}/token-classification`, inputs: 'Marie Curie' }),
+    (e) => e.name === 'ProviderApiError' && e.httpResponse.status === 424 && /token-classification head/.test(e.message));
+  ok('@huggingface/inference: tokenClassification on a model without the head is a ProviderApiError (424)');
+}
+
 // --- cohere-ai ---------------------------------------------------------------------------------
 
 function int8Of(v) {
@@ -459,6 +513,7 @@ async function main() {
   await langchainTests(want, want8);
   await huggingfaceTests(want, wantRaw, wantClass);
   await zeroShotTests();
+  await tokenClassificationTests();
   await cohereTests(want, want8, rerank);
   encoder.close();
   console.log(`largest difference from gRPC Embed/Rerank/Classify: ${worst.get(SAME)} (bound ${SAME}); ` +

@@ -60,7 +60,13 @@ classifier_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/classifier.
 start_server nli.log --model "nli=$work/nli" --metrics-port -1 --api-key-file "$work/keys"
 nli_server=$server_pid
 nli_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/nli.log")
-[ -n "$http_port" ] && [ -n "$classifier_port" ] && [ -n "$nli_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
+# An Inference API endpoint serving a token classifier alone (named entities at its root):
+# tests/data/ner's BERT model, whose pipeline answers are in ner_expected.json.
+start_server ner.log --model "ner=$root/tests/data/ner/ner_bert" --metrics-port -1 --api-key-file "$work/keys"
+ner_server=$server_pid
+ner_grpc=$grpc_port
+ner_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/ner.log")
+[ -n "$http_port" ] && [ -n "$classifier_port" ] && [ -n "$nli_port" ] && [ -n "$ner_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
 
 # --- the clients, from npm's registry into the build tree ----------------------------------------
 npm_dir="$(cd "$bin/.." && pwd)/tests/clients/npm"
@@ -84,13 +90,15 @@ echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date 
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
-config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s", "colbert": "%s"}' \
-  "$http_port" "$classifier_port" "$nli_port" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref" "$root/tests/data/colbert")
+config=$(printf '{"url": "http://127.0.0.1:%s", "classifier_url": "http://127.0.0.1:%s", "nli_url": "http://127.0.0.1:%s", "ner_url": "http://127.0.0.1:%s", "ner_grpc": "127.0.0.1:%s", "grpc": "127.0.0.1:%s", "api_key": "%s", "proto": "%s", "reference": "%s", "colbert": "%s", "ner_expected": "%s"}' \
+  "$http_port" "$classifier_port" "$nli_port" "$ner_port" "$ner_grpc" "$grpc" "$api_key" "$root/proto/relserve/v1/encoder.proto" "$ref" \
+  "$root/tests/data/colbert" "$root/tests/data/ner/ner_expected.json")
 if ! node "$npm_dir/real_clients_test.mjs" "$config"; then
   echo "server log:"; tail -n 30 "$work/server.log"
   exit 1
 fi
 
+stop_server "$ner_server"
 stop_server "$nli_server"
 stop_server "$classifier"
 stop_server "$server"

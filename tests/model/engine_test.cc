@@ -395,7 +395,7 @@ TEST(EngineLoadErrorTest, ConfigProblems) {
   const std::vector<Case> cases = {
       {[](nlohmann::json& c) { c["model_type"] = "gpt2"; }, "\"model_type\" \"gpt2\" is not supported"},
       {[](nlohmann::json& c) { c.erase("model_type"); }, "no \"model_type\""},
-      {[](nlohmann::json& c) { c["architectures"] = {"DebertaV2ForTokenClassification"}; }, "DebertaV2ForTokenClassification"},
+      {[](nlohmann::json& c) { c["architectures"] = {"DebertaV2ForQuestionAnswering"}; }, "DebertaV2ForQuestionAnswering"},
       {[](nlohmann::json& c) { c["hidden_act"] = "swiglu"; }, "\"hidden_act\""},
       {[](nlohmann::json& c) { c["hidden_size"] = "32"; }, "\"hidden_size\" must be an integer"},
       {[](nlohmann::json& c) { c["num_attention_heads"] = 5; }, "not a multiple of num_attention_heads"},

@@ -62,6 +62,14 @@ class FakeBackend : public InferenceBackend {
     info_.is_matryoshka = is_matryoshka;
     info_.matryoshka_dimensions = std::move(dimensions);
   }
+  // A token-classification head: each token's logits from its id alone (kOutputTokenLogits);
+  // `vocab_size` as the tokenizer it is served with.
+  void set_token_head(std::vector<std::string> labels, std::function<std::vector<float>(int32_t id)> fn,
+                      int vocab_size) {
+    info_.vocab_size = vocab_size;
+    info_.token_labels = std::move(labels);
+    token_logit_fn_ = std::move(fn);
+  }
   // A Normalize module: pooled is normalised, pooled_unnormalized not.
   void set_normalizes(bool normalizes) { info_.pooling.normalize = normalizes; }
   // The batches' output flags, ORed.
@@ -95,6 +103,13 @@ class FakeBackend : public InferenceBackend {
       if (outputs & kOutputTokenStates) {
         for (int32_t id : s.input_ids) o.token_states.insert(o.token_states.end(), 3, static_cast<float>(id));
       }
+      if (outputs & kOutputTokenLogits) {
+        if (!token_logit_fn_) return absl::FailedPreconditionError("no token-classification head");
+        for (int32_t id : s.input_ids) {
+          const std::vector<float> l = token_logit_fn_(id);
+          o.token_logits.insert(o.token_logits.end(), l.begin(), l.end());
+        }
+      }
       if (outputs & kOutputLogits) {
         if (logit_fn_) {
           o.logits = logit_fn_(s);
@@ -123,6 +138,7 @@ class FakeBackend : public InferenceBackend {
   ModelInfo info_;
   std::vector<float> logits_;
   std::function<std::vector<float>(const SequenceInput&)> logit_fn_;
+  std::function<std::vector<float>(int32_t)> token_logit_fn_;
   std::atomic<int> runs_{0};
   std::atomic<uint32_t> seen_outputs_{0};
 };

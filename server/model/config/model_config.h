@@ -26,6 +26,9 @@ enum class HeadKind {
   // *ForMaskedLM: the backbone serves embeddings as *Model would; the masked-LM head, where the
   // checkpoint holds it, serves SPLADE sparse vectors (the descriptor's MaskedLmHead()).
   kMaskedLm,
+  // *ForTokenClassification: a linear classifier on every token's last hidden state
+  // (FamilyDescriptor::TokenClassifier), labels from id2label as for a sequence classifier.
+  kTokenClassification,
 };
 
 // Base of each family's own config struct (DebertaV2Config, T5Config, BertConfig...): the keys

@@ -175,6 +175,17 @@ class FamilyDescriptor {
     return std::nullopt;
   }
 
+  // The token classifier of a config whose head is HeadKind::kTokenClassification: the prefix
+  // of an nn.Linear(hidden_size, num_labels) applied to every token's last hidden state, which
+  // the engine loads beside the backbone; nullopt for other configs. Every
+  // *ForTokenClassification of transformers 4.40.2 for these families (BERT, RoBERTa,
+  // XLM-RoBERTa, ELECTRA, DeBERTa-v2, MPNet, XLNet) is the backbone without a pooler, a dropout
+  // (nothing at inference) and `classifier`; CheckpointLayout lists it for such configs.
+  virtual std::optional<std::string> TokenClassifier(const ModelConfig& config) const {
+    if (config.head != HeadKind::kTokenClassification) return std::nullopt;
+    return std::string("classifier");
+  }
+
   // Special tokens, template and files of the tokenizer (which files mean a model directory has
   // one: Tokenizer::HasFiles); without them the model serves token ids only.
   virtual TokenizerFamily tokenizer_family(const ModelConfig& config) const = 0;

@@ -126,7 +126,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(const json& j, const std::string& s
   RETURN_IF_ERROR(r.String("torch_dtype", &config.torch_dtype));
   RETURN_IF_ERROR(ReadMatryoshka(r, j, &config));
   RETURN_IF_ERROR(config.family->ParseConfig(r, j, &config));
-  if (config.head == HeadKind::kSequenceClassification) {
+  if (config.head == HeadKind::kSequenceClassification || config.head == HeadKind::kTokenClassification) {
     RETURN_IF_ERROR(ReadClassificationLabels(r, j, &config));
   }
   if (config.head == HeadKind::kMaskedLm) {

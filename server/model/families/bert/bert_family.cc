@@ -120,7 +120,8 @@ class BertDescriptor final : public FamilyDescriptor {
     const std::string p = BaseArchitecturePrefix(model_type);
     std::vector<ArchitectureSpec> archs = {{p + "Model", HeadKind::kNone, true},
                                            {p + "ForSequenceClassification", HeadKind::kSequenceClassification, true},
-                                           {p + "ForMaskedLM", HeadKind::kMaskedLm, true}};
+                                           {p + "ForMaskedLM", HeadKind::kMaskedLm, true},
+                                           {p + "ForTokenClassification", HeadKind::kTokenClassification, true}};
     if (model_type == "bert" || model_type == "electra") archs.push_back({p + "ForPreTraining", HeadKind::kNone, false});
     // Stanford ColBERT's checkpoints (colbert/modeling/hf_colbert.py): `bert.*` beside the
     // projection `linear.weight`, which the ColBERT head reads (model/colbert_head.h).
@@ -160,7 +161,8 @@ class BertDescriptor final : public FamilyDescriptor {
     const auto& c = config.family_config_as<BertConfig>();
     const bool classifier = config.head == HeadKind::kSequenceClassification;
     const bool masked_lm = config.head == HeadKind::kMaskedLm;
-    const std::string prefix = classifier || masked_lm ? BertBasePrefix(config.model_type) : "";
+    const bool token_classifier = config.head == HeadKind::kTokenClassification;
+    const std::string prefix = classifier || masked_lm || token_classifier ? BertBasePrefix(config.model_type) : "";
     const int64_t H = c.hidden_size, E = c.embedding_size, I = c.intermediate_size;
     LayoutBuilder s;
     const std::string emb = prefix + "embeddings.";
@@ -182,9 +184,10 @@ class BertDescriptor final : public FamilyDescriptor {
       s.LayerNorm(l + "output.LayerNorm", H);
     }
     // BertModel and RobertaModel have a pooler; RobertaForSequenceClassification and the
-    // *ForMaskedLM classes build theirs without one (add_pooling_layer=False), and ELECTRA has
-    // none.
-    const bool pooler = !masked_lm && (c.variant == Variant::kBert || (c.variant == Variant::kRoberta && !classifier));
+    // *ForMaskedLM and *ForTokenClassification classes build theirs without one
+    // (add_pooling_layer=False), and ELECTRA has none.
+    const bool pooler = !masked_lm && !token_classifier &&
+                        (c.variant == Variant::kBert || (c.variant == Variant::kRoberta && !classifier));
     if (pooler) s.Linear(prefix + "pooler.dense", H, H, true);
     if (masked_lm) AddMaskedLmHead(*MaskedLmHead(config), &s);
     if (classifier) {
@@ -195,6 +198,7 @@ class BertDescriptor final : public FamilyDescriptor {
         s.Linear("classifier.out_proj", H, config.num_labels, true);
       }
     }
+    if (token_classifier) s.Linear(*TokenClassifier(config), H, config.num_labels, true);
     return s.Take();
   }
 
@@ -213,7 +217,9 @@ class BertDescriptor final : public FamilyDescriptor {
       ignored.push_back("pooler.");
       ignored.push_back(base + "pooler.");
     }
-    if (config.head != HeadKind::kSequenceClassification) ignored.push_back("classifier.");
+    if (config.head != HeadKind::kSequenceClassification && config.head != HeadKind::kTokenClassification) {
+      ignored.push_back("classifier.");
+    }
     return ignored;
   }
 

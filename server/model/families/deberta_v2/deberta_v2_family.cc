@@ -151,7 +151,8 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
   std::vector<ArchitectureSpec> architectures(const std::string&) const override {
     return {{"DebertaV2Model", HeadKind::kNone, true},
             {"DebertaV2ForSequenceClassification", HeadKind::kSequenceClassification, true},
-            {"DebertaV2ForMaskedLM", HeadKind::kMaskedLm, true}};
+            {"DebertaV2ForMaskedLM", HeadKind::kMaskedLm, true},
+            {"DebertaV2ForTokenClassification", HeadKind::kTokenClassification, true}};
   }
 
   absl::Status ParseConfig(const JsonFieldReader& r, const json& j, ModelConfig* config) const override {
@@ -177,7 +178,8 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
     RETURN_IF_ERROR(CheckCreatable(*this, config));
     const auto& c = config.family_config_as<DebertaV2Config>();
     const bool classifier = config.head == HeadKind::kSequenceClassification;
-    const std::string prefix = classifier || config.head == HeadKind::kMaskedLm ? "deberta." : "";
+    const bool token_classifier = config.head == HeadKind::kTokenClassification;
+    const std::string prefix = classifier || token_classifier || config.head == HeadKind::kMaskedLm ? "deberta." : "";
     const int64_t H = c.hidden_size, E = c.embedding_size, A = c.all_head_size(), I = c.intermediate_size;
     LayoutBuilder s;
     const std::string emb = prefix + "embeddings.";
@@ -215,6 +217,8 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
       s.Linear("classifier", P, config.num_labels, true);
     }
     if (config.head == HeadKind::kMaskedLm) AddMaskedLmHead(*MaskedLmHead(config), &s);
+    // DebertaV2ForTokenClassification: the classifier on every token, no pooler.
+    if (token_classifier) s.Linear(*TokenClassifier(config), H, config.num_labels, true);
     return s.Take();
   }
 
@@ -242,8 +246,8 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
   std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const override {
     // Heads of other DeBERTa architectures, which transformers also drops with a warning.
     std::vector<std::string> ignored = {"lm_predictions.", "mask_predictions.", "cls.", "qa_outputs."};
-    if (config.head != HeadKind::kSequenceClassification) {
-      ignored.push_back("pooler.");
+    if (config.head != HeadKind::kSequenceClassification) ignored.push_back("pooler.");
+    if (config.head != HeadKind::kSequenceClassification && config.head != HeadKind::kTokenClassification) {
       ignored.push_back("classifier.");
     }
     return ignored;

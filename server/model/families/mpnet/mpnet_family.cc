@@ -19,7 +19,8 @@ class MpnetDescriptor final : public FamilyDescriptor {
   std::vector<ArchitectureSpec> architectures(const std::string&) const override {
     return {{"MPNetModel", HeadKind::kNone, true},
             {"MPNetForSequenceClassification", HeadKind::kSequenceClassification, true},
-            {"MPNetForMaskedLM", HeadKind::kMaskedLm, true}};
+            {"MPNetForMaskedLM", HeadKind::kMaskedLm, true},
+            {"MPNetForTokenClassification", HeadKind::kTokenClassification, true}};
   }
 
   absl::Status ParseConfig(const JsonFieldReader& r, const json&, ModelConfig* config) const override {
@@ -47,7 +48,8 @@ class MpnetDescriptor final : public FamilyDescriptor {
     const auto& c = config.family_config_as<MpnetConfig>();
     const bool classification = config.head == HeadKind::kSequenceClassification;
     const bool masked_lm = config.head == HeadKind::kMaskedLm;
-    const std::string p = classification || masked_lm ? "mpnet." : "";
+    const bool token_classifier = config.head == HeadKind::kTokenClassification;
+    const std::string p = classification || masked_lm || token_classifier ? "mpnet." : "";
     const int64_t H = c.hidden_size, I = c.intermediate_size;
     LayoutBuilder s;
     s.Add(p + "embeddings.word_embeddings.weight", {c.vocab_size, H});
@@ -67,6 +69,9 @@ class MpnetDescriptor final : public FamilyDescriptor {
       s.Linear("classifier.out_proj", H, config.num_labels, true);
     } else if (masked_lm) {
       AddMaskedLmHead(*MaskedLmHead(config), &s);
+    } else if (token_classifier) {
+      // MPNetForTokenClassification: MPNetModel(add_pooling_layer=False), then the classifier.
+      s.Linear(*TokenClassifier(config), H, config.num_labels, true);
     } else {
       s.Linear("pooler.dense", H, H, true);
     }
@@ -99,7 +104,12 @@ class MpnetDescriptor final : public FamilyDescriptor {
   // own pooler is checked and skipped by the model: its output is not served.
   std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const override {
     std::vector<std::string> ignored = {"lm_head.", "qa_outputs.", "mpnet.pooler."};
-    ignored.push_back(config.head == HeadKind::kSequenceClassification ? "pooler." : "classifier.");
+    if (config.head == HeadKind::kSequenceClassification || config.head == HeadKind::kTokenClassification) {
+      ignored.push_back("pooler.");
+    }
+    if (config.head != HeadKind::kSequenceClassification && config.head != HeadKind::kTokenClassification) {
+      ignored.push_back("classifier.");
+    }
     return ignored;
   }
 

@@ -21,6 +21,7 @@ class XlnetDescriptor final : public FamilyDescriptor {
   std::vector<ArchitectureSpec> architectures(const std::string&) const override {
     return {{"XLNetModel", HeadKind::kNone, true},
             {"XLNetForSequenceClassification", HeadKind::kSequenceClassification, true},
+            {"XLNetForTokenClassification", HeadKind::kTokenClassification, true},
             {"XLNetLMHeadModel", HeadKind::kNone, false}};
   }
 
@@ -50,7 +51,8 @@ class XlnetDescriptor final : public FamilyDescriptor {
     RETURN_IF_ERROR(CheckCreatable(*this, config));
     const auto& c = config.family_config_as<XlnetConfig>();
     const bool classifier = config.head == HeadKind::kSequenceClassification;
-    const std::string p = classifier ? "transformer." : "";
+    const bool token_classifier = config.head == HeadKind::kTokenClassification;
+    const std::string p = classifier || token_classifier ? "transformer." : "";
     const int64_t H = c.d_model, N = c.n_head, D = c.d_head, F = c.d_inner;
     LayoutBuilder s;
     s.Add(p + "mask_emb", {1, 1, H});
@@ -70,12 +72,15 @@ class XlnetDescriptor final : public FamilyDescriptor {
       if (c.summary_use_proj) s.Linear("sequence_summary.summary", H, c.summary_width(config.num_labels), true);
       s.Linear("logits_proj", H, config.num_labels, true);
     }
+    // XLNetForTokenClassification: the classifier on every token (no sequence summary).
+    if (token_classifier) s.Linear(*TokenClassifier(config), H, config.num_labels, true);
     return s.Take();
   }
 
   std::vector<std::string> IgnoredPrefixes(const ModelConfig& config) const override {
     // XLNetLMHeadModel's output layer; the classification head when the architecture has none.
     std::vector<std::string> ignored = {"lm_loss."};
+    if (config.head != HeadKind::kTokenClassification) ignored.push_back("classifier.");
     if (config.head != HeadKind::kSequenceClassification) {
       ignored.push_back("sequence_summary.");
       ignored.push_back("logits_proj.");

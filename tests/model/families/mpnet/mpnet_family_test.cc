@@ -125,9 +125,16 @@ TEST(MpnetFamilyTest, Architectures) {
   EXPECT_TRUE(masked_lm->tie_word_embeddings);  // PretrainedConfig's default
   EXPECT_TRUE(MpnetFamily().CheckpointLayout(*masked_lm).ok());
   EXPECT_FALSE(MpnetFamily().MaskedLmHead(*cls).has_value());
+  // MPNetForTokenClassification: the classifier on every token, labels as a classifier's.
   auto token_cls = parse("MPNetForTokenClassification");
-  ASSERT_FALSE(token_cls.ok());
-  EXPECT_NE(token_cls.status().message().find("\"architectures\""), std::string::npos) << token_cls.status();
+  ASSERT_TRUE(token_cls.ok()) << token_cls.status();
+  EXPECT_EQ(token_cls->head, HeadKind::kTokenClassification);
+  EXPECT_EQ(token_cls->num_labels, 2);
+  EXPECT_EQ(MpnetFamily().TokenClassifier(*token_cls), "classifier");
+  EXPECT_FALSE(MpnetFamily().TokenClassifier(*cls).has_value());
+  auto unsupported = parse("MPNetForQuestionAnswering");
+  ASSERT_FALSE(unsupported.ok());
+  EXPECT_NE(unsupported.status().message().find("\"architectures\""), std::string::npos) << unsupported.status();
 }
 
 using Shapes = std::map<std::string, std::vector<int64_t>>;
