@@ -3,10 +3,12 @@
 #include <malloc.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 
@@ -54,6 +56,14 @@ void TuneProcessForInference(char** argv) {
   if (*mode == AllocatorMode::kHeap) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
+  } else if (*mode == AllocatorMode::kCache) {
+    // Request bodies, parsed JSON and answers of long texts are large and short-lived, and come
+    // from whichever HTTP thread took the call: mapped on their own (a fixed threshold, which
+    // glibc otherwise raises after each large free), they go back to the system when freed, and
+    // the rest is spread over no more arenas than cores, so that a thread's high-water mark does
+    // not stay resident (docs/PERFORMANCE.md, "Memory of long texts").
+    mallopt(M_MMAP_THRESHOLD, 128 << 10);
+    mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
   }
 }
 

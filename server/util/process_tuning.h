@@ -8,7 +8,10 @@ namespace relserve {
 // Where tensors' memory comes from, set by RELSERVE_ALLOCATOR:
 // - cache (default): LibTorch's CPU tensors of 256 KB and more come from relserve's buffer
 //   cache (server/model/runtime/buffer_cache.h): each block its own mapping, released blocks reused,
-//   the cache bounded by the peak in use at once and a quarter more. glibc keeps its defaults for the rest.
+//   the cache bounded by the peak in use at once and a quarter more. For the rest, glibc maps
+//   blocks of 128 KiB and more on their own (a fixed M_MMAP_THRESHOLD) and keeps no more arenas
+//   than cores (M_ARENA_MAX), so that the large short-lived buffers of long requests go back to
+//   the system instead of staying in the arena of the thread that served them.
 // - heap: the setting before the cache: glibc serves every tensor from its heap, never maps
 //   large blocks and never trims (mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD INT_MAX). As fast,
 //   but under a mix of batch shapes the worker threads' arenas fragment and the resident size
