@@ -19,7 +19,7 @@
 #
 # Needs beside the working tree (carry): scripts/gpu/debs (the .deb files that
 # scripts/gpu/fetch-debs.sh fetches here; git ignores them). Everything else is on the GPU machine
-# (../shared/docs/PLATFORM.md). The one command, on the device machine (whose $OUT comes back):
+# (a CUDA PyTorch with its LibTorch, nvcc, CMake, ninja, and Python with transformers). The one command, on the device machine (whose $OUT comes back):
 #   scripts/gpu/round.sh --out "$OUT"
 # It writes only into --out (default $OUT, else a new folder under /tmp) and /tmp (its build,
 # prefix and models), never into the working tree unless --out names a folder there.

@@ -9,7 +9,7 @@
 //       runs export_onnx.py's check batch and prints max |ORT - transformers| per output (all
 //       positions, and where attention_mask is 1); exits 1 past the tolerance
 //   node scripts/ort/run_ort.mjs --onnx M.onnx --reference DIR
-//       the same against a folder of shared/reference (inputs.json, expected.safetensors: transformers
+//       the same against a reference folder such as tests/data/reference/deberta_v3_like (inputs.json, expected.safetensors: transformers
 //       4.40.2 computed in float64), on positions where attention_mask is 1
 import fs from 'node:fs';
 import path from 'node:path';
