@@ -62,7 +62,10 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
     --metrics-address 127.0.0.1 --dtype "$DTYPE" --device "$DEVICE" "${flags[@]}" ${SERVER_FLAGS:-} > "$OUT.$setting.log" 2>&1 &
   pid=$!
   trap 'kill -TERM "$pid" 2> /dev/null || true' EXIT
-  for _ in $(seq 1 120); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
+  # Ready when it logs "serving" (READY_WAIT_S, default 60 s: a GPU warms every batch shape up).
+  started=$(date +%s.%N)
+  for _ in $(seq 1 $(( ${READY_WAIT_S:-60} * 2 ))); do grep -q "serving" "$OUT.$setting.log" && break; sleep 0.5; done
+  ready_s=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   if [ -n "${RATES:-}" ]; then points=($RATES); else points=($LEVELS); fi
   last_prom=""
   for c in "${points[@]}"; do
@@ -73,6 +76,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
            --duration "$DURATION" --warmup "${WARMUP:-3}" --lengths log-uniform:8:512 --vocab "${VOCAB:-128100}" --deadline-ms 60000 \
            --quiet)
     wall1=$(date +%s.%N); scrape "$sim/after.prom"
+    client_line=$line
     busy0=$(metric "$sim/before.prom" relserve_simulated_device_busy_seconds_total)
     busy1=$(metric "$sim/after.prom" relserve_simulated_device_busy_seconds_total)
     if [ -n "$busy0" ] && [ -n "$busy1" ]; then
@@ -84,7 +88,8 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
         'BEGIN { printf "\"utilisation\":%.4f,\"device_share\":%.4f,", (b1 - b0) / (w1 - w0), (sat > 0 ? tps / sat : 0) }')
       line="{$extra${line#\{}"
     fi
-    [ -n "${LABEL:-}" ] && line="{\"label\":\"$LABEL\",${line#\{}"
+    [ -n "$line" ] && line="{\"ready_s\":$ready_s,${line#\{}"
+    [ -n "$line" ] && [ -n "${LABEL:-}" ] && line="{\"label\":\"$LABEL\",${line#\{}"
     if [ -n "${METRICS_DIR:-}" ]; then
       mkdir -p "$METRICS_DIR"
       prom="$METRICS_DIR/$setting-$c.prom"
@@ -123,6 +128,7 @@ for run in $(for a in ${ALLOCATORS:-default}; do for s in $SETTINGS; do echo "$s
     fi
     rss=$(awk '/^VmRSS:/ { printf "%.0f", $2 / 1024 }' "/proc/$pid/status")
     cpu=$(awk -v c0="$cpu0" -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15 - c0) / hz }' "/proc/$pid/stat")
+    [ -n "$client_line" ] || { echo "bench-serving: no result at concurrency $c (the client failed; $OUT.$setting.log)" >&2; continue; }
     echo "{\"batching\":\"$setting\",\"device\":\"$DEVICE\",\"dtype\":\"$DTYPE\",\"allocator\":\"$allocator\",\"server_rss_mib\":$rss,\"server_cpu_s\":$cpu,${line#\{}" | tee -a "$OUT"
   done
   kill -TERM "$pid"; wait "$pid" || true

@@ -33,8 +33,10 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 
 usage() {
   cat <<'EOF'
-usage: scripts/gpu/round.sh [--rehearse] [--out DIR] [--build DIR] [--budget SECONDS]
+usage: scripts/gpu/round.sh [--rehearse] [--out DIR] [--archive FILE] [--build DIR] [--budget SECONDS]
   --out DIR         where results go (default: $OUT, else a new folder under /tmp)
+  --archive FILE    also keep FILE (.tar.gz) a copy of DIR, renewed every 15 s and at the end
+                    (for a place that takes back only a few files, or a run cut short)
   --build DIR       the build folder (default: /tmp/relserve-build; with --rehearse: ./build)
   --budget SECONDS  the whole round's time (default 540; steps that do not fit are skipped)
   --rehearse        every step on the CPU with a tiny model (CI)
@@ -47,11 +49,13 @@ REHEARSE=0
 OUT_DIR=${OUT:-}
 BUILD=""
 BUDGET=540
+ARCHIVE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --help|-h) usage; exit 0 ;;
     --rehearse) REHEARSE=1 ;;
     --out) [ $# -ge 2 ] || { echo "round.sh: --out needs a folder" >&2; exit 2; }; OUT_DIR=$2; shift ;;
+    --archive) [ $# -ge 2 ] || { echo "round.sh: --archive needs a file" >&2; exit 2; }; ARCHIVE=$2; shift ;;
     --build) [ $# -ge 2 ] || { echo "round.sh: --build needs a folder" >&2; exit 2; }; BUILD=$2; shift ;;
     --budget)
       [ $# -ge 2 ] && [[ "$2" =~ ^[0-9]+$ ]] && [ "$2" -ge 30 ] && [ "$2" -le 3600 ] ||
@@ -71,6 +75,21 @@ SCRATCH=$(mktemp -d /tmp/relserve-round-work.XXXXXX)
 LOGS="$OUT_DIR/logs"
 mkdir -p "$LOGS"
 ROUND="$OUT_DIR/round.jsonl"
+
+# The archive: a snapshot of the output folder every 15 s (written aside, then moved into place)
+# and a last one when the round ends, however it ends.
+snapshot() {
+  [ -n "$ARCHIVE" ] || return 0
+  tar czf "$ARCHIVE.part" -C "$OUT_DIR" . 2>/dev/null && mv -f "$ARCHIVE.part" "$ARCHIVE"
+}
+if [ -n "$ARCHIVE" ]; then
+  mkdir -p "$(dirname "$ARCHIVE")" || exit 2
+  ARCHIVE=$(cd "$(dirname "$ARCHIVE")" && pwd)/$(basename "$ARCHIVE")
+  case "$ARCHIVE" in "$OUT_DIR"/*) echo "round.sh: --archive must be outside --out" >&2; exit 2 ;; esac
+  ( while sleep 15; do snapshot; done ) &
+  snapshot_pid=$!
+  trap 'kill $snapshot_pid 2>/dev/null; snapshot' EXIT
+fi
 
 left() { echo $((END - $(date +%s))); }
 # step NAME RC T0 [EXTRA JSON members]: one line of round.jsonl.
@@ -143,20 +162,27 @@ else
       [ -n "$target" ] && ln -sf "$target" "$link"
     done
     TORCH_CMAKE=$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)')
+    # PyTorch 2.12 and later refuse C++17 in their headers: build as C++20 where they ask for it.
+    TORCH_INCLUDE=$(python3 -c 'import torch.utils.cpp_extension as e; print(e.include_paths()[0])')
+    CXX_STANDARD=17
+    grep -rqs -E 'C\+\+20 or later' "$TORCH_INCLUDE/c10/macros" "$TORCH_INCLUDE/c10/util" "$TORCH_INCLUDE/ATen/ATen.h" \
+      "$TORCH_INCLUDE/torch/csrc/api/include/torch/all.h" && CXX_STANDARD=20
+    echo "{\"step\":\"cxx-standard\",\"standard\":$CXX_STANDARD,\"torch\":\"$(python3 -c 'import torch; print(torch.__version__)')\"}" >> "$ROUND"
     pkgconf_bin=$(command -v pkg-config || echo "$PREFIX/usr/bin/pkgconf")
     nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
     cuda_compiler=(); [ -x "$nvcc_bin" ] && cuda_compiler=(-DCMAKE_CUDA_COMPILER="$nvcc_bin")
     cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$TORCH_CMAKE;$PREFIX/usr" -DPKG_CONFIG_EXECUTABLE="$pkgconf_bin" \
-      -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DCUDAToolkit_ROOT=/usr/local/cuda \
+      -DCMAKE_CXX_STANDARD="$CXX_STANDARD" -DCMAKE_CUDA_ARCHITECTURES=90 -DTORCH_CUDA_ARCH_LIST=9.0 -DCUDAToolkit_ROOT=/usr/local/cuda \
       "${cuda_compiler[@]}" -DProtobuf_PROTOC_EXECUTABLE="$PREFIX/usr/bin/protoc" > "$LOGS/configure.log" 2>&1
     build_rc=$?
     if [ $build_rc -eq 0 ]; then
       # The server's point needs at least 90 s after the build.
-      timeout "$(cap 400 90)" cmake --build "$BUILD" -j "$JOBS" --target relserve relserve-model relserve-client \
+      timeout "$(cap 400 90)" cmake --build "$BUILD" -j "$JOBS" --target relserve relserve-model relserve-client -- -k 0 \
         > "$SCRATCH/build.log" 2>&1
       build_rc=$?
       tail -n 200 "$SCRATCH/build.log" > "$LOGS/build.log"
+      grep -E -B2 -A6 'error|FAILED' "$SCRATCH/build.log" | head -n 600 > "$LOGS/build-errors.log"
     fi
   fi
 fi
@@ -165,6 +191,8 @@ step build "$build_rc" "$t0" "\"errors\":${errors:-0}"
 if [ "$build_rc" -ne 0 ] || [ ! -x "$BIN/relserve" ]; then
   wait "$probe_pid"
   skip server "the build failed"
+  echo "== round.jsonl"; cat "$ROUND"
+  echo "== build errors"; head -n 120 "$LOGS/build-errors.log" 2>/dev/null || tail -n 60 "$LOGS/build.log"
   exit 1
 fi
 
@@ -172,6 +200,7 @@ if [ "$REHEARSE" = 0 ] && [ ! -f "$MODEL/config.json" ]; then
   "$BIN/relserve-model" create --family deberta-v3 --vocab 128100 --labels 3 --out "$MODEL" > "$LOGS/create.log" 2>&1
 fi
 
+SERVES=0
 # serve JSONL POINTS [relserve flags...]: one server, POINTS points of 128 callers back to back,
 # each line into JSONL as it is measured (scripts/bench-serving.sh).
 serve() {
@@ -180,11 +209,18 @@ serve() {
   for i in $(seq 1 "$points"); do levels="$levels 128"; done
   (cd "$ROOT" && BUILD_DIR="$BUILD" MODEL="$MODEL" DEVICE="$DEVICE" DTYPE="$DTYPE" DURATION="$DURATION" WARMUP="$WARMUP" \
      VOCAB="$VOCAB" LEVELS="$levels" SETTINGS=bucketed OUT="$jsonl" METRICS_DIR="$SCRATCH/metrics-$RANDOM" \
-     LABEL="$*" SERVER_FLAGS="--max-input-length $SERVER_MAX $*" \
-     timeout "$(cap $((60 + points * (DURATION + WARMUP + 5))) 10)" scripts/bench-serving.sh) >> "$LOGS/server.log" 2>&1
+     LABEL="$*" SERVER_FLAGS="--max-input-length $SERVER_MAX $*" READY_WAIT_S=150 \
+     timeout "$(cap $((90 + points * (DURATION + WARMUP + 5))) 10)" scripts/bench-serving.sh) >> "$LOGS/server.log" 2>&1
+  local rc=$?
+  # The server's own log (its warm-up time, graphs captured, warnings), each serve its own file.
+  SERVES=$((SERVES + 1))
+  { echo "flags: $*"; tail -n 150 "$jsonl.bucketed.log"; } > "$LOGS/serve-$SERVES.log" 2>/dev/null
+  return $rc
 }
 
-# 3. The server, then the engine's yardstick on the same workload.
+# 3. The server, then the engine's yardstick on the same workload (the probe done first: it
+# shares the GPU).
+wait "$probe_pid"
 t0=$(date +%s)
 serve "$SCRATCH/server.jsonl" 3
 rc=$?; cat "$SCRATCH/server.jsonl" >> "$OUT_DIR/server.jsonl" 2>/dev/null
@@ -251,6 +287,18 @@ for shape in $SHAPES; do
 done
 step engine 0 "$t0"
 
+# 5b. transformers on the same model directory and shapes (the engine's comparison), GPU only.
+t0=$(date +%s)
+if [ "$REHEARSE" = 1 ]; then
+  skip transformers "GPU only"
+elif [ "$(left)" -lt 60 ]; then
+  skip transformers time
+else
+  timeout "$(cap 90 20)" python3 "$ROOT/scripts/gpu/bench_transformers.py" --model "$MODEL" --dtypes "$DTYPE" \
+    --shapes "$(echo "$SHAPES" | tr ' ' ',')" >> "$OUT_DIR/transformers.jsonl" 2> "$LOGS/transformers.log"
+  step transformers $? "$t0"
+fi
+
 # 6. The GPU tests, in the time that is left: built first (the build stops at the deadline), then
 # run one binary at a time while time remains.
 t0=$(date +%s)
@@ -284,4 +332,6 @@ fi
 wait "$probe_pid"
 step round 0 "$START"
 rm -rf "$SCRATCH"
+# The results once more, in short, on standard output, for a caller that keeps only the output.
+python3 "$ROOT/scripts/gpu/round_summary.py" "$OUT_DIR" 2>&1 || cat "$ROUND"
 exit 0
