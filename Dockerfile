@@ -1,9 +1,11 @@
 # relserve, CPU image: a build stage with the full toolchain, and a slim Debian 12 runtime stage
 # with only the shared libraries the binaries load. Both stages install their packages through
-# scripts/install-deps.sh, the same script the README and CI use.
+# scripts/install-deps.sh, the same script the README and CI use; the runtime stage takes the
+# libraries themselves from the build stage (scripts/docker-runtime-libs.sh), not the packages
+# Debian's LibTorch depends on (OpenCV, FFmpeg, GDAL, Qt with their data, Mesa and LLVM).
 #
-#   scripts/docker-base-image.sh            # once: makes sure debian:bookworm-slim exists locally
-#   docker build -t relserve:latest .
+#   scripts/docker-build.sh                 # base image, build stage tagged relserve:build-cpu, image
+#   (or by hand: scripts/docker-base-image.sh && docker build -t relserve:latest .)
 #   docker run --rm -p 50051:50051 -p 8080:8080 -p 9090:9090 -v /path/to/models:/models:ro relserve:latest
 #
 # By default it serves /models/default (RELSERVE_MODEL below); flags passed after the image name
@@ -12,9 +14,13 @@
 ARG BASE_IMAGE=debian:bookworm-slim
 
 FROM ${BASE_IMAGE} AS build
+# scripts/docker-build.sh tags this stage (relserve:build-cpu) and prunes older untagged ones.
+LABEL relserve.stage=build
 ARG JOBS=2
 COPY scripts/install-deps.sh /src/scripts/install-deps.sh
-RUN /src/scripts/install-deps.sh --compile && rm -rf /var/lib/apt/lists/*
+# The base image's own packages, listed before any install: their libraries stay out of the copy.
+RUN dpkg-query -W -f '${Package}\n' > /base-packages.txt \
+ && /src/scripts/install-deps.sh --compile && rm -rf /var/lib/apt/lists/*
 COPY CMakeLists.txt /src/
 COPY proto /src/proto
 COPY server /src/server
@@ -23,15 +29,24 @@ RUN cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DRELSERVE_BUILD
       -DCMAKE_INSTALL_PREFIX=/opt/relserve \
  && cmake --build /build -j "${JOBS}" \
  && cmake --install /build --strip
+# The libraries the installed binaries load, transitively, into /opt/relserve/lib/deps, with
+# their Debian copyright files in /opt/relserve/share/doc.
+COPY scripts/docker-runtime-libs.sh /src/scripts/docker-runtime-libs.sh
+RUN /src/scripts/docker-runtime-libs.sh /opt/relserve /opt/relserve-deps /base-packages.txt \
+ && mv /opt/relserve-deps/lib /opt/relserve/lib/deps && mv /opt/relserve-deps/share /opt/relserve/share
 
 FROM ${BASE_IMAGE} AS runtime
+LABEL relserve.stage=runtime
 COPY scripts/install-deps.sh /tmp/install-deps.sh
-RUN /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+# --image: only what the copied libraries do not bring (CA certificates for Hub downloads).
+RUN /tmp/install-deps.sh --image && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
  && groupadd --system --gid 10001 relserve \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin relserve \
- && mkdir -p /models /hf-cache && chown 10001:10001 /hf-cache
+ && mkdir -p /models /hf-cache && chown 10001:10001 /hf-cache \
+ && echo /opt/relserve/lib/deps > /etc/ld.so.conf.d/relserve.conf
 COPY --from=build /opt/relserve /opt/relserve
+RUN ldconfig
 COPY scripts/docker-healthcheck.sh /opt/relserve/bin/relserve-healthcheck
 # Hub models (--model NAME=org/repo) go to the Hugging Face cache in /hf-cache, writable by the
 # server's user; mount a volume there to keep it between containers.

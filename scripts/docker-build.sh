@@ -2,13 +2,22 @@
 # Builds relserve's Docker image: relserve:latest from Dockerfile (CPU), or relserve:cuda from
 # Dockerfile.cuda with `scripts/docker-build.sh cuda`. Makes sure the Debian 12 base image exists
 # first (scripts/docker-base-image.sh). JOBS sets the compile parallelism inside the build.
+#
+# The build stage is tagged too (relserve:build-cpu, relserve:build-cuda) instead of being left
+# behind untagged: it is Docker's layer cache for the next build (seconds when the sources did not
+# change), `docker rmi relserve:build-cpu` frees it. Older build stages and images that a rebuild
+# untagged (label relserve.stage) are pruned once no container uses them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 variant="${1:-cpu}"
 JOBS=${JOBS:-2}
-scripts/docker-base-image.sh
 case "$variant" in
-  cpu) docker build --build-arg JOBS="$JOBS" -t relserve:latest -f Dockerfile . ;;
-  cuda) docker build --build-arg JOBS="$JOBS" -t relserve:cuda -f Dockerfile.cuda . ;;
+  cpu) dockerfile=Dockerfile; tag=relserve:latest ;;
+  cuda) dockerfile=Dockerfile.cuda; tag=relserve:cuda ;;
   *) echo "usage: $0 [cpu|cuda]" >&2; exit 2 ;;
 esac
+scripts/docker-base-image.sh
+docker build --build-arg JOBS="$JOBS" --target build -t "relserve:build-$variant" -f "$dockerfile" .
+docker build --build-arg JOBS="$JOBS" -t "$tag" -f "$dockerfile" .
+docker image prune --force --filter label=relserve.stage > /dev/null
+docker image inspect "$tag" --format "docker-build: $tag {{.Size}} bytes"

@@ -5,7 +5,11 @@
 #   scripts/install-deps.sh            build + test dependencies (default)
 #   scripts/install-deps.sh --compile  only what compiling the binaries needs (the Docker build stage)
 #   scripts/install-deps.sh --runtime  only the shared libraries the binaries need at run time
+#   scripts/install-deps.sh --image    the Docker image's runtime stage: what the libraries copied
+#                                      from its build stage (scripts/docker-runtime-libs.sh) lack
 #   scripts/install-deps.sh --sanitize build + test dependencies and what scripts/sanitize.sh needs
+#   scripts/install-deps.sh --docker   only the Docker engine and what building the image needs
+#                                      (docker.io, debootstrap); scripts/docker-engine.sh starts it
 #
 # RELSERVE_TORCH=external leaves Debian's LibTorch (CPU) out, for builds against another
 # LibTorch such as a CUDA one (Dockerfile.cuda).
@@ -14,10 +18,12 @@ set -euo pipefail
 mode=build
 case "${1:-}" in
   --runtime) mode=runtime ;;
+  --image) mode=image ;;
   --compile) mode=compile ;;
   --sanitize) mode=sanitize ;;
+  --docker) mode=docker ;;
   ""|--build) mode=build ;;
-  *) echo "usage: $0 [--build|--compile|--runtime|--sanitize]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build|--compile|--runtime|--image|--sanitize|--docker]" >&2; exit 2 ;;
 esac
 
 SUDO=""
@@ -36,6 +42,9 @@ runtime_pkgs=(
   libcurl4                # Hub downloads over HTTPS (server/hub)
   zlib1g                  # CRC-32 of pytorch_model.bin entries (server/checkpoint)
   ca-certificates
+)
+image_pkgs=(
+  ca-certificates         # Hub downloads over HTTPS (server/hub); the libraries come from the build stage
 )
 compile_pkgs=(
   build-essential cmake ninja-build pkg-config git
@@ -61,6 +70,14 @@ test_pkgs=(
   python3-requests curl   # tests/http: the HTTP API called by real clients
   nodejs npm              # tests/clients: the official client packages from npm (Node.js >= 18; Debian's is 18)
 )
+# The tests build relserve's image and run it (tests/docker), and render the Kubernetes kit.
+docker_pkgs=(
+  docker.io               # the Docker engine (dockerd, containerd, runc) and its client
+  debootstrap             # scripts/docker-base-image.sh: debian:bookworm-slim where no registry answers
+)
+deploy_pkgs=(
+  kubernetes-client       # kubectl: tests/deploy renders deploy/ with `kubectl kustomize`
+)
 sanitize_pkgs=(
   clang libclang-rt-14-dev  # the sanitizer builds; libclang-rt has the sanitizer and libFuzzer runtimes
   llvm                      # llvm-symbolizer: source lines in sanitizer reports
@@ -69,9 +86,11 @@ sanitize_pkgs=(
 
 case "$mode" in
   runtime) pkgs=("${runtime_pkgs[@]}") ;;
+  image) pkgs=("${image_pkgs[@]}") ;;
   compile) pkgs=("${compile_pkgs[@]}") ;;
-  build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}") ;;
+  build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${docker_pkgs[@]}" "${deploy_pkgs[@]}") ;;
   sanitize) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${sanitize_pkgs[@]}") ;;
+  docker) pkgs=("${docker_pkgs[@]}") ;;
 esac
 
 if [ "${RELSERVE_TORCH:-debian}" = external ]; then
@@ -89,6 +108,10 @@ for p in "${pkgs[@]}"; do
   case "$p" in
     nodejs) command -v node > /dev/null && continue ;;
     npm) command -v npm > /dev/null && continue ;;
+    # An engine installed otherwise (Docker's own docker-ce, which conflicts with docker.io) and
+    # a kubectl installed otherwise (Kubernetes' own packages) are kept too.
+    docker.io) command -v dockerd > /dev/null && continue ;;
+    kubernetes-client) command -v kubectl > /dev/null && continue ;;
   esac
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")

@@ -6,27 +6,36 @@
 # embedding, that /metrics answers, that the server runs as the
 # unprivileged user, that it sizes its workers by the container's CPU limit, that every binary
 # finds its libraries, that `docker stop` drains and exits
-# 0, and that a missing model directory stops the container with a message naming it.
+# 0, that a missing model directory stops the container with a message naming it, and that
+# removing its containers leaves no volume behind.
 # Skipped (77) where no Docker daemon answers or the image has not been built
-# (scripts/docker-build.sh).
+# (scripts/docker-build.sh); a failure instead with RELSERVE_DOCKER_TESTS=required
+# (scripts/test.sh, hence CI: tests/docker/docker_env.sh), where the CTest fixture
+# docker_image_build has built it.
 #   docker_image_test.sh BIN_DIR SOURCE_DIR
 set -Eeuo pipefail
 trap 'echo "FAILED: line $LINENO of $(basename "$0"): $BASH_COMMAND"' ERR
 bin="$1"; root="$2"
 image="${RELSERVE_DOCKER_IMAGE:-relserve:latest}"
-command -v docker > /dev/null || { echo "SKIP: docker is not installed"; exit 77; }
-docker info > /dev/null 2>&1 || { echo "SKIP: no Docker daemon answers"; exit 77; }
-docker image inspect "$image" > /dev/null 2>&1 || {
-  echo "SKIP: image $image not built (scripts/docker-build.sh)"; exit 77; }
+. "$(dirname "$0")/docker_env.sh"
+require_docker_engine
+docker image inspect "$image" > /dev/null 2>&1 || docker_unavailable "image $image not built (scripts/docker-build.sh)"
 
 py=/usr/bin/python3
 work="$(mktemp -d)"
 name="relserve-test-$$"
+# Each container goes with its anonymous volumes (the image's /models and /hf-cache): -v.
 cleanup() {
-  docker rm -f "$name" "$name-bad" "$name-flags" > /dev/null 2>&1 || true
+  for c in "$name" "$name-bad" "$name-flags"; do
+    docker rm -f -v "$c" > /dev/null 2>&1 || true
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
+# The anonymous volumes of a container, by name.
+volumes_of() {
+  docker inspect --format '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}' "$1"
+}
 
 # The model, made on the host, readable by the container's user (uid 10001).
 spm="$root/tests/data/reference/tokenizer/spm.model"
@@ -35,10 +44,14 @@ spm="$root/tests/data/reference/tokenizer/spm.model"
 chmod -R a+rX "$work/models"
 
 # Every binary and the SentencePiece module find all their shared libraries in the slim stage.
-missing=$(docker run --rm --entrypoint sh "$image" -c \
+# (docker run's output goes to a file first: its own failure must fail the test, not read as
+# "nothing missing".)
+docker run --rm --entrypoint sh "$image" -c \
   'for f in /opt/relserve/bin/* /opt/relserve/lib/relserve/*; do ldd "$f" | sed "s|^|$f: |"; done' \
-  | grep 'not found' || true)
-[ -z "$missing" ] || { echo "FAILED: libraries missing in the image:"; echo "$missing"; exit 1; }
+  > "$work/ldd.txt"
+grep -q '/opt/relserve/bin/relserve-server: .*libtorch' "$work/ldd.txt" || {
+  echo "FAILED: ldd in the image did not list relserve-server's libraries:"; head -20 "$work/ldd.txt"; exit 1; }
+if grep 'not found' "$work/ldd.txt"; then echo "FAILED: libraries missing in the image (above)"; exit 1; fi
 
 # A CPU limit of 1.5: relserve must plan for one CPU, not for the host's cores.
 docker run -d --name "$name" --cpus 1.5 -p 127.0.0.1::50051 -p 127.0.0.1::8080 -p 127.0.0.1::9090 \
@@ -121,6 +134,13 @@ code=$(docker inspect --format '{{.State.ExitCode}}' "$name")
 [ "$code" = 0 ] || { echo "FAILED: exit code $code after docker stop"; docker logs "$name" 2>&1 | tail -20; exit 1; }
 docker logs "$name" > "$work/container.log" 2>&1
 grep -qi 'shut' "$work/container.log" || { echo "FAILED: no shutdown in the log:"; cat "$work/container.log"; exit 1; }
+# Removed with -v, the container leaves none of its anonymous volumes (/hf-cache) behind.
+vols=$(volumes_of "$name")
+[ -n "$vols" ] || { echo "FAILED: the container has no anonymous volume (the image's VOLUMEs)"; exit 1; }
+docker rm -v "$name" > /dev/null
+for v in $vols; do
+  if docker volume inspect "$v" > /dev/null 2>&1; then echo "FAILED: volume $v outlived docker rm -v"; exit 1; fi
+done
 
 # Flags of the user's own (another metrics port, the model named on the command line) keep the
 # image's other defaults, the drain among them, and the health check follows the port.
@@ -142,14 +162,20 @@ docker stop --time 20 "$name-flags" > /dev/null
 docker logs "$name-flags" > "$work/flags.log" 2>&1
 grep -q 'draining for up to 8s' "$work/flags.log" || {
   echo "FAILED: the drain is not the image's 8 s with the user's flags:"; cat "$work/flags.log"; exit 1; }
-docker rm "$name-flags" > /dev/null
+docker rm -v "$name-flags" > /dev/null
 echo "user flags: healthy on metrics port 9191, the drain default kept"
 
 # Nothing mounted: the container stops at once, and says which directory is missing.
 mkdir -p "$work/empty" && chmod a+rx "$work/empty"
-docker run --name "$name-bad" -v "$work/empty:/models:ro" "$image" > "$work/bad.log" 2>&1 || true
+# docker run exits with the container's code; 125-127 would be Docker's own failure to run it.
+run_code=0
+docker run --name "$name-bad" -v "$work/empty:/models:ro" "$image" > "$work/bad.log" 2>&1 || run_code=$?
+case "$run_code" in
+  0) echo "FAILED: served with no model"; exit 1 ;;
+  125|126|127) echo "FAILED: docker run itself failed ($run_code):"; cat "$work/bad.log"; exit 1 ;;
+esac
 code=$(docker inspect --format '{{.State.ExitCode}}' "$name-bad")
-[ "$code" != 0 ] || { echo "FAILED: served with no model"; exit 1; }
+[ "$code" = "$run_code" ] || { echo "FAILED: docker run exited $run_code, the container $code"; exit 1; }
 grep -q '/models/default' "$work/bad.log" || { echo "FAILED: the error does not name /models/default:"; cat "$work/bad.log"; exit 1; }
 echo "no model: exit $code, $(grep -m1 '/models/default' "$work/bad.log")"
 echo "docker image test: passed"
