@@ -14,8 +14,10 @@ For Dockerfile and Dockerfile.cuda, in the runtime stage:
   - relserve-client is built and installed into /opt/relserve/bin, which the runtime stage
     copies (the README calls it with `docker exec`);
   - the ports EXPOSEd are the defaults the health check and relserve use.
-And the README's Docker quick start waits for the server before its first call and calls it
-with the client inside the image (a Docker-only user has no build/ tree).
+And the README's Docker quick start installs and starts the engine, makes a real model, publishes
+ports that follow the flags, waits for the server before its first call (showing the container's
+log if it stops), calls it with the client inside the image (a Docker-only user has no build/
+tree), and removes the container with its volumes (tests/docker/readme_quickstart_test.sh runs it).
 """
 
 import argparse
@@ -244,9 +246,23 @@ def check_readme(c, root):
     code = "\n".join(l.split(" #")[0] for l in lines)
     c.check("build/" not in code, "README.md's Docker quick start uses build/ (a Docker-only user has none):\n" + code)
     lines = code.splitlines()
-    run = next((i for i, l in enumerate(lines) if l.startswith("docker run") and "relserve:latest" in "\n".join(lines[i:i + 3])), None)
-    if not c.check(run is not None, "README.md's Docker quick start runs no relserve:latest container"):
+    # A fresh Debian 12 has no engine: the quick start installs one and starts it.
+    c.check("install-deps.sh --docker" in code or re.search(r"apt-get install[^\n]*docker\.io", code) is not None,
+            "README.md's Docker quick start does not install the engine (scripts/install-deps.sh --docker)")
+    c.check("docker-engine.sh" in code, "README.md's Docker quick start does not start the engine (scripts/docker-engine.sh)")
+    joined = re.sub(r"\\\n\s*", " ", code)
+    made = re.search(r"docker run [^\n]*--entrypoint relserve-model [^\n]*relserve:latest create ", joined) is not None
+    hub = re.search(r"--model \S+=[\w.-]+/[\w.-]+", joined) is not None
+    c.check("path/to" not in code and (made or hub),
+            "README.md's Docker quick start has no real model line (the image's relserve-model create, or a Hub id)")
+    c.check(re.search(r"-p \"?\d+:\d+", code) is None,
+            "README.md's Docker quick start publishes fixed ports: they must follow the flags:\n" + code)
+    run = next((i for i, l in enumerate(lines) if l.startswith("docker run -d") and "relserve:latest" in "\n".join(lines[i:i + 3])), None)
+    if not c.check(run is not None, "README.md's Docker quick start runs no relserve:latest container (docker run -d)"):
         return
+    c.check("--rm" not in lines[run], "README.md's Docker quick start runs the server with --rm: a container that stops loses its log")
+    c.check("docker logs" in code, "README.md's Docker quick start does not show the container's log when it stops")
+    c.check("docker rm -v" in code, "README.md's Docker quick start does not remove its container with its volumes (docker rm -v)")
     waits = [i for i, l in enumerate(lines) if i > run and ("/healthz" in l or "Health.Status" in l)]
     calls = [i for i, l in enumerate(lines) if i > run and i not in waits and ("relserve-client" in l or "curl" in l)]
     c.check(bool(calls), "README.md's Docker quick start calls no server after docker run")
