@@ -70,13 +70,10 @@ test_pkgs=(
   python3-requests curl   # tests/http: the HTTP API called by real clients
   nodejs npm              # tests/clients: the official client packages from npm (Node.js >= 18; Debian's is 18)
 )
-# The tests build relserve's image and run it (tests/docker), and render the Kubernetes kit.
+# The tests build relserve's image and run it (tests/docker).
 docker_pkgs=(
   docker.io               # the Docker engine (dockerd, containerd, runc) and its client
   debootstrap             # scripts/docker-base-image.sh: debian:bookworm-slim where no registry answers
-)
-deploy_pkgs=(
-  kubernetes-client       # kubectl: tests/deploy renders deploy/ with `kubectl kustomize`
 )
 sanitize_pkgs=(
   clang libclang-rt-14-dev  # the sanitizer builds; libclang-rt has the sanitizer and libFuzzer runtimes
@@ -88,7 +85,7 @@ case "$mode" in
   runtime) pkgs=("${runtime_pkgs[@]}") ;;
   image) pkgs=("${image_pkgs[@]}") ;;
   compile) pkgs=("${compile_pkgs[@]}") ;;
-  build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${docker_pkgs[@]}" "${deploy_pkgs[@]}") ;;
+  build) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${docker_pkgs[@]}") ;;
   sanitize) pkgs=("${compile_pkgs[@]}" "${test_pkgs[@]}" "${sanitize_pkgs[@]}") ;;
   docker) pkgs=("${docker_pkgs[@]}") ;;
 esac
@@ -108,10 +105,9 @@ for p in "${pkgs[@]}"; do
   case "$p" in
     nodejs) command -v node > /dev/null && continue ;;
     npm) command -v npm > /dev/null && continue ;;
-    # An engine installed otherwise (Docker's own docker-ce, which conflicts with docker.io) and
-    # a kubectl installed otherwise (Kubernetes' own packages) are kept too.
+    # An engine installed otherwise (Docker's own docker-ce, which conflicts with docker.io) is
+    # kept too.
     docker.io) command -v dockerd > /dev/null && continue ;;
-    kubernetes-client) command -v kubectl > /dev/null && continue ;;
   esac
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")

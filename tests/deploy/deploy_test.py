@@ -10,8 +10,11 @@
       newcomer path (an overlay that starts without a model placed by hand, kind and minikube
       image loading), checks the alerting rules with promtool (check + unit tests), and checks
       that every metric and label that the dashboard, the alerts, the HPA and the
-      prometheus-adapter rule query is exported by a running relserve. Exits 77 (skipped) when
-      kubectl is not installed.
+      prometheus-adapter rule query is exported by a running relserve. Renders each overlay with
+      components/keda (a KEDA ScaledObject in place of the HPA) and deploy/kserve (a KServe
+      ClusterServingRuntime and InferenceService) and checks them against the subsets of their
+      CRDs' schemas in crd_schemas.yaml, relserve's flags, and the scrape (scaling_checks.py).
+      Exits 77 (skipped) when kubectl is not installed.
   deploy_test.py --self-test
       unit tests of the PromQL extraction and of the comparison with a scrape (no kubectl).
 """
@@ -28,6 +31,8 @@ import tempfile
 import time
 import unittest
 import urllib.request
+
+import scaling_checks
 
 try:
     import yaml
@@ -924,6 +929,27 @@ def main():
         except (KeyError, IndexError, TypeError, ValueError) as e:
             c.check(False, "%s: malformed objects: %r" % (name, e))
     c.check(len(rules) == 2 * len(OVERLAYS), "PrometheusRules in %d renders with %s" % (len(rules), MONITORING))
+    # Scaling on the queue: every overlay with KEDA's ScaledObject in place of the HPA (and the
+    # Prometheus Operator's scrape it reads), and the KServe runtime and InferenceService, each
+    # object against its CRD's published schema (crd_schemas.yaml) and relserve's flags.
+    schemas = scaling_checks.load_schemas()
+    scaling_queries = []
+    for overlay in OVERLAYS:
+        components = (MONITORING, scaling_checks.KEDA)
+        name = render_name(overlay, components)
+        out, err, code = render(deploy, overlay, components)
+        if c.check(code == 0, "kubectl kustomize %s:\n%s" % (name, err)):
+            objs = [o for o in yaml.safe_load_all(out) if o]
+            problems, queries = scaling_checks.check_keda(name, objs, by_kind(objs, "Deployment")[0], schemas)
+            c.extend(problems)
+            scaling_queries += queries
+    out, err, code = render(deploy, scaling_checks.KSERVE)
+    if c.check(code == 0, "kubectl kustomize %s:\n%s" % (scaling_checks.KSERVE, err)):
+        problems, queries = scaling_checks.check_kserve([o for o in yaml.safe_load_all(out) if o], flags, schemas)
+        c.extend(problems)
+        scaling_queries += queries
+    c.check(len(scaling_queries) == len(OVERLAYS) + 1,
+            "scaling queries: %d, expected one per overlay with KEDA and the InferenceService's" % len(scaling_queries))
     if len(rules) > 1:
         specs = [json.dumps(r["spec"], sort_keys=True) for r in rules.values()]
         c.check(len(set(specs)) == 1, "the overlays' PrometheusRules differ")
@@ -943,6 +969,7 @@ def main():
             rule = next(iter(rules.values()))
             check_promtool(c, rule, dash, work)
             exprs, variables = all_queries(dash, rule, adapter)
+            exprs += scaling_queries
             try:
                 text = scrape_relserve(opts.relserve, root, work)
             except RuntimeError as e:
@@ -972,6 +999,57 @@ relserve_request_duration_seconds_count{model="m",rpc="Embed"} 3
 # TYPE relserve_queue_depth gauge
 relserve_queue_depth{model="m"} 0
 """
+
+
+class ScalingChecksSelfTest(unittest.TestCase):
+    """The CRD schema check and the ScaledObject check on small objects, wrong ones included."""
+    SCHEMA = {"type": "object", "required": ["spec"], "properties": {
+        "spec": {"type": "object", "required": ["triggers"], "properties": {
+            "minReplicaCount": {"type": "integer"},
+            "triggers": {"type": "array", "items": {"type": "object", "required": ["type"], "properties": {
+                "type": {"type": "string"}, "metricType": {"type": "string", "enum": ["AverageValue", "Value"]},
+                "metadata": {"type": "object", "additionalProperties": {"type": "string"}}}}}}},
+        "target": {"x-kubernetes-int-or-string": True}}}
+
+    def test_a_valid_object_passes(self):
+        ok = {"spec": {"minReplicaCount": 2, "triggers": [{"type": "prometheus", "metricType": "Value",
+                                                           "metadata": {"threshold": "16"}}]}, "target": "16"}
+        self.assertEqual(scaling_checks.validate(ok, self.SCHEMA, "so"), [])
+
+    def test_wrong_objects_fail(self):
+        cases = [
+            ({}, "required field spec"),
+            ({"spec": {"triggers": [], "minReplicas": 2}}, "unknown field minReplicas"),
+            ({"spec": {"triggers": [], "minReplicaCount": "2"}}, "is not of type integer"),
+            ({"spec": {"triggers": [{"type": "prometheus", "metricType": "Average"}]}}, "is not one of"),
+            ({"spec": {"triggers": [{"type": "prometheus", "metadata": {"threshold": 16}}]}}, "is not of type string"),
+            ({"spec": {"triggers": [{}]}}, "required field type"),
+            ({"spec": {"triggers": []}, "target": 1.5}, "is not of type"),
+        ]
+        for obj, want in cases:
+            problems = scaling_checks.validate(obj, self.SCHEMA, "so")
+            self.assertTrue(any(want in p for p in problems), (obj, problems))
+
+    def test_the_published_subsets_catch_a_misspelt_field(self):
+        schemas = scaling_checks.load_schemas()
+        so = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+              "metadata": {"name": "relserve", "namespace": "relserve"},
+              "spec": {"scaleTargetRef": {"name": "relserve"}, "minReplicas": 2,
+                       "triggers": [{"type": "prometheus", "metadata": {"query": "x", "threshold": "1"}}]}}
+        problems = scaling_checks.check_crd_object(so, schemas)
+        self.assertTrue(any("unknown field minReplicas" in p for p in problems), problems)
+        csr = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime",
+               "metadata": {"name": "relserve", "namespace": "relserve"}, "spec": {}}
+        problems = scaling_checks.check_crd_object(csr, schemas)
+        self.assertTrue(any("cluster-scoped" in p for p in problems), problems)
+        self.assertTrue(any("required field containers" in p for p in problems), problems)
+
+    def test_keda_beside_an_hpa_fails(self):
+        dep = {"kind": "Deployment", "metadata": {"name": "relserve"}}
+        hpa = {"kind": "HorizontalPodAutoscaler", "metadata": {"name": "relserve"}}
+        problems, _ = scaling_checks.check_keda("x", [dep, hpa], dep, scaling_checks.load_schemas())
+        self.assertTrue(any("HPA beside" in p for p in problems), problems)
+        self.assertTrue(any("0 ScaledObjects" in p for p in problems), problems)
 
 
 class SelfTest(unittest.TestCase):
