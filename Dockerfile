@@ -39,7 +39,10 @@ FROM ${BASE_IMAGE} AS runtime
 LABEL relserve.stage=runtime
 COPY scripts/install-deps.sh /tmp/install-deps.sh
 # --image: only what the copied libraries do not bring (CA certificates for Hub downloads).
-RUN /tmp/install-deps.sh --image && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+# apt's caches go too: a base image made by debootstrap (scripts/docker-base-image.sh) lacks the
+# apt settings that drop them in a registry's debian:bookworm-slim (80 MB).
+RUN /tmp/install-deps.sh --image && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/install-deps.sh \
  && groupadd --system --gid 10001 relserve \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
       --shell /usr/sbin/nologin relserve \

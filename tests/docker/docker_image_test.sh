@@ -47,7 +47,7 @@ chmod -R a+rX "$work/models"
 # (docker run's output goes to a file first: its own failure must fail the test, not read as
 # "nothing missing".)
 docker run --rm --entrypoint sh "$image" -c \
-  'for f in /opt/relserve/bin/* /opt/relserve/lib/relserve/*; do ldd "$f" | sed "s|^|$f: |"; done' \
+  'for f in /opt/relserve/bin/* /opt/relserve/lib/relserve/*; do ldd "$f" 2>&1 | sed "s|^|$f: |"; done' \
   > "$work/ldd.txt"
 grep -q '/opt/relserve/bin/relserve-server: .*libtorch' "$work/ldd.txt" || {
   echo "FAILED: ldd in the image did not list relserve-server's libraries:"; head -20 "$work/ldd.txt"; exit 1; }
