@@ -17,7 +17,10 @@ case "$variant" in
   *) echo "usage: $0 [cpu|cuda]" >&2; exit 2 ;;
 esac
 scripts/docker-base-image.sh
-docker build --build-arg JOBS="$JOBS" --target build -t "relserve:build-$variant" -f "$dockerfile" .
 docker build --build-arg JOBS="$JOBS" -t "$tag" -f "$dockerfile" .
+# The build stage again, now all from the cache, to tag it: tagged after the image, it is the
+# stage of the sources as they were for this build even where they changed since an earlier one
+# (an untagged stage is pruned below, with its layers).
+docker build --build-arg JOBS="$JOBS" --target build -t "relserve:build-$variant" -f "$dockerfile" .
 docker image prune --force --filter label=relserve.stage > /dev/null
 docker image inspect "$tag" --format "docker-build: $tag {{.Size}} bytes"
