@@ -18,6 +18,7 @@ TEST(AttentionOptionsTest, ParsesPathAndBackend) {
   EXPECT_EQ(tables->path, DeviceAttention::kTables);
   EXPECT_EQ(tables->sdpa, SdpaBackend::kMath);
   const std::pair<const char*, SdpaBackend> backends[] = {{"bias:default", SdpaBackend::kDefault},
+                                                          {"bias:auto", SdpaBackend::kAuto},
                                                           {"bias:cudnn", SdpaBackend::kCudnn},
                                                           {"bias:efficient", SdpaBackend::kEfficient},
                                                           {"bias:flash", SdpaBackend::kFlash}};
@@ -29,7 +30,7 @@ TEST(AttentionOptionsTest, ParsesPathAndBackend) {
 }
 
 TEST(AttentionOptionsTest, NamesReadBack) {
-  for (const char* text : {"bias", "tables", "bias:cudnn", "tables:efficient", "bias:flash", "bias:math"}) {
+  for (const char* text : {"bias", "tables", "bias:auto", "bias:cudnn", "tables:efficient", "bias:flash", "bias:math"}) {
     absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(text);
     ASSERT_TRUE(parsed.ok()) << text;
     EXPECT_EQ(AttentionOptionsName(*parsed), text);
@@ -47,7 +48,7 @@ TEST(AttentionOptionsTest, RefusesUnknownWordsNamingWhatIsAccepted) {
   ASSERT_FALSE(backend.ok());
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(backend.status().message().find("\"cudnn9\""), std::string::npos) << backend.status();
-  EXPECT_NE(backend.status().message().find("default, cudnn, efficient, flash or math"), std::string::npos)
+  EXPECT_NE(backend.status().message().find("default, auto, cudnn, efficient, flash or math"), std::string::npos)
       << backend.status();
   EXPECT_FALSE(ParseAttentionOptions("bias:").ok());
 }
