@@ -197,8 +197,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     std::atomic<bool> answered{false};
   };
   // The answer's response, counted in the metrics; nullopt when the call was answered already.
-  // The caller hands it on, then ends the call (CallDone), so that a drain that sees no call
-  // left finds every answer with the event loop.
+  // The caller ends the call (CallDone), then hands the response on.
   const auto conclude = [self, max_response = config.max_response_bytes](
                             Call& call, absl::StatusOr<HttpAnswer> answer) -> std::optional<WebResponse> {
     if (call.answered.exchange(true)) return std::nullopt;
@@ -243,8 +242,8 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     self->tracker_.CallStarted();
     const HttpDone done = [self, call, conclude, answer](absl::StatusOr<HttpAnswer> a) {
       if (std::optional<WebResponse> r = conclude(*call, std::move(a))) {
+        self->tracker_.CallDone();  // before the client can see the answer, as in_flight() promises
         answer(std::move(*r));
-        self->tracker_.CallDone();
       }
     };
     if (self->tracker_.draining()) return done(absl::UnavailableError("the server is shutting down"));
