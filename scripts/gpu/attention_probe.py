@@ -84,13 +84,18 @@ def main():
                     other = {}
 
                     def on_thread():
-                        if device.type == "cuda":
-                            torch.cuda.set_device(device)
-                        other["ms"] = call(q, k, v, bias)
+                        try:
+                            if device.type == "cuda":
+                                torch.cuda.set_device(device.index if device.index is not None else 0)
+                            other["ms"] = call(q, k, v, bias)
+                        except Exception as e:  # reported in the record, not lost on a thread
+                            other["error"] = str(e).splitlines()[0][:300]
                     thread = threading.Thread(target=on_thread)
                     thread.start()
                     thread.join()
                     record["other_thread_ms"] = other.get("ms")
+                    if "error" in other:
+                        record["other_thread_error"] = other["error"]
                 except RuntimeError as e:
                     record["error"] = str(e).splitlines()[0][:300]
                 emit(out, record)

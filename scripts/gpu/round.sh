@@ -115,7 +115,7 @@ else
   PROBE_SETTINGS="default no-cudnn no-efficient no-flash math"
 fi
 BIN="$BUILD/bin"
-CANDIDATES=${CANDIDATES:-"--gpu-attention tables;--gpu-attention bias:cudnn;--gpu-attention bias:efficient;--gpu-attention bias:math;--cuda-graph-tokens 0;--gpu-batch-sizes exact;--warmup-workers false"}
+CANDIDATES=${CANDIDATES:-"--gpu-attention tables;--gpu-attention bias:auto;--gpu-attention bias:cudnn;--gpu-attention bias:efficient;--gpu-attention bias:math;--cuda-graph-tokens 0;--gpu-batch-sizes exact;--warmup-workers false"}
 
 {
   echo "{\"round\":\"relserve\",\"rehearse\":$REHEARSE,\"budget_s\":$BUDGET,\"device\":\"$DEVICE\",\"dtype\":\"$DTYPE\"," \

@@ -162,7 +162,8 @@ const FlagTable<ServerConfig>& Flags() {
       CustomFlag<C>("gpu-attention", "PATH[:BACKEND]",
        "on a GPU, how relative attention runs: bias (every term one bias for LibTorch's fused kernel) or tables "
        "(DeBERTa's and relative_key's terms read through their tables by relserve's kernel), and the SDPA backend "
-       "the bias path may use: default, cudnn, efficient, flash or math (bias:math)",
+       "the bias path may use: default (LibTorch's choice without cuDNN's attention, whose per-shape plans cost "
+       "tens of ms), auto (LibTorch's choice, cuDNN included), cudnn, efficient, flash or math (bias:math)",
        [](const std::string& v, ServerConfig* c) {
          absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(v);
          if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-attention: ", parsed.status().message()));

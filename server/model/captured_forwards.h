@@ -47,7 +47,8 @@ class CapturedForwards {
   // is dropped) and is returned, naming the shape.
   absl::Status CaptureLength(int64_t length);
 
-  // One replay's outputs (rows [0, B) of the graph's), readable while `lock` is held.
+  // One replay's outputs (rows [0, B) of the graph's), readable while `lock` is held (the engine
+  // lets it go once it has copied them to the host, before it builds the replies).
   struct Replayed {
     std::unique_lock<std::mutex> lock;
     EncoderOutputs out;

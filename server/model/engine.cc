@@ -688,6 +688,9 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     const int64_t H = out.last_hidden_state.size(2);
     at::Tensor token_logits;  // [B, L, labels]
     if (outputs & kOutputTokenLogits) token_logits = to_host(impl_->token_classifier(out.last_hidden_state));
+    // A graph's outputs are read (the copies above wait for them; sparse and multi-vector outputs
+    // never come from a graph): the next replay may start while this batch's replies are built.
+    replayed.reset();
 
     // The sparse and multi-vector heads run on the real tokens only, packed sequence after
     // sequence: sequence b's tokens are rows [first[b], first[b + 1]).

@@ -51,7 +51,8 @@ std::vector<Flag<CliArgs>> EngineFlags() {
   flags.push_back(CliString("gpu-attention", "PATH[:BACKEND]",
                             "on a GPU, how relative attention runs: bias (every term one bias for LibTorch's fused "
                             "kernel) or tables (DeBERTa's terms read through their tables by relserve's kernel), and "
-                            "the SDPA backend the bias takes: default, cudnn, efficient, flash or math",
+                            "the SDPA backend the bias takes: default (LibTorch's choice without cuDNN), auto (cuDNN "
+                            "included), cudnn, efficient, flash or math",
                             "bias")
                       .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",

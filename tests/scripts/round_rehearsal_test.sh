@@ -21,11 +21,20 @@ grep -q "^usage: scripts/gpu/round.sh" "$out/help.txt" || { cat "$out/help.txt";
 
 tree_before=$(git -C "$root" status --porcelain --untracked-files=all 2>/dev/null || true)
 start=$(date +%s)
-"$root/scripts/gpu/round.sh" --rehearse --build "$build" --out "$out/round" > "$out/round.txt" 2>&1 ||
+"$root/scripts/gpu/round.sh" --rehearse --build "$build" --out "$out/round" --archive "$out/archive/round.tar.gz" \
+  > "$out/round.txt" 2>&1 ||
   { cat "$out/round.txt"; tail -n 30 "$out/round/logs/"*.log; exit 1; }
 seconds=$(( $(date +%s) - start ))
 tree_after=$(git -C "$root" status --porcelain --untracked-files=all 2>/dev/null || true)
 [ "$tree_before" = "$tree_after" ] || { echo "the round wrote into the working tree:"; diff <(echo "$tree_before") <(echo "$tree_after"); exit 1; }
+# The summary comes last on standard output, and the archive holds the same files as --out.
+grep -q '^== steps' "$out/round.txt" && grep -q '^== candidates.jsonl' "$out/round.txt" ||
+  { echo "no summary at the end of the round's output:"; tail -n 20 "$out/round.txt"; exit 1; }
+mkdir -p "$out/unpacked" && tar xzf "$out/archive/round.tar.gz" -C "$out/unpacked" ||
+  { echo "no archive at --archive"; exit 1; }
+for f in round.jsonl server.jsonl candidates.jsonl engine.jsonl tests.jsonl; do
+  cmp -s "$out/round/$f" "$out/unpacked/$f" || { echo "the archive's $f differs from --out's"; exit 1; }
+done
 
 if /usr/bin/python3 - "$out/round" "$seconds" <<'PY'
 import json, sys
@@ -40,6 +49,7 @@ check(env["rehearse"] == 1 and env["device"] == "cpu", f"env.json: {env}")
 steps = {r["step"]: r for r in lines("round.jsonl")}
 for step in ("build", "probe", "server", "server-share", "candidates", "engine", "tests-build", "round"):
     check(step in steps and steps[step].get("rc") == 0, f"round.jsonl step {step}: {steps.get(step)}")
+check(steps.get("transformers", {}).get("skipped") == "GPU only", f"round.jsonl step transformers: {steps.get('transformers')}")
 check(0 < steps["server-share"].get("share", 0), f"server-share: {steps['server-share']}")
 probe = lines("attention-probe.jsonl")
 check(len(probe) >= 1 and all(p["probe"] == "attention" for p in probe), f"attention-probe.jsonl: {probe}")
@@ -52,9 +62,9 @@ yard = json.load(open(f"{out}/engine-yardstick.json"))
 check(yard["workload_full_tps"] > 0, f"engine-yardstick.json: {yard}")
 candidates = lines("candidates.jsonl")
 labels = [c.get("label") for c in candidates]
-check(len(candidates) == 7 and all(c.get("tokens_per_second", 0) > 0 for c in candidates),
+check(len(candidates) == 8 and all(c.get("tokens_per_second", 0) > 0 for c in candidates),
       f"candidates.jsonl: {len(candidates)} lines, labels {labels}")
-check("--gpu-attention tables" in labels and "--cuda-graph-tokens 0" in labels and "--warmup-workers false" in labels, f"candidate labels {labels}")
+check("--gpu-attention tables" in labels and "--gpu-attention bias:auto" in labels and "--cuda-graph-tokens 0" in labels and "--warmup-workers false" in labels, f"candidate labels {labels}")
 engine = lines("engine.jsonl")
 check(len(engine) == 8 and {e["attention"] for e in engine} == {"bias", "tables"} and
       all(e.get("tokens_per_second", 0) > 0 for e in engine), f"engine.jsonl: {len(engine)} lines")

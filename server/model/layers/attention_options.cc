@@ -8,8 +8,8 @@ namespace relserve {
 namespace {
 
 constexpr std::pair<std::string_view, SdpaBackend> kBackends[] = {
-    {"default", SdpaBackend::kDefault}, {"cudnn", SdpaBackend::kCudnn}, {"efficient", SdpaBackend::kEfficient},
-    {"flash", SdpaBackend::kFlash},     {"math", SdpaBackend::kMath},
+    {"default", SdpaBackend::kDefault}, {"auto", SdpaBackend::kAuto},   {"cudnn", SdpaBackend::kCudnn},
+    {"efficient", SdpaBackend::kEfficient}, {"flash", SdpaBackend::kFlash}, {"math", SdpaBackend::kMath},
 };
 
 }  // namespace
@@ -36,8 +36,8 @@ absl::StatusOr<AttentionOptions> ParseAttentionOptions(std::string_view value) {
     }
   }
   return absl::InvalidArgumentError(absl::StrCat("\"", std::string(backend),
-                                                 "\" is not an SDPA backend: expected default, cudnn, efficient, "
-                                                 "flash or math (as in tables:math)"));
+                                                 "\" is not an SDPA backend: expected default, auto, cudnn, "
+                                                 "efficient, flash or math (as in tables:math)"));
 }
 
 std::string AttentionOptionsName(const AttentionOptions& options) {

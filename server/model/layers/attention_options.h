@@ -20,10 +20,17 @@ namespace relserve {
 enum class DeviceAttention { kBias, kTables };
 
 // Which of LibTorch's scaled_dot_product_attention kernels the bias path may use (LibTorch 2.4
-// and later on a GPU): kDefault lets LibTorch choose among all of them; the others allow that
-// kernel only (LibTorch fails the call where it cannot run it). LibTorch holds this choice
-// process-wide (its global context): UseSdpaBackend in biased_attention.h sets it.
-enum class SdpaBackend { kDefault, kCudnn, kEfficient, kFlash, kMath };
+// and later on a GPU), held process-wide by LibTorch (its global context; UseSdpaBackend in
+// biased_attention.h sets it):
+//   kDefault: LibTorch chooses among every kernel but cuDNN's. Measured on an H200 (PyTorch
+//             2.11, cuDNN 9.19; docs/PERFORMANCE.md, "On a GPU"): with a bias LibTorch picks
+//             cuDNN's attention, which builds an execution plan on the first call of each
+//             (batch, length) on each thread (45-62 ms) and then runs at 0.16 ms where the
+//             memory-efficient kernel runs at 0.06 ms (DeBERTa-v3-base's attention at 128 tokens),
+//             with no first-call cost.
+//   kAuto:    LibTorch chooses among all of them, cuDNN's included (LibTorch's own default).
+//   the others: that kernel only (LibTorch fails the call where it cannot run it).
+enum class SdpaBackend { kDefault, kAuto, kCudnn, kEfficient, kFlash, kMath };
 
 // The engine's choice of attention path on a GPU (EngineOptions::gpu_attention, from
 // --gpu-attention), passed down to every attention call of a forward (EncoderInputs).
@@ -33,7 +40,7 @@ struct AttentionOptions {
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",
-// "cudnn", "efficient", "flash" or "math". INVALID_ARGUMENT naming what is accepted otherwise.
+// "auto", "cudnn", "efficient", "flash" or "math". INVALID_ARGUMENT naming what is accepted otherwise.
 absl::StatusOr<AttentionOptions> ParseAttentionOptions(std::string_view value);
 // "bias", "tables:math", ...: what ParseAttentionOptions reads back (":default" left out).
 std::string AttentionOptionsName(const AttentionOptions& options);

@@ -31,15 +31,16 @@ bool BiasedAttentionOnCpu() { return g_on_cpu.load(std::memory_order_relaxed); }
 
 absl::Status UseSdpaBackend(SdpaBackend backend) {
 #ifdef RELSERVE_HAS_SDPA_SWITCHES
-  const bool all = backend == SdpaBackend::kDefault;
+  const bool all = backend == SdpaBackend::kDefault || backend == SdpaBackend::kAuto;
   at::Context& context = at::globalContext();
-  context.setSDPUseCuDNN(all || backend == SdpaBackend::kCudnn);
+  context.setSDPUseCuDNN(backend == SdpaBackend::kAuto || backend == SdpaBackend::kCudnn);
   context.setSDPUseMemEfficient(all || backend == SdpaBackend::kEfficient);
   context.setSDPUseFlash(all || backend == SdpaBackend::kFlash);
   context.setSDPUseMath(all || backend == SdpaBackend::kMath);
   return absl::OkStatus();
 #else
-  if (backend == SdpaBackend::kDefault) return absl::OkStatus();
+  // Before 2.4 LibTorch has no cuDNN attention to leave out: the default is its own choice.
+  if (backend == SdpaBackend::kDefault || backend == SdpaBackend::kAuto) return absl::OkStatus();
   return absl::FailedPreconditionError(
       "choosing the SDPA backend needs LibTorch 2.4 or later (this build has LibTorch " +
       std::string(TORCH_VERSION) + ")");

@@ -36,8 +36,7 @@ at::Tensor OffsetIndexMatrix(const at::Tensor& table, int64_t length, bool trans
 // Which scaled_dot_product_attention kernels BiasedAttention's calls may use (attention_options.h),
 // process-wide: LibTorch holds the choice in its global context, so every engine of a process
 // should ask for the same (the server's --gpu-attention is one flag for all). FAILED_PRECONDITION
-// for anything but kDefault where this LibTorch has no such switch (before 2.4, or a CPU-only
-// build).
+// for anything but kDefault and kAuto where this LibTorch has no such switch (before 2.4).
 absl::Status UseSdpaBackend(SdpaBackend backend);
 
 // Tests: false makes BiasedAttention use its unfused ATen ops (matmul, float32 softmax,

@@ -3,7 +3,11 @@
 
 #include <string>
 
+#include <ATen/Context.h>
+#include <torch/version.h>
+
 #include "gtest/gtest.h"
+#include "server/model/layers/biased_attention.h"
 
 namespace relserve {
 namespace {
@@ -18,6 +22,7 @@ TEST(AttentionOptionsTest, ParsesPathAndBackend) {
   EXPECT_EQ(tables->path, DeviceAttention::kTables);
   EXPECT_EQ(tables->sdpa, SdpaBackend::kMath);
   const std::pair<const char*, SdpaBackend> backends[] = {{"bias:default", SdpaBackend::kDefault},
+                                                          {"bias:auto", SdpaBackend::kAuto},
                                                           {"bias:cudnn", SdpaBackend::kCudnn},
                                                           {"bias:efficient", SdpaBackend::kEfficient},
                                                           {"bias:flash", SdpaBackend::kFlash}};
@@ -29,7 +34,7 @@ TEST(AttentionOptionsTest, ParsesPathAndBackend) {
 }
 
 TEST(AttentionOptionsTest, NamesReadBack) {
-  for (const char* text : {"bias", "tables", "bias:cudnn", "tables:efficient", "bias:flash", "bias:math"}) {
+  for (const char* text : {"bias", "tables", "bias:auto", "bias:cudnn", "tables:efficient", "bias:flash", "bias:math"}) {
     absl::StatusOr<AttentionOptions> parsed = ParseAttentionOptions(text);
     ASSERT_TRUE(parsed.ok()) << text;
     EXPECT_EQ(AttentionOptionsName(*parsed), text);
@@ -47,9 +52,38 @@ TEST(AttentionOptionsTest, RefusesUnknownWordsNamingWhatIsAccepted) {
   ASSERT_FALSE(backend.ok());
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(backend.status().message().find("\"cudnn9\""), std::string::npos) << backend.status();
-  EXPECT_NE(backend.status().message().find("default, cudnn, efficient, flash or math"), std::string::npos)
+  EXPECT_NE(backend.status().message().find("default, auto, cudnn, efficient, flash or math"), std::string::npos)
       << backend.status();
   EXPECT_FALSE(ParseAttentionOptions("bias:").ok());
+}
+
+// The default leaves cuDNN's attention out of LibTorch's choice and auto lets it in (LibTorch 2.4
+// and later, which hold one switch per kernel); an older LibTorch takes both and refuses a
+// named kernel, saying why.
+TEST(AttentionOptionsTest, DefaultLeavesCudnnOutAndAutoLetsItIn) {
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  at::Context& context = at::globalContext();
+  ASSERT_TRUE(UseSdpaBackend(SdpaBackend::kDefault).ok());
+  EXPECT_FALSE(context.userEnabledCuDNNSDP());
+  EXPECT_TRUE(context.userEnabledMemEfficientSDP());
+  EXPECT_TRUE(context.userEnabledFlashSDP());
+  EXPECT_TRUE(context.userEnabledMathSDP());
+  ASSERT_TRUE(UseSdpaBackend(SdpaBackend::kAuto).ok());
+  EXPECT_TRUE(context.userEnabledCuDNNSDP());
+  EXPECT_TRUE(context.userEnabledMemEfficientSDP());
+  ASSERT_TRUE(UseSdpaBackend(SdpaBackend::kEfficient).ok());
+  EXPECT_FALSE(context.userEnabledCuDNNSDP());
+  EXPECT_TRUE(context.userEnabledMemEfficientSDP());
+  EXPECT_FALSE(context.userEnabledFlashSDP());
+  EXPECT_FALSE(context.userEnabledMathSDP());
+  ASSERT_TRUE(UseSdpaBackend(SdpaBackend::kDefault).ok());
+#else
+  EXPECT_TRUE(UseSdpaBackend(SdpaBackend::kDefault).ok());
+  EXPECT_TRUE(UseSdpaBackend(SdpaBackend::kAuto).ok());
+  const absl::Status cudnn = UseSdpaBackend(SdpaBackend::kCudnn);
+  EXPECT_EQ(cudnn.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(cudnn.message().find("LibTorch 2.4 or later"), std::string::npos) << cudnn;
+#endif
 }
 
 }  // namespace
