@@ -22,15 +22,16 @@ namespace relserve {
 // TEI's {"error", "error_type"}, or Cohere's {"message"} (/v2/ and /v1/embed).
 enum class ErrorStyle { kOpenAI, kTei, kCohere };
 
-// What a route's handler knows of its call: the serving layer's context (its deadline
-// included), and whether the client is still there (checked while the call waits; a client
-// gone sets `cancel`, which drops its queued sequences).
+// What a route's handler knows of its call: the serving layer's context, with its deadline and
+// its cancel flag (the HTTP server's client-gone flag: a client that closes its connection
+// cancels the call, which drops its queued sequences), and where to continue once the serving
+// layer answers.
 struct HttpCall {
   absl::Time start = absl::Now();  // when a server thread took the call (TEI's x-compute-time)
   CallContext context;
-  std::shared_ptr<std::atomic<bool>> cancel;  // the flag context.cancelled reads
-  std::function<bool()> client_gone;          // may be empty
-  absl::Duration timeout = absl::InfiniteDuration();  // what context.deadline came from, for messages
+  // Runs work on one of the HTTP server's handler threads (the serving layer answers on a
+  // batcher's worker, which must not spend its time writing JSON). Empty: on the calling thread.
+  std::function<void(std::function<void()>)> resume;
 };
 
 // What a route answers: JSON (null: an empty body) with status 200, or, where a route needs
@@ -45,21 +46,27 @@ struct HttpAnswer {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 
+// How a route answers: once, from any thread.
+using HttpDone = std::function<void(absl::StatusOr<HttpAnswer>)>;
+
 // One route of the JSON API: a thin adapter from JSON to the serving layer and back. `handle`
-// gets the parsed body (an empty object for GET), answers the response and sets *model to the
-// model the request named ("" for the default). An `open` route is served without an API key
-// (health checks); every other one needs it when keys are set.
+// gets the parsed body (an empty object for GET), sets *model to the model the request named
+// ("" for the default) before it starts a serving call, starts that call and returns; the
+// call's callback answers through `done`, never a thread waiting for it. A GET route answers
+// before `handle` returns. An `open` route is served without an API key (health checks); every
+// other one needs it when keys are set.
 struct HttpRoute {
   std::string method;  // "GET", "POST"
   std::string path;
   ErrorStyle errors;
-  std::function<absl::StatusOr<HttpAnswer>(const nlohmann::json& body, const HttpCall& call, std::string* model)>
-      handle;
+  std::function<void(const nlohmann::json& body, const HttpCall& call, std::string* model, HttpDone done)> handle;
   bool open = false;
   // Answered on the HTTP server's event loop as soon as its head is read, never queued behind
   // the handler threads that API calls may hold: every GET route (health, readiness, metrics,
   // model lists, /info), whose handlers never block.
   bool on_loop = false;
+  // Its OpenAPI operation (openapi_document.h), from which the document's paths are generated.
+  std::string openapi;
   std::string name() const { return method + " " + path; }  // the `rpc` label of its metrics
 };
 
@@ -75,11 +82,12 @@ struct RouteContext {
 };
 
 // Every route: OpenAI's /v1/embeddings and /v1/models, TEI's /embed, /rerank, /predict,
-// /tokenize, /info and /health (the one open route), Cohere's and Jina's /v1/rerank. The handlers block until the
-// serving layer answers (they run on the HTTP server's own threads), or until the call's
-// deadline: then they answer DEADLINE_EXCEEDED at once, and the serving layer, which has the
-// same deadline, drops the call's sequences still queued (a batch already running finishes,
-// its answer unused).
+// /tokenize, /info and /health (the one open route), Cohere's and Jina's /v1/rerank. The
+// handlers start the serving layer's asynchronous call and return; its answer comes back
+// through `done`. The HTTP server answers DEADLINE_EXCEEDED at the call's deadline if the
+// answer has not come (http_server.cc), and the serving layer, which has the same deadline,
+// drops the call's sequences still queued (a batch already running finishes, its answer
+// unused).
 std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& context);
 
 }  // namespace relserve

@@ -1,6 +1,9 @@
 #include "server/http/http_server.h"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -184,44 +187,21 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
     if (unauthenticated) r.headers.emplace_back("WWW-Authenticate", "Bearer");
     return r;
   };
-  // A route's call, on a handler thread (or, for an on_loop route, on the loop thread).
-  const auto serve = [self, timeout, max_response = config.max_response_bytes](
-                         const WebRequest& req, const HttpRoute& route,
-                         const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
-    const absl::Time start = absl::Now();
-    self->tracker_.CallStarted();
-    std::string model;
-    bool readable = true;  // false: the body could not be read, so no model is known
-    absl::StatusOr<HttpAnswer> answer = HttpAnswer();
-    if (self->tracker_.draining()) {
-      answer = absl::UnavailableError("the server is shutting down");
-    } else {
-      absl::StatusOr<json> body = json::object();
-      if (route.method == "POST") body = ParseJsonObject(req.body);
-      const std::optional<std::string_view> asked = req.Header(kRequestTimeoutHeader);
-      const absl::StatusOr<absl::Time> deadline = RequestDeadline(start, timeout, asked);
-      if (!body.ok()) {
-        readable = false;
-        answer = body.status();
-      } else if (!deadline.ok()) {
-        answer = deadline.status();
-      } else {
-        HttpCall call;
-        call.start = start;
-        call.cancel = std::make_shared<std::atomic<bool>>(false);
-        call.context.cancelled = call.cancel;
-        call.context.deadline = *deadline;
-        call.timeout = *deadline - start;
-        call.client_gone = [gone] { return gone->load(); };
-        try {
-          answer = route.handle(*body, call, &model);
-        } catch (const json::exception& e) {  // a conversion the parsers did not foresee
-          answer = absl::InvalidArgumentError(absl::StrCat("the request could not be read: ", e.what()));
-        } catch (const std::exception& e) {
-          answer = absl::InternalError(absl::StrCat("internal error: ", e.what()));
-        }
-      }
-    }
+  // A call from its start to its answer, shared by the handler that starts it, the serving
+  // layer's callback and the event loop's deadline: whichever comes first answers, once.
+  struct Call {
+    const HttpRoute* route = nullptr;
+    absl::Time start;
+    std::string model;      // written by the route's handler before its serving call starts
+    bool readable = true;   // false: the body could not be read, so no model is known
+    std::atomic<bool> answered{false};
+  };
+  // The answer's response, counted in the metrics; nullopt when the call was answered already.
+  // The caller hands it on, then ends the call (CallDone), so that a drain that sees no call
+  // left finds every answer with the event loop.
+  const auto conclude = [self, max_response = config.max_response_bytes](
+                            Call& call, absl::StatusOr<HttpAnswer> answer) -> std::optional<WebResponse> {
+    if (call.answered.exchange(true)) return std::nullopt;
     WebResponse response;
     if (answer.ok()) {
       response.status = answer->status;
@@ -239,24 +219,105 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerCo
         answer = ResponseTooLarge(response.body.size(), max_response);
       }
     }
-    if (!answer.ok()) response = ErrorResponse(answer.status(), route.errors);
+    if (!answer.ok()) response = ErrorResponse(answer.status(), call.route->errors);
     if (self->metrics_ != nullptr) {
-      const std::string label = readable ? self->tracker_.MetricsModelLabel(model) : kUnknownModelLabel;
-      self->metrics_->RecordRequest(label, route.name(), CodeName(answer.status().code()),
-                                    absl::ToDoubleSeconds(absl::Now() - start));
+      const std::string label = call.readable ? self->tracker_.MetricsModelLabel(call.model) : kUnknownModelLabel;
+      self->metrics_->RecordRequest(label, call.route->name(), CodeName(answer.status().code()),
+                                    absl::ToDoubleSeconds(absl::Now() - call.start));
     }
-    self->tracker_.CallDone();
     return response;
   };
+  // Starts a route's call (on a handler thread, or, for an on_loop route, on the loop thread);
+  // `answer` gets its response, from whichever thread finishes it. No thread waits for the
+  // serving layer: its callback continues on a handler thread (`resume`), and the call's
+  // deadline is the event loop's (`deadline`).
+  using Resume = std::function<void(std::function<void()>)>;
+  using Deadline = std::function<void(absl::Time, std::function<std::optional<WebResponse>()>)>;
+  const auto serve = [self, timeout, conclude](const WebRequest& req, const HttpRoute& route,
+                                               const std::shared_ptr<const std::atomic<bool>>& gone,
+                                               std::function<void(WebResponse)> answer, Resume resume,
+                                               Deadline deadline) {
+    auto call = std::make_shared<Call>();
+    call->route = &route;
+    call->start = absl::Now();
+    self->tracker_.CallStarted();
+    const HttpDone done = [self, call, conclude, answer](absl::StatusOr<HttpAnswer> a) {
+      if (std::optional<WebResponse> r = conclude(*call, std::move(a))) {
+        answer(std::move(*r));
+        self->tracker_.CallDone();
+      }
+    };
+    if (self->tracker_.draining()) return done(absl::UnavailableError("the server is shutting down"));
+    absl::StatusOr<json> body = json::object();
+    if (route.method == "POST") body = ParseJsonObject(req.body);
+    const std::optional<std::string_view> asked = req.Header(kRequestTimeoutHeader);
+    const absl::StatusOr<absl::Time> until = RequestDeadline(call->start, timeout, asked);
+    if (!body.ok()) {
+      call->readable = false;
+      return done(body.status());
+    }
+    if (!until.ok()) return done(until.status());
+    HttpCall http;
+    http.start = call->start;
+    http.context.cancelled = gone;  // the client's close cancels the call
+    http.context.deadline = *until;
+    if (resume) {
+      // What the serving layer's callback continues with runs here, its exceptions answered.
+      http.resume = [resume, done](std::function<void()> work) {
+        resume([work = std::move(work), done] {
+          try {
+            work();
+          } catch (const json::exception& e) {
+            done(absl::InvalidArgumentError(absl::StrCat("the request could not be read: ", e.what())));
+          } catch (const std::exception& e) {
+            done(absl::InternalError(absl::StrCat("internal error: ", e.what())));
+          }
+        });
+      };
+    }
+    try {
+      route.handle(*body, http, &call->model, done);
+    } catch (const json::exception& e) {  // a conversion the parsers did not foresee
+      done(absl::InvalidArgumentError(absl::StrCat("the request could not be read: ", e.what())));
+    } catch (const std::exception& e) {
+      done(absl::InternalError(absl::StrCat("internal error: ", e.what())));
+    }
+    // Set after the handler (which writes call->model): an answer may already be on its way.
+    // Its queued sequences expire with the same deadline in the batcher (counted there as
+    // rejected for deadline_exceeded); a batch already running is not interrupted.
+    if (deadline && *until != absl::InfiniteFuture() && !call->answered.load()) {
+      const absl::Duration limit = *until - call->start;
+      deadline(*until, [self, call, conclude, limit]() {
+        std::optional<WebResponse> r = conclude(
+            *call, absl::DeadlineExceededError(absl::StrCat(
+                       "the request did not finish within its timeout of ", absl::FormatDuration(limit),
+                       " (--http-request-timeout, or the request's ", kRequestTimeoutHeader, " header)")));
+        if (r.has_value()) self->tracker_.CallDone();  // the loop writes it as soon as this returns
+        return r;
+      });
+    }
+  };
+  // GET routes answer before their handler returns.
   *serve_on_loop = [serve](const WebRequest& req, const HttpRoute& route) {
     static const auto kNeverGone = std::make_shared<const std::atomic<bool>>(false);
-    return serve(req, route, kNeverGone);
+    std::optional<WebResponse> response;
+    serve(req, route, kNeverGone, [&response](WebResponse r) { response = std::move(r); }, nullptr, nullptr);
+    if (!response.has_value()) return ErrorResponse(absl::InternalError("the route did not answer"), route.errors);
+    return std::move(*response);
   };
-  handlers.handle = [impl, find_route, serve](const WebRequest& req,
-                                              const std::shared_ptr<const std::atomic<bool>>& gone) -> WebResponse {
+  handlers.start = [impl, find_route, serve](const WebRequest& req, const std::shared_ptr<const std::atomic<bool>>& gone,
+                                             const WebResponder& respond) {
     const HttpRoute* route = find_route(req.head);
-    if (route == nullptr) return ErrorResponse(absl::NotFoundError("no route"), impl->StyleOf(req.head.path));
-    return serve(req, *route, gone);
+    if (route == nullptr) {
+      return respond.Respond(ErrorResponse(absl::NotFoundError("no route"), impl->StyleOf(req.head.path)));
+    }
+    serve(
+        req, *route, gone, [respond](WebResponse r) { respond.Respond(std::move(r)); },
+        [respond](std::function<void()> work) { respond.RunOnHandlerThread(std::move(work)); },
+        [respond](absl::Time until, std::function<std::optional<WebResponse>()> late) {
+          const auto left = absl::ToChronoNanoseconds(std::max(until - absl::Now(), absl::ZeroDuration()));
+          respond.RespondBy(std::chrono::steady_clock::now() + left, std::move(late));
+        });
   };
   // What the server refuses itself (malformed requests, limits, timeouts) is a JSON error in the
   // style of the path's API.

@@ -20,9 +20,9 @@ namespace relserve {
 struct HttpServerConfig {
   std::string host = "0.0.0.0";
   int port = 8080;  // 0: a free port
-  // Handlers block until their batch is computed, so the pool bounds the HTTP requests being
-  // served at once (others wait in a queue, costing no thread); it must be larger than what
-  // saturates the models. Connections waiting for their request's bytes use no thread.
+  // Threads that parse requests, tokenize them, start their serving calls and write the
+  // answers' JSON; none waits for a model (a call waiting for its batch holds no thread), so a
+  // few per core suffice. Connections waiting for their request's bytes use no thread either.
   int threads = 64;
   size_t max_body_bytes = 2000000;  // larger bodies: 413, as soon as Content-Length or a chunk says so
   // Larger answers are replaced by an error naming --max-response-bytes (0: no limit): the bytes

@@ -1,13 +1,23 @@
 #ifndef RELSERVE_SERVER_HTTP_OPENAPI_DOCUMENT_H_
 #define RELSERVE_SERVER_HTTP_OPENAPI_DOCUMENT_H_
 
+#include <string>
+#include <vector>
+
+#include "server/http/http_routes.h"
+
 namespace relserve {
 
+// One route's OpenAPI 3 operation (method "POST", path "/embed"): its summary, request and
+// response schemas, its error shape and TEI's x-compute-* headers, as JSON text; empty for a
+// route not described (json_conversion_test requires every route to be). MakeHttpRoutes puts
+// it in the route's `openapi`.
+std::string OpenApiOperation(const std::string& method, const std::string& path);
+
 // The OpenAPI 3 document of the HTTP/JSON API (GET /api-doc/openapi.json, where TEI serves its
-// own): every route of http_routes.h with its request and response schemas, its error shape
-// and TEI's x-compute-* headers. Written by hand (openapi_document.cc); json_conversion_test
-// checks that it is JSON and lists every route MakeHttpRoutes makes, no more.
-const char* OpenApiDocument();
+// own): its `paths` generated from the route table, each route with its `openapi` operation,
+// beside the schemas and headers they refer to.
+std::string OpenApiDocument(const std::vector<HttpRoute>& routes);
 
 }  // namespace relserve
 

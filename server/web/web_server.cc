@@ -179,6 +179,88 @@ class HandlerPool {
 
 }  // namespace
 
+// What reaches the loop from other threads: answers (and deadlines) of requests, each for one
+// request of one connection, and the handler threads. Shared with every WebResponder, so that
+// a late answer finds it alive after the server stopped (and is dropped); it owns the eventfd
+// that wakes the loop, closed with the last holder.
+class WebOutbox {
+ public:
+  struct Item {
+    uint64_t connection;
+    int request;
+    std::optional<WebResponse> response;  // an answer, or else a deadline:
+    Clock::time_point by;
+    std::function<std::optional<WebResponse>()> late;
+  };
+  WebOutbox(int wake_fd, int threads)
+      : wake_fd_(wake_fd), pool_(threads > 0 ? std::make_unique<HandlerPool>(threads) : nullptr) {}
+  ~WebOutbox() {
+    StopHandlers();
+    CloseFd(wake_fd_);
+  }
+  int wake_fd() const { return wake_fd_; }
+  void Wake() {
+    const uint64_t one = 1;
+    ssize_t n = ::write(wake_fd_, &one, sizeof(one));
+    (void)n;  // the eventfd can only be full if a wake-up is already pending
+  }
+  void Post(Item item) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (closed_) return;
+      items_.push_back(std::move(item));
+    }
+    Wake();
+  }
+  std::vector<Item> Take() {
+    std::vector<Item> items;
+    std::lock_guard<std::mutex> lock(mu_);
+    items.swap(items_);
+    return items;
+  }
+  bool has_threads() const { return pool_ != nullptr; }
+  void Run(std::function<void()> work) {
+    if (pool_) {
+      pool_->Submit(std::move(work));
+    } else {
+      bool closed;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        closed = closed_;
+      }
+      if (!closed) work();
+    }
+  }
+  // Later answers are dropped, queued work too; running work is waited for.
+  void StopHandlers() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      items_.clear();
+    }
+    if (pool_) pool_->Stop();
+  }
+
+ private:
+  int wake_fd_;
+  const std::unique_ptr<HandlerPool> pool_;
+  std::mutex mu_;
+  bool closed_ = false;
+  std::vector<Item> items_;
+};
+
+void WebResponder::Respond(WebResponse response) const {
+  if (outbox_) outbox_->Post({connection_, request_, std::move(response), {}, nullptr});
+}
+
+void WebResponder::RespondBy(Clock::time_point when, std::function<std::optional<WebResponse>()> late) const {
+  if (outbox_) outbox_->Post({connection_, request_, std::nullopt, when, std::move(late)});
+}
+
+void WebResponder::RunOnHandlerThread(std::function<void()> work) const {
+  if (outbox_) outbox_->Run(std::move(work));
+}
+
 const char* HttpReasonPhrase(int status) {
   switch (status) {
     case 100: return "Continue";
@@ -216,21 +298,17 @@ std::optional<std::string_view> WebRequest::Header(std::string_view name) const 
 class WebServer::Loop {
  public:
   Loop(const WebServerConfig& config, WebHandlers handlers, int listen_fd, int wake_fd)
-      : config_(config), handlers_(std::move(handlers)), listen_fd_(listen_fd), wake_fd_(wake_fd) {
-    if (config_.handler_threads > 0) pool_ = std::make_unique<HandlerPool>(config_.handler_threads);
-  }
+      : config_(config),
+        handlers_(std::move(handlers)),
+        listen_fd_(listen_fd),
+        outbox_(std::make_shared<WebOutbox>(wake_fd, config_.handler_threads)) {}
   ~Loop() {
     StopHandlers();
     for (auto& [serial, c] : connections_) CloseFd(c.fd);
     CloseFd(listen_fd_);
-    CloseFd(wake_fd_);
   }
 
-  void Wake() {
-    const uint64_t one = 1;
-    ssize_t n = ::write(wake_fd_, &one, sizeof(one));
-    (void)n;  // the eventfd can only be full if a wake-up is already pending
-  }
+  void Wake() { outbox_->Wake(); }
   void RequestStop() {
     stop_.store(true);
     Wake();
@@ -239,9 +317,7 @@ class WebServer::Loop {
     drain_requested_.store(true);
     Wake();
   }
-  void StopHandlers() {
-    if (pool_) pool_->Stop();
-  }
+  void StopHandlers() { outbox_->StopHandlers(); }
   WebServerStats Stats() const {
     std::lock_guard<std::mutex> lock(stats_mu_);
     return stats_;
@@ -273,16 +349,13 @@ class WebServer::Loop {
     int requests = 0;
     bool peer_closed = false;
     std::shared_ptr<std::atomic<bool>> gone;
+    std::function<std::optional<WebResponse>()> late;  // kHandling: what to answer at `deadline`
     std::string out;
     size_t out_pos = 0;
     bool interim = false;       // `out` is a 100 Continue; the body follows
     bool close_after = false;   // after `out`, shut down and drain
     size_t drained = 0;
     Clock::time_point deadline = Clock::time_point::max();
-  };
-  struct Completion {
-    uint64_t serial;
-    WebResponse response;
   };
   static constexpr uint64_t kNone = ~uint64_t{0};
 
@@ -308,7 +381,6 @@ class WebServer::Loop {
   void TakeCompletions(Clock::time_point now);
   void DrainConnections();
   void FinishOnStop();
-  void Post(uint64_t serial, WebResponse response);
   void Count(uint64_t WebServerStats::*field) {
     std::lock_guard<std::mutex> lock(stats_mu_);
     ++(stats_.*field);
@@ -317,8 +389,7 @@ class WebServer::Loop {
   const WebServerConfig config_;
   const WebHandlers handlers_;
   int listen_fd_;
-  int wake_fd_;
-  std::unique_ptr<HandlerPool> pool_;
+  const std::shared_ptr<WebOutbox> outbox_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> drain_requested_{false};
   bool draining_ = false;
@@ -329,8 +400,6 @@ class WebServer::Loop {
   Clock::time_point accept_resume_{};
   size_t buffered_body_bytes_ = 0;
   std::vector<char> read_buffer_ = std::vector<char>(kReadChunk);  // each recv's bytes, then appended
-  std::mutex completions_mu_;
-  std::vector<Completion> completions_;
   mutable std::mutex stats_mu_;
   WebServerStats stats_;
 };
@@ -364,7 +433,7 @@ void WebServer::Loop::Run() {
     }
     fds.clear();
     serials.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
+    fds.push_back({outbox_->wake_fd(), POLLIN, 0});
     const bool accepting = now >= accept_resume_;
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
     Clock::time_point wake_at = accepting ? Clock::time_point::max() : accept_resume_;
@@ -385,7 +454,7 @@ void WebServer::Loop::Run() {
     now = Clock::now();
     if (n > 0 && (fds[0].revents & POLLIN)) {
       uint64_t value = 0;
-      ssize_t r = ::read(wake_fd_, &value, sizeof(value));
+      ssize_t r = ::read(outbox_->wake_fd(), &value, sizeof(value));
       (void)r;
     }
     TakeCompletions(now);
@@ -488,26 +557,19 @@ void WebServer::Loop::FinishOnStop() {
   }
 }
 
-void WebServer::Loop::Post(uint64_t serial, WebResponse response) {
-  {
-    std::lock_guard<std::mutex> lock(completions_mu_);
-    completions_.push_back({serial, std::move(response)});
-  }
-  Wake();
-}
-
 void WebServer::Loop::TakeCompletions(Clock::time_point now) {
-  std::vector<Completion> done;
-  {
-    std::lock_guard<std::mutex> lock(completions_mu_);
-    done.swap(completions_);
-  }
-  for (Completion& d : done) {
-    auto it = connections_.find(d.serial);
-    if (it == connections_.end() || it->second.state != State::kHandling) continue;  // the client left
+  for (WebOutbox::Item& d : outbox_->Take()) {
+    auto it = connections_.find(d.connection);
+    // The client left, or the request was answered already (by its deadline).
+    if (it == connections_.end() || it->second.state != State::kHandling || it->second.requests != d.request) continue;
     Connection& c = it->second;
+    if (!d.response.has_value()) {
+      c.deadline = d.by;
+      c.late = std::move(d.late);
+      continue;
+    }
     Uncharge(c);
-    if (!Respond(c, std::move(d.response), false, now)) Close(d.serial);
+    if (!Respond(c, std::move(*d.response), false, now)) Close(d.connection);
   }
 }
 
@@ -800,20 +862,39 @@ bool WebServer::Loop::Dispatch(Connection& c, Clock::time_point now) {
   request.peer = c.peer;
   request.peer_port = c.peer_port;
   std::shared_ptr<const std::atomic<bool>> gone = c.gone;
-  auto run = [this, handle = &handlers_.handle](const WebRequest& r, const std::shared_ptr<const std::atomic<bool>>& g) {
+  WebResponder respond;
+  respond.outbox_ = outbox_;
+  respond.connection_ = c.serial;
+  respond.request_ = c.requests;
+  const auto failed = [this](const WebRequest& r, const std::string& message) {
+    return handlers_.error ? handlers_.error(500, message, &r.head) : PlainError(500, message);
+  };
+  if (handlers_.start) {
+    // Started on a handler thread (or here); the answer comes back through the outbox.
+    auto run = [this, failed, respond, request = std::move(request), gone]() {
+      try {
+        handlers_.start(request, gone, respond);
+      } catch (const std::exception& e) {
+        respond.Respond(failed(request, absl::StrCat("the handler failed: ", e.what())));
+      } catch (...) {
+        respond.Respond(failed(request, "the handler failed"));
+      }
+    };
+    if (outbox_->has_threads()) outbox_->Run(std::move(run));
+    else run();
+    return true;
+  }
+  auto run = [this, failed](const WebRequest& r, const std::shared_ptr<const std::atomic<bool>>& g) {
     try {
-      return (*handle)(r, g);
+      return handlers_.handle(r, g);
     } catch (const std::exception& e) {
-      const std::string message = absl::StrCat("the handler failed: ", e.what());
-      return handlers_.error ? handlers_.error(500, message, &r.head) : PlainError(500, message);
+      return failed(r, absl::StrCat("the handler failed: ", e.what()));
     } catch (...) {
-      return handlers_.error ? handlers_.error(500, "the handler failed", &r.head) : PlainError(500, "the handler failed");
+      return failed(r, "the handler failed");
     }
   };
-  if (pool_) {
-    pool_->Submit([this, run, serial = c.serial, request = std::move(request), gone]() mutable {
-      Post(serial, run(request, gone));
-    });
+  if (outbox_->has_threads()) {
+    outbox_->Run([run, respond, request = std::move(request), gone]() { respond.Respond(run(request, gone)); });
     return true;
   }
   WebResponse response = run(request, gone);
@@ -852,6 +933,7 @@ bool WebServer::Loop::Respond(Connection& c, WebResponse response, bool force_cl
   c.deadline = now + config_.write_timeout;
   Uncharge(c);
   c.gone.reset();
+  c.late = nullptr;
   return OnWritable(c, now);
 }
 
@@ -916,8 +998,24 @@ bool WebServer::Loop::OnDeadline(Connection& c, Clock::time_point now) {
     case State::kWriting:
       Count(&WebServerStats::write_timeouts);
       return false;
+    case State::kHandling: {
+      if (!c.late) return false;
+      // The handler's deadline: its answer for a request not answered in time.
+      auto late = std::move(c.late);
+      c.late = nullptr;
+      c.deadline = Clock::time_point::max();
+      std::optional<WebResponse> r;
+      try {
+        r = late();
+      } catch (const std::exception& e) {
+        r = handlers_.error ? handlers_.error(500, absl::StrCat("the handler failed: ", e.what()), &c.head)
+                            : PlainError(500, e.what());
+      }
+      if (!r.has_value()) return true;  // an answer is on its way
+      Uncharge(c);
+      return Respond(c, std::move(*r), false, now);
+    }
     case State::kDraining:
-    case State::kHandling:
       return false;
   }
   // A head or body past its deadline: say so in one attempt, then close.
@@ -935,7 +1033,10 @@ bool WebServer::Loop::OnDeadline(Connection& c, Clock::time_point now) {
 }
 
 absl::StatusOr<std::unique_ptr<WebServer>> WebServer::Start(const WebServerConfig& config, WebHandlers handlers) {
-  if (!handlers.handle) return absl::InvalidArgumentError(absl::StrCat(config.name, ": no request handler"));
+  if (!handlers.handle == !handlers.start) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.name, handlers.handle ? ": both a handle and a start handler" : ": no request handler"));
+  }
   if (config.port < 0 || config.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat(config.name, ": port ", config.port, " out of range"));
   }

@@ -52,8 +52,9 @@ struct WebServerConfig {
   int max_connections_per_peer = 256;  // connections one peer address may hold at once
   int listen_backlog = 4096;           // connections the kernel may queue (capped by somaxconn)
 
-  // Threads that run `handle` (requests wait in a queue for one); 0: it runs on the loop thread
-  // (for handlers that never block, such as /metrics).
+  // Threads that run `handle` or `start` (requests wait in a queue for one), and the work a
+  // WebResponder hands back to them; 0: they run on the loop thread (for handlers that never
+  // block, such as /metrics).
   int handler_threads = 0;
 };
 
@@ -76,6 +77,32 @@ struct WebResponse {
   bool close = false;  // close the connection after this response
 };
 
+class WebOutbox;  // web_server.cc: the answers on their way to the loop, and the handler threads
+
+// One request's answer, for an asynchronous handler (`WebHandlers::start`): given from any
+// thread, once the work is done, and written by the event loop. Copies answer the same
+// request; only the first answer counts, and answers after the client left or the server
+// stopped are dropped.
+class WebResponder {
+ public:
+  void Respond(WebResponse response) const;
+  // Unless an answer came first, the loop calls `late` at `when` (on the loop thread: it must
+  // not block) and writes what it returns; nullopt: an answer is on its way, keep waiting.
+  // Called again, the later deadline replaces the earlier.
+  void RespondBy(std::chrono::steady_clock::time_point when,
+                 std::function<std::optional<WebResponse>()> late) const;
+  // Runs `work` on a handler thread (on the calling thread where the server has none), so that
+  // a thread that finished a computation never writes the answer itself; dropped once the
+  // server stopped. `work` must not throw.
+  void RunOnHandlerThread(std::function<void()> work) const;
+
+ private:
+  friend class WebServer;
+  std::shared_ptr<WebOutbox> outbox_;
+  uint64_t connection_ = 0;
+  int request_ = 0;  // which request of its connection
+};
+
 struct WebHandlers {
   // On the loop thread when a request head is complete, before any byte of its body is read:
   // a response returned here is sent instead of reading the body and calling `handle` (a
@@ -88,6 +115,13 @@ struct WebHandlers {
   // 500 (via `error`).
   std::function<WebResponse(const WebRequest& request, const std::shared_ptr<const std::atomic<bool>>& client_gone)>
       handle;
+  // Instead of `handle` (one of the two is set): the whole request, on the same thread, for a
+  // handler that starts its work and returns at once; the work answers through `respond`
+  // (from any thread, no thread waiting for it). `client_gone` as for `handle`. An exception
+  // thrown by `start` is a 500 (via `error`).
+  std::function<void(const WebRequest& request, const std::shared_ptr<const std::atomic<bool>>& client_gone,
+                     const WebResponder& respond)>
+      start;
   // The response to a request the server refuses itself: a malformed head or framing (400,
   // 414, 431, 505, 501), a body over a limit (413), a connection table full of busy
   // connections (503), a handler's exception (500). `head` is null when the head could not be
@@ -132,8 +166,8 @@ struct WebServerStats {
 class WebServer {
  public:
   // Binds, listens and starts the loop (and handler threads). UNAVAILABLE with the errno text
-  // if the address cannot be bound; INVALID_ARGUMENT for a bad port, address, limit or a
-  // missing handle callback.
+  // if the address cannot be bound; INVALID_ARGUMENT for a bad port, address, limit, or
+  // unless exactly one of `handle` and `start` is set.
   static absl::StatusOr<std::unique_ptr<WebServer>> Start(const WebServerConfig& config, WebHandlers handlers);
 
   ~WebServer();

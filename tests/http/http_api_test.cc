@@ -20,9 +20,12 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/server/server_test_env.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -74,13 +77,6 @@ std::unique_ptr<RelserveServer> StartServer(const std::vector<std::string>& orde
   return server.ok() ? std::move(*server) : nullptr;
 }
 
-double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
-}
-
 std::vector<float> Values(const v1::Embedding& e) { return {e.values().begin(), e.values().end()}; }
 
 std::set<std::string> Keys(const json& object) {
@@ -130,7 +126,7 @@ TEST_F(HttpApiTest, OpenAIEmbeddingsEqualGrpcFieldByField) {
     EXPECT_EQ(Keys(d), (std::set<std::string>{"object", "embedding", "index"}));
     EXPECT_EQ(d["object"], "embedding");
     EXPECT_EQ(d["index"], i);
-    EXPECT_LE(MaxDiff(d["embedding"].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6);
+    EXPECT_LE(MaxAbsDiff(d["embedding"].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6);
   }
 }
 
@@ -153,7 +149,7 @@ TEST_F(HttpApiTest, OpenAIBase64TokenIdsAndDimensions) {
   for (int i = 0; i < 2; ++i) {
     const std::vector<float> f = floats.body["data"][i]["embedding"].get<std::vector<float>>();
     ASSERT_EQ(f.size(), 16u);
-    EXPECT_LE(MaxDiff(f, Values(want.embeddings(i))), 1e-6);
+    EXPECT_LE(MaxAbsDiff(f, Values(want.embeddings(i))), 1e-6);
     std::string bytes;
     ASSERT_TRUE(absl::Base64Unescape(b64.body["data"][i]["embedding"].get<std::string>(), &bytes));
     ASSERT_EQ(bytes.size(), 16 * sizeof(float));
@@ -191,7 +187,7 @@ TEST_F(HttpApiTest, ConcurrentClientsGetTheirOwnAnswers) {
     v1::EmbedRequest req;
     req.set_normalize(true);
     req.add_inputs()->set_text(text(i));
-    EXPECT_LE(MaxDiff(got[i], Values(GrpcEmbed(req).embeddings(0))), 1e-6) << i;
+    EXPECT_LE(MaxAbsDiff(got[i], Values(GrpcEmbed(req).embeddings(0))), 1e-6) << i;
   }
 }
 
@@ -220,7 +216,7 @@ TEST_F(HttpApiTest, TeiEmbedEqualsGrpcWithTeiDefaults) {
     const v1::EmbedResponse want = GrpcEmbed(req);
     ASSERT_EQ(r.body.size(), 2u);
     for (int i = 0; i < 2; ++i) {
-      EXPECT_LE(MaxDiff(r.body[i].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6) << normalize;
+      EXPECT_LE(MaxAbsDiff(r.body[i].get<std::vector<float>>(), Values(want.embeddings(i))), 1e-6) << normalize;
     }
   }
   const Reply single = Post(http(), "/embed", {{"inputs", "Hello world"}});
@@ -278,9 +274,9 @@ TEST_F(HttpApiTest, TeiLeftTruncationEqualsGrpc) {
   const v1::EmbedResponse want_left = GrpcEmbed(req);
   req.set_truncation_direction(v1::TRUNCATION_DIRECTION_RIGHT);
   const v1::EmbedResponse want_right = GrpcEmbed(req);
-  EXPECT_LE(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_left.embeddings(0))), 1e-6);
-  EXPECT_LE(MaxDiff(right.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-6);
-  EXPECT_GT(MaxDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
+  EXPECT_LE(MaxAbsDiff(left.body[0].get<std::vector<float>>(), Values(want_left.embeddings(0))), 1e-6);
+  EXPECT_LE(MaxAbsDiff(right.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-6);
+  EXPECT_GT(MaxAbsDiff(left.body[0].get<std::vector<float>>(), Values(want_right.embeddings(0))), 1e-3);
   // Without truncate the direction alone cuts nothing: refused as over-long.
   const Reply refused = Post(http(), "/embed", {{"inputs", LongText()}, {"truncation_direction", "Left"}});
   EXPECT_EQ(refused.status, 413) << refused.raw;  // TEI's status for an over-long input
@@ -624,7 +620,7 @@ TEST_F(HttpApiTest, EmbedAllEqualsGrpcEmbedTokens) {
       ASSERT_EQ(static_cast<int>(row.size()), s.hidden_size());
       const std::vector<float> expected(s.values().begin() + k * s.hidden_size(),
                                         s.values().begin() + (k + 1) * s.hidden_size());
-      EXPECT_LE(MaxDiff(row, expected), 1e-6) << i << " " << k;
+      EXPECT_LE(MaxAbsDiff(row, expected), 1e-6) << i << " " << k;
     }
   }
   EXPECT_EQ(r.headers.count("x-compute-tokens"), 1u);
@@ -703,14 +699,14 @@ TEST_F(HttpApiTest, TeiDimensionsWithoutNormalize) {
   ASSERT_EQ(r.status, 200) << r.raw;
   std::vector<float> raw = GrpcEmbeddings(stub_.get(), "", {"Hello world"}, false)[0];
   raw.resize(8);
-  EXPECT_LE(MaxDiff(r.body[0].get<std::vector<float>>(), raw), 1e-6);
+  EXPECT_LE(MaxAbsDiff(r.body[0].get<std::vector<float>>(), raw), 1e-6);
   double norm = 0;
   for (float x : raw) norm += double(x) * x;
   EXPECT_GT(std::fabs(std::sqrt(norm) - 1), 1e-3);  // not a unit vector
   const Reply unit = Post(http(), "/embed", {{"inputs", "Hello world"}, {"dimensions", 8}});
   ASSERT_EQ(unit.status, 200);
   const Reply openai = Post(http(), "/v1/embeddings", {{"input", "Hello world"}, {"dimensions", 8}});
-  EXPECT_LE(MaxDiff(unit.body[0].get<std::vector<float>>(), openai.body["data"][0]["embedding"].get<std::vector<float>>()),
+  EXPECT_LE(MaxAbsDiff(unit.body[0].get<std::vector<float>>(), openai.body["data"][0]["embedding"].get<std::vector<float>>()),
             1e-6);
 }
 
@@ -718,7 +714,7 @@ TEST_F(HttpApiTest, TeiDimensionsWithoutNormalize) {
 TEST_F(HttpApiTest, TeiRoutesTakeAModel) {
   const Reply t5 = Post(http(), "/embed", {{"inputs", {"Hello world"}}, {"model", "t5"}, {"normalize", false}});
   ASSERT_EQ(t5.status, 200) << t5.raw;
-  EXPECT_LE(MaxDiff(t5.body[0].get<std::vector<float>>(), GrpcEmbeddings(stub_.get(), "t5", {"Hello world"}, false)[0]),
+  EXPECT_LE(MaxAbsDiff(t5.body[0].get<std::vector<float>>(), GrpcEmbeddings(stub_.get(), "t5", {"Hello world"}, false)[0]),
             1e-6);
   const Reply unknown = Post(http(), "/embed", {{"inputs", "x"}, {"model", "nope"}});
   EXPECT_EQ(unknown.status, 404);
@@ -789,7 +785,7 @@ TEST_F(HttpApiTest, CohereV2RerankAndEmbed) {
   EXPECT_EQ(e.body["response_type"], "embeddings_by_type");
   ASSERT_EQ(e.body["embeddings"]["float"].size(), 2u);
   for (int i = 0; i < 2; ++i) {
-    EXPECT_LE(MaxDiff(e.body["embeddings"]["float"][i].get<std::vector<float>>(), want[i]), 1e-6);
+    EXPECT_LE(MaxAbsDiff(e.body["embeddings"]["float"][i].get<std::vector<float>>(), want[i]), 1e-6);
     const std::vector<int> int8 = e.body["embeddings"]["int8"][i].get<std::vector<int>>();
     ASSERT_EQ(int8.size(), want[i].size());
     int largest = 0;
@@ -800,7 +796,7 @@ TEST_F(HttpApiTest, CohereV2RerankAndEmbed) {
   const Reply v1_embed = Post(http(), "/v1/embed", {{"texts", texts}});
   ASSERT_EQ(v1_embed.status, 200) << v1_embed.raw;
   EXPECT_EQ(v1_embed.body["response_type"], "embeddings_floats");
-  EXPECT_LE(MaxDiff(v1_embed.body["embeddings"][1].get<std::vector<float>>(), want[1]), 1e-6);
+  EXPECT_LE(MaxAbsDiff(v1_embed.body["embeddings"][1].get<std::vector<float>>(), want[1]), 1e-6);
   const Reply bad = Post(http(), "/v2/embed", {{"texts", texts}, {"embedding_types", {"int4"}}});
   EXPECT_EQ(bad.status, 422);
   EXPECT_THAT(bad.body["message"].get<std::string>(), HasSubstr("embedding_types[0] must be one of"));
@@ -934,7 +930,7 @@ TEST(HttpApiAutoTruncateTest, RoutesTruncateUnlessTheRequestSaysNot) {
   grpc::ClientContext ctx;
   ASSERT_TRUE(Connect((*server)->grpc_port())->Embed(&ctx, req, &want).ok());
   EXPECT_TRUE(want.embeddings(0).truncated());
-  EXPECT_LE(MaxDiff(tei.body[0].get<std::vector<float>>(), Values(want.embeddings(0))), 1e-6);
+  EXPECT_LE(MaxAbsDiff(tei.body[0].get<std::vector<float>>(), Values(want.embeddings(0))), 1e-6);
 }
 
 // Deadlines end to end: X-Request-Timeout (shorter than --http-request-timeout) and the flag

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -165,6 +166,37 @@ class HttpDeadlineTest : public ::testing::Test {
   std::unique_ptr<EncoderServing> serving_;
   std::unique_ptr<HttpServer> server_;
 };
+
+// A call waiting for its batch holds no thread: with more calls stuck on "slow" than the
+// server has threads (4), a call to "fast" is still answered at once, long before theirs end
+// at their deadline.
+TEST_F(HttpDeadlineTest, CallsWaitingForABatchHoldNoThread) {
+  // This test's server gives calls 3 s, so that the check below never races their deadline.
+  server_->Stop();
+  RouteContext routes;
+  routes.serving = serving_.get();
+  HttpServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.threads = 4;
+  config.request_timeout = absl::Seconds(3);
+  auto server = HttpServer::Start(config, routes, &registry_, &metrics_);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = std::move(*server);
+  slow().Close();
+  std::vector<Reply> stuck(8);
+  std::vector<std::thread> callers;
+  for (size_t i = 0; i < stuck.size(); ++i) {
+    callers.emplace_back([&, i] { stuck[i] = Post("/v1/embeddings", {{"model", "slow"}, {"input", {{5}}}}); });
+  }
+  ASSERT_TRUE(Eventually([&] { return server_->in_flight() == 8; }));
+  const Reply other = Post("/v1/embeddings", {{"model", "fast"}, {"input", {{9}, {10}}}});
+  EXPECT_EQ(other.status, 200) << other.raw;
+  // Answered while all 8 still wait: a thread held by each would have left none for it.
+  EXPECT_EQ(server_->in_flight(), 8);
+  for (std::thread& t : callers) t.join();
+  for (const Reply& r : stuck) EXPECT_EQ(r.status, 504) << r.raw;
+}
 
 TEST_F(HttpDeadlineTest, ASlowCallIs504AtItsDeadlineItsQueuedWorkDroppedAndOthersAreServed) {
   slow().Close();

@@ -754,14 +754,20 @@ TEST(TeiTest, SparseMultiVectorAndWholeInputFields) {
   EXPECT_EQ(TeiEmbedAllJson(states), json::parse(R"([[[3.0, 4.0], [0.0, -2.0]]])"));
 }
 
-// The OpenAPI document is JSON and lists exactly the routes the server serves.
+// The OpenAPI document is JSON and lists exactly the routes the server serves, each described.
 TEST(OpenApiTest, DocumentListsEveryRoute) {
-  const json doc = json::parse(OpenApiDocument());
-  EXPECT_EQ(doc["openapi"], "3.0.3");
   RouteContext context;
   context.metrics_text = [] { return std::string(); };
+  const std::vector<HttpRoute> table = MakeHttpRoutes(context);
+  const json doc = json::parse(OpenApiDocument(table));
+  EXPECT_EQ(doc["openapi"], "3.0.3");
   std::set<std::string> routes, documented;
-  for (const HttpRoute& r : MakeHttpRoutes(context)) routes.insert(r.name());
+  for (const HttpRoute& r : table) {
+    routes.insert(r.name());
+    EXPECT_FALSE(r.openapi.empty()) << r.name() << " has no operation in openapi_document.cc";
+    EXPECT_EQ(r.openapi, OpenApiOperation(r.method, r.path));
+  }
+  EXPECT_TRUE(OpenApiOperation("POST", "/no-such-route").empty());
   for (auto path = doc["paths"].begin(); path != doc["paths"].end(); ++path) {
     for (auto op = path.value().begin(); op != path.value().end(); ++op) {
       std::string method = op.key();

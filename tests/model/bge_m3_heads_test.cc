@@ -20,9 +20,12 @@
 #include "server/tokenizer/tokenizer.h"
 #include "tests/checkpoint/libtorch_archive.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
@@ -130,7 +133,7 @@ class BgeM3HeadsTest : public ::testing::Test {
     }
     double d = 0;
     for (const auto& [id, w] : want) {
-      d = std::max(d, std::abs(all[id] - w));
+      d = std::max(d, testing::AbsDiff(all[id], w));
       all.erase(id);
     }
     for (const auto& [id, w] : all) d = std::max(d, std::abs(w));
@@ -153,13 +156,6 @@ class BgeM3HeadsTest : public ::testing::Test {
       for (double x : v) vectors.push_back(x / std::max(std::sqrt(norm), 1e-12));
     }
     return vectors;
-  }
-
-  static double MaxDiff(const std::vector<float>& a, const std::vector<double>& b) {
-    if (a.size() != b.size()) return INFINITY;
-    double d = 0;
-    for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-    return d;
   }
 
   at::Tensor sparse_weight_, sparse_bias_, colbert_weight_, colbert_bias_;
@@ -205,7 +201,7 @@ TEST_F(BgeM3HeadsTest, SparseAndColbertMatchFlagEmbeddingInDouble) {
     for (double w : TokenWeights(out[b])) dropped_zeros += w == 0 ? 1 : 0;
 
     EXPECT_EQ(out[b].num_vectors, out[b].num_tokens - 1) << "sequence " << b;
-    const double c = MaxDiff(out[b].multi_vector, Colbert(out[b]));
+    const double c = MaxAbsDiff(out[b].multi_vector, Colbert(out[b]));
     EXPECT_LE(c, kTolerance) << "sequence " << b;
     colbert_worst = std::max(colbert_worst, c);
   }

@@ -16,9 +16,12 @@
 #include "server/model/engine.h"
 #include "server/model/runtime/device_graph.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using testing::ReadReferenceInputs;
 using testing::ReferenceDir;
@@ -154,13 +157,6 @@ TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
   (*graph)->Replay();
   (*graph)->Replay();
   EXPECT_EQ(runs, 3);
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
 }
 
 class CapturedEngineTest : public ::testing::TestWithParam<std::string> {

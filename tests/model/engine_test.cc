@@ -9,9 +9,12 @@
 #include "server/model/engine.h"
 #include "tests/model/model_dir_builder.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
 using testing::ModelDirBuilder;
@@ -34,13 +37,6 @@ std::vector<SequenceInput> ReferenceSequences(const std::string& name) {
     }
   }
   return out;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
 }
 
 double Cosine(const std::vector<float>& a, const std::vector<float>& b) {

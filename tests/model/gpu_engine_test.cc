@@ -9,9 +9,12 @@
 #include "server/model/runtime/device.h"
 #include "server/model/engine.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
 using testing::ReadReferenceInputs;
@@ -43,13 +46,6 @@ std::vector<SequenceInput> MixedSequences(int vocab, int count, int max_len, int
     for (int t = 0; t < n; ++t) out[i].input_ids.push_back(3 + static_cast<int>(next() % (vocab - 3)));
   }
   return out;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return std::isnan(worst) ? INFINITY : worst;
 }
 
 double Cosine(const std::vector<float>& a, const std::vector<float>& b) {

@@ -22,9 +22,12 @@
 #include "server/model/masked_lm_head.h"
 #include "server/model/layers/weight_loader.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
 using testing::F32Map;
@@ -168,13 +171,6 @@ std::vector<double> Dense(const std::vector<std::pair<int32_t, float>>& sparse, 
   return v;
 }
 
-double MaxDiff(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
 std::unique_ptr<Engine> LoadEngine(const std::string& dir) {
   auto engine = Engine::Load(dir, testing::TestEngineOptions());
   if (!engine.ok()) throw std::runtime_error("Engine::Load: " + std::string(engine.status().message()));
@@ -240,7 +236,7 @@ class MaskedLmHeadTest : public ::testing::Test {
       const std::vector<double> expected =
           want.Splade(out[b].token_states.data(), out[b].num_tokens, engine.info().hidden_size);
       for (double v : expected) (v > 0 ? nonzeros : zeros) += 1;
-      const double d = MaxDiff(Dense(out[b].sparse, kVocab), expected);
+      const double d = MaxAbsDiff(Dense(out[b].sparse, kVocab), expected);
       EXPECT_LE(d, kTolerance) << label << ", sequence " << b;
       worst = std::max(worst, d);
     }
@@ -271,13 +267,13 @@ TEST_F(MaskedLmHeadTest, SpladeOfEveryFamilyMatchesTheHeadInDouble) {
     ReferenceHead other = want;
     other.activation = c.hidden_act ? "gelu" : "relu";
     const auto out = RunEngine(*engine, batch_, kOutputTokenStates | kOutputSparse);
-    EXPECT_GT(MaxDiff(Dense(out[1].sparse, kVocab), other.Splade(out[1].token_states.data(), out[1].num_tokens, kHidden)),
+    EXPECT_GT(MaxAbsDiff(Dense(out[1].sparse, kVocab), other.Splade(out[1].token_states.data(), out[1].num_tokens, kHidden)),
               100 * kTolerance);
 
     // Each sequence alone gives what it gets in the padded batch.
     for (size_t b = 0; b < batch_.size(); ++b) {
       const auto alone = RunEngine(*engine, {batch_[b]}, kOutputSparse);
-      EXPECT_LE(MaxDiff(Dense(alone[0].sparse, kVocab), Dense(out[b].sparse, kVocab)), 1e-5) << "sequence " << b;
+      EXPECT_LE(MaxAbsDiff(Dense(alone[0].sparse, kVocab), Dense(out[b].sparse, kVocab)), 1e-5) << "sequence " << b;
     }
 
     // The pooled embedding is the backbone's, as the same checkpoint read as *Model gives it.
@@ -323,13 +319,13 @@ TEST_F(MaskedLmHeadTest, SparseEncoderModulesChooseTheSpladePooling) {
       for (size_t b = 0; b < batch_.size(); ++b) {
         const std::vector<double> expected =
             want.Splade(out[b].token_states.data(), out[b].num_tokens, kHidden, sum, log1p_relu);
-        EXPECT_LE(MaxDiff(Dense(out[b].sparse, kVocab), expected), kTolerance * (sum ? out[b].num_tokens : 1))
+        EXPECT_LE(MaxAbsDiff(Dense(out[b].sparse, kVocab), expected), kTolerance * (sum ? out[b].num_tokens : 1))
             << "sum " << sum << " log1p_relu " << log1p_relu << ", sequence " << b;
         std::vector<double> mean(kHidden, 0.0);
         for (int t = 0; t < out[b].num_tokens; ++t) {
           for (int k = 0; k < kHidden; ++k) mean[k] += out[b].token_states[t * kHidden + k] / out[b].num_tokens;
         }
-        EXPECT_LE(MaxDiff(std::vector<double>(out[b].pooled.begin(), out[b].pooled.end()), mean), 1e-5)
+        EXPECT_LE(MaxAbsDiff(std::vector<double>(out[b].pooled.begin(), out[b].pooled.end()), mean), 1e-5)
             << "sequence " << b;
       }
     }
@@ -353,7 +349,7 @@ TEST_F(MaskedLmHeadTest, DecoderTiedUntiedAndSavedWeights) {
     Compare(*engine, batch_, Reference(untied_dir, *c, c->decoder), "untied");
     // ... and not the word embeddings, which a wrong tie would have used.
     const auto out = RunEngine(*engine, batch_, kOutputTokenStates | kOutputSparse);
-    EXPECT_GT(MaxDiff(Dense(out[0].sparse, kVocab), Reference(untied_dir, *c, c->embeddings)
+    EXPECT_GT(MaxAbsDiff(Dense(out[0].sparse, kVocab), Reference(untied_dir, *c, c->embeddings)
                                                           .Splade(out[0].token_states.data(), out[0].num_tokens, kHidden)),
               100 * kTolerance);
 
@@ -462,9 +458,9 @@ TEST_F(MaskedLmHeadTest, ChunkedMaximumOverPackedSequences) {
     ASSERT_EQ(chunked.size(), lengths.size());
     int64_t first = 0;
     for (size_t b = 0; b < lengths.size(); ++b) {
-      EXPECT_LE(MaxDiff(Dense(chunked[b], kVocab), Dense(whole[b], kVocab)), 1e-6) << rows << " rows, sequence " << b;
+      EXPECT_LE(MaxAbsDiff(Dense(chunked[b], kVocab), Dense(whole[b], kVocab)), 1e-6) << rows << " rows, sequence " << b;
       const std::vector<double> expected = want.Splade(tokens.data_ptr<float>() + first * kHidden, lengths[b], kHidden);
-      EXPECT_LE(MaxDiff(Dense(chunked[b], kVocab), expected), kTolerance) << rows << " rows, sequence " << b;
+      EXPECT_LE(MaxAbsDiff(Dense(chunked[b], kVocab), expected), kTolerance) << rows << " rows, sequence " << b;
       first += lengths[b];
     }
   }
@@ -480,7 +476,7 @@ TEST_F(MaskedLmHeadTest, ChunkedMaximumOverPackedSequences) {
         for (size_t b = 0; b < lengths.size(); ++b) {
           const std::vector<double> expected =
               want.Splade(tokens.data_ptr<float>() + first * kHidden, lengths[b], kHidden, sum, log1p_relu);
-          EXPECT_LE(MaxDiff(Dense(got[b], kVocab), expected), kTolerance * (sum ? lengths[b] : 1))
+          EXPECT_LE(MaxAbsDiff(Dense(got[b], kVocab), expected), kTolerance * (sum ? lengths[b] : 1))
               << "sum " << sum << " log1p_relu " << log1p_relu << ", " << rows << " rows, sequence " << b;
           first += lengths[b];
         }
@@ -491,7 +487,7 @@ TEST_F(MaskedLmHeadTest, ChunkedMaximumOverPackedSequences) {
   const at::Tensor logits = head->Logits(tokens.narrow(0, 0, 1));
   const std::vector<double> expected = want.Logits(tokens.data_ptr<float>());
   double d = 0;
-  for (int64_t j = 0; j < kVocab; ++j) d = std::max(d, std::abs(logits[0][j].item<double>() - expected[j]));
+  for (int64_t j = 0; j < kVocab; ++j) d = std::max(d, testing::AbsDiff(logits[0][j].item<double>(), expected[j]));
   EXPECT_LE(d, kTolerance);
 }
 

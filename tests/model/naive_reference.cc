@@ -14,12 +14,12 @@
 #include "server/util/json_util.h"
 #include "tests/model/families/mpnet/naive_mpnet_reference.h"
 #include "tests/model/families/xlnet/naive_xlnet.h"
+#include "tests/model/naive_ops.h"
 
 namespace relserve::naive {
 namespace {
 
 using nlohmann::json;
-using Vec = std::vector<double>;
 
 [[noreturn]] void Fail(const std::string& what) { throw std::runtime_error(what); }
 
@@ -85,81 +85,12 @@ bool In(const std::vector<std::string>& list, const std::string& item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
 
-// ---------------------------------------------------------------------------------------------
-// The checkpoint's tensors, as float64.
-
-class Weights {
- public:
-  explicit Weights(const std::string& dir) {
-    auto ckpt = SafetensorsCheckpoint::OpenDirectory(dir);
-    if (!ckpt.ok()) Fail(std::string(ckpt.status().message()));
-    for (const std::string& name : (*ckpt)->Names()) {
-      const TensorView* v = (*ckpt)->Find(name);
-      if (v->dtype != StDType::kF32) Fail("naive reference reads only F32 tensors: " + name);
-      Tensor t;
-      t.shape = v->shape;
-      std::vector<float> f(static_cast<size_t>(v->numel()));
-      std::memcpy(f.data(), v->data, v->nbytes);
-      t.data.assign(f.begin(), f.end());
-      tensors_.emplace(name, std::move(t));
-    }
-  }
-
-  bool Has(const std::string& name) const { return tensors_.count(name) > 0; }
-
-  bool AnyStartsWith(const std::string& prefix) const {
-    for (const auto& [name, t] : tensors_) {
-      if (name.compare(0, prefix.size(), prefix) == 0) return true;
-    }
-    return false;
-  }
-
-  const Tensor& Get(const std::string& name, std::vector<int64_t> shape) const {
-    auto it = tensors_.find(name);
-    if (it == tensors_.end()) Fail("checkpoint has no tensor " + name);
-    if (it->second.shape != shape) Fail("tensor " + name + " has an unexpected shape");
-    return it->second;
-  }
-
- private:
-  std::map<std::string, Tensor> tensors_;
-};
+// The checkpoint's tensors, as float64: naive_ops.h's Weights.
 
 // ---------------------------------------------------------------------------------------------
 // torch.nn building blocks on row-major [rows, features] buffers.
 
-// nn.Linear: y = x @ W^T + b. x [rows, in], W [out, in], b [out] or none.
-Vec Linear(const Vec& x, int64_t rows, const Tensor& w, const Tensor* b) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  if (static_cast<int64_t>(x.size()) != rows * in) Fail("Linear: input size mismatch");
-  Vec y(static_cast<size_t>(rows * out));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < out; ++o) {
-      double s = 0;
-      for (int64_t i = 0; i < in; ++i) s += x[r * in + i] * w.data[o * in + i];
-      if (b != nullptr) s += b->data[o];
-      y[r * out + o] = s;
-    }
-  }
-  return y;
-}
 
-// nn.LayerNorm(n, eps) with weight and bias: biased variance over the last dimension.
-Vec LayerNorm(const Vec& x, int64_t rows, int64_t n, const Tensor& w, const Tensor& b, double eps) {
-  Vec y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0;
-    for (int64_t i = 0; i < n; ++i) mean += x[r * n + i];
-    mean /= static_cast<double>(n);
-    double var = 0;
-    for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
-    var /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) {
-      y[r * n + i] = (x[r * n + i] - mean) / std::sqrt(var + eps) * w.data[i] + b.data[i];
-    }
-  }
-  return y;
-}
 
 void ApplyActivation(const std::string& name, Vec* x) {
   for (double& v : *x) v = Activation(name, v);
@@ -167,17 +98,6 @@ void ApplyActivation(const std::string& name, Vec* x) {
 
 double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 
-// torch.softmax over one row.
-void SoftmaxRow(double* row, int64_t n) {
-  double max = row[0];
-  for (int64_t j = 1; j < n; ++j) max = std::max(max, row[j]);
-  double sum = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    row[j] = std::exp(row[j] - max);
-    sum += row[j];
-  }
-  for (int64_t j = 0; j < n; ++j) row[j] /= sum;
-}
 
 // ---------------------------------------------------------------------------------------------
 // DeBERTa-v2 (modeling_deberta_v2.py).
@@ -1122,7 +1042,7 @@ absl::StatusOr<Outputs> Forward(const std::string& model_dir, const PaddedBatch&
     }
     const std::string model_type = GetString(*j, "model_type", "");
     if (model_type == "xlnet") return XlnetForward(*j, model_dir, batch);
-    const Weights weights(model_dir);
+    const Weights weights(model_dir, "");
     if (model_type == "deberta-v2") return DebertaForward(*j, weights, batch);
     if (model_type == "t5" || model_type == "mt5") return T5Forward(*j, weights, batch);
     if (model_type == "bert" || model_type == "roberta" || model_type == "xlm-roberta" || model_type == "electra") {

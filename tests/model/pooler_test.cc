@@ -11,9 +11,12 @@
 #include "gtest/gtest.h"
 #include "server/model/pooler.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using testing::ScratchDir;
 
@@ -21,13 +24,6 @@ double Norm(const std::vector<float>& v) {
   double s = 0;
   for (float x : v) s += static_cast<double>(x) * x;
   return std::sqrt(s);
-}
-
-double MaxDiff(const std::vector<float>& a, const std::vector<double>& b) {
-  if (a.size() != b.size()) return INFINITY;
-  double d = 0;
-  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
 }
 
 std::vector<double> Normalised(const std::vector<float>& v) {
@@ -103,10 +99,10 @@ TEST_F(PooledUnnormalizedTest, MeanPoolingWithNormalize) {
     for (int t = 0; t < raw[b].num_tokens; ++t) {
       for (int k = 0; k < 32; ++k) mean[k] += raw[b].token_states[t * 32 + k] / raw[b].num_tokens;
     }
-    EXPECT_LE(MaxDiff(raw[b].pooled_unnormalized, mean), 1e-5) << "sequence " << b;
+    EXPECT_LE(MaxAbsDiff(raw[b].pooled_unnormalized, mean), 1e-5) << "sequence " << b;
     EXPECT_GT(std::abs(Norm(raw[b].pooled_unnormalized) - 1), 0.01) << "sequence " << b;
     EXPECT_NEAR(Norm(pooled[b].pooled), 1.0, 1e-5);
-    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
+    EXPECT_LE(MaxAbsDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
     // A batch asking both (the batcher ORs its sequences' flags) gets both: `pooled` stays normalised.
     EXPECT_EQ(raw[b].pooled, pooled[b].pooled) << "sequence " << b;
     EXPECT_TRUE(pooled[b].pooled_unnormalized.empty());
@@ -137,8 +133,8 @@ TEST_F(PooledUnnormalizedTest, DenseStillApplies) {
       for (int k = 0; k < 32; ++k) s += w[i * 32 + k] * mean[k];
       want[i] = std::tanh(s);
     }
-    EXPECT_LE(MaxDiff(raw[b].pooled_unnormalized, want), 1e-5) << "sequence " << b;
-    EXPECT_LE(MaxDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
+    EXPECT_LE(MaxAbsDiff(raw[b].pooled_unnormalized, want), 1e-5) << "sequence " << b;
+    EXPECT_LE(MaxAbsDiff(pooled[b].pooled, Normalised(raw[b].pooled_unnormalized)), 1e-6) << "sequence " << b;
   }
 }
 

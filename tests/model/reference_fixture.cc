@@ -8,6 +8,7 @@
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/table_attention.h"
 #include "server/util/json_util.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve::testing {
 
@@ -47,7 +48,7 @@ PaddedBatch ReadReferenceInputs(const std::string& path) {
 
 double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& expected,
                         const std::vector<int64_t>& expected_shape, const PaddedBatch& batch) {
-  if (actual.shape != expected_shape) return INFINITY;
+  if (actual.shape != expected_shape) return kNotComparable;
   double worst = 0;
   const bool per_token = expected_shape.size() == 3;
   const int64_t inner = per_token ? expected_shape[2] : 1;
@@ -56,8 +57,7 @@ double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& exp
       const int64_t token = static_cast<int64_t>(i) / inner;  // b * length + t
       if (batch.attention_mask[token] == 0) continue;
     }
-    const double d = std::fabs(static_cast<double>(actual.data[i]) - expected[i]);
-    if (!(d <= worst)) worst = std::isnan(d) ? INFINITY : d;
+    worst = std::max(worst, AbsDiff(actual.data[i], expected[i]));
   }
   return worst;
 }

@@ -25,7 +25,8 @@ PaddedBatch ReadReferenceInputs(const std::string& path);
 std::vector<float> FloatData(const TensorView& v);
 
 // Largest |a - b| over the positions where mask is 1, for [batch, length, ...] tensors
-// (or over everything for tensors without a length axis, such as logits).
+// (or over everything for tensors without a length axis, such as logits); as
+// tests/testing/max_abs_diff.h, kNotComparable (+inf) for a NaN or an infinity.
 double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& expected,
                         const std::vector<int64_t>& expected_shape, const PaddedBatch& batch);
 

@@ -19,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "server/tools/model_creator.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -131,7 +132,7 @@ TEST_F(TokenClassifierTest, EveryFamilysClassifierRunsOnTheLastHiddenState) {
         for (size_t j = 0; j < kLabels.size(); ++j) {
           double want = bias[j];
           for (int64_t k = 0; k < kHidden; ++k) want += double(w[j * kHidden + k]) * o.token_states[t * kHidden + k];
-          worst = std::max(worst, std::abs(want - o.token_logits[t * kLabels.size() + j]));
+          worst = std::max(worst, testing::AbsDiff(want, o.token_logits[t * kLabels.size() + j]));
         }
       }
     }

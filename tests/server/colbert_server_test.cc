@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/server/server_test_env.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -193,7 +194,7 @@ TEST_F(ColbertServerTest, QueryAndDocumentMultiVectors) {
     ASSERT_EQ(static_cast<size_t>(mv.count()), d.body[1].size());
     double worst = 0;
     for (int k = 0; k < mv.values_size(); ++k) {
-      worst = std::max(worst, std::fabs(mv.values(k) - d.body[1][k / dim][k % dim].get<double>()));
+      worst = std::max(worst, testing::AbsDiff(mv.values(k), d.body[1][k / dim][k % dim].get<double>()));
     }
     EXPECT_LT(worst, 1e-6);
   }

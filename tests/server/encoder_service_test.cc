@@ -12,9 +12,12 @@
 #include "server/model/engine.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/server/server_test_env.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
 using ::testing::Not;
@@ -49,13 +52,6 @@ std::vector<float> OfflinePooled(LoadedModel& model, const std::string& text) {
   auto enc = model.tokenizer->Encode(text);
   auto out = model.engine->Run({{enc->input_ids, enc->token_type_ids}}, kOutputPooled);
   return (*out)[0].pooled;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const google::protobuf::RepeatedField<float>& b) {
-  if (static_cast<int>(a.size()) != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
 }
 
 std::string Text(int i) {

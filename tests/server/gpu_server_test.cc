@@ -13,9 +13,12 @@
 #include "server/model/engine.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/server/server_test_env.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using testing::Connect;
 using testing::TestModels;
@@ -31,13 +34,6 @@ std::string Text(int i) {
   std::string s = "relative attention on a graphics processor";
   for (int k = 0; k < i % 23; ++k) s += " token" + std::to_string(k * 7 + i);
   return s;
-}
-
-double MaxAbsDiff(const std::vector<float>& a, const google::protobuf::RepeatedField<float>& b) {
-  if (static_cast<int>(a.size()) != b.size()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return std::isnan(worst) ? INFINITY : worst;
 }
 
 // The server on `device` (--device) against the CPU engine, 16 callers x 10 calls. The CPU's

@@ -18,6 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "server/util/file_util.h"
 #include "tests/server/server_test_env.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -60,11 +61,9 @@ void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
+// testing::MaxAbsDiff, and an empty answer never matches.
 double MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  if (a.size() != b.size() || a.empty()) return INFINITY;
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
-  return worst;
+  return a.empty() ? testing::kNotComparable : testing::MaxAbsDiff(a, b);
 }
 
 std::vector<float> FromJson(const json& v) {

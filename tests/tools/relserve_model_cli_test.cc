@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -113,7 +114,7 @@ TEST_F(CliTest, ForwardWritesTheReferenceTensors) {
           const size_t token = i / w.shape[2];
           if (inputs["attention_mask"][token / w.shape[1]][token % w.shape[1]] == 0) continue;
         }
-        worst = std::max(worst, std::fabs(double(a[i]) - b[i]));
+        worst = std::max(worst, testing::AbsDiff(double(a[i]), b[i]));
       }
       EXPECT_LE(worst, 1e-4) << name << " " << w.name;
     }

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -479,6 +480,130 @@ TEST(WebServerTest, BadConfigAndBusyPort) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find(std::to_string(c.port)), std::string::npos);
 }
+
+// An asynchronous handler (`start`): it returns at once, and the answer comes later from a
+// thread of its own, as the HTTP API's serving callbacks do. /late answers after 300 ms;
+// /deadline has 100 ms (RespondBy) and answers after 250 ms; /gone waits for the client's close.
+struct AsyncEcho {
+  std::vector<std::thread> workers;
+  std::mutex mu;
+  std::atomic<int> late_answers{0};
+  std::atomic<bool> saw_gone{false};
+  ~AsyncEcho() {
+    for (std::thread& t : workers) t.join();
+  }
+};
+
+std::unique_ptr<WebServer> StartAsync(AsyncEcho* echo, int threads) {
+  WebServerConfig config = Threads(threads);
+  config.address = "127.0.0.1";
+  WebHandlers h;
+  h.start = [echo](const WebRequest& r, const std::shared_ptr<const std::atomic<bool>>& gone,
+                   const WebResponder& respond) {
+    const std::string path = r.head.path;
+    WebResponse out;
+    out.content_type = "text/plain";
+    out.body = absl::StrCat(r.head.method, " ", path, " ", r.body);
+    if (path == "/deadline") {
+      respond.RespondBy(Clock::now() + std::chrono::milliseconds(100), [] {
+        WebResponse timeout;
+        timeout.status = 504;
+        timeout.content_type = "text/plain";
+        timeout.body = "too late";
+        return std::optional<WebResponse>(timeout);
+      });
+    }
+    if (path == "/throw") throw std::runtime_error("boom");
+    std::lock_guard<std::mutex> lock(echo->mu);
+    echo->workers.emplace_back([echo, respond, out, path, gone] {
+      if (path == "/gone") {
+        const auto until = Clock::now() + std::chrono::seconds(2);
+        while (Clock::now() < until && !gone->load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        echo->saw_gone = gone->load();
+      } else if (path == "/late" || path == "/deadline") {
+        std::this_thread::sleep_for(std::chrono::milliseconds(path == "/late" ? 300 : 250));
+        ++echo->late_answers;
+      }
+      // RunOnHandlerThread: the answer written from one of the server's threads.
+      respond.RunOnHandlerThread([respond, out] { respond.Respond(out); });
+      respond.Respond(out);  // a second answer to the same request is dropped
+    });
+  };
+  auto server = WebServer::Start(config, std::move(h));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+TEST(WebServerAsyncTest, AnswersComeFromOtherThreadsInOrderWithoutHoldingAHandlerThread) {
+  AsyncEcho echo;
+  auto server = StartAsync(&echo, 1);  // one handler thread: each start returns at once
+  ASSERT_NE(server, nullptr);
+  const auto start = Clock::now();
+  std::vector<int> fds;
+  for (int i = 0; i < 4; ++i) {
+    fds.push_back(ConnectLoopback(server->port()));
+    ASSERT_TRUE(SendAll(fds.back(), absl::StrCat("POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n", i)));
+  }
+  for (int i = 0; i < 4; ++i) {
+    std::string pending;
+    const HttpResponse r = ReadOne(fds[i], &pending);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, absl::StrCat("POST /late ", i));
+  }
+  // Four 300 ms calls on one handler thread, together: no thread waited for an answer.
+  EXPECT_LT(SecondsSince(start), 1.0);
+  // Kept alive and pipelined: two answers, in order, each once.
+  ASSERT_TRUE(SendAll(fds[0], "POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\na"
+                              "POST /now HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nb"));
+  std::string pending;
+  EXPECT_EQ(ReadOne(fds[0], &pending).body, "POST /late a");
+  EXPECT_EQ(ReadOne(fds[0], &pending).body, "POST /now b");
+  EXPECT_EQ(ReadOne(fds[0], &pending, 300).status, 0);  // no third (duplicate) answer
+  for (int fd : fds) ::close(fd);
+}
+
+TEST(WebServerAsyncTest, TheDeadlineAnswersAndTheLateAnswerIsDropped) {
+  AsyncEcho echo;
+  auto server = StartAsync(&echo, 2);
+  ASSERT_NE(server, nullptr);
+  const int fd = ConnectLoopback(server->port());
+  const auto start = Clock::now();
+  ASSERT_TRUE(SendAll(fd, "POST /deadline HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"));
+  std::string pending;
+  const HttpResponse r = ReadOne(fd, &pending);
+  EXPECT_EQ(r.status, 504);
+  EXPECT_EQ(r.body, "too late");
+  EXPECT_LT(SecondsSince(start), 0.35);  // at the deadline, not when the work ended
+  // The next request on the connection gets its own answer, not the late one of the first.
+  ASSERT_TRUE(SendAll(fd, "POST /late HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\ny"));
+  EXPECT_EQ(ReadOne(fd, &pending).body, "POST /late y");
+  EXPECT_EQ(echo.late_answers.load(), 2);
+  ::close(fd);
+}
+
+TEST(WebServerAsyncTest, AClientThatLeavesIsSeenAndAThrowingStartIsA500) {
+  AsyncEcho echo;
+  auto server = StartAsync(&echo, 2);
+  ASSERT_NE(server, nullptr);
+  int fd = ConnectLoopback(server->port());
+  ASSERT_TRUE(SendAll(fd, "POST /gone HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ::close(fd);
+  for (int i = 0; i < 200 && !echo.saw_gone.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_TRUE(echo.saw_gone.load());
+  const HttpResponse r = RawRequest(server->port(), "POST /throw HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  EXPECT_EQ(r.status, 500);
+}
+
+TEST(WebServerAsyncTest, OneOfHandleAndStart) {
+  WebHandlers neither;
+  EXPECT_FALSE(WebServer::Start(WebServerConfig{}, neither).ok());
+  WebHandlers both;
+  both.handle = [](const WebRequest&, const std::shared_ptr<const std::atomic<bool>>&) { return WebResponse{}; };
+  both.start = [](const WebRequest&, const std::shared_ptr<const std::atomic<bool>>&, const WebResponder&) {};
+  EXPECT_FALSE(WebServer::Start(WebServerConfig{}, both).ok());
+}
+
 
 }  // namespace
 }  // namespace relserve

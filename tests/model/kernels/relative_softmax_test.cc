@@ -7,9 +7,12 @@
 #include <c10/core/InferenceMode.h>
 
 #include "gtest/gtest.h"
+#include "tests/testing/tensor_max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 struct Case {
   int64_t heads = 2, batch = 3, length = 7;
@@ -100,10 +103,6 @@ at::Tensor Reference(const Case& c, const Inputs& in) {
   return p;
 }
 
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
 // Every case runs twice: with the AVX-512 gathers where the CPU has them, and with the
 // portable loops.
 class RelativeSoftmaxTest : public ::testing::TestWithParam<bool> {
@@ -124,7 +123,7 @@ TEST_P(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
           at::Tensor expected = Reference(c, in);
           at::Tensor got = in.scores.clone();
           RelativeSoftmaxInPlace(got, c.batch, in.terms);
-          EXPECT_LT(MaxDiff(got, expected), 1e-6) << "c2p " << c2p << " p2c " << p2c << " bias " << bias << " mask " << mask;
+          EXPECT_LT(MaxAbsDiff(got, expected), 1e-6) << "c2p " << c2p << " p2c " << p2c << " bias " << bias << " mask " << mask;
         }
       }
     }
@@ -140,7 +139,7 @@ TEST_P(RelativeSoftmaxTest, AtenOpsPathAgrees) {
       Inputs in = MakeInputs(c, 13);
       at::Tensor got = in.scores.clone();
       RelativeSoftmaxWithAtenOps(got, c.batch, in.terms);
-      EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6) << "mask " << mask << " zero rows " << zero_rows;
+      EXPECT_LT(MaxAbsDiff(got, Reference(c, in)), 1e-6) << "mask " << mask << " zero rows " << zero_rows;
     }
   }
 }
@@ -162,10 +161,10 @@ TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMatchFloat64) {
         // A padded query whose keys up to itself are all padded has no defined row: compare
         // the rows that keep a key.
         at::Tensor keep = in.mask.ne(0).repeat({c.heads, 1}).unsqueeze(2).to(at::kDouble);
-        EXPECT_LT(MaxDiff(got * keep, expected * keep), 1e-6) << "causal " << causal << " others " << others << " L " << L;
+        EXPECT_LT(MaxAbsDiff(got * keep, expected * keep), 1e-6) << "causal " << causal << " others " << others << " L " << L;
         at::Tensor aten = in.scores.clone();
         RelativeSoftmaxWithAtenOps(aten, c.batch, in.terms);
-        EXPECT_LT(MaxDiff(aten * keep, expected * keep), 1e-6) << "aten causal " << causal << " L " << L;
+        EXPECT_LT(MaxAbsDiff(aten * keep, expected * keep), 1e-6) << "aten causal " << causal << " L " << L;
         if (causal && L > 1) {
           // Above the diagonal is exactly 0.
           at::Tensor future = at::arange(L).view({1, L}).gt(at::arange(L).view({L, 1})).unsqueeze(0);
@@ -186,12 +185,12 @@ TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMoveTheResult) {
   t.segment = t.segment_ids = at::Tensor();
   at::Tensor no_segment = in.scores.clone();
   RelativeSoftmaxInPlace(no_segment, c.batch, t);
-  EXPECT_GT(MaxDiff(no_segment, full), 1e-2);
+  EXPECT_GT(MaxAbsDiff(no_segment, full), 1e-2);
   t = in.terms;
   t.causal = true;
   at::Tensor causal = in.scores.clone();
   RelativeSoftmaxInPlace(causal, c.batch, t);
-  EXPECT_GT(MaxDiff(causal, full), 1e-2);
+  EXPECT_GT(MaxAbsDiff(causal, full), 1e-2);
 }
 
 TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
@@ -211,7 +210,7 @@ TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
     if (drop == 3) t.attention_mask = at::Tensor();
     at::Tensor got = in.scores.clone();
     RelativeSoftmaxInPlace(got, c.batch, t);
-    EXPECT_GT(MaxDiff(got, full), 1e-2) << "term " << drop;
+    EXPECT_GT(MaxAbsDiff(got, full), 1e-2) << "term " << drop;
   }
 }
 
@@ -230,7 +229,7 @@ TEST_P(RelativeSoftmaxTest, LongRowsAndLargeScores) {
     RelativeSoftmaxInPlace(got, c.batch, in.terms);
     // Summing logits near 100 in float32 rounds them by up to ~1e-5 (an ulp at 100 is 7.6e-6),
     // and a probability moves by about as much: the float32 bound, not the kernel's.
-    EXPECT_LT(MaxDiff(got, expected), 2e-5) << "L " << L;
+    EXPECT_LT(MaxAbsDiff(got, expected), 2e-5) << "L " << L;
   }
 }
 
@@ -241,7 +240,7 @@ TEST_P(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
   Inputs in = MakeInputs(c, 3);
   at::Tensor got = in.scores.clone();
   RelativeSoftmaxInPlace(got, c.batch, in.terms);
-  EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6);
+  EXPECT_LT(MaxAbsDiff(got, Reference(c, in)), 1e-6);
   // Row 2 of batch 1 (group 1) is a padded query: it still sums to 1.
   EXPECT_NEAR(got[1][c.length - 1].sum().item<double>(), 1.0, 1e-6);
   c.zero_padded_queries = true;
@@ -249,7 +248,7 @@ TEST_P(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
   got = in.scores.clone();
   RelativeSoftmaxInPlace(got, c.batch, in.terms);
   EXPECT_EQ(got[1][c.length - 1].abs().sum().item<double>(), 0.0);
-  EXPECT_LT(MaxDiff(got, Reference(c, in)), 1e-6);
+  EXPECT_LT(MaxAbsDiff(got, Reference(c, in)), 1e-6);
 }
 
 TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
@@ -260,7 +259,7 @@ TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
   in.terms.attention_mask = at::zeros({1, c.length}, at::kLong);
   at::Tensor got = in.scores.clone();
   RelativeSoftmaxInPlace(got, c.batch, in.terms);
-  EXPECT_LT(MaxDiff(got, at::full_like(got, 1.0 / c.length)), 1e-7);
+  EXPECT_LT(MaxAbsDiff(got, at::full_like(got, 1.0 / c.length)), 1e-7);
 }
 
 TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
@@ -279,7 +278,7 @@ TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
     ASSERT_EQ(got.scalar_type(), dtype);
     // Only the output rounding: half an ulp of a probability <= 1.
     const double ulp = dtype == at::kBFloat16 ? 1.0 / 128 : 1.0 / 1024;
-    EXPECT_LE(MaxDiff(got, expected), ulp / 2 + 1e-6) << dtype;
+    EXPECT_LE(MaxAbsDiff(got, expected), ulp / 2 + 1e-6) << dtype;
   }
 }
 
@@ -294,7 +293,7 @@ TEST_P(RelativeSoftmaxTest, ReducedPrecisionReadsTheFirstElementOfEachTerm) {
   in.terms.p2c_index = at::zeros({2 * c.length - 1}, at::kInt);
   at::Tensor got = in.scores.clone();
   RelativeSoftmaxInPlace(got, c.batch, in.terms);
-  EXPECT_LE(MaxDiff(got, Reference(c, in)), 1.0 / 256 + 1e-6);
+  EXPECT_LE(MaxAbsDiff(got, Reference(c, in)), 1.0 / 256 + 1e-6);
 }
 
 TEST_P(RelativeSoftmaxTest, RejectsBadShapesAndIndices) {

@@ -15,6 +15,7 @@
 #include "server/model/layers/layers.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -122,7 +123,7 @@ Int8Distance MeasureInt8(const std::string& name) {
     if (want.name == "logits") {
       const std::vector<float> w = FloatData(want);
       const NamedTensor& g = *by_name.at("logits");
-      for (size_t i = 0; i < w.size(); ++i) d.max_logit_diff = std::max(d.max_logit_diff, double(std::fabs(g.data[i] - w[i])));
+      for (size_t i = 0; i < w.size(); ++i) d.max_logit_diff = std::max(d.max_logit_diff, testing::AbsDiff(g.data[i], w[i]));
       continue;
     }
     if (want.name != "last_hidden_state") continue;
@@ -139,7 +140,7 @@ Int8Distance MeasureInt8(const std::string& name) {
           ab += double(g.data[row + k]) * w[row + k];
           aa += double(g.data[row + k]) * g.data[row + k];
           bb += double(w[row + k]) * w[row + k];
-          d.max_diff_from_f32 = std::max(d.max_diff_from_f32, double(std::fabs(g.data[row + k] - f.data[row + k])));
+          d.max_diff_from_f32 = std::max(d.max_diff_from_f32, testing::AbsDiff(g.data[row + k], f.data[row + k]));
         }
         d.min_token_cosine = std::min(d.min_token_cosine, ab / std::sqrt(aa * bb));
       }

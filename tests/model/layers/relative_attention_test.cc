@@ -8,9 +8,12 @@
 #include <c10/core/InferenceMode.h>
 
 #include "gtest/gtest.h"
+#include "tests/testing/tensor_max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 constexpr int64_t kHeads = 3, kBatch = 5, kLen = 19, kDim = 8, kRows = 12;
 
@@ -84,10 +87,6 @@ at::Tensor Reference(const Fixture& f) {
   return at::matmul(p, v);
 }
 
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
 class RelativeAttentionTest : public ::testing::TestWithParam<bool> {
  protected:
   c10::InferenceMode guard_;
@@ -98,14 +97,14 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
   at::Tensor expected = Reference(f);
   at::Tensor batched = RelativeAttention(f.in);
   EXPECT_EQ(batched.sizes(), f.in.q.sizes());
-  EXPECT_LT(MaxDiff(batched, expected), 1e-5);
+  EXPECT_LT(MaxAbsDiff(batched, expected), 1e-5);
   // Budgets that give one sequence per slice, uneven slices of two, and everything at once.
   const int64_t per_sequence = kLen * kLen * 4;
   for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, 3 * per_sequence, int64_t{1} << 40}) {
     f.in.slice_bytes = budget;
     at::Tensor sliced = RelativeAttention(f.in);
-    EXPECT_LT(MaxDiff(sliced, expected), 1e-5) << "budget " << budget;
-    EXPECT_LT(MaxDiff(sliced, batched), 1e-6) << "budget " << budget;
+    EXPECT_LT(MaxAbsDiff(sliced, expected), 1e-5) << "budget " << budget;
+    EXPECT_LT(MaxAbsDiff(sliced, batched), 1e-6) << "budget " << budget;
   }
 }
 
@@ -116,7 +115,7 @@ TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
     f.in.slice_bytes = budget;
     at::Tensor got = RelativeAttention(f.in);
     ASSERT_EQ(got.scalar_type(), at::kBFloat16);
-    EXPECT_LT(MaxDiff(got, expected), 0.1) << "budget " << budget;  // bfloat16 scores of magnitude ~10
+    EXPECT_LT(MaxAbsDiff(got, expected), 0.1) << "budget " << budget;  // bfloat16 scores of magnitude ~10
   }
 }
 
@@ -125,10 +124,10 @@ TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
   at::Tensor full = RelativeAttention(f.in);
   RelativeAttentionInputs plain = f.in;
   plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
-  EXPECT_GT(MaxDiff(RelativeAttention(plain), full), 0.05);
+  EXPECT_GT(MaxAbsDiff(RelativeAttention(plain), full), 0.05);
   RelativeAttentionInputs unmasked = f.in;
   unmasked.attention_mask = at::Tensor();
-  EXPECT_GT(MaxDiff(RelativeAttention(unmasked), full), 0.05);
+  EXPECT_GT(MaxAbsDiff(RelativeAttention(unmasked), full), 0.05);
 }
 
 // The path of other devices (biased_attention.h), run on the CPU: the relative terms as one
@@ -140,15 +139,15 @@ TEST_P(RelativeAttentionTest, BiasedPathMatchesFloat64) {
     at::Tensor expected = Reference(f);
     at::Tensor got = BiasedAttention(f.in);
     ASSERT_EQ(got.sizes(), f.in.q.sizes());
-    EXPECT_LT(MaxDiff(got, expected), 1e-5) << "fused " << fused;
-    EXPECT_LT(MaxDiff(got, RelativeAttention(f.in)), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxAbsDiff(got, expected), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxAbsDiff(got, RelativeAttention(f.in)), 1e-5) << "fused " << fused;
     // Without padding, and without any term (the mask alone).
     RelativeAttentionInputs unmasked = f.in;
     unmasked.attention_mask = at::Tensor();
-    EXPECT_LT(MaxDiff(BiasedAttention(unmasked), RelativeAttention(unmasked)), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxAbsDiff(BiasedAttention(unmasked), RelativeAttention(unmasked)), 1e-5) << "fused " << fused;
     RelativeAttentionInputs plain = f.in;
     plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
-    EXPECT_LT(MaxDiff(BiasedAttention(plain), RelativeAttention(plain)), 1e-5) << "fused " << fused;
+    EXPECT_LT(MaxAbsDiff(BiasedAttention(plain), RelativeAttention(plain)), 1e-5) << "fused " << fused;
   }
   SetFusedAttentionForTesting(true);
 }
@@ -157,7 +156,7 @@ TEST_P(RelativeAttentionTest, BiasedPathBFloat16CloseToFloat64) {
   Fixture f = Make(GetParam(), at::kBFloat16);
   at::Tensor got = BiasedAttention(f.in);
   ASSERT_EQ(got.scalar_type(), at::kBFloat16);
-  EXPECT_LT(MaxDiff(got, Reference(f)), 0.1);
+  EXPECT_LT(MaxAbsDiff(got, Reference(f)), 0.1);
 }
 
 // The index matrices and the position-bias matrix a model keeps per length give the same result
@@ -180,7 +179,7 @@ TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
     pre.position_bias = at::Tensor();
   }
   const at::Tensor matrix_before = pre.position_bias_matrix.defined() ? pre.position_bias_matrix.clone() : at::Tensor();
-  EXPECT_LT(MaxDiff(BiasedAttention(pre), Reference(f)), 1e-5);
+  EXPECT_LT(MaxAbsDiff(BiasedAttention(pre), Reference(f)), 1e-5);
   // A batch of one, where the masked bias has the matrix's shape.
   RelativeAttentionInputs one = pre;
   for (at::Tensor* t : {&one.q, &one.k, &one.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
@@ -188,7 +187,7 @@ TEST_P(RelativeAttentionTest, BiasedPathPrecomputedMatrices) {
   RelativeAttentionInputs one_tables = f.in;
   for (at::Tensor* t : {&one_tables.q, &one_tables.k, &one_tables.v}) *t = t->narrow(1, kBatch - 1, 1).contiguous();
   one_tables.attention_mask = one.attention_mask;
-  EXPECT_LT(MaxDiff(BiasedAttention(one), RelativeAttention(one_tables)), 1e-5);
+  EXPECT_LT(MaxAbsDiff(BiasedAttention(one), RelativeAttention(one_tables)), 1e-5);
   if (matrix_before.defined()) {
     EXPECT_TRUE(at::equal(pre.position_bias_matrix, matrix_before));
   }
@@ -219,7 +218,7 @@ Fixture MakeXlnet(bool causal) {
 // Largest difference over the real queries (a padded query's row is not defined alike by every path).
 double MaxDiffRealQueries(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
   at::Tensor keep = mask.ne(0).view({1, kBatch, kLen, 1});
-  return ((a.to(at::kDouble) - b.to(at::kDouble)).abs() * keep).max().item<double>();
+  return MaxAbsDiff(a.masked_select(keep), b.masked_select(keep));
 }
 
 TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {

@@ -13,9 +13,12 @@
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/relative_attention.h"
 #include "server/model/runtime/device.h"
+#include "tests/testing/tensor_max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 constexpr int64_t kHeads = 3, kBatch = 4, kDim = 16;
 
@@ -51,10 +54,6 @@ RelativeAttentionInputs Make(const Shape& shape, at::ScalarType dtype, uint64_t 
   return in;
 }
 
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
-
 // The same attention in float32 by the CPU's fused path (checked against float64 in
 // relative_attention_test), the yardstick of both half-precision paths.
 at::Tensor Float32Reference(const RelativeAttentionInputs& in) {
@@ -72,7 +71,7 @@ at::Tensor Float32Reference(const RelativeAttentionInputs& in) {
 // path it replaces (twice its error, or `floor` where both are tiny).
 void ExpectAsAccurateAsTheBiasedPath(const at::Tensor& got, const at::Tensor& biased, const at::Tensor& reference,
                                      double floor, const std::string& what) {
-  const double error = MaxDiff(got, reference), biased_error = MaxDiff(biased, reference);
+  const double error = MaxAbsDiff(got, reference), biased_error = MaxAbsDiff(biased, reference);
   EXPECT_LT(error, std::max(floor, 2 * biased_error)) << what << ": table path " << error << ", biased path "
                                                       << biased_error << " from float32";
 }
@@ -95,7 +94,7 @@ TEST_F(TableAttentionTest, MatchesTheFusedPathAcrossTiles) {
     at::Tensor fused = RelativeAttention(in);
     at::Tensor tables = TableAttention(in);
     ASSERT_EQ(tables.sizes(), in.q.sizes());
-    EXPECT_LT(MaxDiff(tables, fused), 2e-5) << "L " << shape.length << " rc " << shape.rc << " rp " << shape.rp;
+    EXPECT_LT(MaxAbsDiff(tables, fused), 2e-5) << "L " << shape.length << " rc " << shape.rc << " rp " << shape.rp;
   }
 }
 
@@ -104,12 +103,12 @@ TEST_F(TableAttentionTest, PaddedQueriesAndNoPadding) {
   RelativeAttentionInputs in = Make({100, 30, 30}, at::kFloat, 7);
   in.zero_padded_queries = false;
   at::Tensor computed = TableAttention(in);
-  EXPECT_LT(MaxDiff(computed, RelativeAttention(in)), 2e-5);
+  EXPECT_LT(MaxAbsDiff(computed, RelativeAttention(in)), 2e-5);
   EXPECT_GT(computed.select(1, kBatch - 1).select(1, 99).abs().max().item<double>(), 0.01);
   in.zero_padded_queries = true;
   EXPECT_EQ(TableAttention(in).select(1, kBatch - 1).select(1, 99).abs().max().item<double>(), 0.0);
   in.attention_mask = at::Tensor();
-  EXPECT_LT(MaxDiff(TableAttention(in), RelativeAttention(in)), 2e-5);
+  EXPECT_LT(MaxAbsDiff(TableAttention(in), RelativeAttention(in)), 2e-5);
 }
 
 // XLNet's position term alone: c2p from a query of its own.
@@ -117,10 +116,10 @@ TEST_F(TableAttentionTest, OwnQueryForTheC2pTerm) {
   RelativeAttentionInputs in = Make({90, 179, 0}, at::kFloat, 11);
   in.c2p_query = at::randn({kHeads, kBatch, 90, kDim}, at::kFloat);
   at::Tensor with_own = TableAttention(in);
-  EXPECT_LT(MaxDiff(with_own, RelativeAttention(in)), 2e-5);
+  EXPECT_LT(MaxAbsDiff(with_own, RelativeAttention(in)), 2e-5);
   RelativeAttentionInputs same = in;
   same.c2p_query = at::Tensor();
-  EXPECT_GT(MaxDiff(TableAttention(same), with_own), 0.05);
+  EXPECT_GT(MaxAbsDiff(TableAttention(same), with_own), 0.05);
 }
 
 // Half precision (the probabilities rounded before they multiply v, as the kernel does) against
@@ -136,9 +135,9 @@ TEST_F(TableAttentionTest, HalfPrecisionCloseToFloat) {
     at::Tensor got = TableAttention(in);
     ASSERT_EQ(got.scalar_type(), dtype);
     const double tolerance = dtype == at::kBFloat16 ? 0.03 : 0.004;
-    EXPECT_LT(MaxDiff(got, RelativeAttention(as_float)), tolerance) << c10::toString(dtype);
+    EXPECT_LT(MaxAbsDiff(got, RelativeAttention(as_float)), tolerance) << c10::toString(dtype);
     if (dtype == at::kBFloat16) {  // the CPU has no float16 path of its own
-      EXPECT_LT(MaxDiff(got, RelativeAttention(in)), tolerance);
+      EXPECT_LT(MaxAbsDiff(got, RelativeAttention(in)), tolerance);
     }
   }
 }
@@ -150,9 +149,9 @@ TEST_F(TableAttentionTest, ReadsTheDeviceTablesWhereGiven) {
   RelativeAttentionInputs given = in;
   given.c2p_table = in.c2p_index.clone();
   given.p2c_table = in.p2c_index.clone();
-  EXPECT_LT(MaxDiff(TableAttention(given), expected), 1e-6);
+  EXPECT_LT(MaxAbsDiff(TableAttention(given), expected), 1e-6);
   given.c2p_table = (in.c2p_index + 1).remainder(20).to(at::kInt);
-  EXPECT_GT(MaxDiff(TableAttention(given), expected), 0.05);
+  EXPECT_GT(MaxAbsDiff(TableAttention(given), expected), 0.05);
 }
 
 // Inputs with terms the table path does not read go to the biased path.
@@ -244,7 +243,7 @@ TEST(TableAttentionGpuTest, KernelMatchesTheHostTwinAndTheBiasedPath) {
       const std::string what = std::string(c10::toString(dtype)) + " L " + std::to_string(shape.length) + " rc " +
                                std::to_string(shape.rc) + " rp " + std::to_string(shape.rp);
       EXPECT_FALSE(got.isnan().any().item<bool>()) << what;
-      EXPECT_LT(MaxDiff(got, host), tolerance) << what;
+      EXPECT_LT(MaxAbsDiff(got, host), tolerance) << what;
       ExpectAsAccurateAsTheBiasedPath(got, BiasedAttention(dev).cpu(), Float32Reference(in), tolerance, what);
       if (dev.pos_key.defined()) dev.c2p_table = dev.c2p_index.to(gpu);
       if (dev.pos_query.defined()) dev.p2c_table = dev.p2c_index.to(gpu);

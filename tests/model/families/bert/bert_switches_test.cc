@@ -16,6 +16,7 @@
 #include "tests/model/naive_reference.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -325,7 +326,7 @@ TEST_F(BertSwitchTest, PaddingInvariance) {
         const std::vector<float>& b = (*together)[r].token_states;
         ASSERT_EQ(a.size(), b.size()) << label;
         double worst = 0;
-        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - b[i]));
+        for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, testing::AbsDiff(static_cast<double>(a[i]), b[i]));
         EXPECT_LE(worst, kTolerance) << label << " row " << r;
       }
     }

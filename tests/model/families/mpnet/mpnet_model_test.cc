@@ -20,9 +20,12 @@
 #include "tests/model/model_dir_builder.h"
 #include "tests/model/families/mpnet/naive_mpnet_reference.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/tensor_max_abs_diff.h"
 
 namespace relserve {
 namespace {
+
+using testing::MaxAbsDiff;
 
 using testing::ReadReferenceInputs;
 using testing::ReferenceDir;
@@ -57,8 +60,6 @@ EncoderInputs ToInputs(const PaddedBatch& b) {
 
 // The rows [b, 0:n) of a [batch, L, H] tensor.
 at::Tensor Row(const at::Tensor& t, int64_t b, int64_t n) { return t.select(0, b).narrow(0, 0, n); }
-
-double MaxDiff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 TEST(MpnetModelTest, PositionIdsFollowCreatePositionIdsFromInputIds) {
   // Id 1 (padding_idx) anywhere reads position 1 and is not counted; the others count from 2.
@@ -143,8 +144,8 @@ TEST(MpnetModelTest, RowsAloneEqualRowsInAPaddedBatch) {
     alone.attention_mask = in.attention_mask.narrow(0, b, 1).narrow(1, 0, n).contiguous();
     alone.has_padding = false;
     const at::Tensor single = loaded->model->Forward(alone, false).last_hidden_state;
-    EXPECT_LE(MaxDiff(Row(single, 0, n), Row(together, b, n)), 1e-5) << "row " << b;
-    EXPECT_LE(MaxDiff(Row(zero, b, n), Row(together, b, n)), 1e-5) << "row " << b << ", padded with 0";
+    EXPECT_LE(MaxAbsDiff(Row(single, 0, n), Row(together, b, n)), 1e-5) << "row " << b;
+    EXPECT_LE(MaxAbsDiff(Row(zero, b, n), Row(together, b, n)), 1e-5) << "row " << b << ", padded with 0";
   }
 }
 
@@ -156,7 +157,7 @@ TEST(MpnetModelTest, TokenTypeIdsAreIgnored) {
   EncoderInputs in = ToInputs(ReadReferenceInputs(dir + "/inputs.json"));
   const at::Tensor plain = loaded->model->Forward(in, false).last_hidden_state;
   in.token_type_ids = at::ones_like(in.input_ids);
-  EXPECT_EQ(MaxDiff(loaded->model->Forward(in, false).last_hidden_state, plain), 0.0);
+  EXPECT_EQ(MaxAbsDiff(loaded->model->Forward(in, false).last_hidden_state, plain), 0.0);
 }
 
 TEST(MpnetModelTest, ConfigSizesThatDisagreeWithTheCheckpointNameTheKey) {

@@ -22,6 +22,7 @@
 #include "tests/model/families/mpnet/naive_mpnet_reference.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -363,8 +364,8 @@ TEST_F(MpnetSwitchTest, RowsAloneEqualRowsInAPaddedBatch) {
       ASSERT_EQ(a.size(), t.size());
       double worst = 0, to_port = 0;
       for (size_t i = 0; i < a.size(); ++i) {
-        worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - t[i]));
-        to_port = std::max(to_port, std::fabs(t[i] - last.data[b * batch_.length * 32 + i]));
+        worst = std::max(worst, testing::AbsDiff(static_cast<double>(a[i]), t[i]));
+        to_port = std::max(to_port, testing::AbsDiff(t[i], last.data[b * batch_.length * 32 + i]));
       }
       EXPECT_LE(worst, 1e-5) << "pad " << pad << ", row " << b;
       EXPECT_LE(to_port, kTolerance) << "pad " << pad << ", row " << b;

@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "server/safetensors/checkpoint.h"
+#include "tests/model/naive_ops.h"
 
 namespace relserve::naive {
 namespace {
 
 using nlohmann::json;
-using Vec = std::vector<double>;
 
 [[noreturn]] void Fail(const std::string& what) { throw std::runtime_error("naive MPNet: " + what); }
 
@@ -31,60 +31,10 @@ std::string GetString(const json& j, const char* key, const std::string& def) {
   return it == j.end() || it->is_null() ? def : it->get<std::string>();
 }
 
-// The checkpoint's float32 tensors, as float64 (model.double()).
-class Weights {
- public:
-  explicit Weights(const std::string& dir) {
-    auto ckpt = SafetensorsCheckpoint::OpenDirectory(dir);
-    if (!ckpt.ok()) Fail(std::string(ckpt.status().message()));
-    for (const std::string& name : (*ckpt)->Names()) {
-      const TensorView* v = (*ckpt)->Find(name);
-      if (v->dtype != StDType::kF32) Fail("reads only F32 tensors: " + name);
-      std::vector<float> f(static_cast<size_t>(v->numel()));
-      std::memcpy(f.data(), v->data, v->nbytes);
-      tensors_.emplace(name, Tensor{v->shape, Vec(f.begin(), f.end())});
-    }
-  }
-  bool Has(const std::string& name) const { return tensors_.count(name) > 0; }
-  const Tensor& Get(const std::string& name, const std::vector<int64_t>& shape) const {
-    auto it = tensors_.find(name);
-    if (it == tensors_.end()) Fail("checkpoint has no tensor " + name);
-    if (it->second.shape != shape) Fail("tensor " + name + " has an unexpected shape");
-    return it->second;
-  }
 
- private:
-  std::map<std::string, Tensor> tensors_;
-};
+// nn.Linear with its bias (naive_ops.h).
+Vec Linear(const Vec& x, int64_t rows, const Tensor& w, const Tensor& b) { return naive::Linear(x, rows, w, &b); }
 
-// nn.Linear on [rows, in] -> [rows, out].
-Vec Linear(const Vec& x, int64_t rows, const Tensor& w, const Tensor& b) {
-  const int64_t out = w.shape[0], in = w.shape[1];
-  if (static_cast<int64_t>(x.size()) != rows * in) Fail("Linear: input size mismatch");
-  Vec y(static_cast<size_t>(rows * out));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < out; ++o) {
-      double s = b.data[o];
-      for (int64_t i = 0; i < in; ++i) s += x[r * in + i] * w.data[o * in + i];
-      y[r * out + o] = s;
-    }
-  }
-  return y;
-}
-
-// nn.LayerNorm(n, eps) over the last dimension, biased variance.
-Vec LayerNorm(const Vec& x, int64_t rows, int64_t n, const Tensor& w, const Tensor& b, double eps) {
-  Vec y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < n; ++i) mean += x[r * n + i];
-    mean /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
-    var /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) y[r * n + i] = (x[r * n + i] - mean) / std::sqrt(var + eps) * w.data[i] + b.data[i];
-  }
-  return y;
-}
 
 Vec Add(Vec a, const Vec& b) {
   for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
@@ -141,12 +91,7 @@ Vec SelfAttention(const MpnetConfig& c, const Weights& w, const std::string& ap,
           s = s + extended_mask[b * L + j];           // + attention_mask
           scores[j] = s;
         }
-        // nn.functional.softmax(dim=-1)
-        double max = scores[0];
-        for (int64_t j = 1; j < L; ++j) max = std::max(max, scores[j]);
-        double sum = 0;
-        for (int64_t j = 0; j < L; ++j) sum += (scores[j] = std::exp(scores[j] - max));
-        for (int64_t j = 0; j < L; ++j) scores[j] /= sum;
+        SoftmaxRow(scores.data(), L);  // nn.functional.softmax(dim=-1)
         // c = matmul(probs, v).permute(0, 2, 1, 3).view(B, L, all_head_size)
         for (int64_t x = 0; x < d; ++x) {
           double s = 0;
@@ -217,7 +162,7 @@ Outputs MpnetForward(const json& j, const std::string& model_dir, const PaddedBa
   if (!classification && c.architecture != "MPNetModel" && c.architecture != "MPNetForMaskedLM") {
     Fail("unsupported architecture " + c.architecture);
   }
-  const Weights w(model_dir);
+  const Weights w(model_dir, "naive MPNet: ");
   // from_pretrained: the base model's weights under "mpnet." when the checkpoint has that prefix.
   const std::string p = w.Has("mpnet.embeddings.word_embeddings.weight") ? "mpnet." : "";
   const int64_t B = in.batch, L = in.length, H = c.hidden_size, nh = c.num_attention_heads;

@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "server/safetensors/checkpoint.h"
+#include "tests/model/naive_ops.h"
 
 namespace relserve::naive {
 namespace {
 
 using nlohmann::json;
-using Vec = std::vector<double>;
 
 [[noreturn]] void Fail(const std::string& what) { throw std::runtime_error("naive XLNet: " + what); }
 
@@ -86,57 +86,8 @@ struct Config {
   }
 };
 
-class Weights {
- public:
-  explicit Weights(const std::string& dir) {
-    auto ckpt = SafetensorsCheckpoint::OpenDirectory(dir);
-    if (!ckpt.ok()) Fail(std::string(ckpt.status().message()));
-    for (const std::string& name : (*ckpt)->Names()) {
-      const TensorView* v = (*ckpt)->Find(name);
-      if (v->dtype != StDType::kF32) Fail("reads only F32 tensors: " + name);
-      std::vector<float> f(static_cast<size_t>(v->numel()));
-      std::memcpy(f.data(), v->data, v->nbytes);
-      tensors_[name] = Tensor{v->shape, Vec(f.begin(), f.end())};
-    }
-  }
-  bool Has(const std::string& name) const { return tensors_.count(name) > 0; }
-  const Vec& Get(const std::string& name, const std::vector<int64_t>& shape) const {
-    auto it = tensors_.find(name);
-    if (it == tensors_.end()) Fail("checkpoint has no tensor " + name);
-    if (it->second.shape != shape) Fail("tensor " + name + " has an unexpected shape");
-    return it->second.data;
-  }
 
- private:
-  std::map<std::string, Tensor> tensors_;
-};
 
-// nn.Linear on [rows, in] -> [rows, out].
-Vec Linear(const Vec& x, int64_t rows, int64_t in, int64_t out, const Vec& w, const Vec* b) {
-  Vec y(static_cast<size_t>(rows * out));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t o = 0; o < out; ++o) {
-      double s = b ? (*b)[o] : 0.0;
-      for (int64_t i = 0; i < in; ++i) s += x[r * in + i] * w[o * in + i];
-      y[r * out + o] = s;
-    }
-  }
-  return y;
-}
-
-// nn.LayerNorm over the last dimension.
-Vec LayerNorm(const Vec& x, int64_t rows, int64_t n, const Vec& w, const Vec& b, double eps) {
-  Vec y(x.size());
-  for (int64_t r = 0; r < rows; ++r) {
-    double mean = 0, var = 0;
-    for (int64_t i = 0; i < n; ++i) mean += x[r * n + i];
-    mean /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
-    var /= static_cast<double>(n);
-    for (int64_t i = 0; i < n; ++i) y[r * n + i] = (x[r * n + i] - mean) / std::sqrt(var + eps) * w[i] + b[i];
-  }
-  return y;
-}
 
 // XLNetModel.relative_positional_encoding(qlen, klen, bsz) without bi_data: the float32
 // table [P, d_model] for pos_seq = arange(beg, end, -1.0).
@@ -176,7 +127,7 @@ std::vector<float> RelativePositionalEncoding(const Config& c, int64_t qlen, int
 Outputs XlnetForward(const json& j, const std::string& model_dir, const PaddedBatch& in) {
   const Config c(j);
   if (c.bi_data) Fail("bi_data makes results depend on the batch split; not ported");
-  const Weights w(model_dir);
+  const Weights w(model_dir, "naive XLNet: ");
   const std::string p = w.Has("transformer.word_embedding.weight") ? "transformer." : "";
   const int64_t B = in.batch, L = in.length, H = c.d_model, N = c.n_head, D = c.d_head, F = c.d_inner;
   const int64_t qlen = L, klen = L;  // mlen = 0
@@ -201,7 +152,7 @@ Outputs XlnetForward(const json& j, const std::string& model_dir, const PaddedBa
   }
 
   // word_embedding(input_ids); output_h, hidden_states[0].
-  const Vec& emb = w.Get(p + "word_embedding.weight", {c.vocab_size, H});
+  const Vec& emb = w.Get(p + "word_embedding.weight", {c.vocab_size, H}).data;
   Vec h(static_cast<size_t>(B * L * H));
   for (int64_t bt = 0; bt < B * L; ++bt) {
     const int64_t id = in.input_ids[bt];
@@ -217,15 +168,15 @@ Outputs XlnetForward(const json& j, const std::string& model_dir, const PaddedBa
   std::vector<Vec> all_hidden_states{h};
   for (int64_t layer = 0; layer < c.n_layer; ++layer) {
     const std::string a = p + "layer." + std::to_string(layer) + ".rel_attn.";
-    const Vec& Wq = w.Get(a + "q", {H, N, D});
-    const Vec& Wk = w.Get(a + "k", {H, N, D});
-    const Vec& Wv = w.Get(a + "v", {H, N, D});
-    const Vec& Wo = w.Get(a + "o", {H, N, D});
-    const Vec& Wr = w.Get(a + "r", {H, N, D});
-    const Vec& r_w_bias = w.Get(a + "r_w_bias", {N, D});
-    const Vec& r_r_bias = w.Get(a + "r_r_bias", {N, D});
-    const Vec& r_s_bias = w.Get(a + "r_s_bias", {N, D});
-    const Vec& seg_embed = w.Get(a + "seg_embed", {2, N, D});
+    const Vec& Wq = w.Get(a + "q", {H, N, D}).data;
+    const Vec& Wk = w.Get(a + "k", {H, N, D}).data;
+    const Vec& Wv = w.Get(a + "v", {H, N, D}).data;
+    const Vec& Wo = w.Get(a + "o", {H, N, D}).data;
+    const Vec& Wr = w.Get(a + "r", {H, N, D}).data;
+    const Vec& r_w_bias = w.Get(a + "r_w_bias", {N, D}).data;
+    const Vec& r_r_bias = w.Get(a + "r_r_bias", {N, D}).data;
+    const Vec& r_s_bias = w.Get(a + "r_s_bias", {N, D}).data;
+    const Vec& seg_embed = w.Get(a + "seg_embed", {2, N, D}).data;
     // einsum("ibh,hnd->ibnd"): heads of [rows, H] -> [rows, N * D]
     auto heads = [&](const Vec& x, int64_t rows, const Vec& W) {
       Vec y(static_cast<size_t>(rows * N * D), 0.0);
@@ -314,9 +265,9 @@ Outputs XlnetForward(const json& j, const std::string& model_dir, const PaddedBa
                                  c.layer_norm_eps);
     // XLNetFeedForward
     const std::string f = p + "layer." + std::to_string(layer) + ".ff.";
-    Vec inner = Linear(output, B * L, H, F, w.Get(f + "layer_1.weight", {F, H}), &w.Get(f + "layer_1.bias", {F}));
+    Vec inner = Linear(output, B * L, w.Get(f + "layer_1.weight", {F, H}), &w.Get(f + "layer_1.bias", {F}));
     for (double& x : inner) x = Activation(c.ff_activation, x);
-    Vec ff = Linear(inner, B * L, F, H, w.Get(f + "layer_2.weight", {H, F}), &w.Get(f + "layer_2.bias", {H}));
+    Vec ff = Linear(inner, B * L, w.Get(f + "layer_2.weight", {H, F}), &w.Get(f + "layer_2.bias", {H}));
     for (size_t n = 0; n < ff.size(); ++n) ff[n] += output[n];
     h = LayerNorm(ff, B * L, H, w.Get(f + "layer_norm.weight", {H}), w.Get(f + "layer_norm.bias", {H}), c.layer_norm_eps);
     all_hidden_states.push_back(h);
@@ -350,14 +301,14 @@ Outputs XlnetForward(const json& j, const std::string& model_dir, const PaddedBa
     int64_t width = H;
     if (c.summary_use_proj) {
       width = c.summary_proj_to_labels && c.num_labels > 0 ? c.num_labels : H;
-      summary = Linear(summary, B, H, width, w.Get("sequence_summary.summary.weight", {width, H}),
+      summary = Linear(summary, B, w.Get("sequence_summary.summary.weight", {width, H}),
                        &w.Get("sequence_summary.summary.bias", {width}));
     }
     if (!c.summary_activation.empty()) {
       for (double& x : summary) x = Activation(c.summary_activation, x);
     }
     if (width != H) Fail("logits_proj takes d_model features");
-    const Vec logits = Linear(summary, B, H, c.num_labels, w.Get("logits_proj.weight", {c.num_labels, H}),
+    const Vec logits = Linear(summary, B, w.Get("logits_proj.weight", {c.num_labels, H}),
                               &w.Get("logits_proj.bias", {c.num_labels}));
     out["logits"] = Tensor{{B, c.num_labels}, logits};
   }

@@ -16,6 +16,7 @@
 #include "server/safetensors/checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -76,8 +77,7 @@ double MaxDiffRealTokens(const at::Tensor& got, const PaddedBatch& batch, const 
     EXPECT_EQ(mine.size(), theirs.size());
     for (size_t k = 0; k < mine.size() && k < theirs.size(); ++k) {
       for (int64_t h = 0; h < H; ++h) {
-        const double d = std::fabs(p[(b * L + mine[k]) * H + h] - want[(b * L + theirs[k]) * H + h]);
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+        worst = std::max(worst, testing::AbsDiff(p[(b * L + mine[k]) * H + h], want[(b * L + theirs[k]) * H + h]));
       }
     }
   }
@@ -173,8 +173,8 @@ TEST(XlnetSinusoidTableTest, FollowsTheFormula) {
     const double r = static_cast<double>(row - reach);
     for (int64_t k = 0; k < d_model / 2; ++k) {
       const double f = 1.0 / std::pow(10000.0, 2.0 * k / d_model);
-      worst = std::max(worst, std::fabs(p[row * d_model + k] - std::sin(r * f)));
-      worst = std::max(worst, std::fabs(p[row * d_model + d_model / 2 + k] - std::cos(r * f)));
+      worst = std::max(worst, testing::AbsDiff(p[row * d_model + k], std::sin(r * f)));
+      worst = std::max(worst, testing::AbsDiff(p[row * d_model + d_model / 2 + k], std::cos(r * f)));
     }
   }
   // float32 arguments up to 300 radians: a few ulps of the argument.

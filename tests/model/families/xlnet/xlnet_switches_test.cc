@@ -23,6 +23,7 @@
 #include "tests/model/naive_reference.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/model/switch_test_support.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -100,11 +101,10 @@ double RealTokenDiff(const NamedTensor& a, const PaddedBatch& batch_a, const Nam
     for (int64_t t = 0; t < batch_b.length; ++t) {
       if (batch_b.attention_mask[r * batch_b.length + t]) tb.push_back(r * batch_b.length + t);
     }
-    if (ta.size() != tb.size()) return INFINITY;
+    if (ta.size() != tb.size()) return testing::kNotComparable;
     for (size_t k = 0; k < ta.size(); ++k) {
       for (int64_t h = 0; h < H; ++h) {
-        const double d = std::fabs(static_cast<double>(a.data[ta[k] * H + h]) - b.data[tb[k] * H + h]);
-        worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+        worst = std::max(worst, testing::AbsDiff(a.data[ta[k] * H + h], b.data[tb[k] * H + h]));
       }
     }
   }
@@ -382,7 +382,7 @@ TEST_F(XlnetSwitchTest, PaddingInvariance) {
         const std::vector<float> got = RealTokensOfRow(out->at("last_hidden_state"), *batch, b);
         ASSERT_EQ(got.size(), want.size());
         double worst = 0;
-        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(got[i]) - want[i]));
+        for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, testing::AbsDiff(static_cast<double>(got[i]), want[i]));
         EXPECT_LE(worst, kTolerance) << attn << " row " << b << (batch == &left ? " left" : " right");
         for (int64_t k = 0; k < 3; ++k) {
           EXPECT_NEAR(out->at("logits").data[b * 3 + k], alone.at("logits").data[k], kTolerance)
@@ -419,10 +419,10 @@ TEST_F(XlnetSwitchTest, ServingPathPassesTokenTypes) {
       const std::vector<double>& states = want.at("last_hidden_state").data;
       ASSERT_EQ((*out)[b].token_states.size(), states.size());
       for (size_t i = 0; i < states.size(); ++i) {
-        worst_states = std::max(worst_states, std::fabs((*out)[b].token_states[i] - states[i]));
+        worst_states = std::max(worst_states, testing::AbsDiff((*out)[b].token_states[i], states[i]));
       }
       for (size_t k = 0; k < 3; ++k) {
-        worst_logits = std::max(worst_logits, std::fabs((*out)[b].logits[k] - want.at("logits").data[k]));
+        worst_logits = std::max(worst_logits, testing::AbsDiff((*out)[b].logits[k], want.at("logits").data[k]));
       }
     }
     EXPECT_LE(worst_states, kTolerance) << "token types " << with_types;
