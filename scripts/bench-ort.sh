@@ -134,6 +134,7 @@ print(json.dumps({
     "ratio": [round(x, 3) for x in ratio],
     "onnxruntime_node": ort[0]["onnxruntime_node"], "ort_spinning": ort[0]["spinning"], "onnx": onnx, "onnx_outputs": "last_hidden_state",
     "export_max_abs_diff": parity.get("last_hidden_state_max_abs_diff"),
+    "relserve_openblas_kernels": rel[0].get("openblas_kernels"),
 }))' "$model" "$shape" "$dtype" "$THREADS" "$onnx" "${PARITY[$model]}" | tee -a "$OUT"
     done
   done

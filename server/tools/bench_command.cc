@@ -12,6 +12,7 @@
 #include "server/model/model_flops.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
+#include "server/util/openblas_core.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -60,6 +61,7 @@ absl::Status RunBench(const CliArgs& args) {
   out["dtype"] = DTypeName(info.dtype);
   out["device"] = info.device;
   out["threads"] = std::to_string(args.Int("threads"));
+  out["openblas_kernels"] = LoadedOpenBlasCore();  // empty: the BLAS is not OpenBLAS
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;

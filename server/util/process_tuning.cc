@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/util/openblas_core.h"
 
 namespace relserve {
 
@@ -46,9 +47,13 @@ void TuneProcessForInference(char** argv) {
   }
   const bool set_wait = std::getenv("OMP_WAIT_POLICY") == nullptr;
   const bool set_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && AsksForInt8(argv);
-  if ((set_wait || set_timeout) && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
+  const std::string blas_core = std::getenv("OPENBLAS_CORETYPE") == nullptr
+                                    ? OpenBlasCoreToForce(LoadedOpenBlasCore(), DetectCpuVectorFeatures())
+                                    : std::string();
+  if ((set_wait || set_timeout || !blas_core.empty()) && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
     if (set_wait) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     if (set_timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
+    if (!blas_core.empty()) setenv("OPENBLAS_CORETYPE", blas_core.c_str(), 1);
     setenv("RELSERVE_NO_REEXEC", "1", 1);  // never loop, whatever happens to the variable
     execv("/proc/self/exe", argv);
     // execv failed: carry on with the spinning policy.

@@ -41,7 +41,10 @@ bool AsksForInt8(char** argv);
 //    8 x 128 batch. In float32, where OpenBLAS computes nearly everything, spinning is kept
 //    (sleeping at once made one 128-token sequence about 5% slower). A value the user set is
 //    kept; both variables are read when the libraries load, hence the one re-execution.
-// 3. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
+// 3. OpenBLAS's AVX-512 or AVX2 kernels where it fell back to its generic ones on a CPU model
+//    it does not know (openblas_core.h): OPENBLAS_CORETYPE is set, with the same one
+//    re-execution; a value the user set is kept.
+// 4. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
 //    the variable and exits with status 2, as a bad flag does.
 void TuneProcessForInference(char** argv);
 
