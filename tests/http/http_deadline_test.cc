@@ -87,6 +87,16 @@ struct Reply {
   absl::Duration took;
 };
 
+// A server on loopback (any free port) with `threads` handler threads and calls given `timeout`.
+HttpServerConfig LoopbackConfig(int threads, absl::Duration timeout) {
+  HttpServerConfig config;
+  config.host = "127.0.0.1";
+  config.port = 0;
+  config.threads = threads;
+  config.request_timeout = timeout;
+  return config;
+}
+
 class HttpDeadlineTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -112,11 +122,7 @@ class HttpDeadlineTest : public ::testing::Test {
     serving_ = std::make_unique<EncoderServing>(&registry_, &metrics_, ServingLimits{});
     RouteContext routes;
     routes.serving = serving_.get();
-    HttpServerConfig config;
-    config.host = "127.0.0.1";
-    config.port = 0;
-    config.threads = 4;
-    config.request_timeout = kServerTimeout;
+    HttpServerConfig config = LoopbackConfig(4, kServerTimeout);
     auto server = HttpServer::Start(config, routes, &registry_, &metrics_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = std::move(*server);
@@ -175,11 +181,7 @@ TEST_F(HttpDeadlineTest, CallsWaitingForABatchHoldNoThread) {
   server_->Stop();
   RouteContext routes;
   routes.serving = serving_.get();
-  HttpServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  config.threads = 4;
-  config.request_timeout = absl::Seconds(3);
+  HttpServerConfig config = LoopbackConfig(4, absl::Seconds(3));
   auto server = HttpServer::Start(config, routes, &registry_, &metrics_);
   ASSERT_TRUE(server.ok()) << server.status();
   server_ = std::move(*server);
@@ -271,11 +273,7 @@ TEST_F(HttpDeadlineTest, HealthAnswersWhileEveryHandlerThreadIsBusy) {
   routes.serving = serving_.get();
   routes.healthy = [] { return true; };
   routes.metrics_text = [] { return std::string("# metrics\n"); };
-  HttpServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  config.threads = 2;
-  config.request_timeout = absl::Seconds(60);
+  HttpServerConfig config = LoopbackConfig(2, absl::Seconds(60));
   auto busy = HttpServer::Start(config, routes, &registry_, &metrics_);
   ASSERT_TRUE(busy.ok()) << busy.status();
   slow().Close();
@@ -311,10 +309,7 @@ TEST_F(HttpDeadlineTest, HealthAnswersWhileEveryHandlerThreadIsBusy) {
 TEST_F(HttpDeadlineTest, AnswersLargerThanTheLimitAreRefusedNamingIt) {
   RouteContext routes;
   routes.serving = serving_.get();
-  HttpServerConfig config;
-  config.host = "127.0.0.1";
-  config.port = 0;
-  config.threads = 2;
+  HttpServerConfig config = LoopbackConfig(2, absl::Seconds(60));
   config.max_response_bytes = 300;
   auto small = HttpServer::Start(config, routes, &registry_, &metrics_);
   ASSERT_TRUE(small.ok()) << small.status();
