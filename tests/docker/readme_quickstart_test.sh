@@ -72,7 +72,8 @@ for l in lines:
     l = l.strip()
     if not l.startswith("{"):
         continue
-    o = json.loads(l)
+    # curl's answer has no newline after it: what the next command prints may follow on its line.
+    o, _ = json.JSONDecoder().raw_decode(l)
     if "embeddings" in o:
         grpc = o["embeddings"][0]["values"]
     elif "data" in o:
