@@ -25,6 +25,10 @@
 # python3-tqdm python3-yaml python3-requests python3-sentencepiece), Node 18+ with npm (the script
 # installs scripts/ort/package.json's onnxruntime-node into build/ort-node with --ignore-scripts), and
 # for the first export only, TRANSFORMERS_SRC: a checkout of huggingface/transformers at tag v4.40.2.
+# Without one, ORT_MODELING=plain (the default when TRANSFORMERS_SRC is unset) exports the same
+# backbones from scripts/ort/plain_modeling.py (transformers 4.40.2's operations in plain PyTorch),
+# after checking that code against transformers' own answers in tests/data/reference (within 1e-4,
+# every export); each line's export_modeling says which code made the ONNX file.
 #   git clone --branch v4.40.2 --depth 1 https://github.com/huggingface/transformers /tmp/transformers-v4.40.2
 #   TRANSFORMERS_SRC=/tmp/transformers-v4.40.2 scripts/bench-ort.sh      (after scripts/build.sh)
 #   PAIRS=1 SHAPES=1x128 DTYPES=float32 ORT_MODELS=t5-base scripts/bench-ort.sh     (a quick look)
@@ -46,6 +50,7 @@ ORT_MODELS=${ORT_MODELS:-"deberta-v3-base t5-base"}
 ITERS=${ITERS:-}                        # timed batches per run; default: about 2048 tokens, at least 3
 export ORT_SPIN=${ORT_SPIN:-1}          # 0: ORT's intra-op threads do not spin while waiting
 PYTHON=${PYTHON:-/usr/bin/python3}      # Debian's python3 (python3-torch), not a pyenv one
+if [ -n "${TRANSFORMERS_SRC:-}" ]; then ORT_MODELING=${ORT_MODELING:-transformers}; else ORT_MODELING=${ORT_MODELING:-plain}; fi
 
 [ -x "$BIN" ] || { echo "bench-ort.sh: $BIN not found: run scripts/build.sh first" >&2; exit 2; }
 command -v node > /dev/null || { echo "bench-ort.sh: node (and npm) needed" >&2; exit 2; }
@@ -75,15 +80,19 @@ mkdir -p "$ONNX_DIR"
 declare -A PARITY
 for model in $ORT_MODELS; do
   make_model "$model"
-  onnx="$ONNX_DIR/$model.onnx"
-  if [ ! -s "$onnx" ] || [ "$MODELS/$model/model.safetensors" -nt "$onnx" ] || [ scripts/ort/export_onnx.py -nt "$onnx" ]; then
+  onnx="$ONNX_DIR/$model.$ORT_MODELING.onnx"
+  if [ ! -s "$onnx" ] || [ "$MODELS/$model/model.safetensors" -nt "$onnx" ] || [ scripts/ort/export_onnx.py -nt "$onnx" ] ||
+     [ scripts/ort/plain_modeling.py -nt "$onnx" ]; then
     echo "exporting $MODELS/$model to $onnx" >&2
     "$PYTHON" -c 'import torch, onnx' 2> /dev/null || {
       echo "bench-ort.sh: $PYTHON lacks torch or onnx: apt-get install -y --no-install-recommends python3-torch python3-onnx python3-numpy python3-packaging python3-filelock python3-regex python3-tqdm python3-yaml python3-requests python3-sentencepiece" >&2
       exit 2
     }
     rm -f "$onnx"
-    THREADS=$THREADS "$PYTHON" scripts/ort/export_onnx.py --model "$MODELS/$model" --out "$onnx.tmp" >&2
+    checks=()
+    [ "$ORT_MODELING" = plain ] && checks=(--check-reference tests/data/reference/deberta_v3_like tests/data/reference/t5_v1_0)
+    THREADS=$THREADS "$PYTHON" scripts/ort/export_onnx.py --modeling "$ORT_MODELING" "${checks[@]}" \
+      --model "$MODELS/$model" --out "$onnx.tmp" >&2
     mv "$onnx.tmp.check.json" "$onnx.check.json"
     mv "$onnx.tmp" "$onnx"
   fi
@@ -96,7 +105,7 @@ done
 
 : > "$OUT"
 for model in $ORT_MODELS; do
-  onnx="$ONNX_DIR/$model.onnx"
+  onnx="$ONNX_DIR/$model.$ORT_MODELING.onnx"
   vocab=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$MODELS/$model/config.json")
   for shape in $SHAPES; do
     batch=${shape%x*}; len=${shape#*x}
@@ -114,7 +123,7 @@ for model in $ORT_MODELS; do
       done
       printf '%s\n' "${runs[@]}" | "$PYTHON" -c '
 import json, statistics, sys
-model, shape, dtype, threads, onnx, parity = sys.argv[1:7]
+model, shape, dtype, threads, onnx, parity, modeling = sys.argv[1:8]
 lines = [json.loads(l) for l in sys.stdin if l.strip()]
 ort, rel = lines[0::2], lines[1::2]
 tokens = ort[0]["batch"] * ort[0]["seq"]
@@ -133,9 +142,9 @@ print(json.dumps({
     "ort_ms": [round(x, 3) for x in ort_ms], "relserve_ms": [round(x, 3) for x in rel_ms],
     "ratio": [round(x, 3) for x in ratio],
     "onnxruntime_node": ort[0]["onnxruntime_node"], "ort_spinning": ort[0]["spinning"], "onnx": onnx, "onnx_outputs": "last_hidden_state",
-    "export_max_abs_diff": parity.get("last_hidden_state_max_abs_diff"),
+    "export_max_abs_diff": parity.get("last_hidden_state_max_abs_diff"), "export_modeling": modeling,
     "relserve_openblas_kernels": rel[0].get("openblas_kernels"),
-}))' "$model" "$shape" "$dtype" "$THREADS" "$onnx" "${PARITY[$model]}" | tee -a "$OUT"
+}))' "$model" "$shape" "$dtype" "$THREADS" "$onnx" "${PARITY[$model]}" "$ORT_MODELING" | tee -a "$OUT"
     done
   done
 done

@@ -61,6 +61,56 @@ def import_transformers():
     return transformers
 
 
+def import_plain_modeling():
+    """scripts/ort/plain_modeling.py in the shape build_model reads from a transformers module."""
+    sys.path.insert(0, HERE)
+    sys.path.append(os.path.join(HERE, "stubs"))
+    import plain_modeling
+
+    def config_class(model_type):
+        class Loaded:
+            @staticmethod
+            def from_json_file(path):
+                with open(path) as f:
+                    values = json.load(f)
+                values.setdefault("model_type", model_type)
+                return plain_modeling.Config(values)
+        return Loaded
+
+    class Plain:
+        __version__ = "plain_modeling (scripts/ort/plain_modeling.py)"
+        plain = True
+        DebertaV2Config = config_class("deberta-v2")
+        T5Config = config_class("t5")
+        DebertaV2Model = plain_modeling.DebertaV2Model
+        T5EncoderModel = plain_modeling.T5EncoderModel
+
+        @staticmethod
+        def DebertaV2ForSequenceClassification(config):
+            die("--head classifier needs transformers (TRANSFORMERS_SRC); ORT_MODELING=plain has the backbone only")
+
+    return Plain
+
+
+def check_reference(transformers, reference_dir):
+    """Runs a tests/data/reference directory (weights, inputs.json and transformers 4.40.2's
+    expected.safetensors) through the modeling code and returns max |ours - transformers| of the
+    last hidden state over the real (unmasked) tokens."""
+    import torch
+    from safetensors.torch import load_file
+
+    wrapper, _, _ = build_model(transformers, reference_dir, "backbone")
+    with open(os.path.join(reference_dir, "inputs.json")) as f:
+        inputs = json.load(f)
+    ids = torch.tensor(inputs["input_ids"], dtype=torch.int64)
+    mask = torch.tensor(inputs["attention_mask"], dtype=torch.int64)
+    want = load_file(os.path.join(reference_dir, "expected.safetensors"))["last_hidden_state"]
+    with torch.no_grad():
+        got = wrapper(ids, mask)[0]
+    real = mask.bool()
+    return float((got[real] - want[real]).abs().max())
+
+
 def build_model(transformers, model_dir, head):
     """(module wrapping the model to return a tuple, output names, config)."""
     import torch
@@ -118,6 +168,8 @@ def build_model(transformers, model_dir, head):
             self.inner = inner
 
         def forward(self, input_ids, attention_mask):
+            if getattr(transformers, "plain", False):
+                return (self.inner(input_ids, attention_mask),)
             if head == "classifier":
                 out = self.inner(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True,
                                  return_dict=True)
@@ -135,9 +187,19 @@ def main():
     parser.add_argument("--out", required=True, help="the .onnx file to write")
     parser.add_argument("--head", choices=["backbone", "classifier"], default="backbone")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("THREADS", "2")))
+    parser.add_argument("--modeling", choices=["transformers", "plain"], default=os.environ.get("ORT_MODELING", "transformers"),
+                        help="transformers: TRANSFORMERS_SRC's modeling code; plain: scripts/ort/plain_modeling.py")
+    parser.add_argument("--check-reference", nargs="*", default=[], metavar="DIR",
+                        help="before exporting, run these tests/data/reference directories and fail above 1e-4 "
+                             "(max |modeling - transformers 4.40.2's expected.safetensors|)")
     args = parser.parse_args()
 
-    transformers = import_transformers()
+    transformers = import_plain_modeling() if args.modeling == "plain" else import_transformers()
+    for reference in args.check_reference:
+        diff = check_reference(transformers, reference)
+        print(f"reference {reference}: max |{args.modeling} - transformers 4.40.2| = {diff:.3g}", file=sys.stderr)
+        if not diff <= 1e-4:
+            die(f"{reference}: the {args.modeling} modeling code differs from transformers' answers by {diff:.3g}")
     import warnings
 
     import onnx

@@ -21,13 +21,8 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
                                              const std::string& dtype) {
   cpus = std::max(1, cpus);
   CpuWorkers r;
-  if (dtype != "float32") {
-    if (workers_per_device > 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--workers-per-device ", workers_per_device, " with --dtype ", dtype,
-          ": on the CPU, ", dtype, " runs one worker (LibTorch's oneDNN kernels cannot run two batches at once)"));
-    }
-    r.threads = threads_per_worker > 0 ? threads_per_worker : cpus;
+  if (dtype != "float32" && workers_per_device == 0 && threads_per_worker == 0) {
+    r.threads = cpus;
     return r;
   }
   if (workers_per_device > 0 && threads_per_worker > 0) {

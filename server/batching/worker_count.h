@@ -12,9 +12,9 @@ namespace relserve {
 // kAutoMaxWorkers, with the CPUs shared out among them (several batches side by side use small
 // CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
 // other divides the CPUs. Both given: taken as they are.
-// bfloat16, float16 and int8 run on one worker: LibTorch 1.13's oneDNN kernels share cached
-// primitives between threads and corrupt memory when two batches run at once, so more than
-// one worker is refused (INVALID_ARGUMENT).
+// bfloat16, float16 and int8, both automatic: one worker over every CPU (their oneDNN kernels
+// spread one batch over the cores well); more workers when asked for (batches side by side, each
+// on its own thread: concurrent_batches_test checks that they give one-at-a-time's answers).
 inline constexpr int kAutoMaxWorkers = 4;
 // Workers per GPU when --workers-per-device is 0.
 inline constexpr int kAutoGpuWorkers = 2;

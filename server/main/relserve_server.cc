@@ -127,11 +127,6 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   // One copy of each model per device, its workers on each; the CPUs are shared among them all.
   ASSIGN_OR_RETURN(const std::vector<std::string> devices, ExpandDeviceList(config.device));
   const int copies = static_cast<int>(devices.size());
-  if (copies > 1 && devices.front() == "cpu" && config.dtype != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--device ", config.device, " with --dtype ", config.dtype, ": on the CPU, ", config.dtype,
-        " runs one batch at a time (LibTorch's oneDNN kernels cannot run two at once); list the CPU once"));
-  }
   ASSIGN_OR_RETURN(const CpuWorkers plan,
                    ResolveWorkers(std::max(1, cpu.cpus / copies), devices.front(), config.workers_per_device,
                                   config.threads_per_worker, config.dtype));
@@ -212,6 +207,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
     options.max_length = config.max_input_length;
     options.cuda_graph_tokens = config.cuda_graph_tokens;
     options.gpu_attention = config.gpu_attention;
+    options.int8_attention = config.int8_attention;
     options.log_shape_times = config.log_shape_times;
     options.batch_rounding = config.gpu_batch_sizes == "exact" ? BatchRounding::kExact : BatchRounding::kOnDevice;
     options.pooling = config.pooling;

@@ -171,6 +171,16 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return AttentionOptionsName(c.gpu_attention); }),
+      CustomFlag<C>("int8-attention", "auto|float32|bfloat16",
+       "under --dtype int8, the precision of attention's products (q.k, the relative terms, probabilities x v): "
+       "auto is bfloat16 where the CPU has AVX512-BF16, else float32; bfloat16 is refused on a CPU without it",
+       [](const std::string& v, ServerConfig* c) {
+         absl::StatusOr<Int8Attention> parsed = ParseInt8Attention(v);
+         if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", parsed.status().message()));
+         c->int8_attention = *parsed;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(Int8AttentionName(c.int8_attention)); }),
       BoolFlag("log-shape-times",
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",

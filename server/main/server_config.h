@@ -48,6 +48,8 @@ struct ServerConfig {
   int cuda_graph_tokens = 4096;
   // On a GPU, the attention path and SDPA backend (EngineOptions::gpu_attention); --gpu-attention.
   AttentionOptions gpu_attention;
+  // Under --dtype int8, the precision of attention's products (EngineOptions::int8_attention).
+  Int8Attention int8_attention = Int8Attention::kAuto;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;
   // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.

@@ -49,6 +49,7 @@ namespace relserve {
 struct Engine::Impl {
   at::ScalarType dtype = at::kFloat;  // of the weights as loaded and of the activations
   bool int8 = false;                   // the encoder layers' projections quantized (int8_linear.h)
+  bool attention_in_bfloat16 = false;  // int8: attention's products in bfloat16 (EngineOptions::int8_attention)
   c10::Device device{c10::kCPU};
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
@@ -277,6 +278,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     }
     RETURN_IF_ERROR(EnableInt8Engine());
     engine->impl_->int8 = true;
+    if (options.int8_attention == Int8Attention::kBfloat16 && !CpuHasBfloat16Products()) {
+      return absl::InvalidArgumentError(
+          "int8 attention bfloat16: this CPU has no bfloat16 instructions (AVX512-BF16); use auto or float32");
+    }
+    engine->impl_->attention_in_bfloat16 =
+        options.int8_attention == Int8Attention::kBfloat16 ||
+        (options.int8_attention == Int8Attention::kAuto && CpuHasBfloat16Products());
     engine->impl_->dtype = at::kFloat;
   }
 
@@ -615,6 +623,7 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     AttentionStats forward_stats;  // this forward's attention calls
     in.attention_path = impl_->attention.path;
     in.attention_stats = &forward_stats;
+    in.cpu_attention_in_bfloat16 = impl_->attention_in_bfloat16;
     // Which positions hold a sequence's tokens, attended to or not (the heads' rows).
     at::Tensor present = mask;
     if (unattended) {
@@ -821,6 +830,7 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
                      at::Tensor()};
     in.attention_path = impl_->attention.path;
     in.attention_stats = &impl_->attention_stats;
+    in.cpu_attention_in_bfloat16 = impl_->attention_in_bfloat16;
     EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
     std::vector<NamedTensor> result;
     auto add = [&](const std::string& name, const at::Tensor& t) {

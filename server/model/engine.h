@@ -36,6 +36,9 @@ struct EngineOptions {
   // use (attention_options.h; the backend is LibTorch's process-wide choice, set at load). Unused
   // on the CPU, whose own path runs every family.
   AttentionOptions gpu_attention;
+  // Under dtype int8 on the CPU, the precision of attention's products (attention_options.h:
+  // auto = bfloat16 where the CPU has bfloat16 instructions); unused under other dtypes.
+  Int8Attention int8_attention = Int8Attention::kAuto;
   // Logs the host time of forwards per (thread, batch, length) (shape_time_log.h): the first two
   // of each, and any much slower than the shape's mean, so that a cold shape shows.
   bool log_shape_times = false;

@@ -55,6 +55,11 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "included), cudnn, efficient, flash or math",
                             "bias")
                       .In(kModelOptions));
+  flags.push_back(CliString("int8-attention", "auto|float32|bfloat16",
+                            "under --dtype int8, the precision of attention's products (q.k, the relative terms, "
+                            "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
+                            "auto")
+                      .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -91,6 +96,11 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   absl::StatusOr<AttentionOptions> attention = ParseAttentionOptions(args.String("gpu-attention"));
   if (!attention.ok()) return absl::InvalidArgumentError(absl::StrCat("--gpu-attention: ", attention.status().message()));
   options.gpu_attention = *attention;
+  absl::StatusOr<Int8Attention> int8_attention = ParseInt8Attention(args.String("int8-attention"));
+  if (!int8_attention.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", int8_attention.status().message()));
+  }
+  options.int8_attention = *int8_attention;
   options.log_shape_times = args.Bool("log-shape-times");
   return LoadModel(dir, options);
 }

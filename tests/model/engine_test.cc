@@ -174,6 +174,18 @@ TEST(EngineTest, StageTimesHoldTheirWork) {
   EXPECT_GT(attention, t.results);
 }
 
+// Every family's layers count their attention calls (EncoderPass::ForAttention), XLNet's too.
+TEST(EngineTest, EveryFamilyCountsOneAttentionCallPerLayer) {
+  for (const char* name : {"deberta_v3_like", "t5_v1_0", "bert_relative_key", "mpnet_like", "xlnet_like"}) {
+    auto engine = LoadOrDie(ReferenceDir(name));
+    ASSERT_NE(engine, nullptr) << name;
+    const Engine::AttentionCounts before = engine->attention_counts();
+    ASSERT_TRUE(engine->Run({{{5, 6, 7, 8, 9, 10}, {}}}, kOutputPooled).ok()) << name;
+    const Engine::AttentionCounts after = engine->attention_counts();
+    EXPECT_EQ(after.cpu - before.cpu, engine->info().num_layers) << name;
+  }
+}
+
 // Batch sizes rounded (as on a GPU, here asked for on the CPU): a batch of five runs as six, the
 // sixth row holding one padding token; the five answers are those of the batch run as it is.
 TEST(EngineTest, RoundedBatchSizesGiveTheSameAnswers) {

@@ -374,6 +374,23 @@ TEST(ServerConfigTest, WorkersAndThreadsAreAutomaticByDefault) {
   EXPECT_EQ(d->threads_per_worker, 0);
 }
 
+// --int8-attention: auto by default; each word, and a refusal naming the flag and the words.
+TEST(ServerConfigTest, Int8AttentionFlag) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->int8_attention, Int8Attention::kAuto);
+  auto f = ParseServerFlags({"--model", "a=/x", "--dtype", "int8", "--int8-attention", "float32"});
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(f->int8_attention, Int8Attention::kFloat32);
+  auto b = ParseServerFlags({"--model", "a=/x", "--int8-attention=bfloat16"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(b->int8_attention, Int8Attention::kBfloat16);
+  auto bad = ParseServerFlags({"--model", "a=/x", "--int8-attention", "int4"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--int8-attention"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, float32, bfloat16"));
+}
+
 TEST(ServerConfigTest, DefaultLengthBucketsAreAboutTwelvePercentApart) {
   EXPECT_EQ(DefaultLengthBuckets(512), (std::vector<int32_t>{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
                                                              192, 224, 256, 320, 384, 448, 512}));

@@ -14,6 +14,32 @@ constexpr std::pair<std::string_view, SdpaBackend> kBackends[] = {
 
 }  // namespace
 
+absl::StatusOr<Int8Attention> ParseInt8Attention(std::string_view name) {
+  if (name == "auto") return Int8Attention::kAuto;
+  if (name == "float32") return Int8Attention::kFloat32;
+  if (name == "bfloat16") return Int8Attention::kBfloat16;
+  return absl::InvalidArgumentError(
+      absl::StrCat("\"", std::string(name), "\" is not an int8 attention precision (known: auto, float32, bfloat16)"));
+}
+
+std::string_view Int8AttentionName(Int8Attention value) {
+  switch (value) {
+    case Int8Attention::kAuto: return "auto";
+    case Int8Attention::kFloat32: return "float32";
+    case Int8Attention::kBfloat16: return "bfloat16";
+  }
+  return "auto";
+}
+
+bool CpuHasBfloat16Products() {
+#if defined(__x86_64__) || defined(__i386__)
+  // Every CPU with AMX-BF16 has AVX512-BF16 too.
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name) {
   if (name.empty() || name == "bias") return DeviceAttention::kBias;
   if (name == "tables") return DeviceAttention::kTables;

@@ -47,6 +47,24 @@ std::string AttentionOptionsName(const AttentionOptions& options);
 // "bias" or "tables" (or empty, read as "bias"); INVALID_ARGUMENT naming both for anything else.
 absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name);
 
+// The precision of the CPU's attention products (q.k, DeBERTa's c2p and p2c terms, probabilities
+// times v) when the activations are float32 but the projections are not (--dtype int8; from
+// --int8-attention, EngineOptions::int8_attention):
+//   kAuto:     kBfloat16 where the CPU has bfloat16 instructions (AVX512-BF16 or AMX-BF16),
+//              kFloat32 elsewhere.
+//   kFloat32:  the products in float32, as the activations.
+//   kBfloat16: q, k, v and the relative tables rounded to bfloat16 for the products (oneDNN's
+//              bfloat16 kernels, as --dtype bfloat16 runs them), the softmax and its relative
+//              terms summed in float32 as there, the context back in float32. Refused at load on
+//              a CPU without bfloat16 instructions, where oneDNN would emulate them slowly.
+// Unused under every other dtype (float32 keeps float32, bfloat16 is bfloat16 throughout).
+enum class Int8Attention { kAuto, kFloat32, kBfloat16 };
+// "auto", "float32" or "bfloat16"; INVALID_ARGUMENT naming the three otherwise.
+absl::StatusOr<Int8Attention> ParseInt8Attention(std::string_view name);
+std::string_view Int8AttentionName(Int8Attention value);
+// Whether this CPU has bfloat16 dot-product instructions (AVX512-BF16; every CPU with AMX-BF16 has it).
+bool CpuHasBfloat16Products();
+
 // What the attention calls of forwards did, counted by RelativeAttention when a forward's
 // EncoderInputs::attention_stats points here: calls per path, and the host time spent in them
 // (on a GPU the time to launch, plus any host-side work such as a library's plan building).

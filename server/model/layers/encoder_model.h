@@ -31,6 +31,9 @@ struct EncoderInputs {
   // (EncoderPass::ForAttention).
   DeviceAttention attention_path = DeviceAttention::kBias;
   AttentionStats* attention_stats = nullptr;
+  // On the CPU, float32 attention products in bfloat16 (EngineOptions::int8_attention resolved
+  // by the engine: --dtype int8 only). Every layer's attention takes it (EncoderPass::ForAttention).
+  bool cpu_attention_in_bfloat16 = false;
 };
 
 struct EncoderOutputs {

@@ -81,6 +81,16 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
     if (in.stats != nullptr) in.stats->bias_calls.fetch_add(1, std::memory_order_relaxed);
     return BiasedAttention(in);
   }
+  if (in.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat) {
+    // The same path on bfloat16 copies of the product operands; the relative softmax sums its
+    // terms in float32 either way (kernels/relative_softmax.h).
+    RelativeAttentionInputs half = in;
+    half.cpu_products_in_bfloat16 = false;
+    for (at::Tensor* t : {&half.q, &half.k, &half.v, &half.pos_key, &half.pos_query, &half.c2p_query}) {
+      if (t->defined()) *t = t->to(at::kBFloat16);
+    }
+    return AttendOn(half).to(at::kFloat);
+  }
   if (in.stats != nullptr) in.stats->cpu_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
   at::Tensor context = at::empty_like(in.q);

@@ -46,6 +46,10 @@ struct RelativeAttentionInputs {
   DeviceAttention path = DeviceAttention::kBias;
   // Where to count this call and its host time; null: not counted.
   AttentionStats* stats = nullptr;
+  // On the CPU, with float32 q, k and v: the products in bfloat16 (Int8Attention::kBfloat16,
+  // attention_options.h; passed down by EncoderInputs and EncoderPass::ForAttention). The
+  // context comes back in float32.
+  bool cpu_products_in_bfloat16 = false;
 };
 
 // Self-attention with relative-position terms, for every encoder family:

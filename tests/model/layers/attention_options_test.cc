@@ -86,5 +86,21 @@ TEST(AttentionOptionsTest, DefaultLeavesCudnnOutAndAutoLetsItIn) {
 #endif
 }
 
+// --int8-attention's words, read back by Int8AttentionName; anything else is refused naming the three.
+TEST(AttentionOptionsTest, Int8AttentionWords) {
+  for (Int8Attention value : {Int8Attention::kAuto, Int8Attention::kFloat32, Int8Attention::kBfloat16}) {
+    auto parsed = ParseInt8Attention(Int8AttentionName(value));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, value);
+  }
+  EXPECT_EQ(Int8AttentionName(Int8Attention::kBfloat16), "bfloat16");
+  for (const char* bad : {"", "bf16", "float16", "Auto"}) {
+    auto parsed = ParseInt8Attention(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(std::string(parsed.status().message()).find("auto, float32, bfloat16"), std::string::npos) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace relserve

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include <ATen/ATen.h>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
+#include "server/model/layers/attention_options.h"
 #include "server/model/layers/layers.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
@@ -97,11 +99,12 @@ struct Int8Distance {
   double max_diff_from_f32 = 0;  // last_hidden_state: int8 engine against the float32 engine
 };
 
-Int8Distance MeasureInt8(const std::string& name) {
+Int8Distance MeasureInt8(const std::string& name, Int8Attention attention) {
   Int8Distance d;
   const std::string dir = testing::ReferenceDir(name);
   EngineOptions options;
   options.dtype = "int8";
+  options.int8_attention = attention;
   auto int8 = Engine::Load(dir, options);
   EXPECT_TRUE(int8.ok()) << int8.status();
   auto f32 = Engine::Load(dir, EngineOptions{});
@@ -152,11 +155,17 @@ Int8Distance MeasureInt8(const std::string& name) {
 // Bounds from measurement on these models (weights drawn large, std 0.2): every token's
 // final hidden state within cosine 0.995 of transformers' float64 result; the worst measured
 // is printed beside each.
+// Both precisions of attention's products under int8 (--int8-attention float32 and, where the CPU
+// has bfloat16 instructions, bfloat16) are held to the same bounds.
 TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
+  std::vector<Int8Attention> attentions = {Int8Attention::kFloat32};
+  if (CpuHasBfloat16Products()) attentions.push_back(Int8Attention::kBfloat16);
+  for (Int8Attention attention : attentions) {
   for (const char* name : {"deberta_v3_like", "deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key",
                            "mpnet_like", "xlnet_like"}) {
-    const Int8Distance d = MeasureInt8(name);
-    std::cout << name << ": min token cosine " << d.min_token_cosine << ", max |logit diff| " << d.max_logit_diff
+    const Int8Distance d = MeasureInt8(name, attention);
+    std::cout << name << " (attention " << Int8AttentionName(attention) << "): min token cosine "
+              << d.min_token_cosine << ", max |logit diff| " << d.max_logit_diff
               << ", max |int8 - float32| " << d.max_diff_from_f32 << "\n";
     EXPECT_GT(d.min_token_cosine, 0.995) << name;
     EXPECT_GT(d.max_diff_from_f32, 1e-4) << name << ": the int8 path did not run";
@@ -164,6 +173,45 @@ TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
       EXPECT_GT(d.max_logit_diff, 0.0);
       EXPECT_LT(d.max_logit_diff, 0.1) << name;
     }
+  }
+  }
+}
+
+// --int8-attention: auto is bfloat16 where the CPU has bfloat16 instructions and float32 elsewhere
+// (the same answers, bit for bit, as the precision it stands for); the two precisions give
+// different answers (the switch reaches the products); bfloat16 on a CPU without the
+// instructions is refused at load.
+TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
+  const std::string dir = testing::ReferenceDir("deberta_v3_like");
+  const PaddedBatch batch = testing::ReadReferenceInputs(dir + "/inputs.json");
+  auto run = [&](Int8Attention attention) -> absl::StatusOr<std::vector<float>> {
+    EngineOptions options;
+    options.dtype = "int8";
+    options.int8_attention = attention;
+    auto engine = Engine::Load(dir, options);
+    if (!engine.ok()) return engine.status();
+    auto out = (*engine)->ForwardPadded(batch, false);
+    if (!out.ok()) return out.status();
+    for (const NamedTensor& t : *out) {
+      if (t.name == "last_hidden_state") return t.data;
+    }
+    return absl::NotFoundError("no last_hidden_state");
+  };
+  auto f32 = run(Int8Attention::kFloat32);
+  auto automatic = run(Int8Attention::kAuto);
+  auto bf16 = run(Int8Attention::kBfloat16);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  if (CpuHasBfloat16Products()) {
+    ASSERT_TRUE(bf16.ok()) << bf16.status();
+    EXPECT_EQ(*automatic, *bf16);
+    EXPECT_GT(testing::MaxAbsDiff(*bf16, *f32), 1e-5) << "bfloat16 products gave float32's answers";
+    EXPECT_LT(testing::MaxAbsDiff(*bf16, *f32), 0.5);
+  } else {
+    EXPECT_EQ(*automatic, *f32);
+    ASSERT_FALSE(bf16.ok());
+    EXPECT_EQ(bf16.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(bf16.status().message()), HasSubstr("AVX512-BF16"));
   }
 }
 

@@ -119,6 +119,23 @@ TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
   }
 }
 
+// float32 operands with cpu_products_in_bfloat16 (--dtype int8's --int8-attention bfloat16): the
+// answer comes back in float32, as close to float64 as the bfloat16 path's, and is not float32's.
+TEST_P(RelativeAttentionTest, Float32InputsWithBFloat16Products) {
+  Fixture f = Make(GetParam(), at::kFloat);
+  at::Tensor expected = Reference(f);
+  at::Tensor exact = RelativeAttention(f.in);
+  f.in.cpu_products_in_bfloat16 = true;
+  for (int64_t budget : {int64_t{1}, kAttentionSliceBytes}) {
+    f.in.slice_bytes = budget;
+    at::Tensor got = RelativeAttention(f.in);
+    ASSERT_EQ(got.scalar_type(), at::kFloat);
+    EXPECT_EQ(got.sizes(), f.in.q.sizes());
+    EXPECT_LT(MaxAbsDiff(got, expected), 0.1) << "budget " << budget;
+    EXPECT_GT(MaxAbsDiff(got, exact), 1e-4) << "budget " << budget << ": the products stayed float32";
+  }
+}
+
 TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
   Fixture f = Make(GetParam(), at::kFloat);
   at::Tensor full = RelativeAttention(f.in);
@@ -255,6 +272,17 @@ TEST(RelativeAttentionXlnetTest, EachTermChangesTheResult) {
   RelativeAttentionInputs causal = f.in;
   causal.causal = true;
   EXPECT_GT(MaxDiffRealQueries(RelativeAttention(causal), full, f.mask), 0.05);
+}
+
+// XLNet's own query for the position term and its segment term under bfloat16 products.
+TEST(RelativeAttentionXlnetTest, BFloat16ProductsStayClose) {
+  c10::InferenceMode guard;
+  Fixture f = MakeXlnet(false);
+  at::Tensor expected = Reference(f);
+  f.in.cpu_products_in_bfloat16 = true;
+  at::Tensor got = RelativeAttention(f.in);
+  ASSERT_EQ(got.scalar_type(), at::kFloat);
+  EXPECT_LT(MaxDiffRealQueries(got, expected, f.mask), 0.1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, RelativeAttentionTest, ::testing::Values(true, false),

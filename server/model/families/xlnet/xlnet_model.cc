@@ -252,6 +252,7 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
       }
       att.attention_mask = p.mask;  // undefined without padding
       att.causal = c_.causal();
+      p.ForAttention(att);
       context = RelativeAttention(att);
     }
     at::Tensor rows = MergeHeads(context, p.packing.get());
