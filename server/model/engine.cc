@@ -271,6 +271,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   ASSIGN_OR_RETURN(engine->impl_->dtype, ParseDType(options.dtype));
   ASSIGN_OR_RETURN(engine->impl_->device, ParseDevice(options.device));
   const c10::Device device = engine->impl_->device;
+  if (engine->impl_->dtype == at::kHalf && device.is_cpu()) {
+    // LibTorch has no float16 matrix product on the CPU ("addmm_impl_cpu_" not implemented).
+    return absl::InvalidArgumentError(
+        "dtype float16 runs on a GPU only (LibTorch has no float16 matrix product on the CPU); use bfloat16 or "
+        "float32 on the CPU");
+  }
   if (engine->impl_->dtype == at::kChar) {
     if (!device.is_cpu()) {
       return absl::InvalidArgumentError(

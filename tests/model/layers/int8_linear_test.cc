@@ -215,6 +215,19 @@ TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
   }
 }
 
+// float16 on the CPU is refused at load, naming what runs there (LibTorch has no float16 matrix
+// product on the CPU: the forward would fail later with an internal error).
+TEST(Int8EngineTest, Float16OnTheCpuIsRefusedAtLoad) {
+  for (const char* name : {"deberta_v3_like", "t5_v1_0"}) {
+    EngineOptions options;
+    options.dtype = "float16";
+    auto e = Engine::Load(testing::ReferenceDir(name), options);
+    ASSERT_FALSE(e.ok()) << name;
+    EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << name;
+    EXPECT_THAT(std::string(e.status().message()), HasSubstr("float16 runs on a GPU only")) << name;
+  }
+}
+
 TEST(Int8EngineTest, UnknownDtypeListsInt8) {
   EngineOptions options;
   options.dtype = "int4";
