@@ -277,6 +277,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
         "dtype float16 runs on a GPU only (LibTorch has no float16 matrix product on the CPU); use bfloat16 or "
         "float32 on the CPU");
   }
+  if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && !CpuHasBfloat16Products()) {
+    LogWarning(absl::StrCat(dir, ": dtype bfloat16 on a CPU without AVX512-BF16: its products are converted in "
+                            "software (oneDNN on AVX-512) or run by LibTorch's reference loops (without AVX-512), "
+                            "slower than float32 may be; measure with relserve-model bench"));
+  }
   if (engine->impl_->dtype == at::kChar) {
     if (!device.is_cpu()) {
       return absl::InvalidArgumentError(
