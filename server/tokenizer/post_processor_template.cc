@@ -3,7 +3,6 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 
 namespace relserve {
 namespace {
@@ -54,9 +53,8 @@ absl::Status PostProcessorTemplate::Validate(int vocab_size) const {
   return ValidateSide(pair, true, vocab_size);
 }
 
-absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
+absl::StatusOr<PostProcessorTemplate> FamilyTemplate(const TokenizerFamilyDescriptor& descriptor,
                                                      const SpecialTokenIds& ids) {
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
   auto uses = [&](TemplateRole role) {
     for (const auto* side : {&descriptor.single_template, &descriptor.pair_template}) {
       for (const FamilyTemplateItem& item : *side) {
@@ -95,6 +93,26 @@ absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
   return t;
 }
 
-bool FamilyUsesTokenTypes(TokenizerFamily family) { return Describe(family).uses_token_types; }
+PostProcessorTemplate TemplateFromJson(const TokenizerJson& json,
+                                       const TokenizerFamilyDescriptor& family) {
+  const bool types = family.uses_token_types;
+  auto convert = [&](const std::vector<TokenizerJsonTemplateItem>& items) {
+    std::vector<TemplatePiece> pieces;
+    for (const TokenizerJsonTemplateItem& item : items) {
+      pieces.push_back(TemplatePiece{item.sequence, item.ids, types ? item.type_id : 0});
+    }
+    return pieces;
+  };
+  PostProcessorTemplate t;
+  if (!json.post_processor.has_value()) {
+    // The `tokenizers` library without a post-processor: the texts alone, the second typed 1.
+    t.single = {TemplatePiece{0, {}, 0}};
+    t.pair = {TemplatePiece{0, {}, 0}, TemplatePiece{1, {}, types ? 1 : 0}};
+    return t;
+  }
+  t.single = convert(json.post_processor->single);
+  t.pair = convert(json.post_processor->pair);
+  return t;
+}
 
 }  // namespace relserve

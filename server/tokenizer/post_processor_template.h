@@ -5,8 +5,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
+#include "server/tokenizer/files/tokenizer_json.h"
 #include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {
 
@@ -38,13 +39,15 @@ struct PostProcessorTemplate {
 // The template of the family's slow tokenizer (see tokenizer.h), from its special token ids;
 // T5's </s> pieces are unless_text_ends_with_it, as T5Tokenizer's build_inputs_with_special_tokens.
 // INVALID_ARGUMENT naming the role when a token the template needs has no id.
-absl::StatusOr<PostProcessorTemplate> FamilyTemplate(TokenizerFamily family,
+absl::StatusOr<PostProcessorTemplate> FamilyTemplate(const TokenizerFamilyDescriptor& family,
                                                      const SpecialTokenIds& ids);
 
-// Whether the family's models read token type ids. Those that do not (T5, MPNet, RoBERTa,
-// XLM-RoBERTa) get
-// 0 throughout, as their slow tokenizers give, whatever type ids a template names.
-bool FamilyUsesTokenTypes(TokenizerFamily family);
+// The template of tokenizer.json's post-processor ($A, then $A $B with type 1, when it has
+// none). Families whose models read no token type ids (the descriptor's uses_token_types: T5,
+// MPNet, RoBERTa, XLM-RoBERTa) get 0 throughout, as their slow tokenizers give, whatever type
+// ids the file names.
+PostProcessorTemplate TemplateFromJson(const TokenizerJson& json,
+                                       const TokenizerFamilyDescriptor& family);
 
 }  // namespace relserve
 

@@ -5,22 +5,20 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
 
-bool UsesSentencePieceRoles(TokenizerFamily family) {
-  return Describe(family).sentencepiece_roles.has_value();
+bool UsesSentencePieceRoles(const TokenizerFamilyDescriptor& family) {
+  return family.sentencepiece_roles.has_value();
 }
 
 // How the tokenizer class wraps a special token it is handed as a plain string.
-AddedTokenFlags ClassDefaultFlags(TokenizerFamily family, const SpecialTokenNames& names,
-                                  const std::string& content) {
+AddedTokenFlags ClassDefaultFlags(const TokenizerFamilyDescriptor& descriptor,
+                                  const SpecialTokenNames& names, const std::string& content) {
   AddedTokenFlags flags;
   flags.special = true;
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
   if (descriptor.mask_strips_left && content == names.mask) flags.lstrip = true;
   if (descriptor.has_extra_ids && content.rfind("<extra_id_", 0) == 0) {
     flags.lstrip = flags.rstrip = true;
@@ -30,7 +28,7 @@ AddedTokenFlags ClassDefaultFlags(TokenizerFamily family, const SpecialTokenName
 
 }  // namespace
 
-absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
+absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(const TokenizerFamilyDescriptor& family,
                                                          const TokenizerConfig& config,
                                                          const TextModel& model,
                                                          const RelserveSpmReservedIds& reserved) {
@@ -49,7 +47,7 @@ absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
                                        names.pad, names.cls, names.mask};
   specials.insert(specials.end(), names.additional.begin(), names.additional.end());
   std::map<std::string, int32_t> extra_ids;
-  if (Describe(family).has_extra_ids) {
+  if (family.has_extra_ids) {
     for (int i = 0; i < config.extra_ids; ++i) {
       const std::string name = absl::StrCat("<extra_id_", i, ">");
       extra_ids[name] = model.vocab_size() - 1 + config.extra_ids - i;
@@ -114,7 +112,7 @@ absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
     table.ids.eos = names.eos.empty() ? table.ids.sep : id_of(names.eos);
     if (table.ids.unk < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat(TokenizerFamilyName(family), " tokenizer: no unknown token (unk_token)"));
+          absl::StrCat(family.name, " tokenizer: no unknown token (unk_token)"));
     }
   }
   table.ids.mask = names.mask.empty() ? -1 : special_ids[names.mask];

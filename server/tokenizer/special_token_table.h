@@ -6,11 +6,11 @@
 
 #include "absl/status/statusor.h"
 #include "server/tokenizer/added_tokens.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 #include "server/tokenizer/files/tokenizer_config.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
 #include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {
 
@@ -32,7 +32,7 @@ struct SpecialTokenTable {
 // extra_ids - N. Each token matches with the flags its file gives it, else as its
 // tokenizer class makes it match: the mask token of MPNet, XLNet and RoBERTa eats the white
 // space before it; T5's <extra_id_N> the white space on both sides.
-absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(TokenizerFamily family,
+absl::StatusOr<SpecialTokenTable> BuildSpecialTokenTable(const TokenizerFamilyDescriptor& family,
                                                          const TokenizerConfig& config,
                                                          const TextModel& model,
                                                          const RelserveSpmReservedIds& reserved);

@@ -2,7 +2,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -15,7 +14,7 @@ struct Role {
   int32_t fallback;
 };
 
-absl::StatusOr<int32_t> ResolveOne(TokenizerFamily family, const Role& role,
+absl::StatusOr<int32_t> ResolveOne(const TokenizerFamilyDescriptor& family, const Role& role,
                                    const std::function<int(std::string_view)>& piece_to_id,
                                    int vocab_size) {
   int32_t id = role.name.empty() ? -1 : piece_to_id(role.name);
@@ -30,7 +29,7 @@ absl::StatusOr<int32_t> ResolveOne(TokenizerFamily family, const Role& role,
   }
   if (id >= vocab_size) {
     return absl::InvalidArgumentError(absl::StrCat(
-        TokenizerFamilyName(family), " tokenizer: the vocabulary (", vocab_size,
+        family.name, " tokenizer: the vocabulary (", vocab_size,
         " pieces) has no piece \"", role.name, "\" for ", role.role, ", and the ", source, " ",
         id, " lies outside it"));
   }
@@ -39,12 +38,12 @@ absl::StatusOr<int32_t> ResolveOne(TokenizerFamily family, const Role& role,
 
 }  // namespace
 
-SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family) {
-  return Describe(family).special_tokens;
+SpecialTokenNames DefaultSpecialTokenNames(const TokenizerFamilyDescriptor& family) {
+  return family.special_tokens;
 }
 
 absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(
-    TokenizerFamily family, const SpecialTokenNames& names,
+    const TokenizerFamilyDescriptor& family, const SpecialTokenNames& names,
     const std::function<int(std::string_view)>& piece_to_id, const RelserveSpmReservedIds& reserved,
     int vocab_size) {
   auto resolve = [&](const char* role, const std::string& name, int32_t reserved_id,
@@ -52,7 +51,7 @@ absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(
     return ResolveOne(family, Role{role, name, reserved_id, fallback}, piece_to_id, vocab_size);
   };
   // A family without SentencePiece roles of its own resolves as T5 does.
-  const SentencePieceRoleDefaults roles = Describe(family).sentencepiece_roles.value_or(
+  const SentencePieceRoleDefaults roles = family.sentencepiece_roles.value_or(
       SentencePieceRoleDefaults{/*pad=*/0, /*cls=*/-1, /*sep=*/-1, /*eos=*/1, /*unk=*/2});
   SpecialTokenIds ids;
   ASSIGN_OR_RETURN(ids.pad, resolve("pad", names.pad, reserved.pad, roles.pad));

@@ -8,27 +8,16 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tokenizer/descriptor/special_token_names.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
-#include "server/tokenizer/tokenizer_family.h"
 
 namespace relserve {
-
-// The tokens that play each special role; "" where the family has no such role.
-struct SpecialTokenNames {
-  std::string pad;
-  std::string unk;
-  std::string cls;  // not T5
-  std::string sep;  // not T5
-  std::string eos;  // T5, XLNet, MPNet, RoBERTa (DeBERTa's and BERT's end of sequence is their sep)
-  std::string mask;
-  std::string bos;
-  std::vector<std::string> additional;  // additional_special_tokens
-};
 
 // The names transformers' tokenizer class of the family uses by default (DebertaV2Tokenizer,
 // T5Tokenizer without its <extra_id_N> tokens, BertTokenizer, MPNetTokenizer, XLNetTokenizer,
 // RobertaTokenizer): the special_tokens of its descriptor.
-SpecialTokenNames DefaultSpecialTokenNames(TokenizerFamily family);
+SpecialTokenNames DefaultSpecialTokenNames(const TokenizerFamilyDescriptor& family);
 
 // The ids of the special roles; -1 where the family has no such role.
 struct SpecialTokenIds {
@@ -51,7 +40,7 @@ struct SpecialTokenIds {
 // INVALID_ARGUMENT when the chosen id lies outside the vocabulary. piece_to_id answers -1 for
 // a piece the vocabulary lacks; it is a function so these rules can be tested without a model.
 absl::StatusOr<SpecialTokenIds> ResolveSpecialTokenIds(
-    TokenizerFamily family, const SpecialTokenNames& names,
+    const TokenizerFamilyDescriptor& family, const SpecialTokenNames& names,
     const std::function<int(std::string_view)>& piece_to_id, const RelserveSpmReservedIds& reserved,
     int vocab_size);
 

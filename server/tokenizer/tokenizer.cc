@@ -23,7 +23,6 @@
 #include "server/tokenizer/text_chunks.h"
 #include "server/tokenizer/text/mapped_text.h"
 #include "server/tokenizer/text/unicode_chars.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/tokenizer/truncation.h"
 #include "server/util/field_error.h"
 #include "server/util/file_util.h"
@@ -121,32 +120,38 @@ constexpr int kNoTruncation = std::numeric_limits<int>::max();
 
 }  // namespace
 
-Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
+Tokenizer::Tokenizer(std::unique_ptr<TextModel> model, const TokenizerFamilyDescriptor& family, SpecialTokenIds ids,
                      PostProcessorTemplate post_processor, std::unique_ptr<AddedTokens> added,
                      const TokenizerConfig& config, int default_max_length, int vocab_size)
     : model_(std::move(model)),
-      family_(family),
+      descriptor_(&family),
       ids_(ids),
       template_(std::move(post_processor)),
       added_(std::move(added)),
       // T5Tokenizer and XLMRobertaTokenizer have no do_lower_case attribute, so transformers
       // lowers nothing for them.
-      lower_case_(config.do_lower_case && Describe(family).has_do_lower_case),
+      lower_case_(config.do_lower_case && family.has_do_lower_case),
       // PreTrainedTokenizer.tokenize lowers the text when the tokenizer has do_lower_case
       // (DebertaV2Tokenizer._tokenize lowers again, which changes nothing more).
-      lower_case_outside_tokens_(lower_case_ && !(Describe(family).lowers_in_basic_tokenizer &&
+      lower_case_outside_tokens_(lower_case_ && !(family.lowers_in_basic_tokenizer &&
                                                   !config.do_basic_tokenize)),
-      add_prefix_space_(Describe(family).has_add_prefix_space &&
+      add_prefix_space_(family.has_add_prefix_space &&
                         config.add_prefix_space.value_or(false)),
-      t5_without_legacy_(WithoutLegacy(Describe(family), config)),
-      t5_prefix_space_(config.add_prefix_space.value_or(true)),
       default_max_length_(default_max_length),
       vocab_size_(vocab_size) {}
 
 Tokenizer::~Tokenizer() = default;
 
 absl::StatusOr<bool> Tokenizer::HasFiles(const std::string& model_dir, TokenizerFamily family) {
-  return HasTokenizerFiles(model_dir, family);
+  return HasTokenizerFiles(model_dir, Describe(family));
+}
+
+std::string Tokenizer::FilesDescription(TokenizerFamily family) {
+  return TokenizerFilesDescription(Describe(family));
+}
+
+SpecialTokenNames Tokenizer::DefaultSpecialTokens(TokenizerFamily family) {
+  return DefaultSpecialTokenNames(Describe(family));
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& model_dir,
@@ -155,8 +160,9 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& mo
   if (!IsDirectory(model_dir)) {
     return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
   }
-  ASSIGN_OR_RETURN(const TokenizerFiles files, FindTokenizerFiles(model_dir, family));
-  return LoadFiles(model_dir, files, family, default_max_length);
+  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+  ASSIGN_OR_RETURN(const TokenizerFiles files, FindTokenizerFiles(model_dir, descriptor));
+  return LoadFiles(model_dir, files, descriptor, default_max_length);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadTokenizerJson(
@@ -166,12 +172,12 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadTokenizerJson(
   }
   TokenizerFiles files;
   files.tokenizer_json = JoinPath(model_dir, kTokenizerJsonFile);
-  return LoadFiles(model_dir, files, family, default_max_length);
+  return LoadFiles(model_dir, files, Describe(family), default_max_length);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFiles(const std::string& model_dir,
                                                                 const TokenizerFiles& files,
-                                                                TokenizerFamily family,
+                                                                const TokenizerFamilyDescriptor& family,
                                                                 int default_max_length) {
   ASSIGN_OR_RETURN(TokenizerConfig config, ReadTokenizerConfig(model_dir, family));
   std::optional<TokenizerJson> json;
@@ -203,15 +209,15 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::s
   }
   TokenizerFiles files;
   files.vocab = path;
-  return Create(files, nullptr, family, DefaultTokenizerConfig(family), default_max_length);
+  return Create(files, nullptr, descriptor, DefaultTokenizerConfig(descriptor), default_max_length);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFiles& files,
                                                              const TokenizerJson* json,
-                                                             TokenizerFamily family,
+                                                             const TokenizerFamilyDescriptor& family,
                                                              const TokenizerConfig& config,
                                                              int default_max_length) {
-  ASSIGN_OR_RETURN(LoadedTextModel loaded, Describe(family).load_text_model(files, json, config));
+  ASSIGN_OR_RETURN(LoadedTextModel loaded, family.load_text_model(files, json, config));
   const std::string& source = json != nullptr ? files.tokenizer_json : files.vocab;
   auto with_source = [&](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));
@@ -233,15 +239,11 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFile
   auto tokenizer = std::unique_ptr<Tokenizer>(new Tokenizer(
       std::move(loaded.model), family, table->ids, std::move(post_processor), std::move(added),
       config, default_max_length, table->vocab_size));
-  tokenizer->space_piece_id_ = tokenizer->model_->PieceToId("\xe2\x96\x81");
+  if (family.text_rules != nullptr) tokenizer->text_rules_ = family.text_rules(config, *tokenizer->model_);
   tokenizer->chunkable_ = CutsAtWhiteSpace(*tokenizer->model_, *tokenizer->added_);
   tokenizer->source_file_ = source.substr(source.find_last_of('/') + 1);
   return tokenizer;
 }
-
-bool Tokenizer::pads_left() const { return Describe(family_).pads_left; }
-
-int Tokenizer::pad_token_type_id() const { return Describe(family_).pad_token_type_id; }
 
 int Tokenizer::NumSpecialTokens(bool pair) const { return template_.NumSpecialTokens(pair); }
 
@@ -275,12 +277,12 @@ absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
   }
   if (lower_case_whole_text_) mapped = LowercaseChars(mapped);
   if (lower_case_outside_tokens_) mapped = added_->LowercaseOutside(mapped);
-  if (t5_without_legacy_ && !text.empty()) mapped = T5Prefix(mapped);
+  if (text_rules_ != nullptr && !text.empty()) mapped = text_rules_->BeforeSplit(mapped);
 
   std::vector<TokenSpan> tokens;
-  // For T5 without legacy: whether the first token is a bare "▁" of the text and the second a
-  // special token.
-  bool first_is_space = false;
+  // For the family's rules: whether the first token came from the text model and the second is
+  // a special token.
+  bool first_from_model = false;
   bool second_is_special = false;
   for (const AddedTokens::Segment& segment : added_->Split(mapped)) {
     if (segment.token != nullptr) {
@@ -292,34 +294,12 @@ absl::StatusOr<std::vector<TokenSpan>> Tokenizer::Tokens(std::string_view text,
     ASSIGN_OR_RETURN(std::vector<TokenSpan> part, model_->Tokenize(segment.text));
     for (TokenSpan& token : part) {
       if (token.id < 0) token.id = ids_.unk;
-      if (tokens.empty()) first_is_space = token.id == space_piece_id_ && space_piece_id_ >= 0;
+      if (tokens.empty()) first_from_model = true;
       tokens.push_back(token);
     }
   }
-  // T5Tokenizer.tokenize: the "▁" put before a text that starts with a special token goes.
-  if (t5_without_legacy_ && tokens.size() > 1 && first_is_space && second_is_special) {
-    tokens.erase(tokens.begin());
-  }
+  if (text_rules_ != nullptr) text_rules_->AfterSplit(first_from_model, second_is_special, &tokens);
   return tokens;
-}
-
-MappedText Tokenizer::T5Prefix(const MappedText& text) const {
-  // T5Tokenizer.tokenize with legacy=False: "▁" in the text reads as a space, and a "▁" goes
-  // before it (add_prefix_space).
-  MappedText out;
-  if (t5_prefix_space_) {
-    const auto [origin, unused] = text.Span(0, 0);
-    out.Append(U'\u2581', origin, origin);
-  }
-  text.ForEachChar([&](char32_t c, size_t b, size_t e) {
-    if (c == U'\u2581') {
-      const auto [begin, end] = text.Span(b, e);
-      out.Append(U' ', begin, end);
-    } else {
-      out.AppendRange(text, b, e);
-    }
-  });
-  return out;
 }
 
 absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair) const {
@@ -332,7 +312,7 @@ absl::StatusOr<int> Tokenizer::MaxLength(const TokenizeOptions& opts, bool pair)
   if (max_length < specials) {
     return absl::InvalidArgumentError(absl::StrCat(
         "max_length ", max_length, " cannot hold the ", specials, " special tokens of a ",
-        TokenizerFamilyName(family_), pair ? " text pair" : " text"));
+        descriptor_->name, pair ? " text pair" : " text"));
   }
   return max_length;
 }
@@ -536,7 +516,7 @@ absl::Status Tokenizer::Pad(Encoding* enc, int length) const {
   if (length <= 0 || have >= static_cast<size_t>(length)) return absl::OkStatus();
   if (ids_.pad < 0) {
     return absl::FailedPreconditionError(
-        absl::StrCat(TokenizerFamilyName(family_), " tokenizer has no pad token to pad with"));
+        absl::StrCat(descriptor_->name, " tokenizer has no pad token to pad with"));
   }
   const size_t n = static_cast<size_t>(length) - have;
   const auto pos = [&](auto& v) { return pads_left() ? v.begin() : v.end(); };

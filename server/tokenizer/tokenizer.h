@@ -10,10 +10,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/tokenizer/descriptor/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/tokenizer_family.h"
 #include "server/tokenizer/truncation.h"
 
 namespace relserve {
@@ -78,6 +79,9 @@ struct Encoding {
 // tokens, as transformers splits text on them before the vocabulary model sees it, with their
 // lstrip/rstrip/single_word behaviour. Immutable after loading, so Encode may run on many
 // threads at once.
+//
+// The factory functions below are the one place that looks the family's descriptor up
+// (families/tokenizer_families.h); the tokenizer holds it, and hands it to what it builds.
 class Tokenizer {
  public:
   // Loads from a Hugging Face model directory: the family's vocabulary files (see
@@ -106,6 +110,12 @@ class Tokenizer {
   // without them a model takes token ids only. INVALID_ARGUMENT for a directory (or dangling
   // link) in a file's place.
   static absl::StatusOr<bool> HasFiles(const std::string& model_dir, TokenizerFamily family);
+  // The files a family's tokenizer reads, for messages: "spm.model or spiece.model or
+  // tokenizer.json" (files/tokenizer_files.h).
+  static std::string FilesDescription(TokenizerFamily family);
+  // The special tokens of the family's tokenizer class by default (its descriptor's), as
+  // `relserve-model create` writes them beside a model.
+  static SpecialTokenNames DefaultSpecialTokens(TokenizerFamily family);
 
   Tokenizer(const Tokenizer&) = delete;
   Tokenizer& operator=(const Tokenizer&) = delete;
@@ -151,7 +161,9 @@ class Tokenizer {
   int eos_id() const { return ids_.eos; }
   int mask_id() const { return ids_.mask; }  // -1 where the family has none (T5)
   int default_max_length() const { return default_max_length_; }
-  TokenizerFamily family() const { return family_; }
+  TokenizerFamily family() const { return descriptor_->family; }
+  // What sets the tokenizer's family apart (descriptor/tokenizer_family_descriptor.h).
+  const TokenizerFamilyDescriptor& descriptor() const { return *descriptor_; }
   // Whether text is lower-cased before encoding (do_lower_case): every character as Python's
   // str.lower does, special tokens excepted. Never for T5, whose T5Tokenizer has no such switch.
   bool lower_case() const { return lower_case_; }
@@ -162,8 +174,8 @@ class Tokenizer {
   void LowerCaseWholeText() { lower_case_whole_text_ = true; }
   bool lowers_whole_text() const { return lower_case_whole_text_; }
   // XLNet pads on the left, the others on the right.
-  bool pads_left() const;
-  int pad_token_type_id() const;
+  bool pads_left() const { return descriptor_->pads_left; }
+  int pad_token_type_id() const { return descriptor_->pad_token_type_id; }
   // Special tokens the template adds: DeBERTa, BERT and XLNet 2 (pair 3), MPNet and RoBERTa 2
   // (pair 4), T5 1 (pair 2); what its post-processor says for a tokenizer.json.
   int NumSpecialTokens(bool pair) const;
@@ -197,17 +209,17 @@ class Tokenizer {
   const std::string& source_file() const { return source_file_; }
 
  private:
-  Tokenizer(std::unique_ptr<TextModel> model, TokenizerFamily family, SpecialTokenIds ids,
+  Tokenizer(std::unique_ptr<TextModel> model, const TokenizerFamilyDescriptor& family, SpecialTokenIds ids,
             PostProcessorTemplate post_processor, std::unique_ptr<AddedTokens> added,
             const TokenizerConfig& config, int default_max_length, int vocab_size);
 
   static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadFiles(const std::string& model_dir,
                                                               const TokenizerFiles& files,
-                                                              TokenizerFamily family,
+                                                              const TokenizerFamilyDescriptor& family,
                                                               int default_max_length);
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const TokenizerFiles& files,
                                                            const TokenizerJson* json,
-                                                           TokenizerFamily family,
+                                                           const TokenizerFamilyDescriptor& family,
                                                            const TokenizerConfig& config,
                                                            int default_max_length);
 
@@ -225,13 +237,12 @@ class Tokenizer {
   absl::StatusOr<TextTokens> BoundedTokens(std::string_view text, std::string_view what, size_t limit,
                                            const TokenizeOptions& opts) const;
   absl::StatusOr<int> MaxLength(const TokenizeOptions& opts, bool pair) const;
-  MappedText T5Prefix(const MappedText& text) const;
   Encoding Assemble(const std::vector<TokenSpan>& a, const std::vector<TokenSpan>* b,
                     int max_length, TruncationDirection direction,
                     PairTruncation pair_truncation = PairTruncation::kLongestFirst) const;
 
   std::unique_ptr<TextModel> model_;
-  TokenizerFamily family_;
+  const TokenizerFamilyDescriptor* descriptor_;
   SpecialTokenIds ids_;
   PostProcessorTemplate template_;
   std::unique_ptr<AddedTokens> added_;
@@ -239,10 +250,8 @@ class Tokenizer {
   // transformers' tokenize-level lower-casing, before the split on added tokens.
   bool lower_case_outside_tokens_;
   bool lower_case_whole_text_ = false;  // LowerCaseWholeText()
-  bool add_prefix_space_;  // RoBERTa
-  bool t5_without_legacy_;  // T5Tokenizer with legacy=False
-  bool t5_prefix_space_;    // its add_prefix_space
-  int space_piece_id_ = -1;  // the vocabulary's "▁", -1 when it has none
+  bool add_prefix_space_;  // the descriptor's has_add_prefix_space, and the config's switch
+  std::unique_ptr<FamilyTextRules> text_rules_;  // null where the family has none
   // Whether a text may be tokenized in chunks cut at spaces (text_chunks.h): false when an
   // added token or a vocabulary piece spans a space.
   bool chunkable_ = true;

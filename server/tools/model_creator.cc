@@ -21,7 +21,9 @@
 #include "server/model/config/model_limits.h"
 #include "server/safetensors/dtype.h"
 #include "server/safetensors/safetensors_writer.h"
+#include "server/tokenizer/files/tokenizer_config.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_model.h"
+#include "server/tokenizer/tokenizer.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -241,7 +243,8 @@ absl::Status MakeDirs(const std::string& dir) {
 // The vocabulary a tokenizer file implies: SentencePiece pieces plus the special tokens the
 // tokenizer appends because they are not pieces (or fairseq's layout for XLM-R); or one entry
 // per line of a vocab.txt.
-absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& bytes, const CreateTokenizerSpec& t) {
+absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& bytes, const CreateTokenizerSpec& t,
+                                    const json& special_tokens) {
   if (t.format == CreateTokenizerSpec::VocabFormat::kLines) {
     // transformers' load_vocab: every line is a token, the last one even without a newline.
     if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat("vocab_file: ", path, ": is empty"));
@@ -258,7 +261,7 @@ absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& 
   if (t.format == CreateTokenizerSpec::VocabFormat::kFairseq) return static_cast<int64_t>(pieces->size() + 2);
   std::set<std::string> have(pieces->begin(), pieces->end());
   std::set<std::string> missing;
-  for (const auto& [key, value] : t.special_tokens_map.items()) {
+  for (const auto& [key, value] : special_tokens.items()) {
     if (value.is_string() && have.count(value.get<std::string>()) == 0) {
       missing.insert(value.get<std::string>());
     }
@@ -434,6 +437,8 @@ absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, cons
   RETURN_IF_ERROR(BuildModelConfig(options).status());
 
   const CreateTokenizerSpec tok = family->CreateTokenizer(options.family);
+  // The special tokens serving reads by default for that tokenizer: its descriptor's.
+  const json special_tokens = SpecialTokensJson(Tokenizer::DefaultSpecialTokens(tok.tokenizer_family));
   std::string vocab_bytes;
   int64_t vocab_from_file = 0;
   if (!options.vocab_file.empty()) {
@@ -442,7 +447,7 @@ absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, cons
                                                      " takes no vocabulary file"));
     }
     ASSIGN_OR_RETURN(vocab_bytes, ReadFileToString(options.vocab_file));
-    ASSIGN_OR_RETURN(vocab_from_file, VocabNeeded(options.vocab_file, vocab_bytes, tok));
+    ASSIGN_OR_RETURN(vocab_from_file, VocabNeeded(options.vocab_file, vocab_bytes, tok, special_tokens));
   }
   ASSIGN_OR_RETURN(json config, BuildModelConfig(options, vocab_from_file));
   ASSIGN_OR_RETURN(ModelConfig parsed, ParseModelConfig(config, "config"));
@@ -472,8 +477,10 @@ absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, cons
 
   if (!options.vocab_file.empty()) {
     RETURN_IF_ERROR(WriteStringToFile(JoinPath(out_dir, tok.vocab_file_name), vocab_bytes));
-    RETURN_IF_ERROR(WriteJson(JoinPath(out_dir, "tokenizer_config.json"), tok.tokenizer_config));
-    RETURN_IF_ERROR(WriteJson(JoinPath(out_dir, "special_tokens_map.json"), tok.special_tokens_map));
+    json tokenizer_config = tok.tokenizer_config;
+    tokenizer_config.update(special_tokens);
+    RETURN_IF_ERROR(WriteJson(JoinPath(out_dir, "tokenizer_config.json"), tokenizer_config));
+    RETURN_IF_ERROR(WriteJson(JoinPath(out_dir, "special_tokens_map.json"), special_tokens));
   }
   if (options.sentence_transformers) {
     RETURN_IF_ERROR(WriteSentenceTransformers(options, out_dir, parsed.hidden_size, dtype));

@@ -9,7 +9,7 @@
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
 #include "server/model/config/sentence_transformers_config.h"
-#include "server/tokenizer/files/tokenizer_class.h"
+#include "server/tokenizer/families/tokenizer_class.h"
 #include "server/tokenizer/files/tokenizer_files.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/tools/commands.h"
@@ -50,7 +50,7 @@ Padding PaddingFromFlags(const CliArgs& args) {
 // Text input needs the tokenizer files of the model's family in the directory.
 absl::Status NoTokenizerError(const std::string& dir, TokenizerFamily family) {
   return absl::FailedPreconditionError(
-      absl::StrCat(dir, " has no tokenizer (", TokenizerFilesDescription(family), "): the model takes token ids only"));
+      absl::StrCat(dir, " has no tokenizer (", Tokenizer::FilesDescription(family), "): the model takes token ids only"));
 }
 
 absl::Status RunTokenize(const CliArgs& args) {

@@ -18,6 +18,7 @@
 #include "server/model/config/model_config.h"
 #include "server/model/config/sentence_transformers_config.h"
 #include "server/safetensors/checkpoint.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/files/tokenizer_config.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
@@ -119,7 +120,7 @@ void CheckModelConfig(const nlohmann::json& json) {
 
 void CheckTokenizerConfig(const nlohmann::json& json) {
   for (TokenizerFamily family : {TokenizerFamily::kDeberta, TokenizerFamily::kT5}) {
-    TokenizerConfig config = DefaultTokenizerConfig(family);
+    TokenizerConfig config = DefaultTokenizerConfig(Describe(family));
     const absl::Status status = ApplyTokenizerConfigJson(json, "tokenizer_config.json", &config);
     if (!status.ok()) {
       FUZZ_CHECK(status.code() == absl::StatusCode::kInvalidArgument, "%s",

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 
 namespace relserve {
 namespace {
@@ -21,8 +22,8 @@ struct FakeVocab {
 
 TEST(SpecialTokensTest, NamedPiecesWin) {
   const FakeVocab vocab{{{"[PAD]", 7}, {"[CLS]", 8}, {"[SEP]", 9}, {"[UNK]", 10}}};
-  auto ids = ResolveSpecialTokenIds(TokenizerFamily::kDeberta,
-                                    DefaultSpecialTokenNames(TokenizerFamily::kDeberta), vocab,
+  auto ids = ResolveSpecialTokenIds(Describe(TokenizerFamily::kDeberta),
+                                    DefaultSpecialTokenNames(Describe(TokenizerFamily::kDeberta)), vocab,
                                     RelserveSpmReservedIds{0, 1, 2, 3}, 100);
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_EQ(ids->pad, 7);
@@ -35,8 +36,8 @@ TEST(SpecialTokensTest, NamedPiecesWin) {
 TEST(SpecialTokensTest, ReservedIdsComeBeforeFamilyDefaults) {
   // SentencePiece numbering: unk, bos (the [CLS] role), eos ([SEP] / </s>), pad.
   const RelserveSpmReservedIds reserved{5, 6, 7, 8};
-  auto deberta = ResolveSpecialTokenIds(TokenizerFamily::kDeberta,
-                                        DefaultSpecialTokenNames(TokenizerFamily::kDeberta),
+  auto deberta = ResolveSpecialTokenIds(Describe(TokenizerFamily::kDeberta),
+                                        DefaultSpecialTokenNames(Describe(TokenizerFamily::kDeberta)),
                                         FakeVocab{}, reserved, 100);
   ASSERT_TRUE(deberta.ok()) << deberta.status();
   EXPECT_EQ(deberta->unk, 5);
@@ -44,8 +45,8 @@ TEST(SpecialTokensTest, ReservedIdsComeBeforeFamilyDefaults) {
   EXPECT_EQ(deberta->sep, 7);
   EXPECT_EQ(deberta->pad, 8);
 
-  auto t5 = ResolveSpecialTokenIds(TokenizerFamily::kT5,
-                                   DefaultSpecialTokenNames(TokenizerFamily::kT5), FakeVocab{},
+  auto t5 = ResolveSpecialTokenIds(Describe(TokenizerFamily::kT5),
+                                   DefaultSpecialTokenNames(Describe(TokenizerFamily::kT5)), FakeVocab{},
                                    reserved, 100);
   ASSERT_TRUE(t5.ok()) << t5.status();
   EXPECT_EQ(t5->unk, 5);
@@ -56,8 +57,8 @@ TEST(SpecialTokensTest, ReservedIdsComeBeforeFamilyDefaults) {
 }
 
 TEST(SpecialTokensTest, FamilyDefaultsLast) {
-  auto deberta = ResolveSpecialTokenIds(TokenizerFamily::kDeberta,
-                                        DefaultSpecialTokenNames(TokenizerFamily::kDeberta),
+  auto deberta = ResolveSpecialTokenIds(Describe(TokenizerFamily::kDeberta),
+                                        DefaultSpecialTokenNames(Describe(TokenizerFamily::kDeberta)),
                                         FakeVocab{}, kNoReservedIds, 100);
   ASSERT_TRUE(deberta.ok()) << deberta.status();
   EXPECT_EQ(deberta->pad, 0);
@@ -65,8 +66,8 @@ TEST(SpecialTokensTest, FamilyDefaultsLast) {
   EXPECT_EQ(deberta->sep, 2);
   EXPECT_EQ(deberta->unk, 3);
 
-  auto t5 = ResolveSpecialTokenIds(TokenizerFamily::kT5,
-                                   DefaultSpecialTokenNames(TokenizerFamily::kT5), FakeVocab{},
+  auto t5 = ResolveSpecialTokenIds(Describe(TokenizerFamily::kT5),
+                                   DefaultSpecialTokenNames(Describe(TokenizerFamily::kT5)), FakeVocab{},
                                    kNoReservedIds, 100);
   ASSERT_TRUE(t5.ok()) << t5.status();
   EXPECT_EQ(t5->pad, 0);
@@ -76,20 +77,20 @@ TEST(SpecialTokensTest, FamilyDefaultsLast) {
 
 TEST(SpecialTokensTest, DefaultOutsideVocabularyIsAnError) {
   // Three pieces: DeBERTa's default unk id 3 does not exist.
-  auto ids = ResolveSpecialTokenIds(TokenizerFamily::kDeberta,
-                                    DefaultSpecialTokenNames(TokenizerFamily::kDeberta),
+  auto ids = ResolveSpecialTokenIds(Describe(TokenizerFamily::kDeberta),
+                                    DefaultSpecialTokenNames(Describe(TokenizerFamily::kDeberta)),
                                     FakeVocab{}, kNoReservedIds, 3);
   EXPECT_EQ(ids.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(ids.status().message().find("[UNK]"), std::string_view::npos) << ids.status();
 }
 
 TEST(SpecialTokensTest, DefaultNames) {
-  const SpecialTokenNames deberta = DefaultSpecialTokenNames(TokenizerFamily::kDeberta);
+  const SpecialTokenNames deberta = DefaultSpecialTokenNames(Describe(TokenizerFamily::kDeberta));
   EXPECT_EQ(deberta.cls, "[CLS]");
   EXPECT_EQ(deberta.sep, "[SEP]");
   EXPECT_EQ(deberta.pad, "[PAD]");
   EXPECT_EQ(deberta.unk, "[UNK]");
-  const SpecialTokenNames t5 = DefaultSpecialTokenNames(TokenizerFamily::kT5);
+  const SpecialTokenNames t5 = DefaultSpecialTokenNames(Describe(TokenizerFamily::kT5));
   EXPECT_EQ(t5.eos, "</s>");
   EXPECT_EQ(t5.pad, "<pad>");
   EXPECT_EQ(t5.unk, "<unk>");

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
@@ -79,7 +80,7 @@ TEST(T5EosTest, TheFamilyTemplateMarksItsEos) {
   ids.pad = 0;
   ids.eos = 1;
   ids.unk = 2;
-  auto t5 = FamilyTemplate(TokenizerFamily::kT5, ids);
+  auto t5 = FamilyTemplate(Describe(TokenizerFamily::kT5), ids);
   ASSERT_TRUE(t5.ok()) << t5.status();
   ASSERT_EQ(t5->single.size(), 2u);
   EXPECT_TRUE(t5->single[1].unless_text_ends_with_it);
@@ -94,7 +95,7 @@ TEST(T5EosTest, TheFamilyTemplateMarksItsEos) {
   ids.sep = 4;
   for (TokenizerFamily family : {TokenizerFamily::kDeberta, TokenizerFamily::kBert, TokenizerFamily::kMpnet,
                                  TokenizerFamily::kRoberta, TokenizerFamily::kXlmRoberta, TokenizerFamily::kXlnet}) {
-    auto t = FamilyTemplate(family, ids);
+    auto t = FamilyTemplate(Describe(family), ids);
     ASSERT_TRUE(t.ok()) << t.status();
     for (const auto* side : {&t->single, &t->pair}) {
       for (const TemplatePiece& piece : *side) {

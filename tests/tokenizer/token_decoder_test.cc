@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/files/tokenizer_files.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
@@ -138,10 +139,10 @@ TEST(TokenizerFamiliesTest, RandomTextGivesWellFormedEncodings) {
 TEST(TokenizerFamiliesTest, NamesAndFileDescriptions) {
   EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kXlnet), "XLNet");
   EXPECT_STREQ(TokenizerFamilyName(TokenizerFamily::kRoberta), "RoBERTa");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kDeberta), "spm.model or spiece.model or tokenizer.json");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kXlnet), "spiece.model or spm.model or tokenizer.json");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kMpnet), "vocab.txt or tokenizer.json");
-  EXPECT_EQ(TokenizerFilesDescription(TokenizerFamily::kRoberta), "vocab.json and merges.txt, or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kDeberta)), "spm.model or spiece.model or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kXlnet)), "spiece.model or spm.model or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kMpnet)), "vocab.txt or tokenizer.json");
+  EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kRoberta)), "vocab.json and merges.txt, or tokenizer.json");
 }
 
 TEST(TokenizerFamiliesTest, EachFamilyLooksForItsOwnFiles) {

@@ -16,6 +16,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/safetensors/safetensors_file.h"
+#include "server/tokenizer/families/tokenizer_class.h"
+#include "server/tokenizer/files/tokenizer_config.h"
+#include "server/tokenizer/tokenizer.h"
 
 namespace relserve {
 namespace {
@@ -872,6 +875,68 @@ TEST(ModelCreatorTest, VocabFileSetsVocabularyAndTokenizerFiles) {
   std::ofstream(scratch + "/bad.model", std::ios::binary) << "not a model";
   t.vocab_file = scratch + "/bad.model";
   EXPECT_EQ(CreateCode(t, ScratchDir("_bad"), "vocab_file"), absl::StatusCode::kInvalidArgument);
+}
+
+// `create` writes the special tokens of the tokenizer descriptor that serving reads: for every
+// variant that writes tokenizer files, the directory loads as that family's tokenizer, each role
+// is played by the descriptor's token, and tokenizer_config.json and special_tokens_map.json
+// name exactly those tokens.
+TEST(ModelCreatorTest, SpecialTokensRoundTripThroughTheTokenizer) {
+  const std::string data = RELSERVE_TEST_DATA_DIR;
+  const struct {
+    const char* variant;
+    std::string vocab_file;
+    TokenizerFamily family;
+  } cases[] = {
+      {"deberta-v3", data + "/reference/tokenizer/spm.model", TokenizerFamily::kDeberta},
+      {"deberta-v2", data + "/reference/tokenizer/spm.model", TokenizerFamily::kDeberta},
+      {"t5", data + "/tokenizer_json/t5/spiece.model", TokenizerFamily::kT5},
+      {"bert", data + "/ner/ner_bert/vocab.txt", TokenizerFamily::kBert},
+      {"electra", data + "/ner/ner_bert/vocab.txt", TokenizerFamily::kBert},
+      {"mpnet", data + "/ner/ner_bert/vocab.txt", TokenizerFamily::kMpnet},
+      {"xlnet", data + "/reference/tokenizer_xlnet/spiece.model", TokenizerFamily::kXlnet},
+      {"xlm-roberta", data + "/tokenizer_json/xlm_roberta/sentencepiece.bpe.model",
+       TokenizerFamily::kXlmRoberta},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.variant);
+    CreateModelOptions o = c.variant == std::string("t5") ? SmallT5(c.variant) : SmallDeberta(c.variant);
+    o.layers = 1;
+    o.vocab = 64;  // the vocabulary file's size does not matter here
+    o.vocab_file = c.vocab_file;
+    const std::string dir = ScratchDir(std::string("_") + c.variant);
+    ASSERT_TRUE(CreateModelDirectory(o, dir).ok());
+
+    auto family = ResolveTokenizerFamily(dir, TokenizerFamily::kBert);
+    ASSERT_TRUE(family.ok()) << family.status();
+    EXPECT_EQ(*family, c.family);
+    const SpecialTokenNames names = Tokenizer::DefaultSpecialTokens(c.family);
+    const json written = SpecialTokensJson(names);
+    EXPECT_EQ(ReadJson(dir + "/special_tokens_map.json"), written);
+    const json config = ReadJson(dir + "/tokenizer_config.json");
+    for (const auto& [key, value] : written.items()) EXPECT_EQ(config[key], value) << key;
+    for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                            "mask_token", "additional_special_tokens"}) {
+      EXPECT_EQ(config.contains(key), written.contains(key)) << key;
+    }
+
+    auto tokenizer = Tokenizer::Load(dir, *family, 512);
+    ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
+    const Tokenizer& t = **tokenizer;
+    const struct {
+      const std::string& name;
+      int id;
+    } roles[] = {{names.pad, t.pad_id()}, {names.unk, t.unk_id()}, {names.cls, t.cls_id()},
+                 {names.sep, t.sep_id()}, {names.eos, t.eos_id()}, {names.mask, t.mask_id()}};
+    for (const auto& role : roles) {
+      if (role.name.empty()) continue;
+      EXPECT_GE(role.id, 0) << role.name;
+      EXPECT_EQ(t.IdToPiece(role.id), role.name);
+    }
+    std::vector<std::string> others = names.additional;
+    if (!names.bos.empty()) others.push_back(names.bos);
+    for (const std::string& name : others) EXPECT_GE(t.TokenToId(name), 0) << name;
+  }
 }
 
 TEST(ModelCreatorTest, SentenceTransformersLayout) {

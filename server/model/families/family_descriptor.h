@@ -51,7 +51,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/model/config/model_config.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family.h"
 #include "server/util/json_util.h"
 
 namespace relserve {
@@ -130,8 +130,11 @@ struct CreateTokenizerSpec {
   VocabFormat format = VocabFormat::kNone;
   // where F is copied: "spm.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model"
   std::string vocab_file_name;
+  // The tokenizer the files are for: its descriptor's special tokens are written into
+  // tokenizer_config.json and special_tokens_map.json (one source with what serving reads).
+  TokenizerFamily tokenizer_family = TokenizerFamily::kBert;
+  // tokenizer_config.json's other keys (the class, its switches, model_max_length).
   nlohmann::json tokenizer_config = nlohmann::json::object();
-  nlohmann::json special_tokens_map = nlohmann::json::object();
 };
 
 // A `relserve-model create` option of a family: `--flag VALUE` sets config.json's `config_key`

@@ -1,7 +1,7 @@
 #include "server/model/families/model_tokenizer.h"
 
 #include "server/model/families/family_descriptor.h"
-#include "server/tokenizer/files/tokenizer_class.h"
+#include "server/tokenizer/families/tokenizer_class.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -2,9 +2,10 @@
 #include <memory>
 #include <utility>
 
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/models/sentencepiece_text_model.h"
-#include "server/tokenizer/token_decoder.h"
+#include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -14,7 +15,7 @@ absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
                                               const TokenizerConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, TokenizerFamily::kDeberta, config));
+                   LoadFamilySentencePiece(files, json, DebertaTokenizerFamily(), config));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   // split_by_punct: DebertaV2Tokenizer's switch.
@@ -34,7 +35,7 @@ const TokenizerFamilyDescriptor& DebertaTokenizerFamily() {
     d->vocab_files = {"spm.model", "spiece.model"};
     SpecialTokenNames& names = d->special_tokens;
     names.pad = "[PAD]", names.unk = "[UNK]", names.cls = "[CLS]", names.sep = "[SEP]";
-    names.mask = "[MASK]", names.bos = "[CLS]";
+    names.mask = "[MASK]", names.bos = "[CLS]", names.eos = "[SEP]";
     d->sentencepiece_roles = SentencePieceRoleDefaults{/*pad=*/0, /*cls=*/1, /*sep=*/2,
                                                        /*eos=*/-1, /*unk=*/3};
     d->single_template = {{R::kCls}, {R::kFirstText}, {R::kSep}};

@@ -4,7 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/families/tokenizer_families.h"
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/files/tokenizer_json_model.h"
 #include "server/tokenizer/models/wordpiece_text_model.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
@@ -18,9 +18,9 @@ bool WithoutLegacy(const TokenizerFamilyDescriptor& family, const TokenizerConfi
 }
 
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFamilySentencePiece(
-    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family,
+    const TokenizerFiles& files, const TokenizerJson* json, const TokenizerFamilyDescriptor& family,
     const TokenizerConfig& config) {
-  if (json == nullptr && WithoutLegacy(Describe(family), config)) {
+  if (json == nullptr && WithoutLegacy(family, config)) {
     // T5Tokenizer.get_spm_processor: the model without its dummy prefix.
     if (!FileExists(files.vocab)) {
       return absl::NotFoundError(absl::StrCat(files.vocab, ": no such SentencePiece model file"));

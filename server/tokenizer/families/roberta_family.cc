@@ -2,10 +2,11 @@
 #include <memory>
 #include <utility>
 
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/files/tokenizer_json_model.h"
 #include "server/tokenizer/models/byte_level_bpe_text_model.h"
-#include "server/tokenizer/token_decoder.h"
+#include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -2,10 +2,11 @@
 #include <memory>
 #include <utility>
 
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/models/sentencepiece_text_model.h"
 #include "server/tokenizer/models/t5_text_model.h"
-#include "server/tokenizer/token_decoder.h"
+#include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -15,7 +16,7 @@ absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
                                               const TokenizerConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, TokenizerFamily::kT5, config));
+                   LoadFamilySentencePiece(files, json, T5TokenizerFamily(), config));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   if (WithoutLegacy(T5TokenizerFamily(), config)) {
@@ -24,6 +25,50 @@ absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
     loaded.model = std::make_unique<SentencePieceTextModel>(std::move(spm), false);
   }
   return loaded;
+}
+
+// T5Tokenizer.tokenize with legacy=False.
+class WithoutLegacyRules : public FamilyTextRules {
+ public:
+  WithoutLegacyRules(bool prefix_space, int space_piece_id)
+      : prefix_space_(prefix_space), space_piece_id_(space_piece_id) {}
+
+  // "▁" in the text reads as a space, and a "▁" goes before it (add_prefix_space).
+  MappedText BeforeSplit(const MappedText& text) const override {
+    MappedText out;
+    if (prefix_space_) {
+      const auto [origin, unused] = text.Span(0, 0);
+      out.Append(U'\u2581', origin, origin);
+    }
+    text.ForEachChar([&](char32_t c, size_t b, size_t e) {
+      if (c == U'\u2581') {
+        const auto [begin, end] = text.Span(b, e);
+        out.Append(U' ', begin, end);
+      } else {
+        out.AppendRange(text, b, e);
+      }
+    });
+    return out;
+  }
+
+  // The "▁" put before a text that starts with a special token goes.
+  void AfterSplit(bool first_from_model, bool second_is_special,
+                  std::vector<TokenSpan>* tokens) const override {
+    if (tokens->size() > 1 && first_from_model && space_piece_id_ >= 0 &&
+        (*tokens)[0].id == space_piece_id_ && second_is_special) {
+      tokens->erase(tokens->begin());
+    }
+  }
+
+ private:
+  const bool prefix_space_;
+  const int space_piece_id_;  // the vocabulary's "▁", -1 when it has none
+};
+
+std::unique_ptr<FamilyTextRules> TextRules(const TokenizerConfig& config, const TextModel& model) {
+  if (!WithoutLegacy(T5TokenizerFamily(), config)) return nullptr;
+  return std::make_unique<WithoutLegacyRules>(config.add_prefix_space.value_or(true),
+                                              model.PieceToId("\xe2\x96\x81"));
 }
 
 }  // namespace
@@ -52,6 +97,7 @@ const TokenizerFamilyDescriptor& T5TokenizerFamily() {
     d->json_components = {"Strip", "Precompiled", "Replace", "Metaspace", "WhitespaceSplit"};
     d->load_text_model = &LoadTextModel;
     d->decode = &DecodeMetaspace;
+    d->text_rules = &TextRules;
     return d;
   }();
   return *family;

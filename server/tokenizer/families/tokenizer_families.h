@@ -1,19 +1,28 @@
 #ifndef RELSERVE_SERVER_TOKENIZER_FAMILIES_TOKENIZER_FAMILIES_H_
 #define RELSERVE_SERVER_TOKENIZER_FAMILIES_TOKENIZER_FAMILIES_H_
 
-#include <memory>
+#include <vector>
 
-#include "absl/status/statusor.h"
-#include "server/tokenizer/files/tokenizer_config.h"
-#include "server/tokenizer/files/tokenizer_files.h"
-#include "server/tokenizer/files/tokenizer_json.h"
-#include "server/tokenizer/sentencepiece/sentencepiece_model.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
+#include "server/tokenizer/descriptor/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 
 namespace relserve {
 
-// One descriptor per family, each in its own file; Describe() (tokenizer_family_descriptor.cc)
-// maps the enumerators to them.
+// The registry of tokenizer families. Only the tokenizer's factory (Tokenizer::Load and its
+// kin, tokenizer.h) and the tokenizer class lookup (tokenizer_class.h) look a descriptor up;
+// everything else is handed the descriptor (or the Tokenizer that holds it).
+
+// The family's descriptor.
+const TokenizerFamilyDescriptor& Describe(TokenizerFamily family);
+
+// Every family's descriptor, in the order of the enumerators.
+const std::vector<const TokenizerFamilyDescriptor*>& AllTokenizerFamilyDescriptors();
+
+// The family's name for messages ("DeBERTa", "XLM-RoBERTa"): its descriptor's name. A C string:
+// Debian's Abseil cannot StrCat a std::string_view.
+const char* TokenizerFamilyName(TokenizerFamily family);
+
+// One descriptor per family, each in its own file.
 const TokenizerFamilyDescriptor& DebertaTokenizerFamily();
 const TokenizerFamilyDescriptor& T5TokenizerFamily();
 const TokenizerFamilyDescriptor& BertTokenizerFamily();
@@ -21,23 +30,6 @@ const TokenizerFamilyDescriptor& RobertaTokenizerFamily();
 const TokenizerFamilyDescriptor& MpnetTokenizerFamily();
 const TokenizerFamilyDescriptor& XlnetTokenizerFamily();
 const TokenizerFamilyDescriptor& XlmRobertaTokenizerFamily();
-
-// What the families' text model factories share.
-
-// Whether config turns off the legacy behaviour of a family that has the switch
-// (T5Tokenizer with legacy=False).
-bool WithoutLegacy(const TokenizerFamilyDescriptor& family, const TokenizerConfig& config);
-
-// The SentencePiece model of spm.model / spiece.model (without its dummy prefix for a family
-// WithoutLegacy, as T5Tokenizer.get_spm_processor), or the one tokenizer.json describes.
-absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFamilySentencePiece(
-    const TokenizerFiles& files, const TokenizerJson* json, TokenizerFamily family,
-    const TokenizerConfig& config);
-
-// BertTokenizer's and MPNetTokenizer's WordPiece model, from vocab.txt or tokenizer.json.
-absl::StatusOr<LoadedTextModel> LoadWordPieceFamilyModel(const TokenizerFiles& files,
-                                                         const TokenizerJson* json,
-                                                         const TokenizerConfig& config);
 
 }  // namespace relserve
 

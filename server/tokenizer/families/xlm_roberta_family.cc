@@ -2,10 +2,11 @@
 #include <memory>
 #include <utility>
 
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/models/sentencepiece_text_model.h"
 #include "server/tokenizer/models/xlm_roberta_text_model.h"
-#include "server/tokenizer/token_decoder.h"
+#include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -15,7 +16,7 @@ absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
                                               const TokenizerConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, TokenizerFamily::kXlmRoberta, config));
+                   LoadFamilySentencePiece(files, json, XlmRobertaTokenizerFamily(), config));
   LoadedTextModel loaded;
   // tokenizer.json holds the vocabulary in fairseq's order already.
   if (json != nullptr) {

@@ -2,9 +2,10 @@
 #include <memory>
 #include <utility>
 
+#include "server/tokenizer/families/family_text_models.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/models/xlnet_text_model.h"
-#include "server/tokenizer/token_decoder.h"
+#include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -14,7 +15,7 @@ absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
                                               const TokenizerConfig& config) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, TokenizerFamily::kXlnet, config));
+                   LoadFamilySentencePiece(files, json, XlnetTokenizerFamily(), config));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   XlnetTextOptions options;

@@ -5,9 +5,9 @@
 #include <cstdlib>
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -196,11 +196,10 @@ absl::Status ApplyAddedTokensFileIfPresent(const std::string& path, TokenizerCon
 
 }  // namespace
 
-TokenizerConfig DefaultTokenizerConfig(TokenizerFamily family) {
+TokenizerConfig DefaultTokenizerConfig(const TokenizerFamilyDescriptor& family) {
   TokenizerConfig config;
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
-  config.special_tokens = descriptor.special_tokens;
-  config.do_lower_case = descriptor.do_lower_case;
+  config.special_tokens = family.special_tokens;
+  config.do_lower_case = family.do_lower_case;
   return config;
 }
 
@@ -224,8 +223,20 @@ absl::Status ApplyTokenizerConfigJson(const nlohmann::json& json, const std::str
   return ApplyAddedTokensDecoder(json, what, config);
 }
 
+nlohmann::json SpecialTokensJson(const SpecialTokenNames& names) {
+  nlohmann::json json = nlohmann::json::object();
+  for (const auto& [key, name] : {std::pair{"bos_token", &names.bos}, {"eos_token", &names.eos},
+                                  {"unk_token", &names.unk}, {"sep_token", &names.sep},
+                                  {"pad_token", &names.pad}, {"cls_token", &names.cls},
+                                  {"mask_token", &names.mask}}) {
+    if (!name->empty()) json[key] = *name;
+  }
+  if (!names.additional.empty()) json["additional_special_tokens"] = names.additional;
+  return json;
+}
+
 absl::StatusOr<TokenizerConfig> ReadTokenizerConfig(const std::string& model_dir,
-                                                    TokenizerFamily family) {
+                                                    const TokenizerFamilyDescriptor& family) {
   TokenizerConfig config = DefaultTokenizerConfig(family);
   ASSIGN_OR_RETURN(const bool has_decoder,
                    ApplyJsonFileIfPresent(JoinPath(model_dir, "tokenizer_config.json"), &config));

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/descriptor/special_token_names.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 
 namespace relserve {
 
@@ -69,7 +69,7 @@ struct TokenizerConfig {
 
 // The family's defaults: its tokenizer class's lower-casing and special token names, no max
 // length.
-TokenizerConfig DefaultTokenizerConfig(TokenizerFamily family);
+TokenizerConfig DefaultTokenizerConfig(const TokenizerFamilyDescriptor& family);
 
 // Applies the keys relserve uses from a parsed tokenizer_config.json or special_tokens_map.json
 // on top of *config: do_lower_case, model_max_length, the special tokens (pad, unk, cls, sep,
@@ -79,12 +79,17 @@ TokenizerConfig DefaultTokenizerConfig(TokenizerFamily family);
 absl::Status ApplyTokenizerConfigJson(const nlohmann::json& json, const std::string& what,
                                       TokenizerConfig* config);
 
+// The special tokens as tokenizer_config.json and special_tokens_map.json write them (the keys
+// ApplyTokenizerConfigJson reads): each role that has a token as "<role>_token": "<token>",
+// additional_special_tokens where there are any.
+nlohmann::json SpecialTokensJson(const SpecialTokenNames& names);
+
 // The family's defaults, then <model_dir>/tokenizer_config.json, then
 // <model_dir>/special_tokens_map.json (which wins for special tokens, as in transformers),
 // then, when tokenizer_config.json has no added_tokens_decoder, <model_dir>/added_tokens.json
 // ({"token": id}); each only where the file exists.
 absl::StatusOr<TokenizerConfig> ReadTokenizerConfig(const std::string& model_dir,
-                                                    TokenizerFamily family);
+                                                    const TokenizerFamilyDescriptor& family);
 
 }  // namespace relserve
 

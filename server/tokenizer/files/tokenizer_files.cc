@@ -6,7 +6,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 
@@ -27,8 +26,7 @@ absl::StatusOr<std::vector<bool>> Present(const std::string& model_dir,
 }  // namespace
 
 absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
-                                                  TokenizerFamily family) {
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+                                                  const TokenizerFamilyDescriptor& descriptor) {
   const std::vector<std::string>& names = descriptor.vocab_files;
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   TokenizerFiles files;
@@ -57,7 +55,7 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
         std::find(present.begin(), present.end(), false) - present.begin());
     return absl::NotFoundError(absl::StrCat(
         model_dir, ": no ", names[missing], " and no ", kTokenizerJsonFile, " (a ",
-        descriptor.name, " tokenizer needs ", TokenizerFilesDescription(family), ")"));
+        descriptor.name, " tokenizer needs ", TokenizerFilesDescription(descriptor), ")"));
   }
   const bool sentencepiece = names.size() > 1;
   return absl::NotFoundError(absl::StrCat(
@@ -65,8 +63,7 @@ absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
       " (looked for ", absl::StrJoin(names, ", "), " and ", kTokenizerJsonFile, ")"));
 }
 
-std::string TokenizerFilesDescription(TokenizerFamily family) {
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
+std::string TokenizerFilesDescription(const TokenizerFamilyDescriptor& descriptor) {
   if (descriptor.needs_every_vocab_file) {
     return absl::StrCat(absl::StrJoin(descriptor.vocab_files, " and "), ", or ",
                         kTokenizerJsonFile);
@@ -74,8 +71,9 @@ std::string TokenizerFilesDescription(TokenizerFamily family) {
   return absl::StrCat(absl::StrJoin(descriptor.vocab_files, " or "), " or ", kTokenizerJsonFile);
 }
 
-absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family) {
-  std::vector<std::string> names = Describe(family).vocab_files;
+absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir,
+                                       const TokenizerFamilyDescriptor& family) {
+  std::vector<std::string> names = family.vocab_files;
   names.push_back(kTokenizerJsonFile);
   ASSIGN_OR_RETURN(const std::vector<bool> present, Present(model_dir, names));
   for (const bool here : present) {

@@ -4,12 +4,12 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 
 namespace relserve {
 
 // Where a family's vocabulary lives in a Hugging Face model directory (its descriptor's
-// vocab_files, tokenizer_family_descriptor.h):
+// vocab_files):
 //   DeBERTa, T5, XLNet  spm.model or spiece.model (SentencePiece; the family's usual name first)
 //   BERT, MPNet         vocab.txt (WordPiece)
 //   RoBERTa             vocab.json and merges.txt (byte-level BPE)
@@ -28,16 +28,17 @@ inline constexpr char kTokenizerJsonFile[] = "tokenizer.json";
 // lacks one of the two and has no tokenizer.json). A directory or dangling link in a file's
 // place is INVALID_ARGUMENT.
 absl::StatusOr<TokenizerFiles> FindTokenizerFiles(const std::string& model_dir,
-                                                  TokenizerFamily family);
+                                                  const TokenizerFamilyDescriptor& family);
 
 // The files a family's tokenizer reads, for messages: "spm.model or spiece.model or
 // tokenizer.json", "vocab.txt or tokenizer.json", "vocab.json and merges.txt, or
 // tokenizer.json".
-std::string TokenizerFilesDescription(TokenizerFamily family);
+std::string TokenizerFilesDescription(const TokenizerFamilyDescriptor& family);
 
 // Whether the directory holds any of the family's vocabulary files, so that a model is served
 // with text input; the same errors for a directory in a file's place.
-absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir, TokenizerFamily family);
+absl::StatusOr<bool> HasTokenizerFiles(const std::string& model_dir,
+                                       const TokenizerFamilyDescriptor& family);
 
 }  // namespace relserve
 

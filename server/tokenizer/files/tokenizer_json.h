@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 #include "server/tokenizer/files/tokenizer_config.h"
 
 namespace relserve {
@@ -27,7 +28,7 @@ struct TokenizerJsonTemplateItem {
 // its added tokens and its post-processor. Parsing refuses every component whose behaviour
 // the slow tokenizers cannot reproduce, naming it, rather than tokenizing differently.
 struct TokenizerJson {
-  enum class ModelType { kUnigram, kWordPiece, kBpe };
+  using ModelType = VocabModelType;
   ModelType model_type = ModelType::kUnigram;
 
   // Unigram: the pieces with their scores, by id; the unknown piece's id; byte fallback.

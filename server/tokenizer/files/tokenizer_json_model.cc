@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "server/tokenizer/text/unicode_chars.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -75,21 +74,20 @@ void ApplyTemplateRoles(const TokenizerJson::Template& t, const TokenizerFamilyD
 
 }  // namespace
 
-absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily family,
+absl::Status ApplyTokenizerJson(const TokenizerJson& json, const TokenizerFamilyDescriptor& descriptor,
                                 const std::string& source, TokenizerConfig* config) {
-  const TokenizerFamilyDescriptor& descriptor = Describe(family);
   const ModelType wanted = descriptor.json_model;
   if (json.model_type != wanted) {
     return absl::InvalidArgumentError(absl::StrCat(
         source, ": holds a ", ModelTypeName(json.model_type), " model, but a ",
-        TokenizerFamilyName(family), " tokenizer reads a ", ModelTypeName(wanted), " model"));
+        descriptor.name, " tokenizer reads a ", ModelTypeName(wanted), " model"));
   }
   const std::set<std::string>& allowed = descriptor.json_components;
   for (const TokenizerJson::Component& component : json.components) {
     if (allowed.count(component.type) == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           source, ": ", component.place, " is a ", component.type, ", which the ",
-          TokenizerFamilyName(family), " tokenizer has no counterpart for (it reads ",
+          descriptor.name, " tokenizer has no counterpart for (it reads ",
           absl::StrJoin(allowed, ", "), ")"));
     }
   }
@@ -109,12 +107,12 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
       } else if (json.prepend_scheme == "first") {
         return absl::InvalidArgumentError(absl::StrCat(
             source, ": Metaspace's prepend_scheme \"first\" is T5's (legacy=false); the ",
-            TokenizerFamilyName(family), " tokenizer has \"always\" and \"never\""));
+            descriptor.name, " tokenizer has \"always\" and \"never\""));
       }
       if (json.replace_quotes && !descriptor.replaces_quotes) {
         return absl::InvalidArgumentError(absl::StrCat(
             source, ": its normalizer replaces `` and '' by \", which XLNet's tokenizer does and the ",
-            TokenizerFamilyName(family), " tokenizer does not"));
+            descriptor.name, " tokenizer does not"));
       }
       config->do_lower_case = json.lowercase;
       config->split_by_punct = json.split_on_punctuation;
@@ -152,8 +150,8 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
   return absl::OkStatus();
 }
 
-absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(const TokenizerJson& json,
-                                                                 TokenizerFamily family) {
+absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(
+    const TokenizerJson& json, const TokenizerFamilyDescriptor& family) {
   using PieceType = SentencePieceModelSpec::PieceType;
   std::map<int32_t, const AddedTokenEntry*> added;
   for (const auto& [id, entry] : json.added_tokens) added[id] = &entry;
@@ -165,7 +163,7 @@ absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(const Tokenizer
     SentencePieceModelSpec::Piece out;
     out.piece = piece;
     double restored = score;
-    if (Describe(family).lowers_digit_comma_scores && EndsInDigitComma(piece)) restored += 100.0;
+    if (family.lowers_digit_comma_scores && EndsInDigitComma(piece)) restored += 100.0;
     out.score = static_cast<float>(restored);
     auto token = added.find(static_cast<int32_t>(i));
     const bool is_added = token != added.end() && token->second->content == piece;
@@ -216,27 +214,6 @@ absl::StatusOr<ByteLevelBpeVocab> ByteLevelBpeVocabFromJson(const TokenizerJson&
     return absl::InvalidArgumentError(absl::StrCat(source, ": model.vocab is empty"));
   }
   return ByteLevelBpeVocab::FromParts(json.vocab, json.merges);
-}
-
-PostProcessorTemplate TemplateFromJson(const TokenizerJson& json, TokenizerFamily family) {
-  const bool types = FamilyUsesTokenTypes(family);
-  auto convert = [&](const std::vector<TokenizerJsonTemplateItem>& items) {
-    std::vector<TemplatePiece> pieces;
-    for (const TokenizerJsonTemplateItem& item : items) {
-      pieces.push_back(TemplatePiece{item.sequence, item.ids, types ? item.type_id : 0});
-    }
-    return pieces;
-  };
-  PostProcessorTemplate t;
-  if (!json.post_processor.has_value()) {
-    // The `tokenizers` library without a post-processor: the texts alone, the second typed 1.
-    t.single = {TemplatePiece{0, {}, 0}};
-    t.pair = {TemplatePiece{0, {}, 0}, TemplatePiece{1, {}, types ? 1 : 0}};
-    return t;
-  }
-  t.single = convert(json.post_processor->single);
-  t.pair = convert(json.post_processor->pair);
-  return t;
 }
 
 }  // namespace relserve

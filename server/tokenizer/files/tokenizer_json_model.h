@@ -9,9 +9,8 @@
 #include "server/tokenizer/files/tokenizer_json.h"
 #include "server/tokenizer/models/byte_level_bpe_text_model.h"
 #include "server/tokenizer/models/wordpiece_text_model.h"
-#include "server/tokenizer/post_processor_template.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_model_proto.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 
 namespace relserve {
 
@@ -27,7 +26,7 @@ namespace relserve {
 // add_prefix_space), its added tokens with their flags, the unknown token of its model and the
 // special tokens its post-processor places. INVALID_ARGUMENT naming `source`, the component
 // and the family otherwise.
-absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily family,
+absl::Status ApplyTokenizerJson(const TokenizerJson& json, const TokenizerFamilyDescriptor& family,
                                 const std::string& source, TokenizerConfig* config);
 
 // The SentencePiece model of a Unigram tokenizer.json: its pieces and scores, with the types
@@ -37,18 +36,14 @@ absl::Status ApplyTokenizerJson(const TokenizerJson& json, TokenizerFamily famil
 // normalizer spec its normalizer and Metaspace stand for. XLNet's converter lowers the score
 // of pieces ending in a digit and a comma by 100; that is undone, since XLNetTokenizer's own
 // digit-comma rule follows.
-absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(const TokenizerJson& json,
-                                                                 TokenizerFamily family);
+absl::StatusOr<SentencePieceModelSpec> SentencePieceSpecFromJson(
+    const TokenizerJson& json, const TokenizerFamilyDescriptor& family);
 
 // WordPiece's vocabulary; INVALID_ARGUMENT when its ids are not 0..n-1.
 absl::StatusOr<WordPieceVocab> WordPieceVocabFromJson(const TokenizerJson& json,
                                                       const std::string& source);
 absl::StatusOr<ByteLevelBpeVocab> ByteLevelBpeVocabFromJson(const TokenizerJson& json,
                                                             const std::string& source);
-
-// The template of tokenizer.json's post-processor ($A, then $A $B with type 1, when it has
-// none); type ids are 0 for families whose models take none (FamilyUsesTokenTypes).
-PostProcessorTemplate TemplateFromJson(const TokenizerJson& json, TokenizerFamily family);
 
 }  // namespace relserve
 

@@ -1,6 +1,7 @@
 #include "server/tokenizer/files/tokenizer_config.h"
 
 #include "gtest/gtest.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "tests/tokenizer/tokenizer_test_util.h"
 
 namespace relserve {
@@ -10,7 +11,7 @@ using ::relserve::testing::MakeTempDir;
 using ::relserve::testing::WriteFile;
 
 TEST(TokenizerConfigTest, DefaultsWhenDirectoryHasNoFiles) {
-  auto config = ReadTokenizerConfig(MakeTempDir("config_empty"), TokenizerFamily::kT5);
+  auto config = ReadTokenizerConfig(MakeTempDir("config_empty"), Describe(TokenizerFamily::kT5));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->do_lower_case);
   EXPECT_FALSE(config->model_max_length.has_value());
@@ -26,7 +27,7 @@ TEST(TokenizerConfigTest, ReadsKeysAndSpecialTokensMapWins) {
   })");
   WriteFile(JoinPath(dir, "special_tokens_map.json"),
             R"({"sep_token": "[SEP]", "mask_token": "[MASK]"})");
-  auto config = ReadTokenizerConfig(dir, TokenizerFamily::kDeberta);
+  auto config = ReadTokenizerConfig(dir, Describe(TokenizerFamily::kDeberta));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->do_lower_case);
   EXPECT_EQ(config->model_max_length, 384);
@@ -37,7 +38,7 @@ TEST(TokenizerConfigTest, ReadsKeysAndSpecialTokensMapWins) {
 }
 
 TEST(TokenizerConfigTest, NoLimitSentinelMeansUnset) {
-  TokenizerConfig config = DefaultTokenizerConfig(TokenizerFamily::kDeberta);
+  TokenizerConfig config = DefaultTokenizerConfig(Describe(TokenizerFamily::kDeberta));
   const auto json =
       nlohmann::json::parse(R"({"model_max_length": 1000000000000000019884624838656})");
   ASSERT_TRUE(ApplyTokenizerConfigJson(json, "cfg", &config).ok());
@@ -49,7 +50,7 @@ TEST(TokenizerConfigTest, WrongTypesAreInvalidArgument) {
                            R"({"model_max_length": 0})", R"({"model_max_length": 12.5})",
                            R"({"cls_token": 1})", R"({"sep_token": {"text": "[SEP]"}})",
                            R"([1, 2])"}) {
-    TokenizerConfig config = DefaultTokenizerConfig(TokenizerFamily::kDeberta);
+    TokenizerConfig config = DefaultTokenizerConfig(Describe(TokenizerFamily::kDeberta));
     const absl::Status status =
         ApplyTokenizerConfigJson(nlohmann::json::parse(text), "cfg.json", &config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
@@ -58,18 +59,18 @@ TEST(TokenizerConfigTest, WrongTypesAreInvalidArgument) {
 }
 
 TEST(TokenizerConfigTest, FamilyDefaults) {
-  EXPECT_TRUE(DefaultTokenizerConfig(TokenizerFamily::kBert).do_lower_case);
-  EXPECT_TRUE(DefaultTokenizerConfig(TokenizerFamily::kMpnet).do_lower_case);
-  EXPECT_FALSE(DefaultTokenizerConfig(TokenizerFamily::kXlnet).do_lower_case);
-  const TokenizerConfig xlnet = DefaultTokenizerConfig(TokenizerFamily::kXlnet);
+  EXPECT_TRUE(DefaultTokenizerConfig(Describe(TokenizerFamily::kBert)).do_lower_case);
+  EXPECT_TRUE(DefaultTokenizerConfig(Describe(TokenizerFamily::kMpnet)).do_lower_case);
+  EXPECT_FALSE(DefaultTokenizerConfig(Describe(TokenizerFamily::kXlnet)).do_lower_case);
+  const TokenizerConfig xlnet = DefaultTokenizerConfig(Describe(TokenizerFamily::kXlnet));
   EXPECT_TRUE(xlnet.remove_space);
   EXPECT_FALSE(xlnet.keep_accents);
   EXPECT_EQ(xlnet.special_tokens.additional, (std::vector<std::string>{"<eop>", "<eod>"}));
   EXPECT_EQ(xlnet.special_tokens.cls, "<cls>");
-  const TokenizerConfig mpnet = DefaultTokenizerConfig(TokenizerFamily::kMpnet);
+  const TokenizerConfig mpnet = DefaultTokenizerConfig(Describe(TokenizerFamily::kMpnet));
   EXPECT_EQ(mpnet.special_tokens.unk, "[UNK]");  // MPNetTokenizer keeps BERT's
   EXPECT_EQ(mpnet.special_tokens.mask, "<mask>");
-  const TokenizerConfig bert = DefaultTokenizerConfig(TokenizerFamily::kBert);
+  const TokenizerConfig bert = DefaultTokenizerConfig(Describe(TokenizerFamily::kBert));
   EXPECT_FALSE(bert.strip_accents.has_value());
   EXPECT_TRUE(bert.tokenize_chinese_chars);
   EXPECT_EQ(bert.max_input_chars_per_word, 100);
@@ -89,7 +90,7 @@ TEST(TokenizerConfigTest, ReadsTheFamilySwitchesAndAddedTokens) {
   })");
   WriteFile(JoinPath(dir, "special_tokens_map.json"), R"({"additional_special_tokens": ["<b>", "<a>"]})");
   WriteFile(JoinPath(dir, "added_tokens.json"), R"({"ignored": 12})");
-  auto config = ReadTokenizerConfig(dir, TokenizerFamily::kBert);
+  auto config = ReadTokenizerConfig(dir, Describe(TokenizerFamily::kBert));
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_FALSE(config->do_lower_case);
   EXPECT_EQ(config->strip_accents, true);
@@ -116,7 +117,7 @@ TEST(TokenizerConfigTest, ReadsTheFamilySwitchesAndAddedTokens) {
   // Without added_tokens_decoder, added_tokens.json is read.
   const std::string legacy = MakeTempDir("config_legacy_added");
   WriteFile(JoinPath(legacy, "added_tokens.json"), R"({"[MASK]": 128000})");
-  auto legacy_config = ReadTokenizerConfig(legacy, TokenizerFamily::kDeberta);
+  auto legacy_config = ReadTokenizerConfig(legacy, Describe(TokenizerFamily::kDeberta));
   ASSERT_TRUE(legacy_config.ok()) << legacy_config.status();
   EXPECT_EQ(legacy_config->added_tokens.at(128000).content, "[MASK]");
 }
@@ -130,14 +131,14 @@ TEST(TokenizerConfigTest, WrongTypesOfTheNewKeysNameTheKey) {
                            R"({"added_tokens_decoder": {"-1": {"content": "a"}}})",
                            R"({"added_tokens_decoder": {"1": {"content": "a", "lstrip": "no"}}})",
                            R"({"added_tokens_decoder": {"1": {"text": "a"}}})"}) {
-    TokenizerConfig config = DefaultTokenizerConfig(TokenizerFamily::kBert);
+    TokenizerConfig config = DefaultTokenizerConfig(Describe(TokenizerFamily::kBert));
     const absl::Status status = ApplyTokenizerConfigJson(nlohmann::json::parse(text), "cfg.json", &config);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_EQ(status.message().substr(0, 10), "cfg.json: ") << status;
   }
   const std::string dir = MakeTempDir("config_bad_added_tokens");
   WriteFile(JoinPath(dir, "added_tokens.json"), R"({"<x>": "5"})");
-  auto config = ReadTokenizerConfig(dir, TokenizerFamily::kBert);
+  auto config = ReadTokenizerConfig(dir, Describe(TokenizerFamily::kBert));
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("added_tokens.json: \"<x>\""), std::string_view::npos) << config.status();
 }
@@ -145,7 +146,7 @@ TEST(TokenizerConfigTest, WrongTypesOfTheNewKeysNameTheKey) {
 TEST(TokenizerConfigTest, MalformedJsonFileIsInvalidArgument) {
   const std::string dir = MakeTempDir("config_malformed");
   WriteFile(JoinPath(dir, "tokenizer_config.json"), "{not json");
-  EXPECT_EQ(ReadTokenizerConfig(dir, TokenizerFamily::kT5).status().code(),
+  EXPECT_EQ(ReadTokenizerConfig(dir, Describe(TokenizerFamily::kT5)).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 

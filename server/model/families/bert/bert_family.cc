@@ -348,26 +348,17 @@ class BertDescriptor final : public FamilyDescriptor {
     if (variant == "xlm-roberta") {
       t.format = CreateTokenizerSpec::VocabFormat::kFairseq;
       t.vocab_file_name = "sentencepiece.bpe.model";
-      t.tokenizer_config = {{"bos_token", "<s>"},   {"eos_token", "</s>"},   {"sep_token", "</s>"},
-                            {"cls_token", "<s>"},   {"unk_token", "<unk>"},  {"pad_token", "<pad>"},
-                            {"mask_token", "<mask>"}, {"model_max_length", 512},
-                            {"tokenizer_class", "XLMRobertaTokenizer"}};
-      t.special_tokens_map = {{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"unk_token", "<unk>"},
-                              {"sep_token", "</s>"}, {"pad_token", "<pad>"}, {"cls_token", "<s>"},
-                              {"mask_token", "<mask>"}};
+      t.tokenizer_family = TokenizerFamily::kXlmRoberta;
+      t.tokenizer_config = {{"model_max_length", 512}, {"tokenizer_class", "XLMRobertaTokenizer"}};
       return t;
     }
     if (variant != "bert" && variant != "electra") return t;  // byte-level BPE: not written
     t.format = CreateTokenizerSpec::VocabFormat::kLines;
     t.vocab_file_name = "vocab.txt";
-    t.tokenizer_config = {{"do_lower_case", true},      {"cls_token", "[CLS]"},
-                          {"mask_token", "[MASK]"},     {"model_max_length", 512},
-                          {"pad_token", "[PAD]"},       {"sep_token", "[SEP]"},
-                          {"strip_accents", nullptr},   {"tokenize_chinese_chars", true},
-                          {"unk_token", "[UNK]"},
+    t.tokenizer_family = TokenizerFamily::kBert;
+    t.tokenizer_config = {{"do_lower_case", true},    {"model_max_length", 512},
+                          {"strip_accents", nullptr}, {"tokenize_chinese_chars", true},
                           {"tokenizer_class", variant == "electra" ? "ElectraTokenizer" : "BertTokenizer"}};
-    t.special_tokens_map = {{"cls_token", "[CLS]"}, {"mask_token", "[MASK]"}, {"pad_token", "[PAD]"},
-                            {"sep_token", "[SEP]"}, {"unk_token", "[UNK]"}};
     return t;
   }
 };

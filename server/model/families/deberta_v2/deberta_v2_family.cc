@@ -320,15 +320,10 @@ class DebertaV2Descriptor final : public FamilyDescriptor {
     CreateTokenizerSpec t;
     t.format = CreateTokenizerSpec::VocabFormat::kSentencePiece;
     t.vocab_file_name = "spm.model";
+    t.tokenizer_family = TokenizerFamily::kDeberta;
     t.tokenizer_config = {{"do_lower_case", false},   {"split_by_punct", false},
-                          {"bos_token", "[CLS]"},     {"eos_token", "[SEP]"},
-                          {"unk_token", "[UNK]"},     {"sep_token", "[SEP]"},
-                          {"pad_token", "[PAD]"},     {"cls_token", "[CLS]"},
-                          {"mask_token", "[MASK]"},   {"model_max_length", 512},
-                          {"tokenizer_class", "DebertaV2Tokenizer"}, {"vocab_type", "spm"}};
-    t.special_tokens_map = {{"bos_token", "[CLS]"}, {"eos_token", "[SEP]"}, {"unk_token", "[UNK]"},
-                            {"sep_token", "[SEP]"}, {"pad_token", "[PAD]"}, {"cls_token", "[CLS]"},
-                            {"mask_token", "[MASK]"}};
+                          {"model_max_length", 512},  {"tokenizer_class", "DebertaV2Tokenizer"},
+                          {"vocab_type", "spm"}};
     return t;
   }
 };

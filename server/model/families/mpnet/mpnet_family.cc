@@ -159,15 +159,11 @@ class MpnetDescriptor final : public FamilyDescriptor {
     CreateTokenizerSpec t;
     t.format = CreateTokenizerSpec::VocabFormat::kLines;
     t.vocab_file_name = "vocab.txt";
+    t.tokenizer_family = TokenizerFamily::kMpnet;
     // MPNetTokenizer's, as all-mpnet-base-v2 saves them.
-    t.tokenizer_config = {{"bos_token", "<s>"},   {"cls_token", "<s>"},    {"do_lower_case", true},
-                          {"eos_token", "</s>"},  {"mask_token", "<mask>"}, {"model_max_length", 512},
-                          {"pad_token", "<pad>"}, {"sep_token", "</s>"},    {"strip_accents", nullptr},
-                          {"tokenize_chinese_chars", true}, {"tokenizer_class", "MPNetTokenizer"},
-                          {"unk_token", "[UNK]"}};
-    t.special_tokens_map = {{"bos_token", "<s>"},   {"cls_token", "<s>"},  {"eos_token", "</s>"},
-                            {"mask_token", "<mask>"}, {"pad_token", "<pad>"}, {"sep_token", "</s>"},
-                            {"unk_token", "[UNK]"}};
+    t.tokenizer_config = {{"do_lower_case", true},    {"model_max_length", 512},
+                          {"strip_accents", nullptr}, {"tokenize_chinese_chars", true},
+                          {"tokenizer_class", "MPNetTokenizer"}};
     return t;
   }
 };

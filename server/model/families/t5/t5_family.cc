@@ -233,10 +233,8 @@ class T5Descriptor final : public FamilyDescriptor {
     CreateTokenizerSpec t;
     t.format = CreateTokenizerSpec::VocabFormat::kSentencePiece;
     t.vocab_file_name = "spiece.model";
-    t.tokenizer_config = {{"eos_token", "</s>"},     {"unk_token", "<unk>"},
-                          {"pad_token", "<pad>"},    {"extra_ids", 0},
-                          {"model_max_length", 512}, {"tokenizer_class", "T5Tokenizer"}};
-    t.special_tokens_map = {{"eos_token", "</s>"}, {"unk_token", "<unk>"}, {"pad_token", "<pad>"}};
+    t.tokenizer_family = TokenizerFamily::kT5;
+    t.tokenizer_config = {{"extra_ids", 0}, {"model_max_length", 512}, {"tokenizer_class", "T5Tokenizer"}};
     return t;
   }
 };

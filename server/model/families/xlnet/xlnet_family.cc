@@ -163,16 +163,9 @@ class XlnetDescriptor final : public FamilyDescriptor {
     CreateTokenizerSpec t;
     t.format = CreateTokenizerSpec::VocabFormat::kSentencePiece;
     t.vocab_file_name = "spiece.model";
-    t.tokenizer_config = {{"do_lower_case", false},   {"remove_space", true},
-                          {"keep_accents", false},    {"bos_token", "<s>"},
-                          {"eos_token", "</s>"},      {"unk_token", "<unk>"},
-                          {"sep_token", "<sep>"},     {"pad_token", "<pad>"},
-                          {"cls_token", "<cls>"},     {"mask_token", "<mask>"},
-                          {"additional_special_tokens", {"<eop>", "<eod>"}},
-                          {"padding_side", "left"},   {"tokenizer_class", "XLNetTokenizer"}};
-    t.special_tokens_map = {{"bos_token", "<s>"},   {"eos_token", "</s>"},  {"unk_token", "<unk>"},
-                            {"sep_token", "<sep>"}, {"pad_token", "<pad>"}, {"cls_token", "<cls>"},
-                            {"mask_token", "<mask>"}, {"additional_special_tokens", {"<eop>", "<eod>"}}};
+    t.tokenizer_family = TokenizerFamily::kXlnet;
+    t.tokenizer_config = {{"do_lower_case", false}, {"remove_space", true}, {"keep_accents", false},
+                          {"padding_side", "left"}, {"tokenizer_class", "XLNetTokenizer"}};
     return t;
   }
 };

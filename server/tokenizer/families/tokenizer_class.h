@@ -1,11 +1,11 @@
-#ifndef RELSERVE_SERVER_TOKENIZER_FILES_TOKENIZER_CLASS_H_
-#define RELSERVE_SERVER_TOKENIZER_FILES_TOKENIZER_CLASS_H_
+#ifndef RELSERVE_SERVER_TOKENIZER_FAMILIES_TOKENIZER_CLASS_H_
+#define RELSERVE_SERVER_TOKENIZER_FAMILIES_TOKENIZER_CLASS_H_
 
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/descriptor/tokenizer_family.h"
 
 namespace relserve {
 
@@ -26,4 +26,4 @@ absl::StatusOr<TokenizerFamily> ResolveTokenizerFamily(const std::string& model_
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_TOKENIZER_FILES_TOKENIZER_CLASS_H_
+#endif  // RELSERVE_SERVER_TOKENIZER_FAMILIES_TOKENIZER_CLASS_H_

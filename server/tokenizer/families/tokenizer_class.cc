@@ -1,10 +1,10 @@
-#include "server/tokenizer/files/tokenizer_class.h"
+#include "server/tokenizer/families/tokenizer_class.h"
 
 #include <map>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/tokenizer/tokenizer_family_descriptor.h"
+#include "server/tokenizer/families/tokenizer_families.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"
@@ -17,8 +17,8 @@ constexpr char kGenericFastTokenizer[] = "PreTrainedTokenizerFast";
 const std::map<std::string, TokenizerFamily>& ClassFamilies() {
   static const auto* families = [] {
     auto* map = new std::map<std::string, TokenizerFamily>;
-    for (const TokenizerFamily family : AllTokenizerFamilies()) {
-      for (const std::string& name : Describe(family).tokenizer_classes) map->emplace(name, family);
+    for (const TokenizerFamilyDescriptor* family : AllTokenizerFamilyDescriptors()) {
+      for (const std::string& name : family->tokenizer_classes) map->emplace(name, family->family);
     }
     return map;
   }();

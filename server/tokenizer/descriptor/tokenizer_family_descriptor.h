@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_DESCRIPTOR_H_
-#define RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_DESCRIPTOR_H_
+#ifndef RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_DESCRIPTOR_H_
+#define RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_DESCRIPTOR_H_
 
 #include <cstdint>
 #include <memory>
@@ -9,16 +9,22 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/tokenizer/files/tokenizer_json.h"
+#include "server/tokenizer/descriptor/special_token_names.h"
+#include "server/tokenizer/descriptor/tokenizer_family.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
-#include "server/tokenizer/special_tokens.h"
-#include "server/tokenizer/tokenizer_family.h"
+#include "server/tokenizer/text/mapped_text.h"
 
 namespace relserve {
 
+// What a descriptor's hooks are handed, from files/ (the readers of a model directory's
+// tokenizer files), which reads descriptors: named here, not included.
 struct TokenizerConfig;
 struct TokenizerFiles;
+struct TokenizerJson;
+
+// The kind of vocabulary model a tokenizer.json holds (TokenizerJson::ModelType).
+enum class VocabModelType { kUnigram, kWordPiece, kBpe };
 
 // A family's text model, and the ids its SentencePiece model reserved for special roles
 // (-1 each where it has none, or is no SentencePiece model).
@@ -33,8 +39,27 @@ using TextModelFactory = absl::StatusOr<LoadedTextModel> (*)(const TokenizerFile
                                                             const TokenizerJson* json,
                                                             const TokenizerConfig& config);
 
+// What a family's slow tokenizer does around its text model beyond the switches of its
+// descriptor, made once per tokenizer from its config: T5Tokenizer with legacy=False
+// (families/t5_family.cc) reads "▁" in the text as a space, puts a "▁" before the text and drops
+// that "▁" again before a special token.
+class FamilyTextRules {
+ public:
+  virtual ~FamilyTextRules() = default;
+  // A non-empty text (lowered where the tokenizer lowers) before it is split on added tokens.
+  virtual MappedText BeforeSplit(const MappedText& text) const = 0;
+  // The text's tokens after the split: whether the first came from the text model, and whether
+  // the second is a special added token.
+  virtual void AfterSplit(bool first_from_model, bool second_is_special,
+                          std::vector<TokenSpan>* tokens) const = 0;
+};
+
+// The rules for a tokenizer of this config over this text model; null where there are none.
+using TextRulesFactory = std::unique_ptr<FamilyTextRules> (*)(const TokenizerConfig& config,
+                                                              const TextModel& model);
+
 // Text from the tokens of ids (pieces, added tokens as their content), as the `tokenizers`
-// library's decoder of the family's tokenizer.json writes it (token_decoder.h).
+// library's decoder of the family's tokenizer.json writes it (models/token_decoders.h).
 using TokenDecoderFunction = std::string (*)(const std::vector<std::string>& tokens);
 
 // One item of a family's template: a text, or the token of a special role.
@@ -58,7 +83,8 @@ struct SentencePieceRoleDefaults {
 
 // Everything that sets one tokenizer family apart: the files it reads, its defaults, its
 // template and padding, the tokenizer.json components it accepts, how its text model is built
-// and how ids are decoded. One per family (families/), found with Describe().
+// and how ids are decoded. One per family (families/); the tokenizer's factory looks it up
+// (Describe, families/tokenizer_families.h) and hands it to every reader.
 struct TokenizerFamilyDescriptor {
   TokenizerFamily family = TokenizerFamily::kBert;
   // For messages; a C string, as Debian's Abseil cannot StrCat a std::string_view.
@@ -109,7 +135,7 @@ struct TokenizerFamilyDescriptor {
   std::vector<FamilyTemplateItem> pair_template;
   // Whether the sep token of the template is the eos token too (eos_token == sep_token).
   bool sep_is_eos = false;
-  // Whether the family's models read token type ids (FamilyUsesTokenTypes).
+  // Whether the family's models read token type ids.
   bool uses_token_types = false;
 
   // Padding: on the left (XLNet) or the right, with this token type id.
@@ -119,19 +145,15 @@ struct TokenizerFamilyDescriptor {
   // tokenizer.json: the kind of model it must hold, and the normalizers and pre-tokenizers
   // that stand for a switch (or a fixed step) of the family's slow tokenizer (transformers'
   // converters write no others).
-  TokenizerJson::ModelType json_model = TokenizerJson::ModelType::kUnigram;
+  VocabModelType json_model = VocabModelType::kUnigram;
   std::set<std::string> json_components;
 
   TextModelFactory load_text_model = nullptr;
   TokenDecoderFunction decode = nullptr;
+  // Unset for a family whose slow tokenizer does nothing around its text model.
+  TextRulesFactory text_rules = nullptr;
 };
-
-// The family's descriptor.
-const TokenizerFamilyDescriptor& Describe(TokenizerFamily family);
-
-// Every family, in the order of the enumerators.
-const std::vector<TokenizerFamily>& AllTokenizerFamilies();
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_DESCRIPTOR_H_
+#endif  // RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_DESCRIPTOR_H_

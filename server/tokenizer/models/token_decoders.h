@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_TOKENIZER_TOKEN_DECODER_H_
-#define RELSERVE_SERVER_TOKENIZER_TOKEN_DECODER_H_
+#ifndef RELSERVE_SERVER_TOKENIZER_MODELS_TOKEN_DECODERS_H_
+#define RELSERVE_SERVER_TOKENIZER_MODELS_TOKEN_DECODERS_H_
 
 #include <string>
 #include <vector>
@@ -19,4 +19,4 @@ std::string DecodeByteLevel(const std::vector<std::string>& tokens);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_TOKENIZER_TOKEN_DECODER_H_
+#endif  // RELSERVE_SERVER_TOKENIZER_MODELS_TOKEN_DECODERS_H_

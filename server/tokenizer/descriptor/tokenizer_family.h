@@ -1,10 +1,10 @@
-#ifndef RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_H_
-#define RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_H_
+#ifndef RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_H_
+#define RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_H_
 
 namespace relserve {
 
 // Which model family's vocabulary files, special tokens and template a tokenizer follows;
-// each has a descriptor (tokenizer_family_descriptor.h, families/).
+// each has a descriptor (tokenizer_family_descriptor.h), filled in under families/.
 enum class TokenizerFamily {
   kDeberta,  // DeBERTa-v2/v3, SentencePiece:  [CLS] a [SEP] (b [SEP])
   kT5,       // T5, SentencePiece:              a </s> (b </s>)
@@ -15,10 +15,6 @@ enum class TokenizerFamily {
   kXlmRoberta,  // XLM-RoBERTa, SentencePiece with fairseq ids: <s> a </s> (</s> b </s>)
 };
 
-// The family's name for messages ("DeBERTa", "XLM-RoBERTa"): Describe(family).name
-// (tokenizer_family_descriptor.h). A C string: Debian's Abseil cannot StrCat a std::string_view.
-const char* TokenizerFamilyName(TokenizerFamily family);
-
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_TOKENIZER_TOKENIZER_FAMILY_H_
+#endif  // RELSERVE_SERVER_TOKENIZER_DESCRIPTOR_TOKENIZER_FAMILY_H_

@@ -2,7 +2,7 @@
 // model with XLM-RoBERTa's tokenizer (Multilingual-MiniLM, multilingual-e5-small) is tokenized
 // as XLM-RoBERTa.
 
-#include "server/tokenizer/files/tokenizer_class.h"
+#include "server/tokenizer/families/tokenizer_class.h"
 
 #include <string>
 
