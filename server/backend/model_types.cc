@@ -24,6 +24,14 @@ const char* DTypeName(DType t) {
   return "";
 }
 
+absl::StatusOr<DType> ParseDType(std::string_view name) {
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
+    if (name == DTypeName(t)) return t;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dtype \"", std::string(name), "\" (known: float32, bfloat16, float16, int8)"));
+}
+
 const char* PoolingModeName(PoolingMode m) {
   switch (m) {
     case PoolingMode::kCls: return "cls";

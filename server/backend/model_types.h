@@ -2,7 +2,10 @@
 #define RELSERVE_SERVER_BACKEND_MODEL_TYPES_H_
 
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace relserve {
 
@@ -17,6 +20,11 @@ enum class PoolingMode { kCls, kMax, kMean, kMeanSqrtLen, kWeightedMean, kLastTo
 const char* ProblemTypeName(ProblemType t);  // "single_label_classification", ...
 const char* DTypeName(DType t);              // "float32", "bfloat16", "float16", "int8"
 const char* PoolingModeName(PoolingMode m);  // sentence-transformers' names: "cls", "mean", "lasttoken", ...
+
+// DTypeName's inverse, for the flag tables (the server's --dtype, relserve-model's): the one place
+// a dtype's name is read; below them it travels as a DType. INVALID_ARGUMENT naming the value and
+// the known names otherwise.
+absl::StatusOr<DType> ParseDType(std::string_view name);
 
 // config.json's problem_type: "multi_label_classification" and "regression" are those;
 // anything else, an empty one included, is single-label.

@@ -7,7 +7,7 @@
 namespace relserve {
 
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
-                                          int threads_per_worker, const std::string& dtype) {
+                                          int threads_per_worker, DType dtype) {
   if (device == "cpu") return ResolveCpuWorkers(cpus, workers_per_device, threads_per_worker, dtype);
   // A GPU: the workers queue batches on their own streams, so that one prepares and copies
   // while another computes; their host threads only run the small operations left on the CPU.
@@ -18,10 +18,10 @@ absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, i
 }
 
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
-                                             const std::string& dtype) {
+                                             DType dtype) {
   cpus = std::max(1, cpus);
   CpuWorkers r;
-  if (dtype != "float32" && workers_per_device == 0 && threads_per_worker == 0) {
+  if (dtype != DType::kFloat32 && workers_per_device == 0 && threads_per_worker == 0) {
     r.threads = cpus;
     return r;
   }

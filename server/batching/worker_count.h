@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/backend/model_types.h"
 
 namespace relserve {
 
@@ -23,11 +24,11 @@ struct CpuWorkers {
   int threads = 1;
 };
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
-                                             const std::string& dtype);
+                                             DType dtype);
 // ResolveCpuWorkers on the CPU; on a GPU ("cuda", "cuda:N"), --workers-per-device or
 // kAutoGpuWorkers workers sharing the CPUs.
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
-                                          int threads_per_worker, const std::string& dtype);
+                                          int threads_per_worker, DType dtype);
 
 }  // namespace relserve
 

@@ -130,7 +130,7 @@ class Routes {
     if (!parsed->input_type.empty()) {
       auto described = serving_->DescribeModel(parsed->embed.model);
       if (!described.ok()) return done(described.status());
-      parsed->embed.prompt_name = CoherePromptName(parsed->input_type, described->prompt_names);
+      parsed->embed.prompt_name = CoherePromptName(parsed->input_type, described->prompt_names());
     }
     auto request = Share(std::move(*parsed));
     serving_->Embed(request->embed, call.context, OnHandlerThread<EmbedResult>(call, [request, v2, done](auto result) {
@@ -197,7 +197,7 @@ class Routes {
     *model = request->model;
     auto described = serving_->DescribeModel(request->model);
     if (!described.ok()) return done(described.status());
-    if (!described->multi_vector_kind.empty()) {
+    if (!described->info.multi_vector_kind.empty()) {
       return TeiEmbedCall(Share(std::move(*request)), call, std::move(done),
                           [](const EmbedResult& r) { return MultiVectorJson(r); });
     }
@@ -330,19 +330,19 @@ class Routes {
     auto described = serving_->DescribeModel(name);
     if (!described.ok()) return done(described.status());
     // The Inference API's token-classification task, where a token classifier is served.
-    if (!described->token_labels.empty()) return TokenClassification(body, call, model, std::move(done));
+    if (!described->info.token_labels.empty()) return TokenClassification(body, call, model, std::move(done));
     // The Inference API's zero-shot-classification task, where an NLI model is served.
     if (HasCandidateLabels(body)) {
-      if (described->labels.size() >= 2) return ZeroShot(body, call, model, std::move(done));
+      if (described->info.labels.size() >= 2) return ZeroShot(body, call, model, std::move(done));
       return done(WithFieldError(
           absl::FailedPreconditionError(absl::StrCat(
               "parameters.candidate_labels asks for zero-shot classification, which needs an NLI model (a classifier "
               "with an entailment label); model ", described->name, " is ",
-              described->labels.empty() ? "an embedding model" : "a reranker (one label)")),
+              described->info.labels.empty() ? "an embedding model" : "a reranker (one label)")),
           FieldErrorKind::kInvalid, "parameters.candidate_labels"));
     }
-    if (described->labels.empty()) return TeiEmbed(body, call, model, std::move(done));
-    if (described->labels.size() == 1) return TeiRerank(body, call, model, std::move(done));
+    if (described->info.labels.empty()) return TeiEmbed(body, call, model, std::move(done));
+    if (described->info.labels.size() == 1) return TeiRerank(body, call, model, std::move(done));
     return TeiPredict(body, call, model, std::move(done));
   }
 
@@ -373,7 +373,7 @@ class Routes {
     auto m = serving_->DescribeModel("");
     if (!m.ok()) return absl::InternalError("the default model is not in the model list");
     ServerLimitsInfo l = c_.limits;
-    l.max_input_length = m->max_length;
+    l.max_input_length = m->info.max_length;
     return HttpAnswer(TeiInfoJson(*m, l));
   }
 

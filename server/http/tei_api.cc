@@ -326,30 +326,30 @@ std::string TeiTokenizeText(const TokenizeRequest& request, const TokenizeResult
 
 json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
   json model_type;
-  if (m.has_classifier) {
+  if (m.has_classifier()) {
     json id2label = json::object(), label2id = json::object();
-    for (size_t i = 0; i < m.labels.size(); ++i) {
-      id2label[std::to_string(i)] = m.labels[i];
-      label2id[m.labels[i]] = i;
+    for (size_t i = 0; i < m.info.labels.size(); ++i) {
+      id2label[std::to_string(i)] = m.info.labels[i];
+      label2id[m.info.labels[i]] = i;
     }
     // A one-label head is a cross-encoder: TEI calls it a reranker.
-    model_type[m.labels.size() == 1 ? "reranker" : "classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
-  } else if (!m.token_labels.empty()) {
+    model_type[m.info.labels.size() == 1 ? "reranker" : "classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
+  } else if (!m.info.token_labels.empty()) {
     // relserve's: a token classifier (named entities, POST /token-classification), which TEI
     // does not serve, with its labels as TEI gives a classifier's.
     json id2label = json::object(), label2id = json::object();
-    for (size_t i = 0; i < m.token_labels.size(); ++i) {
-      id2label[std::to_string(i)] = m.token_labels[i];
-      label2id[m.token_labels[i]] = i;
+    for (size_t i = 0; i < m.info.token_labels.size(); ++i) {
+      id2label[std::to_string(i)] = m.info.token_labels[i];
+      label2id[m.info.token_labels[i]] = i;
     }
     model_type["token_classifier"] = {{"id2label", id2label}, {"label2id", label2id}};
   } else {
     // TEI names the pooling alone ("mean"), without Dense or Normalize.
-    model_type["embedding"] = {{"pooling", m.pooling.ModeNames()}};
+    model_type["embedding"] = {{"pooling", m.info.pooling.ModeNames()}};
   }
   return {{"model_id", m.model_id.empty() ? m.name : m.model_id},
           {"model_sha", nullptr},
-          {"model_dtype", DTypeName(m.dtype)},
+          {"model_dtype", DTypeName(m.info.dtype)},
           {"served_model_name", m.name},
           {"model_type", std::move(model_type)},
           {"max_concurrent_requests", limits.max_concurrent_requests},
@@ -360,8 +360,8 @@ json TeiInfoJson(const ModelDescription& m, const ServerLimitsInfo& limits) {
           {"auto_truncate", limits.auto_truncate},
           // relserve's: sentence-transformers' similarity_fn_name and whether the model has a
           // Normalize module.
-          {"similarity_fn_name", m.similarity_fn_name},
-          {"normalized", m.normalized},
+          {"similarity_fn_name", m.similarity_fn_name()},
+          {"normalized", m.info.pooling.normalize},
           {"tokenization_workers", limits.max_concurrent_requests},
           {"version", limits.version},
           {"sha", nullptr},

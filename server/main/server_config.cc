@@ -121,8 +121,14 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return c.device; }),
-      StringFlag("dtype", "TYPE", "weights and activations: float32, bfloat16, float16, or int8 (CPU)", Field(&C::dtype),
-                 {"float32", "bfloat16", "float16", "int8"}),
+      CustomFlag<C>("dtype", "TYPE", "weights and activations: float32, bfloat16, float16, or int8 (CPU)",
+       [](const std::string& v, ServerConfig* c) {
+         absl::StatusOr<DType> dtype = ParseDType(v);
+         if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("--dtype: ", dtype.status().message()));
+         c->dtype = *dtype;
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(DTypeName(c.dtype)); }),
       IntFlag("workers-per-device", "model workers per device, each running one batch at a time (0: on the CPU, "
               "float32 one per CPU, at most 4, bfloat16, float16 and int8 1; on a GPU, 2, each on a CUDA stream of its own)",
               Field(&C::workers_per_device), 0),

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/backend/model_types.h"
 #include "server/batching/worker_count.h"
 #include "server/model/layers/attention_options.h"
 #include "absl/time/time.h"
@@ -33,7 +34,7 @@ struct ServerConfig {
   // X-Request-Timeout header may ask for less.
   absl::Duration http_request_timeout = absl::Seconds(60);
   std::string device = "cpu";
-  std::string dtype = "float32";
+  DType dtype = DType::kFloat32;  // parsed here, carried typed (backend/model_types.h)
   int workers_per_device = 0;  // 0: auto (ResolveCpuWorkers)
   int threads_per_worker = 0;  // 0: auto (ResolveCpuWorkers)
   int64_t max_batch_tokens = 16384;

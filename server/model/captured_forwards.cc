@@ -26,8 +26,13 @@ struct CapturedForwards::Graph {
 };
 
 CapturedForwards::CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens,
-                                   int64_t pad_id, DeviceAttention attention)
-    : model_(model), device_(device), max_tokens_(max_tokens), pad_id_(pad_id), attention_(attention) {}
+                                   int64_t pad_id, const AttentionKernels& attention, bool cpu_stand_in)
+    : model_(model),
+      device_(device),
+      max_tokens_(max_tokens),
+      pad_id_(pad_id),
+      attention_(attention),
+      cpu_stand_in_(cpu_stand_in) {}
 
 CapturedForwards::~CapturedForwards() = default;
 
@@ -66,7 +71,7 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
     in.attention_mask = g->attention_mask;
     in.has_padding = true;
     in.pack_rows = false;
-    in.attention_path = attention_;
+    in.attention = attention_;
     g->outputs = std::make_shared<EncoderOutputs>();
     absl::StatusOr<std::unique_ptr<DeviceGraph>> graph;
     try {
@@ -76,7 +81,8 @@ absl::Status CapturedForwards::CaptureLength(int64_t length) {
       const EncoderModel& model = model_;
       std::shared_ptr<EncoderOutputs> outputs = g->outputs;
       graph = DeviceGraph::Capture(
-          device_, [&model, in, outputs] { *outputs = model.Forward(in, /*all_hidden_states=*/false); }, pool_owner);
+          device_, [&model, in, outputs] { *outputs = model.Forward(in, /*all_hidden_states=*/false); }, pool_owner,
+          cpu_stand_in_);
     } catch (const std::exception& e) {
       graph = absl::InternalError(e.what());
     }

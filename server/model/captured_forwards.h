@@ -33,9 +33,11 @@ namespace relserve {
 // shapes do not depend on the data. Token types are not captured: batches with them run eagerly.
 class CapturedForwards {
  public:
-  // `attention`: the path every captured forward's attention takes (EngineOptions::gpu_attention).
+  // `attention`: how every captured forward's attention runs (EngineOptions::gpu_attention and
+  // ::kernels); `cpu_stand_in`: graphs on the CPU are their work, run again (device_graph.h;
+  // EngineKernels::device_graphs_on_cpu).
   CapturedForwards(const EncoderModel& model, const c10::Device& device, int64_t max_tokens, int64_t pad_id,
-                   DeviceAttention attention = DeviceAttention::kBias);
+                   const AttentionKernels& attention = {}, bool cpu_stand_in = false);
   ~CapturedForwards();
 
   // The graph batch of B sequences at length L, or 0 when no graph is meant for that shape (or
@@ -68,7 +70,8 @@ class CapturedForwards {
   const c10::Device device_;
   const int64_t max_tokens_;
   const int64_t pad_id_;
-  const DeviceAttention attention_;
+  const AttentionKernels attention_;
+  const bool cpu_stand_in_;
   // Held by a capture, and by each replay until its outputs are read (the graphs share one
   // memory pool). Taken before state_mu_.
   std::mutex replay_mu_;

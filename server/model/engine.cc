@@ -15,9 +15,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/model/bge_m3_heads.h"
 #include "server/model/captured_forwards.h"
-#include "server/model/colbert_head.h"
+#include "server/model/heads/output_heads.h"
 #include "server/model/config/colbert_config.h"
 #include "server/model/layers/biased_attention.h"
 #include "server/model/shape_time_log.h"
@@ -32,9 +31,8 @@
 #include "server/model/config/max_length.h"
 #include "server/model/layers/int8_linear.h"
 #include "server/model/layers/layers.h"
-#include "server/model/masked_lm_head.h"
 #include "server/model/config/model_limits.h"
-#include "server/model/pooler.h"
+#include "server/model/heads/pooler.h"
 #include "server/model/layers/token_packing.h"
 #include "server/model/layers/weight_loader.h"
 #include "server/checkpoint/model_checkpoint.h"
@@ -49,44 +47,31 @@ namespace relserve {
 struct Engine::Impl {
   at::ScalarType dtype = at::kFloat;  // of the weights as loaded and of the activations
   bool int8 = false;                   // the encoder layers' projections quantized (int8_linear.h)
-  bool attention_in_bfloat16 = false;  // int8: attention's products in bfloat16 (EngineOptions::int8_attention)
   c10::Device device{c10::kCPU};
   std::unique_ptr<EncoderModel> model;
   std::unique_ptr<Pooler> pooler;
   int64_t pad_id = 0;
   std::unique_ptr<CapturedForwards> graphs;  // on a GPU with options.cuda_graph_tokens > 0
-  AttentionOptions attention;                 // options.gpu_attention
+  AttentionKernels kernels;                   // what every forward's attention is told (options' path, kernels)
   AttentionStats attention_stats;             // every forward's attention calls
   std::unique_ptr<ShapeTimeLog> shape_log;    // with options.log_shape_times
   BatchRounding batch_rounding = BatchRounding::kOnDevice;  // options.batch_rounding
-
-  // Which head answers kOutputSparse.
-  enum class SparseHead { kNone, kSplade, kBgeM3 };
-  SparseHead sparse_head = SparseHead::kNone;
-  // sentence-transformers' SpladePooling (a sparse encoder's modules.json): max or sum, relu or
-  // log1p_relu; SPLADE's max of log(1 + relu) without one.
-  MaskedLmHead::Pooling splade_pooling;
-  std::optional<MaskedLmHead> masked_lm;  // a *ForMaskedLM checkpoint's head, where it holds one
-  BgeM3Heads bge_m3;                      // sparse_linear.pt, colbert_linear.pt, where present
-  std::optional<ColbertHead> colbert;     // a ColBERT checkpoint's projection (colbert_head.h)
-  std::vector<int32_t> lexical_dropped_ids;  // bge-m3's sparse weights leave these ids out
-  // Why kOutputSparse / kOutputMultiVector are refused, for FAILED_PRECONDITION.
-  std::string no_sparse;
-  std::string no_multi_vector;
-  // A *ForTokenClassification checkpoint's classifier (FamilyDescriptor::TokenClassifier):
-  // hidden_size -> labels on every token.
-  Linear token_classifier;
+  // The sparse, multi-vector and token-classification heads beside the encoder.
+  OutputHeads heads;
 };
 
 namespace {
 
-absl::StatusOr<at::ScalarType> ParseDType(const std::string& name) {
-  if (name == "float32" || name == "fp32") return at::kFloat;
-  if (name == "bfloat16" || name == "bf16") return at::kBFloat16;
-  if (name == "float16" || name == "fp16") return at::kHalf;
-  if (name == "int8") return at::kChar;  // float32 weights, the encoder's projections quantized
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype \"", name, "\" (known: float32, bfloat16, float16, int8)"));
+// The weights' and activations' scalar type: int8 keeps float32 weights (the encoder's
+// projections are quantized after load).
+at::ScalarType ScalarTypeOf(DType t) {
+  switch (t) {
+    case DType::kBFloat16: return at::kBFloat16;
+    case DType::kFloat16: return at::kHalf;
+    case DType::kFloat32:
+    case DType::kInt8: break;
+  }
+  return at::kFloat;
 }
 
 DType DTypeOf(at::ScalarType t) {
@@ -268,7 +253,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   std::unique_ptr<Engine> engine(new Engine());
   ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
   const ModelConfig& config = engine->config_;
-  ASSIGN_OR_RETURN(engine->impl_->dtype, ParseDType(options.dtype));
+  engine->impl_->dtype = ScalarTypeOf(options.dtype);
   ASSIGN_OR_RETURN(engine->impl_->device, ParseDevice(options.device));
   const c10::Device device = engine->impl_->device;
   if (engine->impl_->dtype == at::kHalf && device.is_cpu()) {
@@ -282,7 +267,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                             "software (oneDNN on AVX-512) or run by LibTorch's reference loops (without AVX-512), "
                             "slower than float32 may be; measure with relserve-model bench"));
   }
-  if (engine->impl_->dtype == at::kChar) {
+  if (options.dtype == DType::kInt8) {
     if (!device.is_cpu()) {
       return absl::InvalidArgumentError(
           absl::StrCat("dtype int8 runs on the CPU only (device ", device.str(), "); use bfloat16 or float16 there"));
@@ -293,10 +278,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       return absl::InvalidArgumentError(
           "int8 attention bfloat16: this CPU has no bfloat16 instructions (AVX512-BF16); use auto or float32");
     }
-    engine->impl_->attention_in_bfloat16 =
+    engine->impl_->kernels.cpu_products_in_bfloat16 =
         options.int8_attention == Int8Attention::kBfloat16 ||
         (options.int8_attention == Int8Attention::kAuto && CpuHasBfloat16Products());
-    engine->impl_->dtype = at::kFloat;
   }
 
   // The sentence-transformers files: pooling, and the Transformer module's max_seq_length and
@@ -323,37 +307,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
     if (engine->impl_->int8) RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears()));
-    // A *ForMaskedLM checkpoint's masked-LM head, where it holds one: SPLADE vectors. Without
-    // it the backbone still serves embeddings, as it did before.
-    if (std::optional<MaskedLmHeadLayout> layout = config.family->MaskedLmHead(config)) {
-      if (MaskedLmHead::Present(weights, *layout)) {
-        auto head = MaskedLmHead::Load(weights, *layout, engine->impl_->model->word_embeddings());
-        if (!head.ok()) {
-          return absl::Status(head.status().code(),
-                              absl::StrCat(CheckpointFiles(dir, *checkpoint), ": the masked-LM head of ",
-                                           config.architecture, ": ", head.status().message()));
-        }
-        engine->impl_->masked_lm = std::move(*head);
-      } else {
-        engine->impl_->no_sparse = absl::StrCat("its checkpoint holds no masked-LM head (no ", layout->dense,
-                                                ".weight, ", layout->bias.front(), ", ...) and there is no ",
-                                                BgeM3Heads::kSparseFile);
-      }
-    }
-    if (colbert.has_value()) {
-      auto head = ColbertHead::Load(*colbert, config.hidden_size, weights, device);
-      if (!head.ok()) return absl::Status(head.status().code(), absl::StrCat(dir, ": ", head.status().message()));
-      engine->impl_->colbert = std::move(*head);
-    }
-    if (std::optional<std::string> name = config.family->TokenClassifier(config)) {
-      auto head = LoadLinear(weights, *name, config.hidden_size, config.num_labels, true);
-      if (!head.ok()) {
-        return absl::Status(head.status().code(),
-                            absl::StrCat(CheckpointFiles(dir, *checkpoint), ": the token classifier of ",
-                                         config.architecture, ": ", head.status().message()));
-      }
-      engine->impl_->token_classifier = std::move(*head);
-    }
+    // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).
+    RETURN_IF_ERROR(engine->impl_->heads.LoadFromWeights(config, colbert, weights, engine->impl_->model->word_embeddings(),
+                                                         device, dir, CheckpointFiles(dir, *checkpoint)));
     absl::Status unused = weights.CheckNoneUnused(config.family->IgnoredPrefixes(config));
     if (!unused.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", unused.message()));
   } catch (const std::exception& e) {
@@ -385,7 +341,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     return TorchError(e, "loading pooling modules");
   }
   // bge-m3's heads beside the weights.
-  ASSIGN_OR_RETURN(engine->impl_->bge_m3, BgeM3Heads::Load(dir, config.hidden_size, device));
+  RETURN_IF_ERROR(engine->impl_->heads.LoadBesideWeights(dir, config.hidden_size, device));
 
   ModelInfo& info = engine->info_;
   info.architecture = config.architecture;
@@ -425,7 +381,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (options.cuda_graph_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
   }
-  engine->impl_->attention = options.gpu_attention;
+  engine->impl_->kernels.path = options.gpu_attention.path;
+  engine->impl_->kernels.device_path_on_cpu = options.kernels.gpu_attention_on_cpu;
+  engine->impl_->kernels.fused = options.kernels.fused_attention;
+  engine->impl_->kernels.avx512 = options.kernels.avx512_softmax;
   engine->impl_->batch_rounding = options.batch_rounding;
   if (!device.is_cpu()) {
     if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {
@@ -434,73 +393,20 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     }
   }
   if (options.log_shape_times) engine->impl_->shape_log = std::make_unique<ShapeTimeLog>(config.architecture);
-  if (options.cuda_graph_tokens > 0 && DeviceGraphsAvailable(device)) {
-    engine->impl_->graphs = std::make_unique<CapturedForwards>(*engine->impl_->model, device, options.cuda_graph_tokens,
-                                                               engine->impl_->pad_id, options.gpu_attention.path);
+  if (options.cuda_graph_tokens > 0 && DeviceGraphsAvailable(device, options.kernels.device_graphs_on_cpu)) {
+    engine->impl_->graphs =
+        std::make_unique<CapturedForwards>(*engine->impl_->model, device, options.cuda_graph_tokens,
+                                           engine->impl_->pad_id, engine->impl_->kernels,
+                                           options.kernels.device_graphs_on_cpu);
   }
   if (st.splade.has_value()) {
-    if (!engine->impl_->masked_lm.has_value()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          dir, ": modules.json has a SpladePooling module, but the checkpoint holds no masked-LM head for it (",
-          config.architecture, ")"));
-    }
-    engine->impl_->splade_pooling.sum = st.splade->sum;
-    engine->impl_->splade_pooling.log1p_relu = st.splade->log1p_relu;
+    MaskedLmHead::Pooling pooling;
+    pooling.sum = st.splade->sum;
+    pooling.log1p_relu = st.splade->log1p_relu;
+    RETURN_IF_ERROR(engine->impl_->heads.SetSpladePooling(pooling, dir, config.architecture));
   }
-  engine->DescribeHeads();
+  engine->heads_description_ = engine->impl_->heads.Describe(config, engine->special_token_ids_, &engine->info_);
   return engine;
-}
-
-void Engine::DescribeHeads() {
-  Impl& impl = *impl_;
-  ModelInfo& info = info_;
-  std::string sparse, multi_vector;
-  // sparse_linear.pt is a file someone put there for this: it wins over a masked-LM head. Its
-  // weights leave out the tokenizer's cls, eos, pad and unk ids, which only a tokenizer knows.
-  if (impl.bge_m3.has_sparse() && special_token_ids_.has_value()) {
-    for (int id : *special_token_ids_) {
-      if (id >= 0 && std::find(impl.lexical_dropped_ids.begin(), impl.lexical_dropped_ids.end(), id) ==
-                         impl.lexical_dropped_ids.end()) {
-        impl.lexical_dropped_ids.push_back(id);
-      }
-    }
-    impl.sparse_head = Impl::SparseHead::kBgeM3;
-    info.sparse_kind = "bge-m3";
-    sparse = absl::StrCat("bge-m3 from ", BgeM3Heads::kSparseFile, " (special token ids ",
-                          absl::StrJoin(impl.lexical_dropped_ids, ", "), " left out)");
-  } else if (impl.masked_lm.has_value()) {
-    const MaskedLmHeadLayout layout = *config_.family->MaskedLmHead(config_);
-    impl.sparse_head = Impl::SparseHead::kSplade;
-    info.sparse_kind = "splade";
-    sparse = absl::StrCat("splade (", impl.splade_pooling.sum ? "sum" : "max", ", ",
-                          impl.splade_pooling.log1p_relu ? "log1p_relu" : "relu", ") from the masked-LM head (",
-                          layout.dense, ", ", layout.layer_norm, ", decoder ",
-                          impl.masked_lm->decoder_is_word_embeddings() ? "tied to the word embeddings" : layout.decoder_weight,
-                          ")");
-  } else if (impl.bge_m3.has_sparse()) {
-    impl.no_sparse = absl::StrCat(BgeM3Heads::kSparseFile, " is there, but without a tokenizer the special tokens ",
-                                  "its weights leave out (cls, eos, pad, unk) are not known");
-  } else if (impl.no_sparse.empty()) {
-    impl.no_sparse = absl::StrCat("it is not a *ForMaskedLM architecture with a masked-LM head, and there is no ",
-                                  BgeM3Heads::kSparseFile);
-  }
-  if (impl.colbert.has_value()) {
-    info.multi_vector_kind = "colbert";
-    info.multi_vector_dim = static_cast<int>(impl.colbert->dim());
-    multi_vector = absl::StrCat(impl.colbert->Describe(), info.late_interaction.enabled ? absl::StrCat(
-        "; MaxSim rerank, ", info.late_interaction.layout, " queries of ", info.late_interaction.query_length,
-        " tokens, documents of ", info.late_interaction.document_length) : "; no tokenizer, so no MaxSim rerank");
-  } else if (impl.bge_m3.has_colbert()) {
-    info.multi_vector_kind = "colbert";
-    info.multi_vector_dim = static_cast<int>(impl.bge_m3.colbert_dim());
-    multi_vector = absl::StrCat("colbert from ", BgeM3Heads::kColbertFile, " (", config_.hidden_size, " -> ",
-                                info.multi_vector_dim, ")");
-  } else {
-    impl.no_multi_vector = absl::StrCat("there is no ", BgeM3Heads::kColbertFile);
-  }
-  heads_description_ = absl::StrCat("sparse: ", sparse.empty() ? absl::StrCat("none (", impl.no_sparse, ")") : sparse,
-                                    "; multi-vector: ",
-                                    multi_vector.empty() ? absl::StrCat("none (", impl.no_multi_vector, ")") : multi_vector);
 }
 
 absl::Status Engine::Validate(const SequenceInput& s) const {
@@ -539,32 +445,49 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::Run(const std::vector<Sequen
   return RunTimed(batch, outputs, nullptr);
 }
 
-absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
-                                                             RunTimings* timings) {
-  const absl::Time started = absl::Now();
-  if (timings != nullptr) *timings = RunTimings();
+// The prepare stage's work: the batch as tensors on the host (in page-locked memory for a GPU,
+// so that the forward stage's copies are asynchronous).
+struct Engine::HostBatch {
+  int64_t B = 0;  // sequences
+  int64_t R = 0;  // rows run: B, or B rounded up to a device batch size (device_shapes.h)
+  int64_t L = 0;  // the length the batch runs at
+  bool padded = false;      // a row holds fewer than L tokens
+  bool unattended = false;  // a sequence has tokens computed but not attended to (attended_length)
+  int64_t tokens = 0;       // real tokens, one per row past B
+  at::Tensor ids, mask, types;  // [R, L] int64; types undefined where no sequence has token types
+  at::Tensor pool_mask;         // pooling's own mask where a prompt is left out of pooling, else undefined
+  at::Tensor present;           // which positions hold a sequence's tokens (the heads' rows)
+};
+
+// The forward stage's work: the encoder's outputs on the device, and what reads them.
+struct Engine::Forwarded {
+  EncoderOutputs out;
+  at::Tensor attention_mask;  // the batch's mask on the device (the graph's for a replay)
+  at::Tensor token_rows;      // the real tokens' rows, where the eager forward was given them
+  at::Tensor present;         // HostBatch::present on the device
+  at::Tensor pool_mask;       // HostBatch::pool_mask on the device
+  // A replay's outputs, holding the graphs' lock until the collect stage has read them.
+  std::optional<CapturedForwards::Replayed> replayed;
+  bool capture = false;  // the first eager batch of a length meant for graphs: capture them next
+  absl::Time started, finished;  // the forward stage's (the end of preparing, its own end)
+};
+
+absl::Status Engine::CheckBatch(const std::vector<SequenceInput>& batch, uint32_t outputs) const {
   if ((outputs & kOutputLogits) && info_.labels.empty()) {
     return absl::FailedPreconditionError(
         absl::StrCat("model ", info_.architecture, " has no classification head"));
   }
-  if ((outputs & kOutputSparse) && impl_->sparse_head == Impl::SparseHead::kNone) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", info_.architecture, " has no sparse head: ", impl_->no_sparse));
-  }
-  if ((outputs & kOutputMultiVector) && !impl_->bge_m3.has_colbert() && !impl_->colbert.has_value()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", info_.architecture, " has no multi-vector head: ", impl_->no_multi_vector));
-  }
-  if ((outputs & kOutputTokenLogits) && !impl_->token_classifier.defined()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("model ", info_.architecture, " has no token-classification head"));
-  }
-  if (batch.empty()) return std::vector<SequenceOutput>();
+  RETURN_IF_ERROR(impl_->heads.CheckOutputs(outputs, info_.architecture));
   for (size_t i = 0; i < batch.size(); ++i) {
     absl::Status s = Validate(batch[i]);
     if (!s.ok()) return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": ", s.message()));
   }
-  const int64_t B = static_cast<int64_t>(batch.size());
+  return absl::OkStatus();
+}
+
+Engine::HostBatch Engine::Prepare(const std::vector<SequenceInput>& batch, uint32_t outputs) const {
+  HostBatch h;
+  const int64_t B = h.B = static_cast<int64_t>(batch.size());
   int64_t L = 0;
   bool has_types = false;
   bool skips = false;  // a sequence leaves a prompt out of pooling
@@ -578,217 +501,216 @@ absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<S
     has_types = has_types || (!s.token_type_ids.empty() &&
                               (info_.type_vocab_size > 0 || config_.token_types_are_segment_ids));
   }
+  const bool on_device = !impl_->device.is_cpu();
+  if (on_device) L = DeviceBatchLength(static_cast<int>(L), info_.max_length);
+  // The rows the batch runs at: B, or B rounded up to a device batch size (device_shapes.h);
+  // rows past B hold one real token each (a row without any would be a softmax over nothing)
+  // and their outputs are never read.
+  const bool round_rows = impl_->batch_rounding == BatchRounding::kRounded ||
+                          (impl_->batch_rounding == BatchRounding::kOnDevice && on_device);
+  const int64_t R = round_rows ? DeviceBatchSize(static_cast<int>(B), std::numeric_limits<int>::max()) : B;
+  h.R = R;
+  h.L = L;
+  h.unattended = unattended;
+  // Built on the host (in page-locked memory for a GPU, so the copies are asynchronous), then
+  // sent to the device in one go each by the forward stage.
+  const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(on_device);
+  h.ids = at::empty({R, L}, host).fill_(impl_->pad_id);
+  h.mask = at::zeros({R, L}, host);
+  if (has_types) h.types = at::zeros({R, L}, host);
+  h.padded = R > B;
+  h.tokens = R - B;
+  auto ids_a = h.ids.accessor<int64_t, 2>();
+  auto mask_a = h.mask.accessor<int64_t, 2>();
+  for (int64_t b = B; b < R; ++b) mask_a[b][0] = 1;
+  for (int64_t b = 0; b < B; ++b) {
+    const SequenceInput& s = batch[b];
+    const int64_t n = static_cast<int64_t>(s.input_ids.size());
+    h.padded = h.padded || n < L;
+    h.tokens += n;
+    const int64_t attended = s.attended_length > 0 ? std::min<int64_t>(s.attended_length, n) : n;
+    for (int64_t t = 0; t < n; ++t) {
+      ids_a[b][t] = s.input_ids[t];
+      mask_a[b][t] = t < attended ? 1 : 0;
+    }
+    if (has_types && !s.token_type_ids.empty()) {
+      auto types_a = h.types.accessor<int64_t, 2>();
+      for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
+    }
+  }
+  // Pooling's own mask: the attention mask without the prompt tokens of sequences that skip
+  // them (sentence-transformers' Pooling with include_prompt false zeroes them).
+  if (skips && (outputs & kOutputPooled)) {
+    h.pool_mask = h.mask.clone();
+    auto pool_a = h.pool_mask.accessor<int64_t, 2>();
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t n = static_cast<int64_t>(batch[b].input_ids.size());
+      for (int64_t t = 0, k = std::min<int64_t>(std::max(batch[b].pooling_skip, 0), n); t < k; ++t) {
+        pool_a[b][t] = 0;
+      }
+    }
+  }
+  // Which positions hold a sequence's tokens, attended to or not (the heads' rows).
+  h.present = h.mask;
+  if (unattended) {
+    h.present = at::zeros({R, L}, host);
+    auto present_a = h.present.accessor<int64_t, 2>();
+    for (int64_t b = B; b < R; ++b) present_a[b][0] = 1;
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) present_a[b][t] = 1;
+    }
+  }
+  return h;
+}
+
+Engine::Forwarded Engine::Forward(const std::vector<SequenceInput>& batch, uint32_t outputs, const HostBatch& h) {
+  const c10::Device device = impl_->device;
+  const bool on_device = !device.is_cpu();
+  const int64_t B = h.B, R = h.R, L = h.L;
+  Forwarded f;
+  EncoderInputs in{h.ids, h.mask, h.types, h.padded || h.unattended, at::Tensor()};
+  if (h.unattended) in.pack_rows = false;
+  AttentionStats forward_stats;  // this forward's attention calls
+  in.attention = impl_->kernels;
+  in.attention_stats = &forward_stats;
+  f.present = h.present;
+  f.pool_mask = h.pool_mask;
+  // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
+  CapturedForwards* graphs = impl_->graphs.get();
+  const bool graphable = graphs != nullptr && !h.types.defined() && !h.unattended &&
+                         (outputs & (kOutputSparse | kOutputMultiVector)) == 0 && graphs->GraphBatch(R, L) > 0;
+  const bool replay = graphable && graphs->Captured(L);
+  f.capture = graphable && !replay;
+  if (on_device && f.pool_mask.defined()) f.pool_mask = f.pool_mask.to(device, /*non_blocking=*/true);
+  // The replay copies its inputs into the graph's; where there is none (a capture failed on
+  // another thread since), the batch runs eagerly.
+  f.started = absl::Now();
+  if (replay) f.replayed = graphs->Run(h.ids, h.mask);
+  if (on_device && !f.replayed) {
+    if (h.padded && !h.unattended) {
+      const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(true);
+      at::Tensor rows = at::empty({h.tokens}, host);
+      int64_t* r = rows.data_ptr<int64_t>();
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) *r++ = b * L + t;
+      }
+      for (int64_t b = B; b < R; ++b) *r++ = b * L;
+      in.token_rows = rows.to(device, /*non_blocking=*/true);
+    }
+    in.input_ids = h.ids.to(device, /*non_blocking=*/true);
+    in.attention_mask = h.mask.to(device, /*non_blocking=*/true);
+    if (h.unattended) f.present = f.present.to(device, /*non_blocking=*/true);
+    if (h.types.defined()) in.token_type_ids = h.types.to(device, /*non_blocking=*/true);
+  }
+  if (!f.replayed) f.started = absl::Now();
+  if (f.replayed) {
+    f.out = f.replayed->out;
+    f.attention_mask = f.replayed->attention_mask;
+  } else {
+    f.out = impl_->model->Forward(in, /*all_hidden_states=*/false);
+    f.attention_mask = in.attention_mask;
+    f.token_rows = in.token_rows;
+  }
+  f.finished = absl::Now();
+  AttentionStats& total = impl_->attention_stats;
+  total.cpu_calls += forward_stats.cpu_calls.load();
+  total.bias_calls += forward_stats.bias_calls.load();
+  total.table_calls += forward_stats.table_calls.load();
+  total.host_nanoseconds += forward_stats.host_nanoseconds.load();
+  if (impl_->shape_log) {
+    impl_->shape_log->Record(R, L, f.finished - f.started, absl::Nanoseconds(forward_stats.host_nanoseconds.load()),
+                             f.replayed.has_value());
+  }
+  return f;
+}
+
+std::vector<SequenceOutput> Engine::Collect(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                            const HostBatch& h, Forwarded& f) const {
+  const int64_t B = h.B, L = h.L;
+  const EncoderOutputs& out = f.out;
+  // The only copies back, and the only waits for the device: the results.
+  std::vector<SequenceOutput> results(batch.size());
+  at::Tensor pooled, pooled_raw, logits, states;
+  auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
+  if (outputs & (kOutputPooled | kOutputPooledUnnormalized)) {
+    // Pooling and Dense once; the Normalize module on top for `pooled`. The batcher ORs its
+    // sequences' flags, so a batch may need both.
+    const Pooler& pooler = *impl_->pooler;
+    const at::Tensor raw =
+        pooler(out.last_hidden_state, f.pool_mask.defined() ? f.pool_mask : f.attention_mask, /*normalize=*/false);
+    if (outputs & kOutputPooledUnnormalized) pooled_raw = to_host(raw);
+    if (outputs & kOutputPooled) pooled = to_host(pooler.Normalize(raw));
+  }
+  if (outputs & kOutputLogits) logits = to_host(out.logits);
+  if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
+  const int64_t H = out.last_hidden_state.size(2);
+  at::Tensor token_logits;  // [B, L, labels]
+  if (outputs & kOutputTokenLogits) token_logits = to_host(impl_->heads.TokenLogits(out.last_hidden_state));
+  // A graph's outputs are read (the copies above wait for them; sparse and multi-vector outputs
+  // never come from a graph): the next replay may start while this batch's replies are built.
+  f.replayed.reset();
+
+  for (int64_t b = 0; b < B; ++b) results[b].num_tokens = static_cast<int32_t>(batch[b].input_ids.size());
+  if (outputs & (kOutputSparse | kOutputMultiVector)) {
+    // The sparse and multi-vector heads run on the real tokens only, packed sequence after
+    // sequence.
+    const at::Tensor packed = h.unattended ? TokenPacking(f.present, at::Tensor()).Pack(out.last_hidden_state)
+                              : h.padded   ? TokenPacking(f.attention_mask, f.token_rows).Pack(out.last_hidden_state)
+                                           : out.last_hidden_state.reshape({B * L, H});
+    impl_->heads.Collect(outputs, packed, batch, &results);
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    SequenceOutput& r = results[b];
+    if (states.defined()) {
+      const float* p = states.data_ptr<float>() + b * L * H;
+      r.token_states.assign(p, p + r.num_tokens * H);
+    }
+    if (pooled.defined()) {
+      const float* p = pooled.data_ptr<float>() + b * pooled.size(1);
+      r.pooled.assign(p, p + pooled.size(1));
+    }
+    if (pooled_raw.defined()) {
+      const float* p = pooled_raw.data_ptr<float>() + b * pooled_raw.size(1);
+      r.pooled_unnormalized.assign(p, p + pooled_raw.size(1));
+    }
+    if (logits.defined()) {
+      const float* p = logits.data_ptr<float>() + b * logits.size(1);
+      r.logits.assign(p, p + logits.size(1));
+    }
+    if (token_logits.defined()) {
+      const int64_t labels = token_logits.size(2);
+      const float* p = token_logits.data_ptr<float>() + b * token_logits.size(1) * labels;
+      r.token_logits.assign(p, p + r.num_tokens * labels);
+    }
+  }
+  return results;
+}
+
+absl::StatusOr<std::vector<SequenceOutput>> Engine::RunTimed(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                                             RunTimings* timings) {
+  const absl::Time started = absl::Now();
+  if (timings != nullptr) *timings = RunTimings();
+  RETURN_IF_ERROR(CheckBatch(batch, outputs));
+  if (batch.empty()) return std::vector<SequenceOutput>();
   try {
     c10::InferenceMode guard;
-    const c10::Device device = impl_->device;
-    const bool on_device = !device.is_cpu();
-    if (on_device) L = DeviceBatchLength(static_cast<int>(L), info_.max_length);
-    // The rows the batch runs at: B, or B rounded up to a device batch size (device_shapes.h);
-    // rows past B hold one real token each (a row without any would be a softmax over nothing)
-    // and their outputs are never read.
-    const bool round_rows = impl_->batch_rounding == BatchRounding::kRounded ||
-                            (impl_->batch_rounding == BatchRounding::kOnDevice && on_device);
-    const int64_t R = round_rows ? DeviceBatchSize(static_cast<int>(B), std::numeric_limits<int>::max()) : B;
-    DeviceStreamScope stream(device);
-    // Built on the host (in page-locked memory for a GPU, so the copies below are asynchronous),
-    // then sent to the device in one go each.
-    const auto host = at::TensorOptions().dtype(at::kLong).pinned_memory(on_device);
-    at::Tensor ids = at::empty({R, L}, host).fill_(impl_->pad_id);
-    at::Tensor mask = at::zeros({R, L}, host);
-    at::Tensor types = has_types ? at::zeros({R, L}, host) : at::Tensor();
-    bool padded = R > B;
-    int64_t tokens = R - B;
-    auto ids_a = ids.accessor<int64_t, 2>();
-    auto mask_a = mask.accessor<int64_t, 2>();
-    for (int64_t b = B; b < R; ++b) mask_a[b][0] = 1;
-    for (int64_t b = 0; b < B; ++b) {
-      const SequenceInput& s = batch[b];
-      const int64_t n = static_cast<int64_t>(s.input_ids.size());
-      padded = padded || n < L;
-      tokens += n;
-      const int64_t attended = s.attended_length > 0 ? std::min<int64_t>(s.attended_length, n) : n;
-      for (int64_t t = 0; t < n; ++t) {
-        ids_a[b][t] = s.input_ids[t];
-        mask_a[b][t] = t < attended ? 1 : 0;
-      }
-      if (has_types && !s.token_type_ids.empty()) {
-        auto types_a = types.accessor<int64_t, 2>();
-        for (int64_t t = 0; t < n; ++t) types_a[b][t] = s.token_type_ids[t];
-      }
-    }
-    // Pooling's own mask: the attention mask without the prompt tokens of sequences that skip
-    // them (sentence-transformers' Pooling with include_prompt false zeroes them).
-    at::Tensor pool_mask;
-    if (skips && (outputs & kOutputPooled)) {
-      pool_mask = mask.clone();
-      auto pool_a = pool_mask.accessor<int64_t, 2>();
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t n = static_cast<int64_t>(batch[b].input_ids.size());
-        for (int64_t t = 0, k = std::min<int64_t>(std::max(batch[b].pooling_skip, 0), n); t < k; ++t) {
-          pool_a[b][t] = 0;
-        }
-      }
-    }
-    EncoderInputs in{ids, mask, types, padded || unattended, at::Tensor()};
-    if (unattended) in.pack_rows = false;
-    AttentionStats forward_stats;  // this forward's attention calls
-    in.attention_path = impl_->attention.path;
-    in.attention_stats = &forward_stats;
-    in.cpu_attention_in_bfloat16 = impl_->attention_in_bfloat16;
-    // Which positions hold a sequence's tokens, attended to or not (the heads' rows).
-    at::Tensor present = mask;
-    if (unattended) {
-      present = at::zeros({R, L}, host);
-      auto present_a = present.accessor<int64_t, 2>();
-      for (int64_t b = B; b < R; ++b) present_a[b][0] = 1;
-      for (int64_t b = 0; b < B; ++b) {
-        for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) present_a[b][t] = 1;
-      }
-    }
-    // A CUDA graph of this shape, where one is meant for it and captured (captured_forwards.h).
-    CapturedForwards* graphs = impl_->graphs.get();
-    const bool graphable = graphs != nullptr && !types.defined() && !unattended &&
-                           (outputs & (kOutputSparse | kOutputMultiVector)) == 0 && graphs->GraphBatch(R, L) > 0;
-    const bool replay = graphable && graphs->Captured(L);
-    if (on_device && pool_mask.defined()) pool_mask = pool_mask.to(device, /*non_blocking=*/true);
-    // The replay copies its inputs into the graph's; where there is none (a capture failed on
-    // another thread since), the batch runs eagerly.
-    std::optional<CapturedForwards::Replayed> replayed;  // holds the graphs' lock until the outputs are read
-    absl::Time prepared = absl::Now();
-    if (replay) replayed = graphs->Run(ids, mask);
-    if (on_device && !replayed) {
-      if (padded && !unattended) {
-        at::Tensor rows = at::empty({tokens}, host);
-        int64_t* r = rows.data_ptr<int64_t>();
-        for (int64_t b = 0; b < B; ++b) {
-          for (int64_t t = 0, n = static_cast<int64_t>(batch[b].input_ids.size()); t < n; ++t) *r++ = b * L + t;
-        }
-        for (int64_t b = B; b < R; ++b) *r++ = b * L;
-        in.token_rows = rows.to(device, /*non_blocking=*/true);
-      }
-      in.input_ids = ids.to(device, /*non_blocking=*/true);
-      in.attention_mask = mask.to(device, /*non_blocking=*/true);
-      if (unattended) present = present.to(device, /*non_blocking=*/true);
-      if (types.defined()) in.token_type_ids = types.to(device, /*non_blocking=*/true);
-    }
-    EncoderOutputs out;
-    if (!replayed) prepared = absl::Now();
-    if (replayed) {
-      out = replayed->out;
-      in.attention_mask = replayed->attention_mask;
-    } else {
-      out = impl_->model->Forward(in, /*all_hidden_states=*/false);
-    }
-    const absl::Time forwarded = absl::Now();
-    AttentionStats& total = impl_->attention_stats;
-    total.cpu_calls += forward_stats.cpu_calls.load();
-    total.bias_calls += forward_stats.bias_calls.load();
-    total.table_calls += forward_stats.table_calls.load();
-    total.host_nanoseconds += forward_stats.host_nanoseconds.load();
-    if (impl_->shape_log) {
-      impl_->shape_log->Record(R, L, forwarded - prepared, absl::Nanoseconds(forward_stats.host_nanoseconds.load()),
-                               replayed.has_value());
-    }
-
-    // The only copies back, and the only waits for the device: the results.
-    std::vector<SequenceOutput> results(batch.size());
-    at::Tensor pooled, pooled_raw, logits, states;
-    auto to_host = [](const at::Tensor& t) { return t.to(at::kFloat).to(at::kCPU).contiguous(); };
-    if (outputs & (kOutputPooled | kOutputPooledUnnormalized)) {
-      // Pooling and Dense once; the Normalize module on top for `pooled`. The batcher ORs its
-      // sequences' flags, so a batch may need both.
-      const Pooler& pooler = *impl_->pooler;
-      const at::Tensor raw =
-          pooler(out.last_hidden_state, pool_mask.defined() ? pool_mask : in.attention_mask, /*normalize=*/false);
-      if (outputs & kOutputPooledUnnormalized) pooled_raw = to_host(raw);
-      if (outputs & kOutputPooled) pooled = to_host(pooler.Normalize(raw));
-    }
-    if (outputs & kOutputLogits) logits = to_host(out.logits);
-    if (outputs & kOutputTokenStates) states = to_host(out.last_hidden_state);
-    const int64_t H = out.last_hidden_state.size(2);
-    at::Tensor token_logits;  // [B, L, labels]
-    if (outputs & kOutputTokenLogits) token_logits = to_host(impl_->token_classifier(out.last_hidden_state));
-    // A graph's outputs are read (the copies above wait for them; sparse and multi-vector outputs
-    // never come from a graph): the next replay may start while this batch's replies are built.
-    replayed.reset();
-
-    // The sparse and multi-vector heads run on the real tokens only, packed sequence after
-    // sequence: sequence b's tokens are rows [first[b], first[b + 1]).
-    const bool sparse = (outputs & kOutputSparse) != 0, multi_vector = (outputs & kOutputMultiVector) != 0;
-    std::vector<int64_t> first(B + 1, 0);
-    std::vector<std::vector<std::pair<int32_t, float>>> splade;
-    at::Tensor token_weights, colbert;
-    if (sparse || multi_vector) {
-      std::vector<int64_t> lengths(B);
-      for (int64_t b = 0; b < B; ++b) {
-        lengths[b] = static_cast<int64_t>(batch[b].input_ids.size());
-        first[b + 1] = first[b] + lengths[b];
-      }
-      const at::Tensor packed =
-          unattended ? TokenPacking(present, at::Tensor()).Pack(out.last_hidden_state)
-          : padded   ? TokenPacking(in.attention_mask, in.token_rows).Pack(out.last_hidden_state)
-                     : out.last_hidden_state.reshape({B * L, H});
-      if (sparse && impl_->sparse_head == Impl::SparseHead::kSplade) {
-        splade = impl_->masked_lm->Splade(packed, lengths, impl_->splade_pooling);
-      }
-      if (sparse && impl_->sparse_head == Impl::SparseHead::kBgeM3) {
-        token_weights = to_host(impl_->bge_m3.TokenWeights(packed));
-      }
-      if (multi_vector) {
-        colbert = to_host(impl_->colbert.has_value() ? impl_->colbert->Vectors(packed)
-                                                      : impl_->bge_m3.ColbertVectors(packed));
-      }
-    }
-    for (int64_t b = 0; b < B; ++b) {
-      SequenceOutput& r = results[b];
-      r.num_tokens = static_cast<int32_t>(batch[b].input_ids.size());
-      if (states.defined()) {
-        const float* p = states.data_ptr<float>() + b * L * H;
-        r.token_states.assign(p, p + r.num_tokens * H);
-      }
-      if (pooled.defined()) {
-        const float* p = pooled.data_ptr<float>() + b * pooled.size(1);
-        r.pooled.assign(p, p + pooled.size(1));
-      }
-      if (pooled_raw.defined()) {
-        const float* p = pooled_raw.data_ptr<float>() + b * pooled_raw.size(1);
-        r.pooled_unnormalized.assign(p, p + pooled_raw.size(1));
-      }
-      if (logits.defined()) {
-        const float* p = logits.data_ptr<float>() + b * logits.size(1);
-        r.logits.assign(p, p + logits.size(1));
-      }
-      if (token_logits.defined()) {
-        const int64_t labels = token_logits.size(2);
-        const float* p = token_logits.data_ptr<float>() + b * token_logits.size(1) * labels;
-        r.token_logits.assign(p, p + r.num_tokens * labels);
-      }
-      if (sparse) {
-        r.sparse = impl_->sparse_head == Impl::SparseHead::kSplade
-                       ? std::move(splade[b])
-                       : LexicalWeights(batch[b].input_ids, token_weights.data_ptr<float>() + first[b],
-                                        impl_->lexical_dropped_ids);
-      }
-      if (multi_vector) {
-        // A ColBERT checkpoint's: every token. FlagEmbedding's colbert vectors: every token after
-        // the first (the final </s> too).
-        const int64_t D = colbert.size(1);
-        const int64_t skip = impl_->colbert.has_value() ? 0 : 1;
-        r.num_vectors = static_cast<int32_t>(r.num_tokens - skip);
-        const float* p = colbert.data_ptr<float>() + (first[b] + skip) * D;
-        r.multi_vector.assign(p, p + static_cast<int64_t>(r.num_vectors) * D);
-      }
-    }
+    DeviceStreamScope stream(impl_->device);
+    // RunTimings' three stages: prepare (host tensors), forward (copies to the device, the
+    // encoder or its graph), results (pooling, heads, copies back).
+    const HostBatch host = Prepare(batch, outputs);
+    Forwarded forwarded = Forward(batch, outputs, host);
+    std::vector<SequenceOutput> results = Collect(batch, outputs, host, forwarded);
     if (timings != nullptr) {
-      timings->prepare = prepared - started;
-      timings->forward = forwarded - prepared;
-      timings->results = absl::Now() - forwarded;
+      timings->prepare = forwarded.started - started;
+      timings->forward = forwarded.finished - forwarded.started;
+      timings->results = absl::Now() - forwarded.finished;
     }
-    if (graphable && !replay) {
+    if (forwarded.capture) {
       // The first batch of this length (the warm-up's, on a GPU) ran eagerly: capture its graphs.
-      replayed.reset();
-      const absl::Status captured = graphs->CaptureLength(L);
-      if (!captured.ok()) LogWarning(absl::StrCat(info_.architecture, " on ", device.str(), ": ", captured.message()));
+      const absl::Status captured = impl_->graphs->CaptureLength(host.L);
+      if (!captured.ok()) {
+        LogWarning(absl::StrCat(info_.architecture, " on ", impl_->device.str(), ": ", captured.message()));
+      }
     }
     return results;
   } catch (const std::exception& e) {
@@ -839,9 +761,8 @@ absl::StatusOr<std::vector<NamedTensor>> Engine::ForwardPadded(const PaddedBatch
     EncoderInputs in{make(batch.input_ids), make(batch.attention_mask),
                      batch.token_type_ids.empty() ? at::Tensor() : make(batch.token_type_ids), padded,
                      at::Tensor()};
-    in.attention_path = impl_->attention.path;
+    in.attention = impl_->kernels;
     in.attention_stats = &impl_->attention_stats;
-    in.cpu_attention_in_bfloat16 = impl_->attention_in_bfloat16;
     EncoderOutputs out = impl_->model->Forward(in, all_hidden_states);
     std::vector<NamedTensor> result;
     auto add = [&](const std::string& name, const at::Tensor& t) {

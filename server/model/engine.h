@@ -18,8 +18,27 @@ namespace relserve {
 
 enum class BatchRounding { kOnDevice, kRounded, kExact };
 
+// Which implementation an engine's forwards take where the serving one is not the only one:
+// the defaults are what serves; tests set the others per engine, to check on the CPU what GPUs
+// run and each CPU kernel against its portable twin. Passed down with every forward
+// (EncoderInputs::attention, attention_options.h), never held by a process-wide switch.
+struct EngineKernels {
+  // Attention takes the path of GPUs (EngineOptions::gpu_attention's: the bias, biased_attention.h,
+  // or the tables, table_attention.h) on the CPU too.
+  bool gpu_attention_on_cpu = false;
+  // The bias path calls LibTorch's fused scaled_dot_product_attention where this LibTorch has it;
+  // false: its unfused ATen operations (matmul, float32 softmax, matmul).
+  bool fused_attention = true;
+  // The CPU's relative softmax gathers with AVX-512 where the CPU has it (relative_softmax.h);
+  // false: its portable loops.
+  bool avx512_softmax = true;
+  // CUDA graphs (cuda_graph_tokens) stood in for on the CPU: a graph is its work, run again on
+  // each replay (device_graph.h), so that what is built around graphs is tested without a GPU.
+  bool device_graphs_on_cpu = false;
+};
+
 struct EngineOptions {
-  std::string dtype = "float32";  // float32, bfloat16, float16: weights and activations
+  DType dtype = DType::kFloat32;  // weights and activations (kInt8: the encoder's projections, on the CPU)
   std::string device = "cpu";
   int max_length = 0;             // longest accepted sequence; 0 = the model's own maximum
   std::string pooling;            // "" = the directory's sentence-transformers Pooling, else mean
@@ -46,6 +65,7 @@ struct EngineOptions {
   // that a few shapes, all warmed up, reach the kernels) and runs them as they are on the CPU;
   // kRounded rounds everywhere (tests); kExact never (--gpu-batch-sizes exact).
   BatchRounding batch_rounding = BatchRounding::kOnDevice;
+  EngineKernels kernels;  // tests only: the serving defaults otherwise
 };
 
 // A padded batch in transformers' layout: row-major [batch, length] int64.
@@ -66,11 +86,12 @@ struct NamedTensor {
 // One model directory loaded for inference: the encoder, its pooling and head. Implements the
 // serving backend interface. Its tokenizer is loaded beside it (LoadModel below).
 //
-// Sparse and multi-vector outputs (kOutputSparse, kOutputMultiVector) come from heads beside
-// the encoder: a *ForMaskedLM checkpoint's masked-LM head gives SPLADE vectors
-// (masked_lm_head.h); bge-m3's sparse_linear.pt and colbert_linear.pt beside the weights give
-// its lexical weights and ColBERT vectors (bge_m3_heads.h). The pooled embedding is the
-// model's pooling either way.
+// Sparse, multi-vector and token-classification outputs (kOutputSparse, kOutputMultiVector,
+// kOutputTokenLogits) come from heads beside the encoder (heads/output_heads.h): a *ForMaskedLM
+// checkpoint's masked-LM head gives SPLADE vectors (heads/masked_lm_head.h); bge-m3's
+// sparse_linear.pt and colbert_linear.pt beside the weights give its lexical weights and ColBERT
+// vectors (heads/bge_m3_heads.h); a ColBERT checkpoint's projection its vectors
+// (heads/colbert_head.h). The pooled embedding is the model's pooling (heads/pooler.h) either way.
 class Engine : public InferenceBackend {
  public:
   // Reads config.json, the weights (model.safetensors or a sharded index), the
@@ -129,9 +150,18 @@ class Engine : public InferenceBackend {
   // Load, with exceptions left to the caller.
   static absl::StatusOr<std::unique_ptr<Engine>> LoadOrThrow(const std::string& model_dir,
                                                              const EngineOptions& options);
-  // After loading: picks the sparse and multi-vector heads, fills their ModelInfo fields and
-  // heads_description_.
-  void DescribeHeads();
+  // RunTimed's stages, as RunTimings names them. CheckBatch: the outputs asked for have their
+  // heads, every sequence is valid. Prepare: the batch as host tensors (ids, masks, the pooling
+  // mask). Forward: the copies to the device and the encoder's forward, eager or replayed from a
+  // CUDA graph. Collect: pooling and the heads (heads/output_heads.h) on the forward's last hidden
+  // state, and the copies back into each sequence's output.
+  struct HostBatch;
+  struct Forwarded;
+  absl::Status CheckBatch(const std::vector<SequenceInput>& batch, uint32_t outputs) const;
+  HostBatch Prepare(const std::vector<SequenceInput>& batch, uint32_t outputs) const;
+  Forwarded Forward(const std::vector<SequenceInput>& batch, uint32_t outputs, const HostBatch& host);
+  std::vector<SequenceOutput> Collect(const std::vector<SequenceInput>& batch, uint32_t outputs,
+                                      const HostBatch& host, Forwarded& forwarded) const;
 
   ModelConfig config_;
   ModelInfo info_;

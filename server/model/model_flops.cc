@@ -17,10 +17,9 @@ double EncoderFlopsPerToken(const ModelConfig& config, int64_t length) {
   return config.family == nullptr ? 0 : config.family->FlopsPerToken(config, length);
 }
 
-double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device_name) {
+double MeasureMatmulFlops(DType dtype, int64_t n, double seconds, const std::string& device_name) {
   c10::InferenceMode guard;
-  const std::string d = dtype;
-  const at::ScalarType t = d == "bfloat16" ? at::kBFloat16 : d == "float16" ? at::kHalf : at::kFloat;
+  const at::ScalarType t = dtype == DType::kBFloat16 ? at::kBFloat16 : dtype == DType::kFloat16 ? at::kHalf : at::kFloat;
   auto device = ParseDevice(device_name);
   if (!device.ok()) return 0;
   DeviceStreamScope stream(*device);
@@ -29,7 +28,7 @@ double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const st
   // int8: the encoder's dynamically quantized product (int8_linear.h), activation quantization
   // included, as the engine runs it.
   std::shared_ptr<const Int8Weights> int8;
-  if (d == "int8") {
+  if (dtype == DType::kInt8) {
     if (!device->is_cpu() || !EnableInt8Engine().ok()) return 0;
     int8 = QuantizeInt8(b, at::Tensor());
   }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "server/backend/model_types.h"
 #include "server/model/config/model_config.h"
 
 namespace relserve {
@@ -13,11 +14,11 @@ namespace relserve {
 // model-FLOPs utilisation.
 double EncoderFlopsPerToken(const ModelConfig& config, int64_t length);
 
-// FLOP/s of a square matrix product of size n in `dtype` ("float32", "bfloat16", "float16", or
-// "int8": the engine's dynamically quantized product, CPU only)
+// FLOP/s of a square matrix product of size n in `dtype` (kInt8: the engine's dynamically
+// quantized product, CPU only)
 // on `device` ("cpu", "cuda", "cuda:N"; 0 when unusable), with the current thread settings,
 // measured for about `seconds`.
-double MeasureMatmulFlops(const char* dtype, int64_t n, double seconds, const std::string& device = "cpu");
+double MeasureMatmulFlops(DType dtype, int64_t n, double seconds, const std::string& device = "cpu");
 
 }  // namespace relserve
 

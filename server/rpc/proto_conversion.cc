@@ -269,29 +269,30 @@ void ToProto(const std::vector<ModelDescription>& models, const std::string& def
              v1::ListModelsResponse* out) {
   for (const ModelDescription& m : models) {
     v1::ModelInfo* p = out->add_models();
+    const ModelInfo& i = m.info;
     p->set_name(m.name);
-    p->set_architecture(m.architecture);
-    p->set_model_type(m.model_type);
-    p->set_max_length(m.max_length);
-    p->set_hidden_size(m.hidden_size);
-    p->set_num_layers(m.num_layers);
-    p->set_vocab_size(m.vocab_size);
-    p->set_embedding_dim(m.embedding_dim);
-    p->set_pooling(m.pooling.Describe());
-    for (const std::string& l : m.labels) p->add_labels(l);
-    p->set_problem_type(m.has_classifier ? ProblemTypeName(m.problem_type) : "");
-    p->set_dtype(DTypeName(m.dtype));
-    p->set_device(m.device);
-    p->set_has_tokenizer(m.has_tokenizer);
-    p->set_similarity_fn_name(m.similarity_fn_name);
-    p->set_normalized(m.normalized);
-    for (const std::string& name : m.prompt_names) p->add_prompt_names(name);
-    p->set_default_prompt_name(m.default_prompt_name);
-    p->set_sparse(m.sparse_kind);
-    p->set_multi_vector(m.multi_vector_kind);
-    p->set_multi_vector_dim(m.multi_vector_dim);
+    p->set_architecture(i.architecture);
+    p->set_model_type(i.model_type);
+    p->set_max_length(i.max_length);
+    p->set_hidden_size(i.hidden_size);
+    p->set_num_layers(i.num_layers);
+    p->set_vocab_size(i.vocab_size);
+    p->set_embedding_dim(i.embedding_dim);
+    p->set_pooling(i.pooling.Describe());
+    for (const std::string& l : i.labels) p->add_labels(l);
+    p->set_problem_type(m.has_classifier() ? ProblemTypeName(i.problem_type) : "");
+    p->set_dtype(DTypeName(i.dtype));
+    p->set_device(i.device);
+    p->set_has_tokenizer(i.has_tokenizer);
+    p->set_similarity_fn_name(m.similarity_fn_name());
+    p->set_normalized(i.pooling.normalize);
+    for (const std::string& name : m.prompt_names()) p->add_prompt_names(name);
+    p->set_default_prompt_name(i.default_prompt_name);
+    p->set_sparse(i.sparse_kind);
+    p->set_multi_vector(i.multi_vector_kind);
+    p->set_multi_vector_dim(i.multi_vector_dim);
     p->set_entailment_label(m.entailment_label);
-    for (const std::string& l : m.token_labels) p->add_token_labels(l);
+    for (const std::string& l : i.token_labels) p->add_token_labels(l);
   }
   out->set_default_model(default_model);
 }

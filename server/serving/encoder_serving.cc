@@ -16,6 +16,7 @@
 #include "server/serving/zero_shot.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/field_error.h"
+#include "server/util/status_macros.h"
 
 namespace relserve {
 namespace {
@@ -34,14 +35,6 @@ Timing TimingOf(absl::Time start, absl::Duration tokenize, const RequestResults&
   t.inference = r.max_inference;
   t.total = absl::Now() - start;
   return t;
-}
-
-void L2Normalize(std::vector<float>* v) {
-  double norm = 0;
-  for (float x : *v) norm += double(x) * x;
-  norm = std::sqrt(norm);
-  if (norm < 1e-12) return;
-  for (float& x : *v) x = static_cast<float>(x / norm);
 }
 
 absl::Status CheckCount(size_t count, int limit, const char* field) {
@@ -324,6 +317,89 @@ std::vector<float> TeiScoresFromLogits(const std::vector<float>& logits) {
 EncoderServing::EncoderServing(const ModelRegistry* registry, ServerMetrics* metrics, ServingLimits limits)
     : registry_(registry), metrics_(metrics), limits_(limits) {}
 
+namespace {
+
+// Embed's outputs that need a head: refused here, since asked of a model without the head the
+// output would fail the whole batch.
+absl::Status CheckEmbedHeads(const ServedModel& m, const EmbedRequest& request) {
+  const ModelInfo& info = m.backend->info();
+  if (request.return_sparse && info.sparse_kind.empty()) {
+    return ModelLacks(absl::StrCat(
+        "model ", m.name, " (", info.architecture, ") has no sparse head: sparse vectors need a SPLADE model (a ",
+        "*ForMaskedLM checkpoint with its masked-LM head) or bge-m3's sparse_linear.pt"));
+  }
+  if (request.return_multi_vector && info.multi_vector_kind.empty()) {
+    return ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture,
+                                   ") has no multi-vector head: multi-vector output needs bge-m3's "
+                                   "colbert_linear.pt"));
+  }
+  return absl::OkStatus();
+}
+
+// Embed's "encode or windows" stage: each input as one sequence (cut at the model's maximum), or,
+// embedded whole (whole_input), a text as its windows (EncodeTextWindows); the prompt's tokens
+// left out of pooling where the model's Pooling says so. `tokenize` receives the time taken.
+absl::StatusOr<InputWindows> EncodeEmbedInputs(const ServedModel& m, const EmbedRequest& request,
+                                               const PromptedInputs& prompted, const CallContext& call,
+                                               const ModelRegistry& registry, const ServingLimits& limits,
+                                               ServerMetrics* metrics, absl::Duration* tokenize) {
+  const std::vector<Input>& inputs = prompted.prompted ? prompted.inputs : request.inputs;
+  const bool whole = request.whole_input.value_or(limits.whole_input);
+  const int overlap = request.window_overlap.value_or(limits.window_overlap);
+  InputWindows windows;
+  if (!whole) {
+    ASSIGN_OR_RETURN(Prepared prepared,
+                     Prepare(request.model, inputs, request.truncation, registry, limits, metrics, call));
+    windows.sequences = std::move(*prepared.inputs);
+    *tokenize = prepared.tokenize;
+    for (size_t i = 0; i <= windows.sequences.size(); ++i) windows.first.push_back(i);
+  } else {
+    RETURN_IF_ERROR(CheckCount(inputs.size(), limits.max_inputs_per_request, "inputs"));
+    const absl::Time t0 = absl::Now();
+    const InputLimits input_limits = LimitsOf(m, request.truncation, limits, call);
+    std::vector<EncodedInput>& encoded = windows.sequences;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      RETURN_IF_ERROR(CallAlive(call));
+      const std::string field = absl::StrCat("inputs[", i, "]");
+      windows.first.push_back(encoded.size());
+      if (inputs[i].kind != Input::Kind::kText || m.tokenizer == nullptr) {
+        ASSIGN_OR_RETURN(EncodedInput e, EncodeInput(inputs[i], field, m.tokenizer, *m.backend, input_limits));
+        encoded.push_back(std::move(e));
+        continue;
+      }
+      const int prompt_bytes = static_cast<int>(inputs[i].text.size() - request.inputs[i].text.size());
+      // The windows the inputs before this one left to the request.
+      const int left = limits.max_windows_per_request - static_cast<int>(encoded.size());
+      if (left <= 0) {
+        return FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
+            "the inputs before ", field, " take all ", limits.max_windows_per_request,
+            " windows one request may compute (--max-windows-per-request): send fewer or shorter texts per request"));
+      }
+      ASSIGN_OR_RETURN(std::vector<EncodedInput> text_windows,
+                       EncodeTextWindows(inputs[i].text, field, *m.tokenizer, *m.backend, m.max_length, overlap,
+                                         prompt_bytes, left, input_limits.truncation.keep_going));
+      if (metrics != nullptr && text_windows.size() > 1) {
+        metrics->RecordWindowedInput(m.name, static_cast<int>(text_windows.size()));
+      }
+      for (EncodedInput& w : text_windows) encoded.push_back(std::move(w));
+    }
+    windows.first.push_back(encoded.size());
+    *tokenize = absl::Now() - t0;
+    if (metrics != nullptr) metrics->RecordTokenize(m.name, absl::ToDoubleSeconds(*tokenize));
+  }
+  if (prompted.pooling_skip > 0) {
+    for (size_t i = 0; i < request.inputs.size(); ++i) {
+      if (request.inputs[i].kind != Input::Kind::kText) continue;
+      for (size_t w = windows.first[i]; w < windows.first[i + 1]; ++w) {
+        windows.sequences[w].sequence.pooling_skip = prompted.pooling_skip;
+      }
+    }
+  }
+  return windows;
+}
+
+}  // namespace
+
 void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call, Done<EmbedResult> done) const {
   const absl::Time start = absl::Now();
   auto model = registry_->Find(request.model);
@@ -333,74 +409,15 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   if (info.late_interaction.enabled && request.return_multi_vector && m.tokenizer != nullptr) {
     return EmbedLateInteraction(m, request, call, limits_, metrics_, start, std::move(done));
   }
-  // Refused here: asked of a model without the head, the output would fail the whole batch.
-  if (request.return_sparse && info.sparse_kind.empty()) {
-    return done(ModelLacks(absl::StrCat(
-        "model ", m.name, " (", info.architecture, ") has no sparse head: sparse vectors need a SPLADE model (a ",
-        "*ForMaskedLM checkpoint with its masked-LM head) or bge-m3's sparse_linear.pt")));
-  }
-  if (request.return_multi_vector && info.multi_vector_kind.empty()) {
-    return done(ModelLacks(absl::StrCat("model ", m.name, " (", info.architecture,
-                                        ") has no multi-vector head: multi-vector output needs bge-m3's "
-                                        "colbert_linear.pt")));
-  }
-  // sentence-transformers' prompt (the one named, else the model's default) before each text.
+  if (absl::Status s = CheckEmbedHeads(m, request); !s.ok()) return done(s);
+  // Prompt: sentence-transformers' prompt (the one named, else the model's default) before each text.
   auto prompted = ApplyEmbedPrompt(request.inputs, request.prompt_name, info, m.tokenizer, m.max_length);
   if (!prompted.ok()) return done(prompted.status());
-  const std::vector<Input>& inputs = prompted->prompted ? prompted->inputs : request.inputs;
-  const bool whole = request.whole_input.value_or(limits_.whole_input);
-  const int overlap = request.window_overlap.value_or(limits_.window_overlap);
-
-  // Each input's sequences: one, or (whole_input) one per window; first[i] is input i's first.
-  auto encoded = std::make_shared<std::vector<EncodedInput>>();
-  auto first = std::make_shared<std::vector<size_t>>();
+  // Encode or windows: each input's sequences.
   absl::Duration tokenize;
-  if (!whole) {
-    auto prepared = Prepare(request.model, inputs, request.truncation, *registry_, limits_, metrics_, call);
-    if (!prepared.ok()) return done(prepared.status());
-    encoded = prepared->inputs;
-    tokenize = prepared->tokenize;
-    for (size_t i = 0; i <= encoded->size(); ++i) first->push_back(i);
-  } else {
-    if (absl::Status s = CheckCount(inputs.size(), limits_.max_inputs_per_request, "inputs"); !s.ok()) return done(s);
-    const absl::Time t0 = absl::Now();
-    const InputLimits input_limits = LimitsOf(m, request.truncation, limits_, call);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (absl::Status s = CallAlive(call); !s.ok()) return done(s);
-      const std::string field = absl::StrCat("inputs[", i, "]");
-      first->push_back(encoded->size());
-      if (inputs[i].kind != Input::Kind::kText || m.tokenizer == nullptr) {
-        auto e = EncodeInput(inputs[i], field, m.tokenizer, *m.backend, input_limits);
-        if (!e.ok()) return done(e.status());
-        encoded->push_back(std::move(*e));
-        continue;
-      }
-      const int prompt_bytes = static_cast<int>(inputs[i].text.size() - request.inputs[i].text.size());
-      // The windows the inputs before this one left to the request.
-      const int left = limits_.max_windows_per_request - static_cast<int>(encoded->size());
-      if (left <= 0) {
-        return done(FieldError(FieldErrorKind::kTooMany, field, absl::StrCat(
-            "the inputs before ", field, " take all ", limits_.max_windows_per_request,
-            " windows one request may compute (--max-windows-per-request): send fewer or shorter texts per request")));
-      }
-      auto windows = EncodeTextWindows(inputs[i].text, field, *m.tokenizer, *m.backend, m.max_length, overlap,
-                                       prompt_bytes, left, input_limits.truncation.keep_going);
-      if (!windows.ok()) return done(windows.status());
-      if (metrics_ != nullptr && windows->size() > 1) {
-        metrics_->RecordWindowedInput(m.name, static_cast<int>(windows->size()));
-      }
-      for (EncodedInput& w : *windows) encoded->push_back(std::move(w));
-    }
-    first->push_back(encoded->size());
-    tokenize = absl::Now() - t0;
-    if (metrics_ != nullptr) metrics_->RecordTokenize(m.name, absl::ToDoubleSeconds(tokenize));
-  }
-  if (prompted->pooling_skip > 0) {
-    for (size_t i = 0; i < request.inputs.size(); ++i) {
-      if (request.inputs[i].kind != Input::Kind::kText) continue;
-      for (size_t w = (*first)[i]; w < (*first)[i + 1]; ++w) (*encoded)[w].sequence.pooling_skip = prompted->pooling_skip;
-    }
-  }
+  auto encoded = EncodeEmbedInputs(m, request, *prompted, call, *registry_, limits_, metrics_, &tokenize);
+  if (!encoded.ok()) return done(encoded.status());
+  auto windows = std::make_shared<InputWindows>(std::move(*encoded));
   const int dim = info.embedding_dim;
   if (request.dimensions < 0 || request.dimensions > dim) {
     return done(FieldError(FieldErrorKind::kInvalid, "dimensions",
@@ -408,20 +425,19 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
   }
   if (absl::Status s = CheckMatryoshka(info, m.name, request.dimensions); !s.ok()) return done(s);
   if (request.return_multi_vector) {
-    if (absl::Status s = CheckTokenVectorsFit(*encoded, info.multi_vector_dim, limits_.max_response_bytes,
+    if (absl::Status s = CheckTokenVectorsFit(windows->sequences, info.multi_vector_dim, limits_.max_response_bytes,
                                               "multi-vector token vectors", "Embed");
         !s.ok()) {
       return done(s);
     }
   }
-  bool windowed = false;
-  for (size_t i = 0; i + 1 < first->size(); ++i) windowed = windowed || (*first)[i + 1] - (*first)[i] > 1;
   uint32_t outputs = kOutputPooled;
-  if (windowed) outputs |= kOutputPooledUnnormalized;
+  if (windows->windowed()) outputs |= kOutputPooledUnnormalized;
   if (request.return_sparse) outputs |= kOutputSparse;
   if (request.return_multi_vector) outputs |= kOutputMultiVector;
+  // Submit, then merge each input's windows (long_input.h) and apply the request's dimensions.
   SubmitSequences(
-      m, Sequences(*encoded), outputs, call.deadline, call.cancelled, metrics_,
+      m, Sequences(windows->sequences), outputs, call.deadline, call.cancelled, metrics_,
       [=, name = m.name, normalize = request.normalize, dimensions = request.dimensions,
        renormalize = request.dimensions_renormalize, id = request.request_id, model_normalizes = info.pooling.normalize,
        vector_dim = info.multi_vector_dim](absl::StatusOr<RequestResults> r) {
@@ -429,45 +445,14 @@ void EncoderServing::Embed(const EmbedRequest& request, const CallContext& call,
         EmbedResult out;
         out.model = name;
         out.request_id = id;
-        out.embeddings.reserve(first->size() - 1);
-        for (size_t i = 0; i + 1 < first->size(); ++i) {
-          const size_t b = (*first)[i], n = (*first)[i + 1] - b;
-          Embedding e;
-          e.windows = static_cast<int32_t>(n);
-          if (n == 1) {
-            e.values = std::move(r->outputs[b].pooled);
-          } else {
-            // The windows' pooled vectors before the model's normalisation, weighted by the
-            // tokens each one pooled, then normalised as the model does.
-            std::vector<const std::vector<float>*> pooled;
-            std::vector<double> weights;
-            for (size_t w = b; w < b + n; ++w) {
-              const SequenceInput& s = (*encoded)[w].sequence;
-              pooled.push_back(&r->outputs[w].pooled_unnormalized);
-              weights.push_back(std::max<double>(static_cast<double>(s.input_ids.size()) - s.pooling_skip, 1.0));
-            }
-            e.values = CombineWindows(pooled, weights);
-            if (model_normalizes) L2Normalize(&e.values);
-          }
+        out.embeddings.reserve(windows->inputs());
+        for (size_t i = 0; i < windows->inputs(); ++i) {
+          Embedding e = MergeWindows(*windows, i, outputs, model_normalizes, vector_dim, &r->outputs);
           if (dimensions > 0) e.values.resize(dimensions);
           if (normalize || (dimensions > 0 && renormalize)) L2Normalize(&e.values);
-          std::vector<const std::vector<std::pair<int32_t, float>>*> sparse;
-          for (size_t w = b; w < b + n; ++w) {
-            const EncodedInput& in = (*encoded)[w];
-            e.num_tokens += static_cast<int32_t>(in.sequence.input_ids.size());
-            e.truncated = e.truncated || in.truncated;
-            sparse.push_back(&r->outputs[w].sparse);
-            if (outputs & kOutputMultiVector) {
-              SequenceOutput& o = r->outputs[w];
-              e.multi_vector.insert(e.multi_vector.end(), o.multi_vector.begin(), o.multi_vector.end());
-              e.multi_vector_count += o.num_vectors;
-            }
-          }
-          if (outputs & kOutputSparse) e.sparse = n == 1 ? std::move(r->outputs[b].sparse) : MergeSparseMax(sparse);
-          if (outputs & kOutputMultiVector) e.multi_vector_dim = vector_dim;
           out.embeddings.push_back(std::move(e));
         }
-        out.usage = UsageOf(*encoded);  // every window computed
+        out.usage = UsageOf(windows->sequences);  // every window computed
         out.timing = TimingOf(start, tokenize, *r);
         done(std::move(out));
       });
@@ -880,36 +865,18 @@ absl::StatusOr<std::vector<std::string>> EncoderServing::Decode(const std::strin
   return texts;
 }
 
-ModelDescription EncoderServing::Describe(const ServedModel& model) {
-  const ServedModel* m = &model;
-  const ModelInfo& i = m->backend->info();
+ModelDescription EncoderServing::Describe(const ServedModel& m) {
   ModelDescription d;
-  d.name = m->name;
-  d.model_id = m->model_id;
-  d.aliases = m->aliases;
-  d.architecture = i.architecture;
-  d.model_type = i.model_type;
-  d.max_length = m->max_length;
-  d.hidden_size = i.hidden_size;
-  d.num_layers = i.num_layers;
-  d.vocab_size = i.vocab_size;
-  d.embedding_dim = i.embedding_dim;
-  d.pooling = i.pooling;
-  d.labels = i.labels;
-  d.has_classifier = !i.labels.empty();
-  d.token_labels = i.token_labels;
-  d.problem_type = i.problem_type;
-  d.dtype = i.dtype;
-  d.device = m->devices.empty() ? i.device : m->devices;
-  d.has_tokenizer = m->tokenizer != nullptr;
-  if (!i.similarity_fn_name.empty()) d.similarity_fn_name = i.similarity_fn_name;
-  d.normalized = i.pooling.normalize;
-  for (const auto& [name, text] : i.prompts) d.prompt_names.push_back(name);
-  d.default_prompt_name = i.default_prompt_name;
-  d.sparse_kind = i.sparse_kind;
-  d.multi_vector_kind = i.multi_vector_kind;
-  d.multi_vector_dim = i.multi_vector_dim;
-  if (auto entailment = EntailmentIndex(i.labels, m->name); entailment.ok()) d.entailment_label = i.labels[*entailment];
+  d.info = m.backend->info();
+  d.info.max_length = m.max_length;
+  if (!m.devices.empty()) d.info.device = m.devices;
+  d.info.has_tokenizer = m.tokenizer != nullptr;
+  d.name = m.name;
+  d.model_id = m.model_id;
+  d.aliases = m.aliases;
+  if (auto entailment = EntailmentIndex(d.info.labels, m.name); entailment.ok()) {
+    d.entailment_label = d.info.labels[*entailment];
+  }
   return d;
 }
 

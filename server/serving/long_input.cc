@@ -1,6 +1,7 @@
 #include "server/serving/long_input.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -208,6 +209,59 @@ std::vector<float> CombineWindows(const std::vector<const std::vector<float>*>& 
   std::vector<float> out(sum.size());
   for (size_t j = 0; j < sum.size(); ++j) out[j] = static_cast<float>(sum[j] / total);
   return out;
+}
+
+void L2Normalize(std::vector<float>* v) {
+  double norm = 0;
+  for (float x : *v) norm += double(x) * x;
+  norm = std::sqrt(norm);
+  if (norm < 1e-12) return;
+  for (float& x : *v) x = static_cast<float>(x / norm);
+}
+
+bool InputWindows::windowed() const {
+  for (size_t i = 0; i + 1 < first.size(); ++i) {
+    if (first[i + 1] - first[i] > 1) return true;
+  }
+  return false;
+}
+
+Embedding MergeWindows(const InputWindows& windows, size_t input, uint32_t output_flags, bool model_normalizes,
+                       int multi_vector_dim, std::vector<SequenceOutput>* outputs) {
+  const size_t b = windows.first[input], n = windows.first[input + 1] - b;
+  std::vector<SequenceOutput>& out = *outputs;
+  Embedding e;
+  e.windows = static_cast<int32_t>(n);
+  if (n == 1) {
+    e.values = std::move(out[b].pooled);
+  } else {
+    // The windows' pooled vectors before the model's normalisation, weighted by the tokens each
+    // one pooled, then normalised as the model does.
+    std::vector<const std::vector<float>*> pooled;
+    std::vector<double> weights;
+    for (size_t w = b; w < b + n; ++w) {
+      const SequenceInput& s = windows.sequences[w].sequence;
+      pooled.push_back(&out[w].pooled_unnormalized);
+      weights.push_back(std::max<double>(static_cast<double>(s.input_ids.size()) - s.pooling_skip, 1.0));
+    }
+    e.values = CombineWindows(pooled, weights);
+    if (model_normalizes) L2Normalize(&e.values);
+  }
+  std::vector<const std::vector<std::pair<int32_t, float>>*> sparse;
+  for (size_t w = b; w < b + n; ++w) {
+    const EncodedInput& in = windows.sequences[w];
+    e.num_tokens += static_cast<int32_t>(in.sequence.input_ids.size());
+    e.truncated = e.truncated || in.truncated;
+    sparse.push_back(&out[w].sparse);
+    if (output_flags & kOutputMultiVector) {
+      SequenceOutput& o = out[w];
+      e.multi_vector.insert(e.multi_vector.end(), o.multi_vector.begin(), o.multi_vector.end());
+      e.multi_vector_count += o.num_vectors;
+    }
+  }
+  if (output_flags & kOutputSparse) e.sparse = n == 1 ? std::move(out[b].sparse) : MergeSparseMax(sparse);
+  if (output_flags & kOutputMultiVector) e.multi_vector_dim = multi_vector_dim;
+  return e;
 }
 
 std::vector<std::pair<int32_t, float>> MergeSparseMax(

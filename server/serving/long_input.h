@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/inference_backend.h"
 #include "server/serving/input_encoder.h"
+#include "server/serving/serving_types.h"
 
 namespace relserve {
 
@@ -66,6 +67,32 @@ std::vector<float> CombineWindows(const std::vector<const std::vector<float>*>& 
 // Sparse vectors of several windows as one: the largest weight of each id (SPLADE max-pools over
 // every token, bge-m3 keeps each id's largest weight). Inputs and output ids ascending.
 std::vector<std::pair<int32_t, float>> MergeSparseMax(const std::vector<const std::vector<std::pair<int32_t, float>>*>& parts);
+
+// v / |v| (sentence-transformers' Normalize), left as it is when |v| < 1e-12.
+void L2Normalize(std::vector<float>* v);
+
+// A request's inputs as the sequences they run as: input i is sequences [first[i], first[i + 1]),
+// one, or, for a text embedded whole, one per window (EncodeTextWindows).
+struct InputWindows {
+  std::vector<EncodedInput> sequences;
+  std::vector<size_t> first;  // one more entry than inputs; first.back() == sequences.size()
+
+  size_t inputs() const { return first.empty() ? 0 : first.size() - 1; }
+  // Whether some input took more than one window (its merge then needs the pooled vectors
+  // before the model's Normalize: kOutputPooledUnnormalized).
+  bool windowed() const;
+};
+
+// Input `input`'s embedding from its sequences' outputs (`outputs` is indexed as
+// windows.sequences; what the input's own are moved out): with one window, its pooled vector;
+// with several, the windows' pooled vectors before the model's Normalize weighted by the tokens
+// each one pooled (CombineWindows), normalised again where the model normalises
+// (`model_normalizes`). Where `output_flags` asks for them, the windows' sparse vectors as one
+// (MergeSparseMax) and their multi-vectors one after another (`multi_vector_dim` wide). Tokens
+// are every window's; truncated where any window was. Matryoshka dimensions and the request's
+// normalisation are the caller's.
+Embedding MergeWindows(const InputWindows& windows, size_t input, uint32_t output_flags, bool model_normalizes,
+                       int multi_vector_dim, std::vector<SequenceOutput>* outputs);
 
 }  // namespace relserve
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "server/backend/inference_backend.h"
 #include "server/backend/model_types.h"
 #include "server/tokenizer/truncation.h"
 
@@ -242,38 +243,29 @@ struct TokenizeResult {
   std::vector<Tokenized> results;
 };
 
+// A served model as ListModels, TEI's /info and the routes that pick a pipeline describe it: the
+// backend's ModelInfo (inference_backend.h) as served, and what serving adds. In `info`, serving
+// states three words in the backend's place: max_length (the length requests are cut at,
+// ServedModel::max_length), device (every device a copy runs on, "cuda:0,cuda:1") and
+// has_tokenizer (a tokenizer serves it).
 struct ModelDescription {
+  ModelInfo info;
   std::string name;
-  std::string model_id;                 // what --model gave (a Hub id or a directory); may be empty
-  std::vector<std::string> aliases;     // other names requests may use
-  std::string architecture;
-  std::string model_type;
-  int max_length = 0;
-  int hidden_size = 0;
-  int num_layers = 0;
-  int vocab_size = 0;
-  int embedding_dim = 0;
-  PoolingInfo pooling;
-  std::vector<std::string> labels;
-  bool has_classifier = false;
-  ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with a classifier
-  DType dtype = DType::kFloat32;
-  std::string device;
-  bool has_tokenizer = false;
+  std::string model_id;              // what --model gave (a Hub id or a directory); may be empty
+  std::vector<std::string> aliases;  // other names requests may use
+  std::string entailment_label;      // the NLI label zero-shot classification reads; "" for none
+
+  bool has_classifier() const { return !info.labels.empty(); }
   // sentence-transformers: how embeddings compare ("cosine", "dot", "euclidean", "manhattan";
-  // "cosine", the library's default, where the model does not say), whether the model
-  // normalises them itself (a Normalize module), and its prompts.
-  std::string similarity_fn_name = "cosine";
-  bool normalized = false;
-  std::vector<std::string> prompt_names;
-  std::string default_prompt_name;
-  std::string sparse_kind;        // "splade", "bge-m3" or "" (ModelInfo::sparse_kind)
-  std::string multi_vector_kind;  // "colbert" or ""
-  int multi_vector_dim = 0;
-  // Token-classification labels (a *ForTokenClassification head, ClassifyTokens); empty
-  // without one.
-  std::vector<std::string> token_labels;
-  std::string entailment_label;   // the NLI label zero-shot classification reads; "" for none
+  // "cosine", the library's default, where the model does not say) and its prompts' names.
+  std::string similarity_fn_name() const {
+    return info.similarity_fn_name.empty() ? "cosine" : info.similarity_fn_name;
+  }
+  std::vector<std::string> prompt_names() const {
+    std::vector<std::string> names;
+    for (const auto& [prompt, text] : info.prompts) names.push_back(prompt);
+    return names;
+  }
 };
 
 }  // namespace relserve

@@ -80,7 +80,7 @@ absl::Status RunBench(const CliArgs& args) {
                            {"peak_in_use_mib", cache_after->peak_in_use_bytes / double(1 << 20)}};
   }
   if (!args.Bool("no-gemm")) {
-    const double gemm = MeasureMatmulFlops(DTypeName(info.dtype), gemm_size, 2.0, info.device);
+    const double gemm = MeasureMatmulFlops(info.dtype, gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;
     out["matmul_size"] = gemm_size;
     out["efficiency"] = tokens_per_second * flops_per_token / gemm;

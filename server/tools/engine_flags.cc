@@ -88,7 +88,9 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   if (loaded_dir != nullptr) *loaded_dir = dir;
   SetComputeThreads(args.Int("threads"));
   EngineOptions options;
-  options.dtype = args.String("dtype");
+  absl::StatusOr<DType> dtype = ParseDType(args.String("dtype"));
+  if (!dtype.ok()) return absl::InvalidArgumentError(absl::StrCat("--dtype: ", dtype.status().message()));
+  options.dtype = *dtype;
   options.device = args.String("device");
   options.max_length = args.Int("max-length");
   options.cuda_graph_tokens = args.Int("cuda-graph-tokens");

@@ -1,5 +1,7 @@
 #include "server/backend/model_types.h"
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 namespace relserve {
@@ -42,6 +44,23 @@ TEST(ModelTypesTest, PoolingDescribesModesThenDenseThenNormalize) {
   EXPECT_EQ(p.Describe(), "cls,max+dense(768)+dense(256)+normalize");
   p.dense_out_features.clear();
   EXPECT_EQ(p.Describe(), "cls,max+normalize");
+}
+
+// The flag tables read a dtype's name once, with ParseDType: each name back to its DType, and
+// anything else (an alias, another case, an empty value) refused naming the value and the names.
+TEST(ModelTypesTest, ParseDTypeReadsBackEveryName) {
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
+    auto parsed = ParseDType(DTypeName(t));
+    ASSERT_TRUE(parsed.ok()) << DTypeName(t);
+    EXPECT_EQ(*parsed, t);
+  }
+  for (const char* bad : {"int4", "fp16", "Float32", ""}) {
+    auto parsed = ParseDType(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(parsed.status().message().find(std::string("\"") + bad + "\""), absl::string_view::npos);
+    EXPECT_NE(parsed.status().message().find("float32, bfloat16, float16, int8"), absl::string_view::npos);
+  }
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(WorkerCountTest, WorkersAndThreadsShareOutTheCpus) {
            {2, 3, 3, 3, 3},    // both given: as they are, even oversubscribed
            {0, 0, 0, 1, 1},    // an unknown CPU count counts as one
        }) {
-    const auto r = ResolveCpuWorkers(c.cpus, c.workers, c.threads, "float32");
+    const auto r = ResolveCpuWorkers(c.cpus, c.workers, c.threads, DType::kFloat32);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->workers, c.want_workers) << c.cpus << " " << c.workers << " " << c.threads;
     EXPECT_EQ(r->threads, c.want_threads) << c.cpus << " " << c.workers << " " << c.threads;
@@ -40,7 +40,7 @@ TEST(WorkerCountTest, WorkersAndThreadsShareOutTheCpus) {
 // Reduced precision, both automatic: one worker over every CPU; workers or threads asked for are
 // taken as in float32 (batches side by side are safe: tests/model/concurrent_batches_test).
 TEST(WorkerCountTest, ReducedPrecisionRunsOneWorkerUnlessAskedForMore) {
-  for (const char* dtype : {"bfloat16", "float16", "int8"}) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
     auto a = ResolveCpuWorkers(8, 0, 0, dtype);
     ASSERT_TRUE(a.ok()) << a.status();
     EXPECT_EQ(a->workers, 1);
@@ -62,15 +62,15 @@ TEST(WorkerCountTest, ReducedPrecisionRunsOneWorkerUnlessAskedForMore) {
 
 // A GPU: --workers-per-device or two workers, sharing the CPUs' threads; no dtype rule there.
 TEST(WorkerCountTest, GpuWorkersShareTheCpus) {
-  auto auto_workers = ResolveWorkers(8, "cuda:0", 0, 0, "bfloat16");
+  auto auto_workers = ResolveWorkers(8, "cuda:0", 0, 0, DType::kBFloat16);
   ASSERT_TRUE(auto_workers.ok());
   EXPECT_EQ(auto_workers->workers, kAutoGpuWorkers);
   EXPECT_EQ(auto_workers->threads, 8 / kAutoGpuWorkers);
-  auto given = ResolveWorkers(8, "cuda", 3, 1, "float16");
+  auto given = ResolveWorkers(8, "cuda", 3, 1, DType::kFloat16);
   ASSERT_TRUE(given.ok());
   EXPECT_EQ(given->workers, 3);
   EXPECT_EQ(given->threads, 1);
-  auto cpu = ResolveWorkers(8, "cpu", 2, 0, "int8");
+  auto cpu = ResolveWorkers(8, "cpu", 2, 0, DType::kInt8);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   EXPECT_EQ(cpu->workers, 2);
   EXPECT_EQ(cpu->threads, 4);

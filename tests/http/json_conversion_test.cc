@@ -344,9 +344,8 @@ TEST(TeiTest, TokenizeMarksSpecialTokensAndSlicesTheInput) {
 TEST(TeiTest, InfoAndErrorShape) {
   ModelDescription m;
   m.name = "reranker";
-  m.has_classifier = true;
-  m.labels = {"LABEL_0"};
-  m.dtype = DType::kFloat32;
+  m.info.labels = {"LABEL_0"};  // a classifier (has_classifier())
+  m.info.dtype = DType::kFloat32;
   ServerLimitsInfo limits;
   limits.max_input_length = 512;
   limits.max_batch_tokens = 16384;
@@ -365,16 +364,15 @@ TEST(TeiTest, InfoAndErrorShape) {
   limits.auto_truncate = false;           // --auto-truncate false
   EXPECT_EQ(TeiInfoJson(m, limits)["auto_truncate"], false);
   EXPECT_TRUE(info["model_sha"].is_null());
-  m.has_classifier = false;
-  m.labels.clear();
-  m.pooling.modes = {PoolingMode::kMean};
-  m.pooling.normalize = true;
+  m.info.labels.clear();  // no classifier
+  m.info.pooling.modes = {PoolingMode::kMean};
+  m.info.pooling.normalize = true;
   EXPECT_EQ(TeiInfoJson(m, limits)["model_type"], json::parse(R"({"embedding": {"pooling": "mean"}})"));
   // relserve's keys: sentence-transformers' similarity (cosine unless the model says) and Normalize.
   EXPECT_EQ(info["similarity_fn_name"], "cosine");
   EXPECT_EQ(info["normalized"], false);
-  m.similarity_fn_name = "dot";
-  m.normalized = true;
+  m.info.similarity_fn_name = "dot";
+  m.info.pooling.normalize = true;  // a Normalize module
   EXPECT_EQ(TeiInfoJson(m, limits)["similarity_fn_name"], "dot");
   EXPECT_EQ(TeiInfoJson(m, limits)["normalized"], true);
   EXPECT_EQ(TeiErrorJson(EmptyField("inputs"), 400),

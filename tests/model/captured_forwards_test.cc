@@ -46,10 +46,11 @@ class RecordingModel : public EncoderModel {
   std::atomic<int> fail_from{-1};  // >= 0: forwards from this many on throw
 };
 
+// Graphs stood in for on the CPU (DeviceGraph's cpu_stand_in), the attention as it serves.
+constexpr bool kOnCpu = true;
+
 class CapturedForwardsTest : public ::testing::Test {
  protected:
-  void SetUp() override { SetDeviceGraphsOnCpuForTesting(true); }
-  void TearDown() override { SetDeviceGraphsOnCpuForTesting(false); }
   c10::InferenceMode guard_;
 };
 
@@ -57,7 +58,7 @@ class CapturedForwardsTest : public ::testing::Test {
 // that a rounded batch fills its graph: no rows are computed for nothing.
 TEST_F(CapturedForwardsTest, GraphBatchesAreDeviceBatchSizesWithinTheTokenBudget) {
   RecordingModel model;
-  CapturedForwards graphs(model, c10::Device(c10::kCPU), 512, 0);
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 512, 0, {}, kOnCpu);
   EXPECT_EQ(graphs.GraphBatch(1, 128), 1);
   EXPECT_EQ(graphs.GraphBatch(3, 128), 3);
   EXPECT_EQ(graphs.GraphBatch(4, 128), 4);
@@ -81,7 +82,7 @@ TEST_F(CapturedForwardsTest, GraphBatchesAreDeviceBatchSizesWithinTheTokenBudget
 // B keep what an earlier batch left there.
 TEST_F(CapturedForwardsTest, ReplaysReadTheirOwnBatch) {
   RecordingModel model;
-  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, /*pad_id=*/5);
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, /*pad_id=*/5, {}, kOnCpu);
   ASSERT_TRUE(graphs.CaptureLength(8).ok());
   at::Tensor ids = at::arange(24, at::kLong).view({3, 8}) + 100;
   at::Tensor mask = at::ones({3, 8}, at::kLong);
@@ -110,7 +111,7 @@ TEST_F(CapturedForwardsTest, ReplaysReadTheirOwnBatch) {
 // A capture that fails turns graphs off for the model copy, naming the shape.
 TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
   RecordingModel model;
-  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0);
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0, {}, kOnCpu);
   ASSERT_TRUE(graphs.CaptureLength(16).ok());
   model.fail = true;
   absl::Status status = graphs.CaptureLength(32);
@@ -128,7 +129,7 @@ TEST_F(CapturedForwardsTest, AFailedCaptureTurnsGraphsOff) {
 // what was captured before is dropped.
 TEST_F(CapturedForwardsTest, AFailureInTheCaptureItselfTurnsGraphsOff) {
   RecordingModel model;
-  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0);
+  CapturedForwards graphs(model, c10::Device(c10::kCPU), 64, 0, {}, kOnCpu);
   ASSERT_TRUE(graphs.CaptureLength(16).ok());
   EXPECT_EQ(graphs.graphs(), 4);  // 1, 2, 3 and 4 sequences
   const int before = model.forwards;
@@ -144,14 +145,12 @@ TEST_F(CapturedForwardsTest, AFailureInTheCaptureItselfTurnsGraphsOff) {
   EXPECT_FALSE(graphs.Run(at::zeros({1, 16}, at::kLong), at::ones({1, 16}, at::kLong)).has_value());
 }
 
-TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
+TEST(DeviceGraphTest, OnTheCpuOnlyAsAStandIn) {
   int runs = 0;
   auto refused = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(runs, 0);
-  SetDeviceGraphsOnCpuForTesting(true);
-  auto graph = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr);
-  SetDeviceGraphsOnCpuForTesting(false);
+  auto graph = DeviceGraph::Capture(c10::Device(c10::kCPU), [&] { ++runs; }, nullptr, /*cpu_stand_in=*/true);
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(runs, 1);
   (*graph)->Replay();
@@ -159,10 +158,14 @@ TEST(DeviceGraphTest, OnTheCpuOnlyUnderTheTestingSwitch) {
   EXPECT_EQ(runs, 3);
 }
 
-class CapturedEngineTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void TearDown() override { SetDeviceGraphsOnCpuForTesting(false); }
-};
+// Engines whose CUDA graphs are stood in for on the CPU (EngineKernels::device_graphs_on_cpu).
+EngineOptions GraphsOnCpu() {
+  EngineOptions options;
+  options.kernels.device_graphs_on_cpu = true;
+  return options;
+}
+
+class CapturedEngineTest : public ::testing::TestWithParam<std::string> {};
 
 // Every family through the graph path: the same outputs as the eager engine, for the whole
 // batch (captured by its first run, replayed by the second) and for a smaller batch of the
@@ -171,8 +174,7 @@ TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   const std::string dir = ReferenceDir(GetParam());
   auto eager = Engine::Load(dir, EngineOptions{});
   ASSERT_TRUE(eager.ok()) << eager.status();
-  SetDeviceGraphsOnCpuForTesting(true);
-  auto captured = Engine::Load(dir, EngineOptions{});
+  auto captured = Engine::Load(dir, GraphsOnCpu());
   ASSERT_TRUE(captured.ok()) << captured.status();
   const uint32_t outputs = kOutputTokenStates | kOutputPooled |
                            ((*eager)->info().labels.empty() ? 0u : static_cast<uint32_t>(kOutputLogits));
@@ -207,7 +209,7 @@ TEST_P(CapturedEngineTest, ReplaysMatchTheEagerEngine) {
   EXPECT_EQ((*captured)->graph_replays(), 2);  // the first run captured, the next two replayed
   EXPECT_EQ((*eager)->captured_graphs(), 0);
   // With graphs off by option, nothing is captured.
-  EngineOptions off;
+  EngineOptions off = GraphsOnCpu();
   off.cuda_graph_tokens = 0;
   auto eager_again = Engine::Load(dir, off);
   ASSERT_TRUE(eager_again.ok());
@@ -230,8 +232,7 @@ TEST_F(CapturedEngineTest, ASmallerBatchInALargerGraphReadsOnlyItsRows) {
   const std::string dir = ReferenceDir("deberta_v3_cls");
   auto eager = Engine::Load(dir, EngineOptions{});
   ASSERT_TRUE(eager.ok()) << eager.status();
-  SetDeviceGraphsOnCpuForTesting(true);
-  EngineOptions options;
+  EngineOptions options = GraphsOnCpu();
   options.cuda_graph_tokens = 256;  // graphs of 1, 2, 3, 4, 6, 8 and 12 sequences of 20 tokens
   auto captured = Engine::Load(dir, options);
   ASSERT_TRUE(captured.ok()) << captured.status();
@@ -263,8 +264,7 @@ TEST_F(CapturedEngineTest, ASmallerBatchInALargerGraphReadsOnlyItsRows) {
 // forward stage, longer than preparing the inputs or reading the results; a replay runs no eager
 // attention call (the captured graph's kernels run instead).
 TEST_F(CapturedEngineTest, StageTimesHoldTheirWorkOnTheGraphPath) {
-  SetDeviceGraphsOnCpuForTesting(true);
-  EngineOptions options;
+  EngineOptions options = GraphsOnCpu();
   options.cuda_graph_tokens = 4096;
   auto engine = Engine::Load(ReferenceDir("deberta_v3_cls"), options);
   ASSERT_TRUE(engine.ok()) << engine.status();
@@ -283,8 +283,7 @@ TEST_F(CapturedEngineTest, StageTimesHoldTheirWorkOnTheGraphPath) {
 // Threads at once, some batches through graphs (one at a time) and some eagerly beside them:
 // every answer equals the one computed alone.
 TEST_F(CapturedEngineTest, ConcurrentReplaysAndEagerBatchesAgree) {
-  SetDeviceGraphsOnCpuForTesting(true);
-  EngineOptions options;
+  EngineOptions options = GraphsOnCpu();
   options.cuda_graph_tokens = 48;  // one or two short sequences go through graphs, the rest eagerly
   auto engine = Engine::Load(ReferenceDir("deberta_v3_cls"), options);
   ASSERT_TRUE(engine.ok()) << engine.status();

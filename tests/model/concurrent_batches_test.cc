@@ -42,7 +42,7 @@ class ConcurrentBatchesTest : public ::testing::TestWithParam<Case> {};
 TEST_P(ConcurrentBatchesTest, SideBySideGiveTheAnswersOfOneAtATime) {
   const Case c = GetParam();
   EngineOptions options;
-  options.dtype = c.dtype;
+  options.dtype = ParseDType(c.dtype).value();
   auto engine = Engine::Load(testing::ReferenceDir(c.model), options);
   ASSERT_TRUE(engine.ok()) << engine.status();
   const auto batches = MixedBatches(1000);

@@ -186,6 +186,39 @@ TEST(EngineTest, EveryFamilyCountsOneAttentionCallPerLayer) {
   }
 }
 
+// The paths tests choose are the engine's own options (EngineKernels), not process-wide
+// switches: two engines loaded side by side, one taking the GPUs' biased path on the CPU, the
+// other the CPU's own path with its portable softmax gathers, each keeps its choice while the
+// other runs, and both give the same answers.
+TEST(EngineTest, KernelChoicesArePerEngine) {
+  const std::string dir = ReferenceDir("deberta_v3_cls");
+  EngineOptions biased_options;
+  biased_options.kernels.gpu_attention_on_cpu = true;
+  biased_options.kernels.fused_attention = false;
+  EngineOptions portable_options;
+  portable_options.kernels.avx512_softmax = false;
+  auto biased = LoadOrDie(dir, biased_options);
+  auto portable = LoadOrDie(dir, portable_options);
+  ASSERT_NE(biased, nullptr);
+  ASSERT_NE(portable, nullptr);
+  const std::vector<SequenceInput> batch = ReferenceSequences("deberta_v3_cls");
+  for (int round = 0; round < 2; ++round) {
+    auto a = biased->Run(batch, kOutputPooled | kOutputLogits);
+    auto b = portable->Run(batch, kOutputPooled | kOutputLogits);
+    ASSERT_TRUE(a.ok()) << a.status();
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_LE(MaxAbsDiff((*a)[i].pooled, (*b)[i].pooled), 1e-4) << "sequence " << i;
+      EXPECT_LE(MaxAbsDiff((*a)[i].logits, (*b)[i].logits), 1e-4) << "sequence " << i;
+    }
+  }
+  const Engine::AttentionCounts on_bias = biased->attention_counts(), on_cpu = portable->attention_counts();
+  EXPECT_EQ(on_bias.bias, 6);  // three layers, two rounds
+  EXPECT_EQ(on_bias.cpu, 0);
+  EXPECT_EQ(on_cpu.cpu, 6);
+  EXPECT_EQ(on_cpu.bias, 0);
+}
+
 // Batch sizes rounded (as on a GPU, here asked for on the CPU): a batch of five runs as six, the
 // sixth row holding one padding token; the five answers are those of the batch run as it is.
 TEST(EngineTest, RoundedBatchSizesGiveTheSameAnswers) {
@@ -369,7 +402,7 @@ TEST(EngineTest, BFloat16InferenceStaysCloseToFloat32) {
   for (const char* name : {"deberta_v3_cls", "t5_v1_0"}) {
     auto f32 = LoadOrDie(ReferenceDir(name));
     EngineOptions options;
-    options.dtype = "bfloat16";
+    options.dtype = DType::kBFloat16;
     auto bf16 = LoadOrDie(ReferenceDir(name), options);
     ASSERT_NE(bf16, nullptr);
     EXPECT_EQ(bf16->info().dtype, DType::kBFloat16);

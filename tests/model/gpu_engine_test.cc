@@ -30,7 +30,7 @@ bool HaveGpu() { return CudaCompiledIn() && CudaDeviceCount() > 0; }
 std::unique_ptr<Engine> Load(const std::string& name, const std::string& device, const std::string& dtype) {
   EngineOptions options;
   options.device = device;
-  options.dtype = dtype;
+  options.dtype = ParseDType(dtype).value();
   auto engine = Engine::Load(ReferenceDir(name), options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   return engine.ok() ? std::move(*engine) : nullptr;
@@ -190,7 +190,7 @@ TEST(GpuEngineTest, CudaGraphsMatchTheEagerEngine) {
     for (const char* dtype : {"float32", "bfloat16"}) {
       EngineOptions options;
       options.device = "cuda";
-      options.dtype = dtype;
+      options.dtype = ParseDType(dtype).value();
       auto graphs = Engine::Load(ReferenceDir(name), options);
       options.cuda_graph_tokens = 0;
       auto eager = Engine::Load(ReferenceDir(name), options);

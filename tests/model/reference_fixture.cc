@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <stdexcept>
 
-#include "server/model/layers/biased_attention.h"
 #include "server/model/layers/table_attention.h"
 #include "server/util/json_util.h"
 #include "tests/testing/max_abs_diff.h"
@@ -25,7 +24,7 @@ EngineOptions TestEngineOptions() {
   }
   if (const char* biased = std::getenv("RELSERVE_TEST_BIASED_ATTENTION"); biased != nullptr) {
     // "1": the biased path of GPUs on the CPU; "tables": the table path where it applies.
-    SetBiasedAttentionOnCpuForTesting(std::string(biased) == "1" || std::string(biased) == "tables");
+    options.kernels.gpu_attention_on_cpu = std::string(biased) == "1" || std::string(biased) == "tables";
     if (std::string(biased) == "tables") options.gpu_attention.path = DeviceAttention::kTables;
   }
   return options;

@@ -14,8 +14,8 @@ inline std::string ReferenceDir(const std::string& name) { return TestDataDir() 
 
 // The options model tests load engines with: RELSERVE_TEST_DEVICE names the device (default
 // cpu; the GPU round sets cuda), and RELSERVE_TEST_BIASED_ATTENTION=1 makes the CPU take the
-// attention path of GPUs (biased_attention.h), =tables the table path where it applies
-// (table_attention.h).
+// attention path of GPUs (biased_attention.h; EngineKernels::gpu_attention_on_cpu), =tables the
+// table path where it applies (table_attention.h).
 EngineOptions TestEngineOptions();
 
 // inputs.json of a reference folder as a padded batch.

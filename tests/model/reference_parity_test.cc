@@ -86,15 +86,15 @@ TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),
 // run on the CPU against the same references.
 TEST(ReferenceParityTest, BiasedAttentionPath) {
-  SetBiasedAttentionOnCpuForTesting(true);
-  CheckAgainstReference("deberta_v3_like", 5);
-  CheckAgainstReference("deberta_v3_cls", 6);
-  CheckAgainstReference("t5_v1_0", 4);
-  CheckAgainstReference("bert_absolute", 4);
-  CheckAgainstReference("bert_relative_key", 4);
-  CheckAgainstReference("mpnet_like", 4);
-  CheckAgainstReference("xlnet_like", 4);
-  SetBiasedAttentionOnCpuForTesting(false);
+  EngineOptions biased = testing::TestEngineOptions();
+  biased.kernels.gpu_attention_on_cpu = true;
+  CheckAgainstReference("deberta_v3_like", 5, biased);
+  CheckAgainstReference("deberta_v3_cls", 6, biased);
+  CheckAgainstReference("t5_v1_0", 4, biased);
+  CheckAgainstReference("bert_absolute", 4, biased);
+  CheckAgainstReference("bert_relative_key", 4, biased);
+  CheckAgainstReference("mpnet_like", 4, biased);
+  CheckAgainstReference("xlnet_like", 4, biased);
 }
 
 // The table path of GPUs (DeBERTa's and Shaw's terms read through their index tables,
@@ -105,7 +105,7 @@ TEST(ReferenceParityTest, TableAttentionPath) {
   // on a GPU every call would rightly keep the biased path. The kernel's own GPU test is
   // TableAttentionGpuTest.
   if (tables.device != "cpu" && !tables.device.empty()) GTEST_SKIP() << "the table path takes float32 on the CPU only";
-  SetBiasedAttentionOnCpuForTesting(true);
+  tables.kernels.gpu_attention_on_cpu = true;
   tables.gpu_attention.path = DeviceAttention::kTables;
   // The table path is really taken, in every layer: a silent fall-back to the biased path would
   // pass the comparisons (both paths match the references).
@@ -121,10 +121,11 @@ TEST(ReferenceParityTest, TableAttentionPath) {
   EXPECT_EQ(counts.tables, 2);
   EXPECT_EQ(counts.bias, 0);
   // Asked for the biased path, the same engine takes it in every layer.
-  CheckAgainstReference("deberta_v3_cls", 6, testing::TestEngineOptions(), &counts);
+  EngineOptions biased = testing::TestEngineOptions();
+  biased.kernels.gpu_attention_on_cpu = true;
+  CheckAgainstReference("deberta_v3_cls", 6, biased, &counts);
   EXPECT_EQ(counts.tables, 0);
   EXPECT_EQ(counts.bias, 3);
-  SetBiasedAttentionOnCpuForTesting(false);
 }
 
 // A wrong term must show: perturbing one input token changes the output well beyond the

@@ -555,16 +555,16 @@ TEST_F(EncoderServingTest, TokenizeAndListModels) {
   const std::vector<ModelDescription> models = serving_->ListModels();
   ASSERT_EQ(models.size(), 4u);
   EXPECT_EQ(models[0].name, "embedder");
-  EXPECT_FALSE(models[0].has_classifier);
-  EXPECT_EQ(models[0].dtype, DType::kBFloat16);
-  EXPECT_EQ(models[2].problem_type, ProblemType::kSingleLabel);
-  EXPECT_EQ(models[3].problem_type, ProblemType::kMultiLabel);
-  EXPECT_EQ(models[1].problem_type, ProblemType::kRegression);
-  EXPECT_STREQ(ProblemTypeName(models[3].problem_type), "multi_label_classification");
+  EXPECT_FALSE(models[0].has_classifier());
+  EXPECT_EQ(models[0].info.dtype, DType::kBFloat16);
+  EXPECT_EQ(models[2].info.problem_type, ProblemType::kSingleLabel);
+  EXPECT_EQ(models[3].info.problem_type, ProblemType::kMultiLabel);
+  EXPECT_EQ(models[1].info.problem_type, ProblemType::kRegression);
+  EXPECT_STREQ(ProblemTypeName(models[3].info.problem_type), "multi_label_classification");
   EXPECT_EQ(serving_->default_model(), "embedder");
   // An int8 model says so (gRPC ListModels, TEI /info), not float32.
   backend(0).set_dtype(DType::kInt8);
-  EXPECT_EQ(serving_->ListModels()[0].dtype, DType::kInt8);
+  EXPECT_EQ(serving_->ListModels()[0].info.dtype, DType::kInt8);
   EXPECT_STREQ(DTypeName(DType::kInt8), "int8");
 }
 

@@ -223,6 +223,65 @@ TEST(MergeSparseMaxTest, LargestWeightPerIdIdsAscending) {
                           std::pair<int32_t, float>{7, 0.4f}));
 }
 
+// Embed's merge stage: input 0 took one window, input 1 three. One window passes its outputs
+// through; several combine their pooled vectors before Normalize weighted by the tokens each
+// pooled (a window's prompt tokens not counted), normalise again where the model does, take each
+// sparse id's largest weight and put the multi-vectors one after another.
+TEST(MergeWindowsTest, OneWindowPassesThroughSeveralCombine) {
+  InputWindows windows;
+  const std::vector<int> lengths = {5, 4, 6, 2};
+  for (size_t w = 0; w < lengths.size(); ++w) {
+    EncodedInput e;
+    e.sequence.input_ids.assign(lengths[w], 7);
+    e.sequence.pooling_skip = w == 2 ? 2 : 0;  // 6 tokens, 4 of them pooled
+    e.truncated = w == 3;
+    windows.sequences.push_back(e);
+  }
+  windows.first = {0, 1, 4};
+  EXPECT_EQ(windows.inputs(), 2u);
+  EXPECT_TRUE(windows.windowed());
+  std::vector<SequenceOutput> outputs(4);
+  outputs[0].pooled = {0.6f, 0.8f};
+  outputs[0].sparse = {{4, 1.5f}};
+  outputs[1].pooled_unnormalized = {4, 0};
+  outputs[2].pooled_unnormalized = {0, 4};
+  outputs[3].pooled_unnormalized = {4, 4};
+  outputs[1].sparse = {{3, 0.5f}, {9, 0.1f}};
+  outputs[3].sparse = {{9, 0.7f}};
+  for (size_t w = 1; w < 4; ++w) {
+    outputs[w].multi_vector = {static_cast<float>(w), static_cast<float>(w)};
+    outputs[w].num_vectors = 1;
+  }
+  const uint32_t flags = kOutputPooled | kOutputSparse | kOutputMultiVector;
+
+  const Embedding one = MergeWindows(windows, 0, flags, /*model_normalizes=*/true, 2, &outputs);
+  EXPECT_EQ(one.windows, 1);
+  EXPECT_THAT(one.values, ElementsAre(0.6f, 0.8f));
+  EXPECT_THAT(one.sparse, ElementsAre(std::pair<int32_t, float>{4, 1.5f}));
+  EXPECT_EQ(one.num_tokens, 5);
+  EXPECT_FALSE(one.truncated);
+
+  // Weights 4, 4 and 2: (16 + 0 + 8, 0 + 16 + 8) / 10 = (2.4, 2.4), without the model's Normalize.
+  const Embedding raw = MergeWindows(windows, 1, flags, /*model_normalizes=*/false, 2, &outputs);
+  EXPECT_EQ(raw.windows, 3);
+  ASSERT_EQ(raw.values.size(), 2u);
+  EXPECT_NEAR(raw.values[0], 2.4f, 1e-6);
+  EXPECT_NEAR(raw.values[1], 2.4f, 1e-6);
+  EXPECT_THAT(raw.sparse, ElementsAre(std::pair<int32_t, float>{3, 0.5f}, std::pair<int32_t, float>{9, 0.7f}));
+  EXPECT_THAT(raw.multi_vector, ElementsAre(1, 1, 2, 2, 3, 3));
+  EXPECT_EQ(raw.multi_vector_count, 3);
+  EXPECT_EQ(raw.multi_vector_dim, 2);
+  EXPECT_EQ(raw.num_tokens, 12);
+  EXPECT_TRUE(raw.truncated);
+  // With the model's Normalize, the combination is a unit vector again.
+  const Embedding normalized = MergeWindows(windows, 1, kOutputPooled, /*model_normalizes=*/true, 0, &outputs);
+  ASSERT_EQ(normalized.values.size(), 2u);
+  EXPECT_NEAR(normalized.values[0], std::sqrt(0.5f), 1e-6);
+  EXPECT_NEAR(normalized.values[1], std::sqrt(0.5f), 1e-6);
+  EXPECT_TRUE(normalized.sparse.empty());  // not asked for
+  EXPECT_TRUE(normalized.multi_vector.empty());
+}
+
 class WholeInputServingTest : public LongInputTest {
  protected:
   void SetUp() override {

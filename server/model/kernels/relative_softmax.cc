@@ -38,6 +38,7 @@ struct RowArgs {
   const int64_t* key_end = nullptr;      // [batch]: one past the last real key
   bool zero_padded_queries = false;
   bool causal = false;
+  bool avx512 = false;  // the AVX-512 gathers: asked for (RelativeScoreTerms::avx512) and on this CPU
 };
 
 inline float ToFloat(float v) { return v; }
@@ -120,24 +121,31 @@ __attribute__((target("avx512f"))) void GatherFloatAvx512(const float* base, con
   }
 }
 
-// Whether the AVX-512 gathers run: the CPU has them, unless a test turned them off.
-bool g_use_avx512 = __builtin_cpu_supports("avx512f");
-#else
-bool g_use_avx512 = false;
 #endif
 
-// One row's gather: base is the start of the term's allocation plus `offset` elements.
+// Whether this CPU has the AVX-512 gathers (and this build compiled them).
+bool CpuHasAvx512Gathers() {
+#if RELSERVE_HAVE_AVX512_KERNELS
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+#else
+  return false;
+#endif
+}
+
+// One row's gather: base is the start of the term's allocation plus `offset` elements; `avx512`:
+// with the AVX-512 gathers (RowArgs::avx512).
 template <typename T, bool kAdd>
-__attribute__((always_inline)) inline void GatherRow(const T* base, int64_t offset, const int32_t* idx,
+__attribute__((always_inline)) inline void GatherRow(bool avx512, const T* base, int64_t offset, const int32_t* idx,
                                                      int32_t stride, int32_t n, float* out) {
   const T* row = base + offset;
 #if RELSERVE_HAVE_AVX512_KERNELS
   if constexpr (std::is_same_v<T, float>) {
-    if (g_use_avx512) return GatherFloatAvx512(row, idx, stride, 0, n, out, kAdd);
+    if (avx512) return GatherFloatAvx512(row, idx, stride, 0, n, out, kAdd);
   } else if constexpr (std::is_same_v<T, c10::BFloat16>) {
     // Element 0 of the allocation is left to the scalar path (see GatherBFloat16Avx512): with
     // a stride, only j = 0 can reach it; without one (c2p), any j of the first row can.
-    if (g_use_avx512 && !(offset == 0 && stride == 0)) {
+    if (avx512 && !(offset == 0 && stride == 0)) {
       int32_t first = 0;
       if (offset == 0 && n > 0) {
         GatherScalar<T, kAdd>(row, idx, stride, 0, 1, out);
@@ -193,12 +201,12 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
     const int64_t d0 = L - 1 - i;  // table offset of key 0 for this query
     // The relative terms first, then q.k: transformers adds (c2p + p2c) to the scores.
     if (c2p) {
-      GatherRow<T, false>(c2p, row * a.c2p_cols, a.c2p_index + d0, 0, static_cast<int32_t>(n), buf);
+      GatherRow<T, false>(a.avx512, c2p, row * a.c2p_cols, a.c2p_index + d0, 0, static_cast<int32_t>(n), buf);
     } else {
       for (int64_t j = 0; j < n; ++j) buf[j] = 0.0f;
     }
     if (p2c) {
-      GatherRow<T, true>(p2c, g * L * a.p2c_cols, a.p2c_index + d0, static_cast<int32_t>(a.p2c_cols),
+      GatherRow<T, true>(a.avx512, p2c, g * L * a.p2c_cols, a.p2c_index + d0, static_cast<int32_t>(a.p2c_cols),
                          static_cast<int32_t>(n), buf);
     }
     if (a.position_bias) {
@@ -371,6 +379,7 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
   }
   a.zero_padded_queries = terms.zero_padded_queries;
   a.causal = terms.causal;
+  a.avx512 = terms.avx512 && CpuHasAvx512Gathers();
 
   void (*fn)(const RowArgs&, int64_t, int64_t, float*) = nullptr;
   switch (scores.scalar_type()) {
@@ -385,14 +394,6 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
     std::vector<float> buf(L);
     fn(a, begin, end, buf.data());
   });
-}
-
-void SetRelativeSoftmaxAvx512ForTesting(bool enabled) {
-#if RELSERVE_HAVE_AVX512_KERNELS
-  g_use_avx512 = enabled && __builtin_cpu_supports("avx512f");
-#else
-  (void)enabled;  // no AVX-512 kernels in this build
-#endif
 }
 
 at::Tensor ToeplitzTable(const at::Tensor& m) {

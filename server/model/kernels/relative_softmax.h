@@ -37,6 +37,9 @@ struct RelativeScoreTerms {
   bool zero_padded_queries = false;
   // Keys after the query (j > i) get probability 0: XLNet's attn_type "uni".
   bool causal = false;
+  // The AVX-512 gathers where the CPU has them; false: the portable gathers (the engine's
+  // EngineKernels::avx512_softmax, through RelativeAttentionInputs::kernels; tests compare both).
+  bool avx512 = true;
 };
 
 // scores [G, L, L] (float32, bfloat16 or float16, contiguous) holds q.k on entry and
@@ -51,9 +54,6 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
 // added, masked and soft-maxed in float32. Slower (several passes over memory); the path for
 // devices without the CPU kernel.
 void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms);
-
-// Tests: false makes the kernel use its portable gathers even where the CPU has AVX-512.
-void SetRelativeSoftmaxAvx512ForTesting(bool enabled);
 
 // The j - i + L - 1 table of a Toeplitz [L, L] int64 matrix m (m[i][j] depends on j - i only):
 // entry d is m[i][j] for any i, j with j - i + L - 1 = d, as int32.

@@ -10,7 +10,7 @@
 
 namespace relserve {
 
-// How RelativeAttention runs off the CPU (and on the CPU under SetBiasedAttentionOnCpuForTesting):
+// How RelativeAttention runs off the CPU (and on the CPU with AttentionKernels::device_path_on_cpu):
 //   kBias:   every term folded into one [heads, batch, L, L] bias for LibTorch's fused kernel
 //            (biased_attention.h); any inputs.
 //   kTables: DeBERTa's c2p and p2c terms read through their index tables by relserve's own
@@ -37,6 +37,20 @@ enum class SdpaBackend { kDefault, kAuto, kCudnn, kEfficient, kFlash, kMath };
 struct AttentionOptions {
   DeviceAttention path = DeviceAttention::kBias;
   SdpaBackend sdpa = SdpaBackend::kDefault;
+};
+
+// What every attention call of one forward is told, from the engine's options
+// (EngineOptions::gpu_attention's path and EngineOptions::kernels), passed down with the forward:
+// EncoderInputs::attention -> EncoderPass::ForAttention -> RelativeAttentionInputs::kernels.
+// The defaults are what serves.
+struct AttentionKernels {
+  DeviceAttention path = DeviceAttention::kBias;  // off the CPU (and on it with the next)
+  bool device_path_on_cpu = false;  // the CPU takes `path` too (tests: what GPUs run, on the CPU)
+  bool fused = true;    // the bias path's fused SDPA kernel where LibTorch has it, else ATen's ops
+  bool avx512 = true;   // the CPU's relative softmax gathers with AVX-512 where the CPU has it
+  // On the CPU, with float32 q, k and v: the products in bfloat16 (EngineOptions::int8_attention
+  // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
+  bool cpu_products_in_bfloat16 = false;
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",

@@ -1,6 +1,5 @@
 #include "server/model/layers/biased_attention.h"
 
-#include <atomic>
 #include <limits>
 #include <optional>
 #include <string>
@@ -18,16 +17,6 @@
 #endif
 
 namespace relserve {
-namespace {
-
-std::atomic<bool> g_fused{true};
-std::atomic<bool> g_on_cpu{false};
-
-}  // namespace
-
-void SetFusedAttentionForTesting(bool enabled) { g_fused.store(enabled); }
-void SetBiasedAttentionOnCpuForTesting(bool enabled) { g_on_cpu.store(enabled); }
-bool BiasedAttentionOnCpu() { return g_on_cpu.load(std::memory_order_relaxed); }
 
 absl::Status UseSdpaBackend(SdpaBackend backend) {
 #ifdef RELSERVE_HAS_SDPA_SWITCHES
@@ -141,7 +130,7 @@ at::Tensor BiasedAttention(const RelativeAttentionInputs& in) {
   at::Tensor b = bias.defined() ? bias.transpose(0, 1) : at::Tensor();
   at::Tensor context;
 #ifdef RELSERVE_HAS_SDPA
-  if (g_fused.load(std::memory_order_relaxed)) {
+  if (in.kernels.fused) {
     context = at::scaled_dot_product_attention(q, k, v, b.defined() ? std::optional<at::Tensor>(b) : std::nullopt,
                                                /*dropout_p=*/0.0, /*is_causal=*/false, /*scale=*/1.0);
   }

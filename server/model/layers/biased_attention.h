@@ -22,7 +22,9 @@ namespace relserve {
 // own key (XLNet's non_tgt_mask), so that a padded query before every real token still has one.
 //
 // Returns the context, [heads, batch, L, head_dim]. Padded queries' rows are zero when
-// zero_padded_queries, else what the kernel computes for them.
+// zero_padded_queries, else what the kernel computes for them. in.kernels.fused false runs
+// unfused ATen operations (matmul, float32 softmax, matmul) even where the fused kernel exists;
+// RelativeAttention takes this path on the CPU too with in.kernels.device_path_on_cpu.
 at::Tensor BiasedAttention(const RelativeAttentionInputs& in);
 
 // The bias above: [heads, batch or 1, L, L] in q's dtype, or [1, batch, 1, L] for padding
@@ -38,14 +40,6 @@ at::Tensor OffsetIndexMatrix(const at::Tensor& table, int64_t length, bool trans
 // should ask for the same (the server's --gpu-attention is one flag for all). FAILED_PRECONDITION
 // for anything but kDefault and kAuto where this LibTorch has no such switch (before 2.4).
 absl::Status UseSdpaBackend(SdpaBackend backend);
-
-// Tests: false makes BiasedAttention use its unfused ATen ops (matmul, float32 softmax,
-// matmul) even where the fused kernel exists.
-void SetFusedAttentionForTesting(bool enabled);
-// Tests: true makes RelativeAttention take this path on the CPU too, so that what the models
-// run on other devices is checked against the references without a GPU.
-void SetBiasedAttentionOnCpuForTesting(bool enabled);
-bool BiasedAttentionOnCpu();
 
 }  // namespace relserve
 

@@ -19,8 +19,7 @@ EncoderOutputs RunEncoderLayers(const EncoderInputs& inputs, const at::Tensor& e
   pass.batch = embeddings.size(0);
   pass.length = embeddings.size(1);
   pass.hidden = embeddings.size(2);
-  pass.attention_path = inputs.attention_path;
-  pass.cpu_attention_in_bfloat16 = inputs.cpu_attention_in_bfloat16;
+  pass.attention = inputs.attention;
   pass.attention_stats = inputs.attention_stats;
   if (inputs.has_padding) {
     // As uint8 once, for every layer's softmax.

@@ -20,16 +20,14 @@ struct EncoderPass {
   int64_t batch = 0, length = 0, hidden = 0;
   at::Tensor mask;                       // uint8 [B, L], 1 = real token; undefined without padding
   std::unique_ptr<TokenPacking> packing;  // null without padding, or with EncoderInputs::pack_rows false
-  DeviceAttention attention_path = DeviceAttention::kBias;  // EncoderInputs'
-  AttentionStats* attention_stats = nullptr;                // EncoderInputs'
-  bool cpu_attention_in_bfloat16 = false;                   // EncoderInputs'
+  AttentionKernels attention;                // EncoderInputs'
+  AttentionStats* attention_stats = nullptr;  // EncoderInputs'
 
-  // What every layer's attention takes from the forward's inputs: the path off the CPU, the
-  // precision of the CPU's products, and where its calls are counted.
+  // What every layer's attention takes from the forward's inputs: its path and kernels (the
+  // precision of the CPU's products among them), and where its calls are counted.
   void ForAttention(RelativeAttentionInputs& att) const {
-    att.path = attention_path;
+    att.kernels = attention;
     att.stats = attention_stats;
-    att.cpu_products_in_bfloat16 = cpu_attention_in_bfloat16;
   }
 
   // [B, L, hidden] -> rows, and back (zeros at padded positions).

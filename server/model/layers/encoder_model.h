@@ -26,14 +26,11 @@ struct EncoderInputs {
   // only, as a captured CUDA graph needs (captured_forwards.h). Padded positions' outputs are
   // then what the layers compute for them, as in transformers, instead of zeros.
   bool pack_rows = true;
-  // How attention runs off the CPU (EngineOptions::gpu_attention), and where the forward's
-  // attention calls are counted and timed (null: nowhere). Every layer's attention takes both
-  // (EncoderPass::ForAttention).
-  DeviceAttention attention_path = DeviceAttention::kBias;
+  // How attention runs (EngineOptions::gpu_attention's path off the CPU, EngineOptions::kernels),
+  // and where the forward's attention calls are counted and timed (null: nowhere). Every layer's
+  // attention takes both (EncoderPass::ForAttention).
+  AttentionKernels attention{};
   AttentionStats* attention_stats = nullptr;
-  // On the CPU, float32 attention products in bfloat16 (EngineOptions::int8_attention resolved
-  // by the engine: --dtype int8 only). Every layer's attention takes it (EncoderPass::ForAttention).
-  bool cpu_attention_in_bfloat16 = false;
 };
 
 struct EncoderOutputs {

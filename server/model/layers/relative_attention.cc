@@ -41,6 +41,7 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   }
   terms.zero_padded_queries = in.zero_padded_queries;
   terms.causal = in.causal;
+  terms.avx512 = in.kernels.avx512;
 
   at::Tensor q3 = q.reshape({nh * n, L, D});
   at::Tensor k3 = k.reshape({nh * n, L, D});
@@ -73,19 +74,19 @@ at::Tensor P2cProducts(const RelativeAttentionInputs& in) {
 
 // RelativeAttention on the path `in` asks for, counted in in.stats.
 static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
-  if (!in.q.device().is_cpu() || BiasedAttentionOnCpu()) {
-    if (in.path == DeviceAttention::kTables && TableAttentionSupports(in)) {
+  if (!in.q.device().is_cpu() || in.kernels.device_path_on_cpu) {
+    if (in.kernels.path == DeviceAttention::kTables && TableAttentionSupports(in)) {
       if (in.stats != nullptr) in.stats->table_calls.fetch_add(1, std::memory_order_relaxed);
       return TableAttention(in);
     }
     if (in.stats != nullptr) in.stats->bias_calls.fetch_add(1, std::memory_order_relaxed);
     return BiasedAttention(in);
   }
-  if (in.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat) {
+  if (in.kernels.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat) {
     // The same path on bfloat16 copies of the product operands; the relative softmax sums its
     // terms in float32 either way (kernels/relative_softmax.h).
     RelativeAttentionInputs half = in;
-    half.cpu_products_in_bfloat16 = false;
+    half.kernels.cpu_products_in_bfloat16 = false;
     for (at::Tensor* t : {&half.q, &half.k, &half.v, &half.pos_key, &half.pos_query, &half.c2p_query}) {
       if (t->defined()) *t = t->to(at::kBFloat16);
     }

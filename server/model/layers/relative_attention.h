@@ -41,15 +41,12 @@ struct RelativeAttentionInputs {
   // copied there on every call when undefined.
   at::Tensor c2p_table, p2c_table;
   int64_t slice_bytes = kAttentionSliceBytes;  // the working-set budget above (tests lower it)
-  // Off the CPU: the path asked for (EngineOptions::gpu_attention, passed down by EncoderInputs
-  // and EncoderPass::ForAttention). Unused on the CPU's own path.
-  DeviceAttention path = DeviceAttention::kBias;
+  // The path asked for off the CPU (and on it with device_path_on_cpu), the bias path's fused
+  // kernel and the CPU softmax's AVX-512 gathers (EngineOptions::gpu_attention and ::kernels,
+  // passed down by EncoderInputs and EncoderPass::ForAttention).
+  AttentionKernels kernels;
   // Where to count this call and its host time; null: not counted.
   AttentionStats* stats = nullptr;
-  // On the CPU, with float32 q, k and v: the products in bfloat16 (Int8Attention::kBfloat16,
-  // attention_options.h; passed down by EncoderInputs and EncoderPass::ForAttention). The
-  // context comes back in float32.
-  bool cpu_products_in_bfloat16 = false;
 };
 
 // Self-attention with relative-position terms, for every encoder family:

@@ -1,6 +1,5 @@
 #include "server/model/runtime/device_graph.h"
 
-#include <atomic>
 #include <exception>
 #include <string>
 #include <utility>
@@ -19,11 +18,6 @@
 #endif
 
 namespace relserve {
-namespace {
-
-std::atomic<bool> g_on_cpu{false};
-
-}  // namespace
 
 struct DeviceGraph::Impl {
   std::function<void()> work;  // the CPU's stand-in for a graph
@@ -35,8 +29,8 @@ struct DeviceGraph::Impl {
 DeviceGraph::DeviceGraph() : impl_(std::make_unique<Impl>()) {}
 DeviceGraph::~DeviceGraph() = default;
 
-bool DeviceGraphsAvailable(const c10::Device& device) {
-  if (device.is_cpu()) return g_on_cpu.load(std::memory_order_relaxed);
+bool DeviceGraphsAvailable(const c10::Device& device, bool cpu_stand_in) {
+  if (device.is_cpu()) return cpu_stand_in;
 #ifdef RELSERVE_WITH_CUDA
   return device.is_cuda();
 #else
@@ -44,12 +38,11 @@ bool DeviceGraphsAvailable(const c10::Device& device) {
 #endif
 }
 
-void SetDeviceGraphsOnCpuForTesting(bool enabled) { g_on_cpu.store(enabled); }
-
 absl::StatusOr<std::unique_ptr<DeviceGraph>> DeviceGraph::Capture(const c10::Device& device,
                                                                    std::function<void()> work,
-                                                                   DeviceGraph* share_pool_of) {
-  if (!DeviceGraphsAvailable(device)) {
+                                                                   DeviceGraph* share_pool_of,
+                                                                   bool cpu_stand_in) {
+  if (!DeviceGraphsAvailable(device, cpu_stand_in)) {
     return absl::FailedPreconditionError(absl::StrCat("no device graphs on ", device.str()));
   }
   std::unique_ptr<DeviceGraph> graph(new DeviceGraph());

@@ -21,6 +21,7 @@ struct Case {
   bool segment = false, causal = false;  // XLNet
   at::ScalarType dtype = at::kFloat;
   double score_scale = 3.0;
+  bool avx512 = true;  // RelativeScoreTerms::avx512
 };
 
 struct Inputs {
@@ -55,6 +56,7 @@ Inputs MakeInputs(const Case& c, uint64_t seed) {
     in.terms.attention_mask = in.mask;
   }
   in.terms.zero_padded_queries = c.zero_padded_queries;
+  in.terms.avx512 = c.avx512;
   return in;
 }
 
@@ -107,8 +109,12 @@ at::Tensor Reference(const Case& c, const Inputs& in) {
 // portable loops.
 class RelativeSoftmaxTest : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { SetRelativeSoftmaxAvx512ForTesting(GetParam()); }
-  void TearDown() override { SetRelativeSoftmaxAvx512ForTesting(true); }
+  // A case whose terms ask for the AVX-512 gathers or the portable ones, as the parameter says.
+  Case ForParam() const {
+    Case c;
+    c.avx512 = GetParam();
+    return c;
+  }
   c10::InferenceMode guard_;
 };
 
@@ -117,7 +123,7 @@ TEST_P(RelativeSoftmaxTest, EveryTermCombinationMatchesFloat64InFloat32) {
     for (bool p2c : {false, true}) {
       for (bool bias : {false, true}) {
         for (bool mask : {false, true}) {
-          Case c;
+          Case c = ForParam();
           c.c2p = c2p, c.p2c = p2c, c.position_bias = bias, c.mask = mask;
           Inputs in = MakeInputs(c, 7);
           at::Tensor expected = Reference(c, in);
@@ -134,7 +140,7 @@ TEST_P(RelativeSoftmaxTest, AtenOpsPathAgrees) {
   // The path for devices without the CPU kernel, run here on the CPU.
   for (bool mask : {false, true}) {
     for (bool zero_rows : {false, true}) {
-      Case c;
+      Case c = ForParam();
       c.mask = mask, c.position_bias = true, c.zero_padded_queries = zero_rows;
       Inputs in = MakeInputs(c, 13);
       at::Tensor got = in.scores.clone();
@@ -149,7 +155,7 @@ TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMatchFloat64) {
   for (bool causal : {false, true}) {
     for (bool others : {false, true}) {
       for (int64_t L : {1, 7, 37}) {
-        Case c;
+        Case c = ForParam();
         c.length = L;
         c.c2p = c.p2c = c.position_bias = others;
         c.c2p_cols = 2 * L - 1;
@@ -176,7 +182,7 @@ TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMatchFloat64) {
 }
 
 TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMoveTheResult) {
-  Case c;
+  Case c = ForParam();
   c.segment = true;
   Inputs in = MakeInputs(c, 17);
   at::Tensor full = in.scores.clone();
@@ -196,7 +202,7 @@ TEST_P(RelativeSoftmaxTest, SegmentTermAndCausalMaskMoveTheResult) {
 TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
   // The comparison above could not fail if a term were ignored and tiny: here each term alone
   // changes the probabilities by far more than the tolerance.
-  Case c;
+  Case c = ForParam();
   c.mask = true;
   c.position_bias = true;
   Inputs in = MakeInputs(c, 11);
@@ -217,7 +223,7 @@ TEST_P(RelativeSoftmaxTest, EachTermMovesTheResult) {
 TEST_P(RelativeSoftmaxTest, LongRowsAndLargeScores) {
   // Lengths past every vector width and a tail, scores spanning e^-80..e^80.
   for (int64_t L : {1, 2, 17, 64, 131}) {
-    Case c;
+    Case c = ForParam();
     c.length = L;
     c.c2p_cols = 2 * L;
     c.p2c_cols = L + 1;
@@ -234,7 +240,7 @@ TEST_P(RelativeSoftmaxTest, LongRowsAndLargeScores) {
 }
 
 TEST_P(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
-  Case c;
+  Case c = ForParam();
   c.mask = true;
   c.zero_padded_queries = false;  // T5
   Inputs in = MakeInputs(c, 3);
@@ -252,7 +258,7 @@ TEST_P(RelativeSoftmaxTest, PaddedQueriesZeroedOnlyWhenAsked) {
 }
 
 TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
-  Case c;
+  Case c = ForParam();
   c.batch = 1;
   c.zero_padded_queries = false;
   Inputs in = MakeInputs(c, 5);
@@ -264,7 +270,7 @@ TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
 
 TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
   for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
-    Case c;
+    Case c = ForParam();
     c.dtype = dtype;
     c.mask = true;
     c.position_bias = true;
@@ -285,7 +291,7 @@ TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
 TEST_P(RelativeSoftmaxTest, ReducedPrecisionReadsTheFirstElementOfEachTerm) {
   // Index tables that point at column 0 everywhere: the first row reads element 0 of the c2p
   // and p2c allocations for every key.
-  Case c;
+  Case c = ForParam();
   c.dtype = at::kBFloat16;
   c.length = 33;
   Inputs in = MakeInputs(c, 21);
@@ -297,7 +303,7 @@ TEST_P(RelativeSoftmaxTest, ReducedPrecisionReadsTheFirstElementOfEachTerm) {
 }
 
 TEST_P(RelativeSoftmaxTest, RejectsBadShapesAndIndices) {
-  Case c;
+  Case c = ForParam();
   Inputs in = MakeInputs(c, 1);
   at::Tensor s = in.scores.clone();
   RelativeScoreTerms bad = in.terms;

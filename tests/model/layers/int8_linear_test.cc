@@ -103,7 +103,7 @@ Int8Distance MeasureInt8(const std::string& name, Int8Attention attention) {
   Int8Distance d;
   const std::string dir = testing::ReferenceDir(name);
   EngineOptions options;
-  options.dtype = "int8";
+  options.dtype = DType::kInt8;
   options.int8_attention = attention;
   auto int8 = Engine::Load(dir, options);
   EXPECT_TRUE(int8.ok()) << int8.status();
@@ -186,7 +186,7 @@ TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
   const PaddedBatch batch = testing::ReadReferenceInputs(dir + "/inputs.json");
   auto run = [&](Int8Attention attention) -> absl::StatusOr<std::vector<float>> {
     EngineOptions options;
-    options.dtype = "int8";
+    options.dtype = DType::kInt8;
     options.int8_attention = attention;
     auto engine = Engine::Load(dir, options);
     if (!engine.ok()) return engine.status();
@@ -220,7 +220,7 @@ TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
 TEST(Int8EngineTest, Float16OnTheCpuIsRefusedAtLoad) {
   for (const char* name : {"deberta_v3_like", "t5_v1_0"}) {
     EngineOptions options;
-    options.dtype = "float16";
+    options.dtype = DType::kFloat16;
     auto e = Engine::Load(testing::ReferenceDir(name), options);
     ASSERT_FALSE(e.ok()) << name;
     EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument) << name;
@@ -228,10 +228,9 @@ TEST(Int8EngineTest, Float16OnTheCpuIsRefusedAtLoad) {
   }
 }
 
+// A dtype's name is read once, where the flags are (ParseDType); the engine takes a DType.
 TEST(Int8EngineTest, UnknownDtypeListsInt8) {
-  EngineOptions options;
-  options.dtype = "int4";
-  auto e = Engine::Load(testing::ReferenceDir("t5_v1_0"), options);
+  auto e = ParseDType("int4");
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(e.status().message()), HasSubstr("float32, bfloat16, float16, int8"));

@@ -125,7 +125,7 @@ TEST_P(RelativeAttentionTest, Float32InputsWithBFloat16Products) {
   Fixture f = Make(GetParam(), at::kFloat);
   at::Tensor expected = Reference(f);
   at::Tensor exact = RelativeAttention(f.in);
-  f.in.cpu_products_in_bfloat16 = true;
+  f.in.kernels.cpu_products_in_bfloat16 = true;
   for (int64_t budget : {int64_t{1}, kAttentionSliceBytes}) {
     f.in.slice_bytes = budget;
     at::Tensor got = RelativeAttention(f.in);
@@ -151,8 +151,8 @@ TEST_P(RelativeAttentionTest, TermsAndMaskChangeTheResult) {
 // additive bias, into the fused kernel where LibTorch has it and into plain ATen ops otherwise.
 TEST_P(RelativeAttentionTest, BiasedPathMatchesFloat64) {
   for (bool fused : {true, false}) {
-    SetFusedAttentionForTesting(fused);
     Fixture f = Make(GetParam(), at::kFloat);
+    f.in.kernels.fused = fused;
     at::Tensor expected = Reference(f);
     at::Tensor got = BiasedAttention(f.in);
     ASSERT_EQ(got.sizes(), f.in.q.sizes());
@@ -166,7 +166,6 @@ TEST_P(RelativeAttentionTest, BiasedPathMatchesFloat64) {
     plain.pos_key = plain.pos_query = plain.position_bias = at::Tensor();
     EXPECT_LT(MaxAbsDiff(BiasedAttention(plain), RelativeAttention(plain)), 1e-5) << "fused " << fused;
   }
-  SetFusedAttentionForTesting(true);
 }
 
 TEST_P(RelativeAttentionTest, BiasedPathBFloat16CloseToFloat64) {
@@ -250,12 +249,12 @@ TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
           << "causal " << causal << " budget " << budget;
     }
     for (bool fused : {true, false}) {
-      SetFusedAttentionForTesting(fused);
-      at::Tensor biased = BiasedAttention(f.in);
+      RelativeAttentionInputs in = f.in;
+      in.kernels.fused = fused;
+      at::Tensor biased = BiasedAttention(in);
       EXPECT_FALSE(biased.isnan().any().item<bool>()) << "causal " << causal << " fused " << fused;
       EXPECT_LT(MaxDiffRealQueries(biased, expected, f.mask), 1e-5) << "causal " << causal << " fused " << fused;
     }
-    SetFusedAttentionForTesting(true);
   }
 }
 
@@ -279,7 +278,7 @@ TEST(RelativeAttentionXlnetTest, BFloat16ProductsStayClose) {
   c10::InferenceMode guard;
   Fixture f = MakeXlnet(false);
   at::Tensor expected = Reference(f);
-  f.in.cpu_products_in_bfloat16 = true;
+  f.in.kernels.cpu_products_in_bfloat16 = true;
   at::Tensor got = RelativeAttention(f.in);
   ASSERT_EQ(got.scalar_type(), at::kFloat);
   EXPECT_LT(MaxDiffRealQueries(got, expected, f.mask), 0.1);

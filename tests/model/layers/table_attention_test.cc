@@ -78,9 +78,6 @@ void ExpectAsAccurateAsTheBiasedPath(const at::Tensor& got, const at::Tensor& bi
 
 class TableAttentionTest : public ::testing::Test {
  protected:
-  void TearDown() override {
-    SetBiasedAttentionOnCpuForTesting(false);
-  }
   c10::InferenceMode guard_;
 };
 
@@ -180,11 +177,11 @@ TEST_F(TableAttentionTest, SupportsDebertaTermsOnly) {
 // when its inputs' path says tables and the inputs allow it, and the biased path otherwise; the
 // stats count each call under the path that ran it.
 TEST_F(TableAttentionTest, RelativeAttentionDispatch) {
-  SetBiasedAttentionOnCpuForTesting(true);
   RelativeAttentionInputs in = Make({50, 20, 20}, at::kFloat, 2);
+  in.kernels.device_path_on_cpu = true;
   AttentionStats stats;
   in.stats = &stats;
-  in.path = DeviceAttention::kTables;
+  in.kernels.path = DeviceAttention::kTables;
   EXPECT_TRUE(at::equal(RelativeAttention(in), TableAttention(in)));
   EXPECT_EQ(stats.table_calls.load(), 1);
   EXPECT_EQ(stats.bias_calls.load(), 0);
@@ -194,11 +191,11 @@ TEST_F(TableAttentionTest, RelativeAttentionDispatch) {
   EXPECT_TRUE(at::equal(RelativeAttention(t5), BiasedAttention(t5)));
   EXPECT_EQ(stats.table_calls.load(), 1);
   EXPECT_EQ(stats.bias_calls.load(), 1);
-  in.path = DeviceAttention::kBias;
+  in.kernels.path = DeviceAttention::kBias;
   EXPECT_TRUE(at::equal(RelativeAttention(in), BiasedAttention(in)));
   EXPECT_EQ(stats.bias_calls.load(), 2);
   EXPECT_GT(stats.host_nanoseconds.load(), 0);
-  SetBiasedAttentionOnCpuForTesting(false);
+  in.kernels.device_path_on_cpu = false;
   RelativeAttention(in);
   EXPECT_EQ(stats.cpu_calls.load(), 1);
   EXPECT_EQ(stats.table_calls.load() + stats.bias_calls.load(), 3);
@@ -208,11 +205,11 @@ TEST_F(TableAttentionTest, RelativeAttentionDispatch) {
 // path is, at the GPU test's shapes (measured here: 0.018-0.038 against 0.041-0.076; LibTorch's
 // CPU kernels have no float16 matrix product, so float16 is checked on the GPU only).
 TEST_F(TableAttentionTest, HalfPrecisionAsAccurateAsTheBiasedPath) {
-  SetBiasedAttentionOnCpuForTesting(true);
   uint64_t seed = 100;
   for (at::ScalarType dtype : {at::kBFloat16}) {
     for (const Shape& shape : {Shape{19, 12, 12}, Shape{64, 40, 9}, Shape{150, 299, 299}}) {
       RelativeAttentionInputs in = Make(shape, dtype, ++seed, /*scale=*/0.7, /*kDim=*/64);
+      in.kernels.device_path_on_cpu = true;
       const std::string what = std::string(c10::toString(dtype)) + " L " + std::to_string(shape.length);
       ExpectAsAccurateAsTheBiasedPath(TableAttention(in), BiasedAttention(in), Float32Reference(in),
                                       0.03, what);

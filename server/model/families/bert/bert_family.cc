@@ -124,7 +124,7 @@ class BertDescriptor final : public FamilyDescriptor {
                                            {p + "ForTokenClassification", HeadKind::kTokenClassification, true}};
     if (model_type == "bert" || model_type == "electra") archs.push_back({p + "ForPreTraining", HeadKind::kNone, false});
     // Stanford ColBERT's checkpoints (colbert/modeling/hf_colbert.py): `bert.*` beside the
-    // projection `linear.weight`, which the ColBERT head reads (model/colbert_head.h).
+    // projection `linear.weight`, which the ColBERT head reads (model/heads/colbert_head.h).
     if (model_type == "bert") archs.push_back({"HF_ColBERT", HeadKind::kNone, false});
     return archs;
   }

@@ -88,14 +88,17 @@ TEST(MpnetModelTest, RelativeBucketsFollowRelativePositionBucket) {
   }
 }
 
-void CheckFixture(const std::string& label) {
+// `biased`: the attention path of GPUs, on the CPU (AttentionKernels::device_path_on_cpu).
+void CheckFixture(const std::string& label, bool biased = false) {
   const std::string dir = ReferenceDir("mpnet_like");
   auto loaded = LoadModel(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   EXPECT_TRUE(loaded->unused.empty()) << loaded->unused.front();
   const PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
   c10::InferenceMode guard;
-  EncoderOutputs out = loaded->model->Forward(ToInputs(batch), /*all_hidden_states=*/true);
+  EncoderInputs in = ToInputs(batch);
+  in.attention.device_path_on_cpu = biased;
+  EncoderOutputs out = loaded->model->Forward(in, /*all_hidden_states=*/true);
   ASSERT_EQ(out.hidden_states.size(), 3u);
   std::map<std::string, at::Tensor> got = {{"last_hidden_state", out.last_hidden_state}};
   for (size_t i = 0; i < out.hidden_states.size(); ++i) got["hidden_state_" + std::to_string(i)] = out.hidden_states[i];
@@ -120,9 +123,7 @@ TEST(MpnetModelTest, MatchesTransformersOnTheReferenceFixture) { CheckFixture("C
 
 TEST(MpnetModelTest, MatchesTransformersThroughTheBiasedAttentionPath) {
   // The attention of GPUs (the bias expanded to [heads, L, L], biased_attention.h), on the CPU.
-  SetBiasedAttentionOnCpuForTesting(true);
-  CheckFixture("biased attention");
-  SetBiasedAttentionOnCpuForTesting(false);
+  CheckFixture("biased attention", /*biased=*/true);
 }
 
 TEST(MpnetModelTest, RowsAloneEqualRowsInAPaddedBatch) {

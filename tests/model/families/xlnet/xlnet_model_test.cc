@@ -99,10 +99,12 @@ class XlnetModelTest : public ::testing::Test {
   }
 
   // Every hidden state of `batch` against the fixture; returns the largest difference.
-  double Compare(const XlnetModel& model, const PaddedBatch& batch, bool with_types = true) {
+  // `biased`: the attention path of GPUs, on the CPU (AttentionKernels::device_path_on_cpu).
+  double Compare(const XlnetModel& model, const PaddedBatch& batch, bool with_types = true, bool biased = false) {
     const int64_t B = batch.batch, L = batch.length;
     EncoderInputs in{Matrix(batch.input_ids, B, L), Matrix(batch.attention_mask, B, L),
                      with_types ? Matrix(batch.token_type_ids, B, L) : at::Tensor(), true, at::Tensor()};
+    in.attention.device_path_on_cpu = biased;
     EncoderOutputs out = model.Forward(in, /*all_hidden_states=*/true);
     EXPECT_EQ(out.hidden_states.size(), 3u);
     for (at::Tensor& t : out.hidden_states) t = t.to(at::kFloat);
@@ -136,10 +138,8 @@ TEST_F(XlnetModelTest, RightPaddingGivesTheSameRealTokens) {
 TEST_F(XlnetModelTest, BiasedAttentionPathMatchesTransformers) {
   auto model = LoadModel(dir_);
   ASSERT_NE(model, nullptr);
-  SetBiasedAttentionOnCpuForTesting(true);
-  const double left = Compare(*model, reference_);
-  const double right = Compare(*model, ToRightPadding(reference_));
-  SetBiasedAttentionOnCpuForTesting(false);
+  const double left = Compare(*model, reference_, /*with_types=*/true, /*biased=*/true);
+  const double right = Compare(*model, ToRightPadding(reference_), /*with_types=*/true, /*biased=*/true);
   EXPECT_LE(left, kTolerance);
   EXPECT_LE(right, kTolerance);
 }

@@ -1,4 +1,4 @@
-#include "server/model/masked_lm_head.h"
+#include "server/model/heads/masked_lm_head.h"
 
 #include <algorithm>
 #include <limits>

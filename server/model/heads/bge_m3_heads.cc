@@ -1,4 +1,4 @@
-#include "server/model/bge_m3_heads.h"
+#include "server/model/heads/bge_m3_heads.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "server/model/pooler.h"
+#include "server/model/heads/pooler.h"
 
 #include <ATen/ATen.h>
 

@@ -1,4 +1,4 @@
-// SPLADE vectors from the masked-LM heads of *ForMaskedLM checkpoints (server/model/masked_lm_head.h
+// SPLADE vectors from the masked-LM heads of *ForMaskedLM checkpoints (server/model/heads/masked_lm_head.h
 // through Engine::Run), against the head written out here in double from the heads of
 // transformers 4.40.2 (BertOnlyMLMHead, RobertaLMHead / XLMRobertaLMHead, ElectraForMaskedLM's
 // generator_predictions + generator_lm_head, DebertaV2OnlyMLMHead, MPNetLMHead) and SPLADE's
@@ -19,7 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/families/family_registry.h"
-#include "server/model/masked_lm_head.h"
+#include "server/model/heads/masked_lm_head.h"
 #include "server/model/layers/weight_loader.h"
 #include "tests/model/switch_test_support.h"
 #include "tests/testing/max_abs_diff.h"

@@ -1,4 +1,4 @@
-#include "server/model/colbert_head.h"
+#include "server/model/heads/colbert_head.h"
 
 #include <ATen/ATen.h>
 

@@ -9,7 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "gtest/gtest.h"
-#include "server/model/pooler.h"
+#include "server/model/heads/pooler.h"
 #include "tests/model/switch_test_support.h"
 #include "tests/testing/max_abs_diff.h"
 

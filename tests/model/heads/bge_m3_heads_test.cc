@@ -1,4 +1,4 @@
-// bge-m3's sparse and ColBERT heads (server/model/bge_m3_heads.h through Engine::Run) against
+// bge-m3's sparse and ColBERT heads (server/model/heads/bge_m3_heads.h through Engine::Run) against
 // FlagEmbedding's BGE-M3 model written out here in double: token weights relu(sparse_linear(h)),
 // the largest per token id, the tokenizer's cls, eos, pad and unk ids and weights of 0 left out
 // (_process_token_weights); ColBERT vectors colbert_linear(h) for the tokens after the first,
@@ -16,7 +16,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/model/bge_m3_heads.h"
+#include "server/model/heads/bge_m3_heads.h"
 #include "server/tokenizer/tokenizer.h"
 #include "tests/checkpoint/libtorch_archive.h"
 #include "tests/model/switch_test_support.h"
