@@ -17,6 +17,7 @@
 #include "server/main/connection_closer.h"
 #include "server/main/listener_check.h"
 #include "server/main/server_credentials.h"
+#include "server/batching/length_buckets.h"
 #include "server/batching/warm_up.h"
 #include "server/http/http_server.h"
 #include "server/hub/model_resolver.h"

@@ -391,11 +391,5 @@ TEST(ServerConfigTest, Int8AttentionFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, float32, bfloat16"));
 }
 
-TEST(ServerConfigTest, DefaultLengthBucketsAreAboutTwelvePercentApart) {
-  EXPECT_EQ(DefaultLengthBuckets(512), (std::vector<int32_t>{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
-                                                             192, 224, 256, 320, 384, 448, 512}));
-  EXPECT_EQ(DefaultLengthBuckets(20), (std::vector<int32_t>{8, 16, 20}));
-}
-
 }  // namespace
 }  // namespace relserve
