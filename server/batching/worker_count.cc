@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace relserve {
 
@@ -15,6 +16,19 @@ absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, i
   r.workers = workers_per_device > 0 ? workers_per_device : kAutoGpuWorkers;
   r.threads = threads_per_worker > 0 ? threads_per_worker : std::max(1, std::max(1, cpus) / r.workers);
   return r;
+}
+
+absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std::string>& devices,
+                                                 int workers_per_device, int threads_per_worker,
+                                                 const std::string& dtype) {
+  if (devices.empty()) return absl::InvalidArgumentError("--device: no device");
+  const int copies = static_cast<int>(devices.size());
+  if (copies > 1 && devices.front() == "cpu" && dtype != "float32") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", absl::StrJoin(devices, ","), " with --dtype ", dtype, ": on the CPU, ", dtype,
+        " runs one batch at a time (LibTorch's oneDNN kernels cannot run two at once); list the CPU once"));
+  }
+  return ResolveWorkers(std::max(1, cpus / copies), devices.front(), workers_per_device, threads_per_worker, dtype);
 }
 
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,

@@ -76,5 +76,33 @@ TEST(WorkerCountTest, GpuWorkersShareTheCpus) {
   EXPECT_EQ(cpu->threads, 4);
 }
 
+// A copy of the model per device: the CPUs shared out among the copies, each copy's workers
+// as ResolveWorkers gives them; the CPU twice only in float32.
+TEST(WorkerCountTest, CopiesShareTheCpus) {
+  auto gpus = ResolveWorkersPerCopy(16, {"cuda:0", "cuda:1"}, 0, 0, "float16");
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->workers, kAutoGpuWorkers);
+  EXPECT_EQ(gpus->threads, 16 / 2 / kAutoGpuWorkers);
+  auto one = ResolveWorkersPerCopy(16, {"cpu"}, 0, 0, "float32");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->workers, 4);
+  EXPECT_EQ(one->threads, 4);
+  auto two = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, "float32");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->workers, 4);
+  EXPECT_EQ(two->threads, 2);
+  auto few = ResolveWorkersPerCopy(1, {"cuda:0", "cuda:0", "cuda:1"}, 0, 0, "float32");
+  ASSERT_TRUE(few.ok());
+  EXPECT_EQ(few->threads, 1);  // never below one thread
+  for (const char* dtype : {"bfloat16", "float16", "int8"}) {
+    auto bad = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, dtype);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(bad.status().message()),
+                HasSubstr(std::string("--device cpu,cpu with --dtype ") + dtype + ": on the CPU"));
+    EXPECT_TRUE(ResolveWorkersPerCopy(16, {"cpu"}, 0, 0, dtype).ok());
+  }
+  EXPECT_EQ(ResolveWorkersPerCopy(16, {}, 0, 0, "float32").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace relserve
