@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 
 namespace relserve {
 
@@ -23,11 +22,6 @@ absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std
                                                  const std::string& dtype) {
   if (devices.empty()) return absl::InvalidArgumentError("--device: no device");
   const int copies = static_cast<int>(devices.size());
-  if (copies > 1 && devices.front() == "cpu" && dtype != "float32") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--device ", absl::StrJoin(devices, ","), " with --dtype ", dtype, ": on the CPU, ", dtype,
-        " runs one batch at a time (LibTorch's oneDNN kernels cannot run two at once); list the CPU once"));
-  }
   return ResolveWorkers(std::max(1, cpus / copies), devices.front(), workers_per_device, threads_per_worker, dtype);
 }
 

@@ -31,9 +31,8 @@ absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, i
                                           int threads_per_worker, const std::string& dtype);
 // The workers of each copy of a model when it runs a copy on each of `devices` (the items of
 // --device, ExpandDeviceList's: all CPU or all GPUs), the `cpus` shared out among the copies:
-// ResolveWorkers on the first device with cpus / copies (at least 1). On the CPU, a dtype other
-// than float32 runs one batch at a time in the whole process, so the CPU listed more than once
-// is refused (INVALID_ARGUMENT), as more than one worker is; INVALID_ARGUMENT for no device.
+// ResolveWorkers on the first device with cpus / copies (at least 1). INVALID_ARGUMENT for no
+// device.
 absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std::string>& devices,
                                                  int workers_per_device, int threads_per_worker,
                                                  const std::string& dtype);

@@ -30,8 +30,8 @@ class ServerMetrics;
 // layer and the transports built over the registry.
 class ModelHost {
  public:
-  // Plans the workers each copy gets on the CPUs (ResolveWorkersPerCopy: INVALID_ARGUMENT for a
-  // dtype and device list the CPU cannot run) and sets the compute threads of this thread
+  // Plans the workers each copy gets on the CPUs (ResolveWorkersPerCopy: INVALID_ARGUMENT for no
+  // device) and sets the compute threads of this thread
   // (SetComputeThreads). `metrics` (may be null: no batch metrics, no model info) must outlive
   // the host.
   static absl::StatusOr<std::unique_ptr<ModelHost>> Create(HostOptions options, ServerMetrics* metrics);

@@ -77,7 +77,7 @@ TEST(WorkerCountTest, GpuWorkersShareTheCpus) {
 }
 
 // A copy of the model per device: the CPUs shared out among the copies, each copy's workers
-// as ResolveWorkers gives them; the CPU twice only in float32.
+// as ResolveWorkers gives them, whatever the dtype.
 TEST(WorkerCountTest, CopiesShareTheCpus) {
   auto gpus = ResolveWorkersPerCopy(16, {"cuda:0", "cuda:1"}, 0, 0, "float16");
   ASSERT_TRUE(gpus.ok()) << gpus.status();
@@ -95,11 +95,10 @@ TEST(WorkerCountTest, CopiesShareTheCpus) {
   ASSERT_TRUE(few.ok());
   EXPECT_EQ(few->threads, 1);  // never below one thread
   for (const char* dtype : {"bfloat16", "float16", "int8"}) {
-    auto bad = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, dtype);
-    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(bad.status().message()),
-                HasSubstr(std::string("--device cpu,cpu with --dtype ") + dtype + ": on the CPU"));
-    EXPECT_TRUE(ResolveWorkersPerCopy(16, {"cpu"}, 0, 0, dtype).ok());
+    auto reduced = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, dtype);
+    ASSERT_TRUE(reduced.ok()) << reduced.status();
+    EXPECT_EQ(reduced->workers, 1);  // one worker over the copy's CPUs, as ResolveCpuWorkers
+    EXPECT_EQ(reduced->threads, 8);
   }
   EXPECT_EQ(ResolveWorkersPerCopy(16, {}, 0, 0, "float32").status().code(), absl::StatusCode::kInvalidArgument);
 }

@@ -41,17 +41,19 @@ TEST(ServerOptionsTest, TheDefaultBatchesByTheOneBucketDefault) {
 
 TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   absl::StatusOr<HostOptions> options = HostOptionsFromFlags(
-      Parse({"--model", "a=/x", "--device", "cuda:0,cuda:1", "--dtype", "float16", "--batching", "fifo",
+      Parse({"--model", "a=/x", "--device", "cpu,cpu", "--dtype", "float16", "--batching", "fifo",
              "--length-buckets", "16,64", "--max-batch-tokens", "4096", "--max-batch-size", "7",
              "--max-queue-delay-us", "55", "--max-queue-sequences", "9", "--workers-per-device", "3",
              "--threads-per-worker", "2", "--gpu-batch-sizes", "exact", "--max-input-length", "128",
-             "--cuda-graph-tokens", "0", "--pooling", "cls", "--warmup-workers=false", "--offline"}));
+             "--cuda-graph-tokens", "0", "--pooling", "cls", "--warmup-workers=false", "--offline",
+             "--int8-attention", "float32"}));
   ASSERT_TRUE(options.ok()) << options.status();
-  EXPECT_THAT(options->devices, ElementsAre("cuda:0", "cuda:1"));
+  EXPECT_THAT(options->devices, ElementsAre("cpu", "cpu"));
   EXPECT_EQ(options->engine.dtype, "float16");
   EXPECT_EQ(options->engine.max_length, 128);
   EXPECT_EQ(options->engine.cuda_graph_tokens, 0);
   EXPECT_EQ(options->engine.pooling, "cls");
+  EXPECT_EQ(options->engine.int8_attention, Int8Attention::kFloat32);
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kExact);
   EXPECT_EQ(options->workers_per_device, 3);
   EXPECT_EQ(options->threads_per_worker, 2);
