@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/batching/length_buckets.h"
 
 namespace relserve {
 namespace {
@@ -95,9 +96,7 @@ size_t LengthBucket(int32_t length, const BatchPolicyConfig& config) {
         std::lower_bound(config.bucket_bounds.begin(), config.bucket_bounds.end(), length) -
         config.bucket_bounds.begin());
   }
-  size_t index = 0;
-  for (int64_t bound = 16; bound < length; bound *= 2) ++index;
-  return index;
+  return DefaultLengthBucket(length);
 }
 
 int64_t PaddedTokens(const std::vector<int32_t>& lengths) {

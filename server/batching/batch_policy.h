@@ -23,8 +23,10 @@ namespace relserve {
 //
 // Length buckets (length_bucketing = true). Each sequence belongs to the bucket of the first
 // bound >= its length (bucket_bounds, sorted ascending; lengths above the last bound share one
-// overflow bucket). With no bounds given, the bounds are the powers of two 16, 32, 64, ... with
-// no upper end. Then, in this order:
+// overflow bucket). With no bounds given, the bounds are the one default of length_buckets.h,
+// 8, 16, ..., 64, 80, ..., 128, 160, ..., 256, 320, ..., with no upper end (DefaultLengthBucket);
+// a model host gives DefaultLengthBuckets(the model's max length), the same bounds ending at its
+// max length, which put every length the model accepts in the same bucket. Then, in this order:
 //   1. Oldest overdue. If the oldest pending sequence has waited max_queue_delay
 //      (now >= enqueued + max_queue_delay), a batch is formed from its bucket: the oldest first,
 //      then the bucket's other sequences in arrival order, each taken if it still fits the
@@ -40,7 +42,7 @@ namespace relserve {
 //   bucket just below, in arrival order) while the padded cost stays within max_batch_tokens;
 //   those sequences are shorter than every member, so they add no padding to the others, and
 //   padded/real stays bounded by the ratio between a bucket's upper bound and the lower bound
-//   of the bucket below it (below 4 with the power-of-two buckets, lengths above 16).
+//   of the bucket below it (below 2 with the default buckets, lengths above 16).
 //
 // First come, first served (length_bucketing = false), a baseline for benchmarks. The batch is
 // the longest prefix of the queue that fits the budget and the count. It is sent when it is
@@ -56,7 +58,7 @@ struct BatchPolicyConfig {
   int64_t max_batch_tokens = 16384;  // padded cost: batch size x longest length in the batch
   int max_batch_size = 64;
   absl::Duration max_queue_delay = absl::Microseconds(2000);  // how long a lone sequence waits for company
-  std::vector<int32_t> bucket_bounds;  // upper bounds of length buckets (sorted); empty = powers of two 16,32,64,...
+  std::vector<int32_t> bucket_bounds;  // upper bounds of length buckets (sorted); empty = the default, 8,16,...,64,80,...
   bool length_bucketing = true;        // false: first-come-first-served batches (a baseline for benchmarks)
 };
 

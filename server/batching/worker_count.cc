@@ -17,6 +17,13 @@ absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, i
   return r;
 }
 
+absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std::string>& devices,
+                                                 int workers_per_device, int threads_per_worker, DType dtype) {
+  if (devices.empty()) return absl::InvalidArgumentError("--device: no device");
+  const int copies = static_cast<int>(devices.size());
+  return ResolveWorkers(std::max(1, cpus / copies), devices.front(), workers_per_device, threads_per_worker, dtype);
+}
+
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
                                              DType dtype) {
   cpus = std::max(1, cpus);

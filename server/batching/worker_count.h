@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_BATCHING_WORKER_COUNT_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "server/backend/model_types.h"
@@ -29,6 +30,12 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
 // kAutoGpuWorkers workers sharing the CPUs.
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
                                           int threads_per_worker, DType dtype);
+// The workers of each copy of a model when it runs a copy on each of `devices` (the items of
+// --device, ExpandDeviceList's: all CPU or all GPUs), the `cpus` shared out among the copies:
+// ResolveWorkers on the first device with cpus / copies (at least 1). INVALID_ARGUMENT for no
+// device.
+absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std::string>& devices,
+                                                 int workers_per_device, int threads_per_worker, DType dtype);
 
 }  // namespace relserve
 

@@ -276,17 +276,6 @@ const FlagTable<ServerConfig>& Flags() {
 
 }  // namespace
 
-std::vector<int32_t> DefaultLengthBuckets(int max_length) {
-  std::vector<int32_t> bounds;
-  int step = 8;
-  for (int b = 8; b < max_length; b += step) {
-    bounds.push_back(b);
-    if (b >= 64 && b == 8 * step) step *= 2;  // 8 apart to 64, 16 to 128, 32 to 256, ...
-  }
-  bounds.push_back(max_length);
-  return bounds;
-}
-
 std::string FlagEnvironmentVariable(const std::string& flag) { return FlagVariableName("RELSERVE_", flag); }
 
 std::map<std::string, std::string> RelserveEnvironment() { return EnvironmentWithPrefix("RELSERVE_"); }

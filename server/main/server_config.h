@@ -41,7 +41,7 @@ struct ServerConfig {
   int max_batch_size = 64;
   int max_queue_delay_us = 2000;
   std::string batching = "bucketed";  // bucketed, fifo
-  std::vector<int32_t> length_buckets;  // upper bounds; empty: DefaultLengthBuckets(max length)
+  std::vector<int32_t> length_buckets;  // upper bounds; empty: DefaultLengthBuckets(max length), batching/length_buckets.h
   int max_queue_sequences = 10000;
   int max_inputs_per_request = 256;
   int max_input_length = 0;  // 0: each model's own maximum
@@ -94,12 +94,6 @@ struct ServerConfig {
   // Hub models come from the cache only, never over the network (as HF_HUB_OFFLINE=1 does).
   bool offline = false;
 };
-
-// Parses argv (after the program name). "--help" gives a FAILED_PRECONDITION whose message is
-// the usage text.
-// Bucket bounds 8, 16, ..., 64, 80, ..., 128, 160, ..., 256, 320, ...: about 12% apart, so
-// that a batch from one bucket pads little.
-std::vector<int32_t> DefaultLengthBuckets(int max_length);
 
 // Parses argv (after the program name), then `environment`: each flag not on the command line
 // is taken from its variable (FlagEnvironmentVariable) when that is set, even to "". A

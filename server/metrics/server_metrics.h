@@ -36,7 +36,7 @@ namespace relserve {
 // |                                               |           |                   | (the JSON API) or "metrics" (/metrics with --metrics-api-key-required)
 // | relserve_model_info                           | gauge     | model, + any      | always 1; labels describe the model (architecture, dtype, device, max_length, ...)
 // | relserve_model_serving                        | gauge     | model             | 1 while the model accepts requests, 0 otherwise
-// | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/main/listener_check.h)
+// | relserve_grpc_listener_ok                     | gauge     |                   | 1 while the gRPC port accepts new connections (server/rpc/listener_check.h)
 // | relserve_simulated_device_busy_seconds_total  | counter   | model             | a simulated device's busy wall seconds (server/simulated/); / wall time = utilisation
 // | relserve_simulated_device_saturated_tokens_per_second | gauge | model       | its tokens/s busy all the time with full batches of the benchmark's lengths
 // | process_resident_memory_bytes, process_*      |           |                   | the process's memory, descriptors, start and CPU time (process_metrics.h)

@@ -39,7 +39,8 @@ absl::StatusOr<std::unique_ptr<LocalServing>> LocalFromFlags(const CliArgs& args
   ASSIGN_OR_RETURN(LoadedModel loaded, LoadModelFromFlags(args));
   limits.max_inputs_per_request = 1 << 20;
   limits.max_windows_per_request = 1 << 20;
-  return LocalServing::Create(std::move(loaded), args.Int("batch-size"), args.Int("threads"), limits);
+  return LocalServing::Create(std::move(loaded), args.String("device"), args.Int("batch-size"), args.Int("threads"),
+                              limits);
 }
 
 absl::Status RunZeroShot(const CliArgs& args) {

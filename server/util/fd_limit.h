@@ -23,7 +23,7 @@ struct OpenFilesLimit {
 // Why: every gRPC connection, every metrics connection and every model file mapping takes a
 // descriptor, and many systems start services with a soft limit of 1024 under a far higher
 // hard one. Running out is worse than a refused connection: gRPC 1.51's listener gives up
-// accepting for good after one accept() fails with EMFILE (see server/main/listener_check.h).
+// accepting for good after one accept() fails with EMFILE (see server/rpc/listener_check.h).
 // Nothing in relserve uses select(), so descriptors above FD_SETSIZE are harmless.
 // An unlimited hard limit (which the kernel does not allow as a soft NOFILE limit) is read as
 // /proc/sys/fs/nr_open. INTERNAL with the errno text when getrlimit/setrlimit fail; the limit

@@ -37,6 +37,13 @@ BatchPolicyConfig Config(int64_t max_tokens, int max_size, absl::Duration delay,
   return config;
 }
 
+// Bounds of the tests' own, powers of two, so that the buckets the tests name ((16, 32], (32, 64],
+// ...) are theirs whatever the default (length_buckets.h) is.
+BatchPolicyConfig PowerOfTwoBuckets(BatchPolicyConfig config) {
+  config.bucket_bounds = {16, 32, 64, 128, 256, 512, 1024};
+  return config;
+}
+
 int64_t Padded(const std::vector<PendingSequence>& pending, const std::vector<size_t>& indices) {
   int64_t longest = 0;
   for (size_t i : indices) longest = std::max<int64_t>(longest, std::max(1, pending[i].length));
@@ -82,14 +89,19 @@ TEST(BatchPolicyConfigTest, Validation) {
 }
 
 TEST(BatchPolicyTest, LengthBuckets) {
+  // No bounds: the default (length_buckets.h), 8 apart to 64, then 16 apart to 128, 32 to 256, ...
   BatchPolicyConfig config;
   EXPECT_EQ(LengthBucket(1, config), 0u);
-  EXPECT_EQ(LengthBucket(16, config), 0u);
-  EXPECT_EQ(LengthBucket(17, config), 1u);
-  EXPECT_EQ(LengthBucket(32, config), 1u);
-  EXPECT_EQ(LengthBucket(33, config), 2u);
-  EXPECT_EQ(LengthBucket(512, config), 5u);
-  EXPECT_EQ(LengthBucket(513, config), 6u);
+  EXPECT_EQ(LengthBucket(8, config), 0u);
+  EXPECT_EQ(LengthBucket(9, config), 1u);
+  EXPECT_EQ(LengthBucket(16, config), 1u);
+  EXPECT_EQ(LengthBucket(17, config), 2u);
+  EXPECT_EQ(LengthBucket(64, config), 7u);
+  EXPECT_EQ(LengthBucket(65, config), 8u);
+  EXPECT_EQ(LengthBucket(80, config), 8u);
+  EXPECT_EQ(LengthBucket(81, config), 9u);
+  EXPECT_EQ(LengthBucket(512, config), 19u);
+  EXPECT_EQ(LengthBucket(513, config), 20u);
   config.bucket_bounds = {100, 200};
   EXPECT_EQ(LengthBucket(1, config), 0u);
   EXPECT_EQ(LengthBucket(100, config), 0u);
@@ -136,7 +148,7 @@ TEST(BatchPolicyTest, ZeroDelaySendsAtOnce) {
 
 TEST(BatchPolicyTest, SendsAtOnceWhenABucketFillsByTokens) {
   // Bucket (32, 64]: four sequences of 64 tokens cost 256, the budget.
-  const auto config = Config(256, 64, absl::Milliseconds(2));
+  const auto config = PowerOfTwoBuckets(Config(256, 64, absl::Milliseconds(2)));
   std::vector<PendingSequence> pending = {Seq(64, kT0), Seq(10, kT0), Seq(50, kT0),
                                           Seq(60, kT0)};
   BatchDecision d = DecideBatch(pending, kT0, config);
@@ -163,7 +175,7 @@ TEST(BatchPolicyTest, SendsAtOnceWhenABucketFillsByCount) {
 }
 
 TEST(BatchPolicyTest, FullBucketGoesBeforeTheOldestIsDue) {
-  const auto config = Config(100000, 3, absl::Milliseconds(2));
+  const auto config = PowerOfTwoBuckets(Config(100000, 3, absl::Milliseconds(2)));
   // The oldest (a long one) is not due yet; the short bucket is full by count.
   const std::vector<PendingSequence> pending = {
       Seq(300, kT0), Seq(8, kT0 + absl::Microseconds(1)), Seq(9, kT0 + absl::Microseconds(2)),
@@ -209,7 +221,7 @@ TEST(BatchPolicyTest, NeverExceedsBudgetOrCount) {
 }
 
 TEST(BatchPolicyTest, OldestOverdueBucketIsToppedUpFromTheAdjacentShorterBucket) {
-  const auto config = Config(640, 64, absl::Milliseconds(2));
+  const auto config = PowerOfTwoBuckets(Config(640, 64, absl::Milliseconds(2)));
   const std::vector<PendingSequence> pending = {
       Seq(60, kT0),                              // (32, 64], the oldest
       Seq(10, kT0 + absl::Microseconds(1)),      // (0, 16]: not adjacent
@@ -224,7 +236,7 @@ TEST(BatchPolicyTest, OldestOverdueBucketIsToppedUpFromTheAdjacentShorterBucket)
 }
 
 TEST(BatchPolicyTest, TopUpStaysWithinBudget) {
-  const auto config = Config(200, 64, absl::Milliseconds(2));
+  const auto config = PowerOfTwoBuckets(Config(200, 64, absl::Milliseconds(2)));
   const std::vector<PendingSequence> pending = {Seq(64, kT0), Seq(30, kT0), Seq(30, kT0),
                                                 Seq(30, kT0)};
   const BatchDecision d = DecideBatch(pending, kT0 + absl::Milliseconds(2), config);

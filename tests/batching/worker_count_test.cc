@@ -76,5 +76,32 @@ TEST(WorkerCountTest, GpuWorkersShareTheCpus) {
   EXPECT_EQ(cpu->threads, 4);
 }
 
+// A copy of the model per device: the CPUs shared out among the copies, each copy's workers
+// as ResolveWorkers gives them, whatever the dtype.
+TEST(WorkerCountTest, CopiesShareTheCpus) {
+  auto gpus = ResolveWorkersPerCopy(16, {"cuda:0", "cuda:1"}, 0, 0, DType::kFloat16);
+  ASSERT_TRUE(gpus.ok()) << gpus.status();
+  EXPECT_EQ(gpus->workers, kAutoGpuWorkers);
+  EXPECT_EQ(gpus->threads, 16 / 2 / kAutoGpuWorkers);
+  auto one = ResolveWorkersPerCopy(16, {"cpu"}, 0, 0, DType::kFloat32);
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->workers, 4);
+  EXPECT_EQ(one->threads, 4);
+  auto two = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, DType::kFloat32);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->workers, 4);
+  EXPECT_EQ(two->threads, 2);
+  auto few = ResolveWorkersPerCopy(1, {"cuda:0", "cuda:0", "cuda:1"}, 0, 0, DType::kFloat32);
+  ASSERT_TRUE(few.ok());
+  EXPECT_EQ(few->threads, 1);  // never below one thread
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
+    auto reduced = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, dtype);
+    ASSERT_TRUE(reduced.ok()) << reduced.status();
+    EXPECT_EQ(reduced->workers, 1);  // one worker over the copy's CPUs, as ResolveCpuWorkers
+    EXPECT_EQ(reduced->threads, 8);
+  }
+  EXPECT_EQ(ResolveWorkersPerCopy(16, {}, 0, 0, DType::kFloat32).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace relserve

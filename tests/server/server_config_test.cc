@@ -1,12 +1,9 @@
 #include "server/main/server_config.h"
 
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/main/server_credentials.h"
 
 namespace relserve {
 namespace {
@@ -306,66 +303,6 @@ TEST(ServerConfigTest, TlsFlagsAreParsedAndOffByDefault) {
   EXPECT_EQ(tls->tls_client_ca, "/ca.pem");
 }
 
-// PEM files for MakeServerCredentials: only their framing is read here (gRPC parses them).
-class ServerConfigCredentialsTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "relserve-credentials-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Write("cert.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n");
-    Write("key.pem", "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n");
-    Write("empty.pem", "");
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  void Write(const std::string& name, const std::string& text) { std::ofstream(path(name)) << text; }
-  std::string path(const std::string& name) const { return dir_ + "/" + name; }
-
-  ServerConfig Config(const std::string& cert, const std::string& key, const std::string& ca = "") {
-    ServerConfig c;
-    c.tls_cert = cert.empty() ? "" : path(cert);
-    c.tls_key = key.empty() ? "" : path(key);
-    c.tls_client_ca = ca.empty() ? "" : path(ca);
-    return c;
-  }
-
-  std::string dir_;
-};
-
-TEST_F(ServerConfigCredentialsTest, PlaintextWithoutCertificate) {
-  auto c = MakeServerCredentials(ServerConfig{});
-  ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_NE(*c, nullptr);
-}
-
-TEST_F(ServerConfigCredentialsTest, ReadablePemFilesGiveCredentials) {
-  auto tls = MakeServerCredentials(Config("cert.pem", "key.pem"));
-  ASSERT_TRUE(tls.ok()) << tls.status();
-  EXPECT_NE(*tls, nullptr);
-  auto mutual = MakeServerCredentials(Config("cert.pem", "key.pem", "cert.pem"));
-  ASSERT_TRUE(mutual.ok()) << mutual.status();
-}
-
-TEST_F(ServerConfigCredentialsTest, BadFilesNameTheirFlag) {
-  struct Case {
-    ServerConfig config;
-    const char* message;
-  };
-  const std::vector<Case> cases = {
-      {Config("missing.pem", "key.pem"), "--tls-cert: cannot read"},
-      {Config("cert.pem", "missing.pem"), "--tls-key: cannot read"},
-      {Config("cert.pem", "key.pem", "missing.pem"), "--tls-client-ca: cannot read"},
-      {Config("empty.pem", "key.pem"), "--tls-cert: "},
-      {Config("cert.pem", "cert.pem"), "--tls-key: "},  // a certificate where the key belongs
-      {Config("cert.pem", "key.pem", "key.pem"), "--tls-client-ca: "},
-  };
-  for (const Case& c : cases) {
-    auto r = MakeServerCredentials(c.config);
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << c.message;
-    EXPECT_THAT(std::string(r.status().message()), HasSubstr(c.message));
-  }
-}
-
 // Workers and threads default to the automatic choice (server/batching/worker_count.h).
 TEST(ServerConfigTest, WorkersAndThreadsAreAutomaticByDefault) {
   auto d = ParseServerFlags({"--model", "a=/x"});
@@ -389,12 +326,6 @@ TEST(ServerConfigTest, Int8AttentionFlag) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--int8-attention"));
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, float32, bfloat16"));
-}
-
-TEST(ServerConfigTest, DefaultLengthBucketsAreAboutTwelvePercentApart) {
-  EXPECT_EQ(DefaultLengthBuckets(512), (std::vector<int32_t>{8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160,
-                                                             192, 224, 256, 320, 384, 448, 512}));
-  EXPECT_EQ(DefaultLengthBuckets(20), (std::vector<int32_t>{8, 16, 20}));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "server/main/listener_check.h"
+#include "server/rpc/listener_check.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

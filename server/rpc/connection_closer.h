@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_MAIN_CONNECTION_CLOSER_H_
-#define RELSERVE_SERVER_MAIN_CONNECTION_CLOSER_H_
+#ifndef RELSERVE_SERVER_RPC_CONNECTION_CLOSER_H_
+#define RELSERVE_SERVER_RPC_CONNECTION_CLOSER_H_
 
 #include "absl/time/time.h"
 
@@ -27,4 +27,4 @@ int EndConnectionsOnPort(int port, absl::Duration wait);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_MAIN_CONNECTION_CLOSER_H_
+#endif  // RELSERVE_SERVER_RPC_CONNECTION_CLOSER_H_

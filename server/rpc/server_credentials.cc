@@ -1,4 +1,4 @@
-#include "server/main/server_credentials.h"
+#include "server/rpc/server_credentials.h"
 
 #include <cerrno>
 #include <cstring>
@@ -30,16 +30,16 @@ absl::StatusOr<std::string> ReadPem(const char* flag, const std::string& path, c
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const ServerConfig& config) {
-  if (config.tls_cert.empty()) return grpc::InsecureServerCredentials();
-  auto cert = ReadPem("tls-cert", config.tls_cert, "CERTIFICATE");
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(const TlsFiles& tls) {
+  if (tls.cert.empty()) return grpc::InsecureServerCredentials();
+  auto cert = ReadPem("tls-cert", tls.cert, "CERTIFICATE");
   if (!cert.ok()) return cert.status();
-  auto key = ReadPem("tls-key", config.tls_key, "PRIVATE KEY");
+  auto key = ReadPem("tls-key", tls.key, "PRIVATE KEY");
   if (!key.ok()) return key.status();
   grpc::SslServerCredentialsOptions options;
   options.pem_key_cert_pairs.push_back({*key, *cert});
-  if (!config.tls_client_ca.empty()) {
-    auto ca = ReadPem("tls-client-ca", config.tls_client_ca, "CERTIFICATE");
+  if (!tls.client_ca.empty()) {
+    auto ca = ReadPem("tls-client-ca", tls.client_ca, "CERTIFICATE");
     if (!ca.ok()) return ca.status();
     options.pem_root_certs = *ca;
     options.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_MAIN_LISTENER_CHECK_H_
-#define RELSERVE_SERVER_MAIN_LISTENER_CHECK_H_
+#ifndef RELSERVE_SERVER_RPC_LISTENER_CHECK_H_
+#define RELSERVE_SERVER_RPC_LISTENER_CHECK_H_
 
 #include <sys/socket.h>
 
@@ -120,4 +120,4 @@ class GrpcListenerCheck {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_MAIN_LISTENER_CHECK_H_
+#endif  // RELSERVE_SERVER_RPC_LISTENER_CHECK_H_

@@ -1,4 +1,4 @@
-#include "server/main/connection_closer.h"
+#include "server/rpc/connection_closer.h"
 
 #include <dirent.h>
 #include <fcntl.h>
