@@ -3,8 +3,18 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace relserve {
+namespace {
+
+constexpr const char* kOneBatchReason =
+    "two bfloat16 batches at once crash LibTorch 1.13's oneDNN kernels: a server with two bfloat16 workers "
+    "died of a segmentation fault under 8 callers";
+
+}  // namespace
+
+bool OneBatchAtATimeOnCpu(DType dtype) { return dtype == DType::kBFloat16 || dtype == DType::kFloat16; }
 
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
                                           int threads_per_worker, DType dtype) {
@@ -21,6 +31,12 @@ absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std
                                                  int workers_per_device, int threads_per_worker, DType dtype) {
   if (devices.empty()) return absl::InvalidArgumentError("--device: no device");
   const int copies = static_cast<int>(devices.size());
+  if (copies > 1 && devices.front() == "cpu" && OneBatchAtATimeOnCpu(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("--device ", absl::StrJoin(devices, ","), " with --dtype ",
+                                                   DTypeName(dtype), ": on the CPU, ", DTypeName(dtype),
+                                                   " runs one batch at a time (", kOneBatchReason,
+                                                   "); list the CPU once"));
+  }
   return ResolveWorkers(std::max(1, cpus / copies), devices.front(), workers_per_device, threads_per_worker, dtype);
 }
 
@@ -28,7 +44,17 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
                                              DType dtype) {
   cpus = std::max(1, cpus);
   CpuWorkers r;
-  if (dtype != DType::kFloat32 && workers_per_device == 0 && threads_per_worker == 0) {
+  if (OneBatchAtATimeOnCpu(dtype)) {
+    if (workers_per_device > 1) {
+      return absl::InvalidArgumentError(absl::StrCat("--workers-per-device ", workers_per_device, " with --dtype ",
+                                                     DTypeName(dtype), ": on the CPU, ", DTypeName(dtype),
+                                                     " runs one worker (", kOneBatchReason,
+                                                     "); float32 and int8 take several"));
+    }
+    r.threads = threads_per_worker > 0 ? threads_per_worker : cpus;
+    return r;
+  }
+  if (dtype == DType::kInt8 && workers_per_device == 0 && threads_per_worker == 0) {
     r.threads = cpus;
     return r;
   }

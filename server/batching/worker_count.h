@@ -14,9 +14,14 @@ namespace relserve {
 // kAutoMaxWorkers, with the CPUs shared out among them (several batches side by side use small
 // CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
 // other divides the CPUs. Both given: taken as they are.
-// bfloat16, float16 and int8, both automatic: one worker over every CPU (their oneDNN kernels
-// spread one batch over the cores well); more workers when asked for (batches side by side, each
-// on its own thread: concurrent_batches_test checks that they give one-at-a-time's answers).
+// bfloat16 and float16 run one worker over every CPU, and more workers (or more CPU copies of the
+// model, ResolveWorkersPerCopy) are refused (INVALID_ARGUMENT): two bfloat16 batches at once crash
+// LibTorch 1.13's oneDNN kernels (a server with two bfloat16 workers died of a segmentation fault
+// under 8 callers; docs/PERFORMANCE.md). int8, both automatic: one worker over every CPU; more
+// when asked for (tests/model/concurrent_batches_test and the int8 server test run them side by
+// side).
+// bfloat16 and float16 on the CPU: one batch at a time (above).
+bool OneBatchAtATimeOnCpu(DType dtype);
 inline constexpr int kAutoMaxWorkers = 4;
 // Workers per GPU when --workers-per-device is 0.
 inline constexpr int kAutoGpuWorkers = 2;

@@ -37,10 +37,27 @@ TEST(WorkerCountTest, WorkersAndThreadsShareOutTheCpus) {
   }
 }
 
-// Reduced precision, both automatic: one worker over every CPU; workers or threads asked for are
-// taken as in float32 (batches side by side are safe: tests/model/concurrent_batches_test).
-TEST(WorkerCountTest, ReducedPrecisionRunsOneWorkerUnlessAskedForMore) {
-  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
+// int8, both automatic: one worker over every CPU; workers or threads asked for are taken as in
+// float32 (int8 batches side by side give one-at-a-time's answers: concurrent_batches_test).
+TEST(WorkerCountTest, Int8RunsOneWorkerUnlessAskedForMore) {
+  auto a = ResolveCpuWorkers(8, 0, 0, DType::kInt8);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->workers, 1);
+  EXPECT_EQ(a->threads, 8);
+  auto two = ResolveCpuWorkers(8, 2, 0, DType::kInt8);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->workers, 2);
+  EXPECT_EQ(two->threads, 4);
+  auto by_threads = ResolveCpuWorkers(2, 0, 1, DType::kInt8);
+  ASSERT_TRUE(by_threads.ok()) << by_threads.status();
+  EXPECT_EQ(by_threads->workers, 2);
+  EXPECT_EQ(by_threads->threads, 1);
+}
+
+// bfloat16 and float16 run one worker over every CPU (two bfloat16 batches at once crash
+// LibTorch 1.13's oneDNN kernels); asking for more workers is refused, naming the flags.
+TEST(WorkerCountTest, HalfPrecisionRunsOneWorker) {
+  for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     auto a = ResolveCpuWorkers(8, 0, 0, dtype);
     ASSERT_TRUE(a.ok()) << a.status();
     EXPECT_EQ(a->workers, 1);
@@ -49,14 +66,14 @@ TEST(WorkerCountTest, ReducedPrecisionRunsOneWorkerUnlessAskedForMore) {
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->workers, 1);
     EXPECT_EQ(t->threads, 4);
-    auto two = ResolveCpuWorkers(8, 2, 0, dtype);
-    ASSERT_TRUE(two.ok()) << two.status();
-    EXPECT_EQ(two->workers, 2);
-    EXPECT_EQ(two->threads, 4);
     auto by_threads = ResolveCpuWorkers(2, 0, 1, dtype);
-    ASSERT_TRUE(by_threads.ok()) << by_threads.status();
-    EXPECT_EQ(by_threads->workers, 2);
+    ASSERT_TRUE(by_threads.ok());
+    EXPECT_EQ(by_threads->workers, 1);
     EXPECT_EQ(by_threads->threads, 1);
+    auto bad = ResolveCpuWorkers(8, 2, 0, dtype);
+    EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--workers-per-device 2 with --dtype"));
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("float32 and int8 take several"));
   }
 }
 
@@ -94,12 +111,16 @@ TEST(WorkerCountTest, CopiesShareTheCpus) {
   auto few = ResolveWorkersPerCopy(1, {"cuda:0", "cuda:0", "cuda:1"}, 0, 0, DType::kFloat32);
   ASSERT_TRUE(few.ok());
   EXPECT_EQ(few->threads, 1);  // never below one thread
-  for (DType dtype : {DType::kBFloat16, DType::kFloat16, DType::kInt8}) {
-    auto reduced = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, dtype);
-    ASSERT_TRUE(reduced.ok()) << reduced.status();
-    EXPECT_EQ(reduced->workers, 1);  // one worker over the copy's CPUs, as ResolveCpuWorkers
-    EXPECT_EQ(reduced->threads, 8);
-  }
+  auto int8 = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, DType::kInt8);
+  ASSERT_TRUE(int8.ok()) << int8.status();
+  EXPECT_EQ(int8->workers, 1);  // one worker over the copy's CPUs, as ResolveCpuWorkers
+  EXPECT_EQ(int8->threads, 8);
+  // Two CPU copies would run two bfloat16 batches at once.
+  auto bf16 = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, DType::kBFloat16);
+  EXPECT_EQ(bf16.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bf16.status().message()), HasSubstr("--device cpu,cpu with --dtype bfloat16"));
+  auto gpu_bf16 = ResolveWorkersPerCopy(16, {"cuda:0", "cuda:1"}, 0, 0, DType::kBFloat16);
+  EXPECT_TRUE(gpu_bf16.ok()) << gpu_bf16.status();
   EXPECT_EQ(ResolveWorkersPerCopy(16, {}, 0, 0, DType::kFloat32).status().code(), absl::StatusCode::kInvalidArgument);
 }
 

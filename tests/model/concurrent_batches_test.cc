@@ -1,7 +1,8 @@
 // Batches side by side on one engine, as a model's workers run them (--workers-per-device): in
-// every dtype, each batch's answer is the one it gets alone, bit for bit. LibTorch 1.13's oneDNN
-// kernels (bfloat16, and int8's quantized products) were once held unsafe to run two batches at
-// once; this is the check that lets reduced precision take several workers.
+// float32 and int8 (its quantized products and its bfloat16 attention products in oneDNN), each
+// batch's answer is the one it gets alone, bit for bit. bfloat16 is not run here: it passes this
+// check, yet a server with two bfloat16 workers died of a segmentation fault under 8 callers, so
+// bfloat16 keeps one worker (server/batching/worker_count.h).
 #include <atomic>
 #include <random>
 #include <string>
@@ -77,9 +78,8 @@ TEST_P(ConcurrentBatchesTest, SideBySideGiveTheAnswersOfOneAtATime) {
 
 INSTANTIATE_TEST_SUITE_P(
     Dtypes, ConcurrentBatchesTest,
-    ::testing::Values(Case{"deberta_v3_like", "float32"}, Case{"deberta_v3_like", "bfloat16"},
-                      Case{"deberta_v3_like", "int8"}, Case{"t5_v1_0", "bfloat16"}, Case{"t5_v1_0", "int8"},
-                      Case{"xlnet_like", "bfloat16"}, Case{"bert_relative_key", "int8"}),
+    ::testing::Values(Case{"deberta_v3_like", "float32"}, Case{"deberta_v3_like", "int8"}, Case{"t5_v1_0", "int8"},
+                      Case{"xlnet_like", "int8"}, Case{"bert_relative_key", "int8"}, Case{"mpnet_like", "int8"}),
     [](const ::testing::TestParamInfo<Case>& info) {
       return std::string(info.param.model) + "_" + info.param.dtype;
     });
