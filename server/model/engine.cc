@@ -30,6 +30,7 @@
 #include "server/model/families/model_tokenizer.h"
 #include "server/model/config/max_length.h"
 #include "server/model/layers/int8_linear.h"
+#include "server/model/layers/packed_linear.h"
 #include "server/model/layers/layers.h"
 #include "server/model/config/model_limits.h"
 #include "server/model/heads/pooler.h"
@@ -306,7 +307,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     auto model = LoadFamilyModel(config, weights);
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
-    if (engine->impl_->int8) RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears()));
+    if (engine->impl_->int8) {
+      RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears()));
+    } else if (engine->impl_->dtype == at::kFloat && device.is_cpu() && options.kernels.packed_float32_gemm &&
+               PackedWeights::Supported()) {
+      // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h).
+      RETURN_IF_ERROR(
+          PackLinearsFloat32(engine->impl_->model->EncoderLinears(), options.kernels.packed_gemm_max_rows));
+    }
     // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).
     RETURN_IF_ERROR(engine->impl_->heads.LoadFromWeights(config, colbert, weights, engine->impl_->model->word_embeddings(),
                                                          device, dir, CheckpointFiles(dir, *checkpoint)));

@@ -35,6 +35,12 @@ struct EngineKernels {
   // CUDA graphs (cuda_graph_tokens) stood in for on the CPU: a graph is its work, run again on
   // each replay (device_graph.h), so that what is built around graphs is tested without a GPU.
   bool device_graphs_on_cpu = false;
+  // float32 on a CPU with AVX-512: the encoder layers' weights are also packed once at load for
+  // relserve's GEMM (kernels/packed_gemm.h), which inputs of at most packed_gemm_max_rows tokens
+  // take (layers/packed_linear.h: where it is ahead of OpenBLAS); false: LibTorch's linear
+  // (OpenBLAS) on the weights as loaded, always.
+  bool packed_float32_gemm = true;
+  int64_t packed_gemm_max_rows = 192;
 };
 
 struct EngineOptions {

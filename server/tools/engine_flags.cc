@@ -60,6 +60,12 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
                             "auto")
                       .In(kModelOptions));
+  flags.push_back(CliString("float32-gemm", "auto|blas",
+                            "float32 on the CPU: auto packs the encoder's weights once at load for relserve's "
+                            "AVX-512 GEMM where the CPU has AVX-512F, else LibTorch's BLAS; blas: LibTorch's BLAS "
+                            "(OpenBLAS) always",
+                            "auto")
+                      .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -103,6 +109,11 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", int8_attention.status().message()));
   }
   options.int8_attention = *int8_attention;
+  const std::string gemm = args.String("float32-gemm");
+  if (gemm != "auto" && gemm != "blas") {
+    return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", gemm, "\" is not auto or blas"));
+  }
+  options.kernels.packed_float32_gemm = gemm == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   return LoadModel(dir, options);
 }

@@ -7,8 +7,10 @@
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/table_attention.h"
 #include "server/model/engine.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
+#include "tests/testing/max_abs_diff.h"
 
 namespace relserve {
 namespace {
@@ -81,6 +83,40 @@ TEST(ReferenceParityTest, MpnetModel) {
 TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
   // Left-padded pairs (token types 0, 1, 2; 3 on padding): last_hidden_state + hidden_state_0..2
   CheckAgainstReference("xlnet_like", 4);
+}
+
+// float32's GEMM on weights packed at load (kernels/packed_gemm.h) for every row of every batch
+// (the reference batches have more tokens than the default limit, so by default they take
+// OpenBLAS), and OpenBLAS alone: both within the same tolerance of transformers.
+TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
+  const std::vector<std::pair<const char*, int>> families = {
+      {"deberta_v3_like", 5}, {"deberta_v3_cls", 6}, {"t5_v1_0", 4},   {"bert_absolute", 4},
+      {"bert_relative_key", 4}, {"mpnet_like", 4},  {"xlnet_like", 4}};
+  EngineOptions packed = testing::TestEngineOptions();
+  packed.kernels.packed_gemm_max_rows = int64_t{1} << 40;
+  EngineOptions blas = testing::TestEngineOptions();
+  blas.kernels.packed_float32_gemm = false;
+  for (const auto& [name, tensors] : families) {
+    SCOPED_TRACE(name);
+    CheckAgainstReference(name, tensors, packed);
+    CheckAgainstReference(name, tensors, blas);
+  }
+  // The option reaches the layers: the two GEMMs sum in different orders, so their last hidden
+  // states differ in the last bits (where AVX-512 runs the packed one).
+  if (!PackedWeights::Supported()) return;
+  const std::string dir = ReferenceDir("deberta_v3_like");
+  const PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
+  std::vector<std::vector<float>> states;
+  for (const EngineOptions& options : {packed, blas}) {
+    auto engine = Engine::Load(dir, options);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    auto outputs = (*engine)->ForwardPadded(batch, /*all_hidden_states=*/false);
+    ASSERT_TRUE(outputs.ok()) << outputs.status();
+    states.push_back(outputs->at(0).data);
+  }
+  const double diff = testing::MaxAbsDiff(states[0], states[1]);
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LT(diff, kTolerance);
 }
 
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),

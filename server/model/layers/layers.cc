@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "server/model/layers/int8_linear.h"
+#include "server/model/layers/packed_linear.h"
 #include "server/model/kernels/layer_norm_kernel.h"
 #include "server/util/status_macros.h"
 
@@ -10,6 +11,7 @@ namespace relserve {
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (int8 != nullptr) return Int8Apply(*int8, x);
+  if (packed != nullptr && UsePackedLinear(*packed, x)) return PackedLinearApply(*packed->weights, bias, x);
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
 }
 

@@ -12,15 +12,19 @@
 
 namespace relserve {
 
-struct Int8Weights;  // int8_linear.h
+struct Int8Weights;    // int8_linear.h
+struct PackedLinear;   // packed_linear.h
 
 // nn.Linear: weight [out, in], optional bias [out]. After QuantizeLinearsInt8 (--dtype int8)
-// `int8` holds the layer instead and weight and bias are undefined.
+// `int8` holds the layer instead and weight and bias are undefined. After PackLinearsFloat32
+// (float32 on a CPU with AVX-512, packed_linear.h) `packed` holds the weight packed once for
+// relserve's GEMM, which short inputs take, beside the weight as loaded.
 struct Linear {
   at::Tensor weight;
   at::Tensor bias;
   std::shared_ptr<const Int8Weights> int8;
-  bool defined() const { return weight.defined() || int8 != nullptr; }
+  std::shared_ptr<const PackedLinear> packed;
+  bool defined() const { return weight.defined() || int8 != nullptr || packed != nullptr; }
   at::Tensor operator()(const at::Tensor& x) const;
 };
 

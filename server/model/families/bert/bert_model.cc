@@ -98,7 +98,7 @@ absl::Status BertModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(Linear q, LoadLinear(w, att + "query", H, H, true));
     ASSIGN_OR_RETURN(Linear k, LoadLinear(w, att + "key", H, H, true));
     ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "value", H, H, true));
-    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     if (c_.relative()) {
       ASSIGN_OR_RETURN(layer.distance, w.Get(att + "distance_embedding.weight", {c_.distance_rows(), head_dim_}));

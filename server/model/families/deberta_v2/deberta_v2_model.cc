@@ -169,7 +169,7 @@ absl::Status DebertaV2Model::LoadWeights(WeightLoader& w) {
       if (use_c2p_) layer.pos_key = SplitHeads((c_.share_att_key ? k : pos_key_proj)(rel), heads_);
       if (use_p2c_) layer.pos_query = SplitHeads((c_.share_att_key ? q : pos_query_proj)(rel), heads_).div_(scale);
     }
-    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     RETURN_IF_ERROR(LoadPostNormBlockDense(w, {l + "attention.output.dense", l + "attention.output.LayerNorm", l},
                                            A, H, c_.intermediate_size, c_.layer_norm_eps, &layer));

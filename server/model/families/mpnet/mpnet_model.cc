@@ -87,7 +87,7 @@ absl::Status MpnetModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(Linear q, LoadLinear(w, att + "q", H, H, true));
     ASSIGN_OR_RETURN(Linear k, LoadLinear(w, att + "k", H, H, true));
     ASSIGN_OR_RETURN(Linear v, LoadLinear(w, att + "v", H, H, true));
-    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr};
+    Linear q_scaled{q.weight / scale, q.bias / scale, nullptr, nullptr};
     layer.qkv = FuseLinear({&q_scaled, &k, &v});
     RETURN_IF_ERROR(
         LoadPostNormBlockDense(w, {att + "o", l + "attention.LayerNorm", l}, H, H, I, c_.layer_norm_eps, &layer));

@@ -113,9 +113,9 @@ absl::Status XlnetModel::LoadWeights(WeightLoader& w) {
     ASSIGN_OR_RETURN(at::Tensor seg_embed, w.Get(att + "seg_embed", {2, heads, D}));
 
     // Content query (q + r_w_bias) * scale; key and value without bias (zeros, for one GEMM).
-    Linear content{q * scale, (r_w_bias * scale).reshape({A}), nullptr};
-    Linear key{k, at::zeros({A}, k.options()), nullptr};
-    Linear value{v, at::zeros({A}, v.options()), nullptr};
+    Linear content{q * scale, (r_w_bias * scale).reshape({A}), nullptr, nullptr};
+    Linear key{k, at::zeros({A}, k.options()), nullptr, nullptr};
+    Linear value{v, at::zeros({A}, v.options()), nullptr, nullptr};
     layer.qkv = FuseLinear({&content, &key, &value});
     // (q + r_r_bias) * scale = content query + (r_r_bias - r_w_bias) * scale.
     layer.position_query_offset = ((r_r_bias - r_w_bias) * scale).view({heads, 1, 1, D}).contiguous();

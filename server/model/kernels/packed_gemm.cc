@@ -1,0 +1,150 @@
+#include "server/model/kernels/packed_gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <ATen/Parallel.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define RELSERVE_PACKED_GEMM_AVX512 1
+#define RELSERVE_AVX512_FN __attribute__((target("avx512f,fma")))
+#else
+#define RELSERVE_PACKED_GEMM_AVX512 0
+#endif
+
+namespace relserve {
+namespace {
+
+constexpr int64_t kNr = PackedWeights::kPanelWidth;  // output features per panel: two AVX-512 vectors
+constexpr int64_t kMr = 12;                           // rows per register tile: 24 accumulators
+constexpr int64_t kKc = 256;                          // k per pass: a panel's slice is 32 KiB, in L1
+constexpr int64_t kMc = 192;                          // rows per block: a block's slice of a stays in L2
+
+#if RELSERVE_PACKED_GEMM_AVX512
+
+// One register tile: rows [0, MR) of a (lda apart) times one panel's slice b (kc rows of kNr), into
+// c (ldc apart), columns masked by m0 / m1. The first pass over k starts from the bias (or zero),
+// the later ones from c.
+template <int MR>
+RELSERVE_AVX512_FN void Tile(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
+                             __mmask16 m0, __mmask16 m1, const float* bias, bool first) {
+  __m512 acc0[MR], acc1[MR];
+  if (first) {
+    const __m512 b0 = bias != nullptr ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+    const __m512 b1 = bias != nullptr ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      acc0[i] = b0;
+      acc1[i] = b1;
+    }
+  } else {
+    for (int i = 0; i < MR; ++i) {
+      acc0[i] = _mm512_maskz_loadu_ps(m0, c + i * ldc);
+      acc1[i] = _mm512_maskz_loadu_ps(m1, c + i * ldc + 16);
+    }
+  }
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const __m512 b0 = _mm512_load_ps(b + kk * kNr);
+    const __m512 b1 = _mm512_load_ps(b + kk * kNr + 16);
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+      const __m512 x = _mm512_set1_ps(a[i * lda + kk]);
+      acc0[i] = _mm512_fmadd_ps(x, b0, acc0[i]);
+      acc1[i] = _mm512_fmadd_ps(x, b1, acc1[i]);
+    }
+  }
+  for (int i = 0; i < MR; ++i) {
+    _mm512_mask_storeu_ps(c + i * ldc, m0, acc0[i]);
+    _mm512_mask_storeu_ps(c + i * ldc + 16, m1, acc1[i]);
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, __mmask16, __mmask16,
+                        const float*, bool);
+
+constexpr TileFn kTiles[kMr + 1] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,  &Tile<5>, &Tile<6>,
+                                    &Tile<7>, &Tile<8>, &Tile<9>, &Tile<10>, &Tile<11>, &Tile<12>};
+
+// Rows [m0, m0 + mc) against panel p, every pass over k.
+RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0, int64_t mc, const PackedWeights& w,
+                                        int64_t p, const float* bias, float* c, int64_t ldc) {
+  const int64_t n0 = p * kNr;
+  const int64_t cols = std::min(kNr, w.n() - n0);
+  const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
+  const __mmask16 mask1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
+  const float* panel = w.panel(p);
+  const float* panel_bias = bias != nullptr ? bias + n0 : nullptr;
+  for (int64_t k0 = 0; k0 < w.k(); k0 += kKc) {
+    const int64_t kc = std::min(kKc, w.k() - k0);
+    for (int64_t i = 0; i < mc; i += kMr) {
+      const int64_t rows = std::min(kMr, mc - i);
+      kTiles[rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr, kc, c + (m0 + i) * ldc + n0, ldc, mask0, mask1,
+                   panel_bias, k0 == 0);
+    }
+  }
+}
+
+#endif  // RELSERVE_PACKED_GEMM_AVX512
+
+}  // namespace
+
+void PackedWeights::Free::operator()(float* p) const { std::free(p); }
+
+PackedWeights::PackedWeights(int64_t n, int64_t k) : n_(n), k_(k), panels_((n + kNr - 1) / kNr) {
+  const size_t bytes = std::max<size_t>(64, static_cast<size_t>(panels_ * k_ * kNr) * sizeof(float));
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  data_.reset(static_cast<float*>(p));
+}
+
+bool PackedWeights::Supported() {
+#if RELSERVE_PACKED_GEMM_AVX512
+  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
+  std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k));
+  float* out = packed->data_.get();
+  for (int64_t row = 0; row < n; ++row) {
+    float* panel = out + (row / kNr) * k * kNr + row % kNr;
+    const float* src = w + row * ld;
+    for (int64_t kk = 0; kk < k; ++kk) panel[kk * kNr] = src[kk];
+  }
+  return packed;
+}
+
+void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
+                int64_t ldc) {
+#if RELSERVE_PACKED_GEMM_AVX512
+  if (m <= 0 || w.n() <= 0) return;
+  if (w.k() == 0) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < w.n(); ++j) c[i * ldc + j] = bias != nullptr ? bias[j] : 0.f;
+    }
+    return;
+  }
+  // Work items: (block of rows, panel), panels varying fastest, so that a thread sweeps the
+  // panels of one block while that block's rows stay in its cache.
+  const int64_t blocks = (m + kMc - 1) / kMc;
+  const int64_t panels = w.panels();
+  at::parallel_for(0, blocks * panels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t block = item / panels, p = item % panels;
+      const int64_t m0 = block * kMc;
+      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), w, p, bias, c, ldc);
+    }
+  });
+#else
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
+  std::abort();  // never packed where unsupported (PackedWeights::Supported)
+#endif
+}
+
+}  // namespace relserve

@@ -1,0 +1,51 @@
+#ifndef RELSERVE_SERVER_MODEL_KERNELS_PACKED_GEMM_H_
+#define RELSERVE_SERVER_MODEL_KERNELS_PACKED_GEMM_H_
+
+#include <cstdint>
+#include <memory>
+
+namespace relserve {
+
+// A float32 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for PackedGemm: panels of
+// kPanelWidth output features, each stored k-major (row kk of a panel holds w[p * kPanelWidth + j, kk]
+// for j = 0 .. kPanelWidth - 1, contiguous and 64-byte aligned; the last panel is padded with
+// zeros). The GEMM then reads the weight as it lies, never repacking it per call as a BLAS does
+// (ONNX Runtime's MLAS does the same at load).
+class PackedWeights {
+ public:
+  static constexpr int64_t kPanelWidth = 32;
+
+  // Whether this CPU and build run PackedGemm (x86-64 with AVX-512F). Nothing should be packed
+  // where they do not.
+  static bool Supported();
+
+  // w: n rows of k floats, rows `ld` floats apart (ld >= k).
+  static std::shared_ptr<const PackedWeights> Pack(const float* w, int64_t n, int64_t k, int64_t ld);
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  int64_t panels() const { return panels_; }
+  const float* panel(int64_t p) const { return data_.get() + p * k_ * kPanelWidth; }
+
+ private:
+  struct Free {
+    void operator()(float* p) const;
+  };
+  PackedWeights(int64_t n, int64_t k);
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+  int64_t panels_ = 0;
+  std::unique_ptr<float[], Free> data_;
+};
+
+// c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), in float32: a's rows lda floats apart,
+// c's rows ldc apart (c must not overlap a). Blocks of rows and weight panels are shared among
+// LibTorch's intra-op threads (at::parallel_for); each result is a sum over k in float32, taken in
+// chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place).
+// Call only where PackedWeights::Supported().
+void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
+                int64_t ldc);
+
+}  // namespace relserve
+
+#endif  // RELSERVE_SERVER_MODEL_KERNELS_PACKED_GEMM_H_

@@ -1,0 +1,53 @@
+#include "server/model/layers/packed_linear.h"
+
+#include <ATen/ATen.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/model/layers/layers.h"
+
+namespace relserve {
+
+at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x) {
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "PackedLinearApply: float32 CPU input expected");
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedLinearApply: input of ", x.size(-1),
+              " features for a weight of ", weights.k());
+  at::Tensor a = x.reshape({-1, weights.k()});
+  const int64_t rows = a.size(0);
+  if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < weights.k())) a = a.contiguous();
+  const int64_t lda = rows > 1 ? a.stride(0) : weights.k();
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weights.n();
+  at::Tensor out = at::empty({rows, weights.n()}, x.options());
+  PackedGemm(a.data_ptr<float>(), rows, lda, weights, bias.defined() ? bias.data_ptr<float>() : nullptr,
+             out.data_ptr<float>(), weights.n());
+  return out.view(sizes);
+}
+
+bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {
+  const int64_t in = x.dim() >= 1 ? x.size(-1) : 1;
+  return in > 0 && x.numel() / in <= packed.max_rows;
+}
+
+absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_rows) {
+  if (!PackedWeights::Supported()) {
+    return absl::FailedPreconditionError("the packed float32 GEMM needs a CPU with AVX-512F");
+  }
+  for (Linear* layer : layers) {
+    if (layer == nullptr || layer->packed != nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;
+    const at::Tensor& w = layer->weight;
+    if (!w.device().is_cpu() || w.scalar_type() != at::kFloat || w.dim() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("the packed float32 GEMM takes 2-D float32 CPU weights; got ",
+                                                     w.dim(), "-D ", std::string(c10::toString(w.scalar_type())),
+                                                     " on ", w.device().str()));
+    }
+    const at::Tensor dense = w.contiguous();
+    auto packed = std::make_shared<PackedLinear>();
+    packed->weights = PackedWeights::Pack(dense.data_ptr<float>(), dense.size(0), dense.size(1), dense.size(1));
+    packed->max_rows = max_rows;
+    layer->packed = std::move(packed);
+    if (layer->bias.defined()) layer->bias = layer->bias.contiguous();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace relserve
