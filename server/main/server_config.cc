@@ -187,6 +187,18 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return std::string(Int8AttentionName(c.int8_attention)); }),
+      CustomFlag<C>("float32-gemm", "auto|blas",
+       "under --dtype float32 on the CPU: auto packs the encoder's weights once at load for relserve's AVX-512 GEMM "
+       "where the CPU has AVX-512F, which inputs of at most 192 tokens take (longer ones: LibTorch's BLAS); blas: "
+       "LibTorch's BLAS (OpenBLAS) always, and no packed copy of the weights",
+       [](const std::string& v, ServerConfig* c) {
+         if (v != "auto" && v != "blas") {
+           return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", v, "\" is not auto or blas"));
+         }
+         c->packed_float32_gemm = v == "auto";
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(c.packed_float32_gemm ? "auto" : "blas"); }),
       BoolFlag("log-shape-times",
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",

@@ -328,5 +328,23 @@ TEST(ServerConfigTest, Int8AttentionFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, float32, bfloat16"));
 }
 
+// --float32-gemm: auto (packed where the CPU has AVX-512F) by default, blas, and a refusal naming
+// the flag and the words.
+TEST(ServerConfigTest, Float32GemmFlag) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->packed_float32_gemm);
+  auto b = ParseServerFlags({"--model", "a=/x", "--float32-gemm", "blas"});
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_FALSE(b->packed_float32_gemm);
+  auto a = ParseServerFlags({"--model", "a=/x", "--float32-gemm=auto"});
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->packed_float32_gemm);
+  auto bad = ParseServerFlags({"--model", "a=/x", "--float32-gemm", "mkl"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--float32-gemm"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or blas"));
+}
+
 }  // namespace
 }  // namespace relserve
