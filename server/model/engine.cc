@@ -393,6 +393,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   engine->impl_->kernels.device_path_on_cpu = options.kernels.gpu_attention_on_cpu;
   engine->impl_->kernels.fused = options.kernels.fused_attention;
   engine->impl_->kernels.avx512 = options.kernels.avx512_softmax;
+  engine->impl_->kernels.cpu_tiled_products = options.kernels.tiled_attention;
   engine->impl_->batch_rounding = options.batch_rounding;
   if (!device.is_cpu()) {
     if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {

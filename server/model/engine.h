@@ -41,6 +41,10 @@ struct EngineKernels {
   // (OpenBLAS) on the weights as loaded, always.
   bool packed_float32_gemm = true;
   int64_t packed_gemm_max_rows = 192;
+  // float32 attention on a CPU with AVX-512: each head of each sequence a task of its own, its
+  // products in relserve's register tiles (AttentionKernels::cpu_tiled_products); false: ATen's
+  // batched products (OpenBLAS).
+  bool tiled_attention = true;
 };
 
 struct EngineOptions {

@@ -67,17 +67,18 @@ using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, in
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,  &Tile<5>, &Tile<6>,
                                     &Tile<7>, &Tile<8>, &Tile<9>, &Tile<10>, &Tile<11>, &Tile<12>};
 
-// Rows [m0, m0 + mc) against panel p, every pass over k.
-RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0, int64_t mc, const PackedWeights& w,
-                                        int64_t p, const float* bias, float* c, int64_t ldc) {
+// Rows [m0, m0 + mc) against panel p (of a matrix of n columns, depth k, panels k * kNr floats
+// apart from `panels`), every pass over k.
+RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0, int64_t mc, const float* panels,
+                                        int64_t n, int64_t k, int64_t p, const float* bias, float* c, int64_t ldc) {
   const int64_t n0 = p * kNr;
-  const int64_t cols = std::min(kNr, w.n() - n0);
+  const int64_t cols = std::min(kNr, n - n0);
   const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
   const __mmask16 mask1 = cols >= 32 ? __mmask16(0xFFFF) : cols <= 16 ? __mmask16(0) : __mmask16((1u << (cols - 16)) - 1);
-  const float* panel = w.panel(p);
+  const float* panel = panels + p * k * kNr;
   const float* panel_bias = bias != nullptr ? bias + n0 : nullptr;
-  for (int64_t k0 = 0; k0 < w.k(); k0 += kKc) {
-    const int64_t kc = std::min(kKc, w.k() - k0);
+  for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+    const int64_t kc = std::min(kKc, k - k0);
     for (int64_t i = 0; i < mc; i += kMr) {
       const int64_t rows = std::min(kMr, mc - i);
       kTiles[rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr, kc, c + (m0 + i) * ldc + n0, ldc, mask0, mask1,
@@ -87,6 +88,24 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
 }
 
 #endif  // RELSERVE_PACKED_GEMM_AVX512
+
+// Element (j, kk) of b into panel layout: out[(j / kNr) * k * kNr + kk * kNr + j % kNr].
+void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_col, float* out) {
+  const int64_t panels = (n + kNr - 1) / kNr;
+  if (n % kNr != 0) std::memset(out + (panels - 1) * k * kNr, 0, static_cast<size_t>(k * kNr) * sizeof(float));
+  if (b_col == 1) {
+    for (int64_t j = 0; j < n; ++j) {
+      float* dst = out + (j / kNr) * k * kNr + j % kNr;
+      const float* src = b + j * b_row;
+      for (int64_t kk = 0; kk < k; ++kk) dst[kk * kNr] = src[kk];
+    }
+  } else {
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const float* src = b + kk * b_col;
+      for (int64_t j = 0; j < n; ++j) out[(j / kNr) * k * kNr + kk * kNr + j % kNr] = src[j * b_row];
+    }
+  }
+}
 
 }  // namespace
 
@@ -111,12 +130,7 @@ bool PackedWeights::Supported() {
 
 std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
   std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k));
-  float* out = packed->data_.get();
-  for (int64_t row = 0; row < n; ++row) {
-    float* panel = out + (row / kNr) * k * kNr + row % kNr;
-    const float* src = w + row * ld;
-    for (int64_t kk = 0; kk < k; ++kk) panel[kk * kNr] = src[kk];
-  }
+  PackPanels(w, n, k, ld, 1, packed->data_.get());
   return packed;
 }
 
@@ -138,12 +152,43 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
     for (int64_t item = begin; item < end; ++item) {
       const int64_t block = item / panels, p = item % panels;
       const int64_t m0 = block * kMc;
-      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), w, p, bias, c, ldc);
+      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
     }
   });
 #else
   (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
   std::abort();  // never packed where unsupported (PackedWeights::Supported)
+#endif
+}
+
+void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
+                int64_t b_col, float* c, int64_t ldc) {
+#if RELSERVE_PACKED_GEMM_AVX512
+  if (m <= 0 || n <= 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
+    return;
+  }
+  // The thread's own panels, grown as needed and kept (64-byte aligned for the tiles' loads).
+  thread_local std::unique_ptr<float[], void (*)(float*)> scratch(nullptr, [](float* p) { std::free(p); });
+  thread_local size_t capacity = 0;
+  const int64_t panels = (n + kNr - 1) / kNr;
+  const size_t floats = static_cast<size_t>(panels * k * kNr);
+  if (floats > capacity) {
+    void* p = std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    if (p == nullptr) throw std::bad_alloc();
+    scratch.reset(static_cast<float*>(p));
+    capacity = floats;
+  }
+  PackPanels(b, n, k, b_row, b_col, scratch.get());
+  for (int64_t m0 = 0; m0 < m; m0 += kMc) {
+    for (int64_t p = 0; p < panels; ++p) {
+      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), scratch.get(), n, k, p, nullptr, c, ldc);
+    }
+  }
+#else
+  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc;
+  std::abort();  // never called where unsupported (PackedWeights::Supported)
 #endif
 }
 

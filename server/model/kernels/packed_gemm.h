@@ -46,6 +46,15 @@ class PackedWeights {
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc);
 
+// c[m, n] = a[m, k] · b, on the calling thread alone, where b's element (j, kk) (column j of the
+// result, step kk of the sum) is b[j * b_row + kk * b_col]: a matrix [n, k] with b_row = its row
+// stride and b_col = 1 gives a · bᵀ; a matrix [k, n] with b_row = 1 and b_col = its row stride
+// gives a · b. b is packed into the thread's own panels first (kept between calls), so that the
+// small products of attention (one head of one sequence) run in the tiles of PackedGemm, one
+// thread each. Call only where PackedWeights::Supported().
+void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
+                int64_t b_col, float* c, int64_t ldc);
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_KERNELS_PACKED_GEMM_H_

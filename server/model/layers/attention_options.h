@@ -51,6 +51,10 @@ struct AttentionKernels {
   // On the CPU, with float32 q, k and v: the products in bfloat16 (EngineOptions::int8_attention
   // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
   bool cpu_products_in_bfloat16 = false;
+  // On the CPU, with float32 q, k and v, on a CPU with AVX-512F: each head of each sequence a task
+  // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled);
+  // false: ATen's batched products (OpenBLAS), head by head.
+  bool cpu_tiled_products = true;
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",

@@ -4,10 +4,13 @@
 #include <chrono>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/table_attention.h"
 #include "server/model/runtime/device.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "server/model/kernels/relative_softmax.h"
 
 namespace relserve {
@@ -52,6 +55,65 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   at::bmm_out(out, probs, v.reshape({nh * n, L, D}));
 }
 
+// Every head of every sequence as its own task on LibTorch's threads, each task's products (q.k,
+// the c2p and p2c terms, probabilities x v) in relserve's register tiles on its own thread
+// (kernels/packed_gemm.h, SerialGemm) and its softmax right after, while its scores are in the
+// core's cache: no BLAS call per head, no [heads, batch, L, L] tensor in memory. float32 on a CPU
+// with AVX-512F (AttentionKernels::cpu_tiled_products).
+void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
+  const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2), D = in.q.size(3);
+  const at::Tensor q = in.q.contiguous(), k = in.k.contiguous(), v = in.v.contiguous();
+  const at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.contiguous() : q;
+  const at::Tensor pos_key = in.pos_key.defined() ? in.pos_key.contiguous() : at::Tensor();        // [heads, Rc, D]
+  const at::Tensor pos_query = in.pos_query.defined() ? in.pos_query.contiguous() : at::Tensor();  // [heads, Rp, D]
+  const int64_t rc = pos_key.defined() ? pos_key.size(1) : 0, rp = pos_query.defined() ? pos_query.size(1) : 0;
+  const at::Tensor mask = in.attention_mask.defined() ? in.attention_mask.to(at::kByte).contiguous() : at::Tensor();
+  // Each thread's scores and terms, reused by its tasks.
+  const int64_t threads = at::get_num_threads();
+  at::Tensor scores = at::empty({threads, 1, L, L}, q.options());
+  at::Tensor c2p = rc > 0 ? at::empty({threads, 1, L, rc}, q.options()) : at::Tensor();
+  at::Tensor p2c = rp > 0 ? at::empty({threads, 1, L, rp}, q.options()) : at::Tensor();
+  const float* qp = q.data_ptr<float>();
+  const float* kp = k.data_ptr<float>();
+  const float* vp = v.data_ptr<float>();
+  const float* cqp = cq.data_ptr<float>();
+  float* out = context.data_ptr<float>();
+  at::parallel_for(0, heads * B, 1, [&](int64_t begin, int64_t end) {
+    c10::InferenceMode guard;
+    const int64_t t = std::min<int64_t>(at::get_thread_num(), threads - 1);
+    at::Tensor probs = scores[t];
+    for (int64_t u = begin; u < end; ++u) {
+      const int64_t h = u / B, b = u % B;
+      const int64_t offset = u * L * D;  // [heads, B, L, D]: head h, sequence b
+      RelativeScoreTerms terms;
+      if (rc > 0) {
+        terms.c2p = c2p[t];
+        SerialGemm(cqp + offset, L, D, pos_key.data_ptr<float>() + h * rc * D, rc, D, D, 1,
+                   terms.c2p.data_ptr<float>(), rc);
+        terms.c2p_index = in.c2p_index;
+      }
+      if (rp > 0) {
+        terms.p2c = p2c[t];
+        SerialGemm(kp + offset, L, D, pos_query.data_ptr<float>() + h * rp * D, rp, D, D, 1,
+                   terms.p2c.data_ptr<float>(), rp);
+        terms.p2c_index = in.p2c_index;
+      }
+      if (in.position_bias.defined()) terms.position_bias = in.position_bias.narrow(0, h, 1);
+      if (mask.defined()) terms.attention_mask = mask.narrow(0, b, 1);
+      if (in.segment_scores.defined()) {
+        terms.segment = in.segment_scores.narrow(0, h, 1).narrow(1, b, 1).reshape({1, L, 2});
+        terms.segment_ids = in.segment_ids.narrow(0, b, 1);
+      }
+      terms.zero_padded_queries = in.zero_padded_queries;
+      terms.causal = in.causal;
+      terms.avx512 = in.kernels.avx512;
+      SerialGemm(qp + offset, L, D, kp + offset, L, D, D, 1, probs.data_ptr<float>(), L);
+      RelativeSoftmaxInPlace(probs, 1, terms);
+      SerialGemm(probs.data_ptr<float>(), L, L, vp + offset, D, L, 1, D, out + offset, D);
+    }
+  });
+}
+
 }  // namespace
 
 namespace {
@@ -94,6 +156,11 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
   }
   if (in.stats != nullptr) in.stats->cpu_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
+  if (in.kernels.cpu_tiled_products && in.q.scalar_type() == at::kFloat && PackedWeights::Supported()) {
+    at::Tensor context = at::empty(in.q.sizes(), in.q.options());
+    AttendTiled(in, context);
+    return context;
+  }
   at::Tensor context = at::empty_like(in.q);
   const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;
   const int64_t rp = in.pos_query.defined() ? in.pos_query.size(1) : 0;

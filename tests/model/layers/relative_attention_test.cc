@@ -8,6 +8,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "gtest/gtest.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "tests/testing/tensor_max_abs_diff.h"
 
 namespace relserve {
@@ -95,16 +96,43 @@ class RelativeAttentionTest : public ::testing::TestWithParam<bool> {
 TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
   Fixture f = Make(GetParam(), at::kFloat);
   at::Tensor expected = Reference(f);
+  // ATen's products (OpenBLAS) in slices of the memory budget: budgets that give one sequence per
+  // slice, uneven slices of two, and everything at once (the tiled products take no slices).
+  f.in.kernels.cpu_tiled_products = false;
   at::Tensor batched = RelativeAttention(f.in);
   EXPECT_EQ(batched.sizes(), f.in.q.sizes());
   EXPECT_LT(MaxAbsDiff(batched, expected), 1e-5);
-  // Budgets that give one sequence per slice, uneven slices of two, and everything at once.
   const int64_t per_sequence = kLen * kLen * 4;
   for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, 3 * per_sequence, int64_t{1} << 40}) {
     f.in.slice_bytes = budget;
     at::Tensor sliced = RelativeAttention(f.in);
     EXPECT_LT(MaxAbsDiff(sliced, expected), 1e-5) << "budget " << budget;
     EXPECT_LT(MaxAbsDiff(sliced, batched), 1e-6) << "budget " << budget;
+  }
+}
+
+// float32 on AVX-512: each head of each sequence a task, its products in relserve's tiles
+// (AttentionKernels::cpu_tiled_products, the default) against ATen's products: both within 1e-5
+// of float64, and not the same bits (the option reaches the products).
+TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  Fixture f = Make(GetParam(), at::kFloat);
+  const at::Tensor expected = Reference(f);
+  ASSERT_TRUE(f.in.kernels.cpu_tiled_products);
+  const at::Tensor tiled = RelativeAttention(f.in);
+  f.in.kernels.cpu_tiled_products = false;
+  const at::Tensor aten = RelativeAttention(f.in);
+  EXPECT_LT(MaxAbsDiff(tiled, expected), 1e-5);
+  EXPECT_LT(MaxAbsDiff(aten, expected), 1e-5);
+  EXPECT_GT(MaxAbsDiff(tiled, aten), 0.0);
+  // A c2p query of its own (DeBERTa's share_att_key=False layout) and a mask of another dtype.
+  if (f.in.pos_key.defined()) {
+    f.in.c2p_query = f.in.q * 0.5;
+    f.in.attention_mask = f.in.attention_mask.to(at::kFloat);
+    const at::Tensor aten_own = RelativeAttention(f.in);
+    f.in.kernels.cpu_tiled_products = true;
+    EXPECT_LT(MaxAbsDiff(RelativeAttention(f.in), aten_own), 1e-5);
+    EXPECT_GT(MaxAbsDiff(aten_own, aten), 1e-3);
   }
 }
 
@@ -243,11 +271,15 @@ TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
     Fixture f = MakeXlnet(causal);
     at::Tensor expected = Reference(f);
     const int64_t per_sequence = kLen * (3 * kLen - 1) * 4;
-    for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, int64_t{1} << 40}) {
-      f.in.slice_bytes = budget;
-      EXPECT_LT(MaxDiffRealQueries(RelativeAttention(f.in), expected, f.mask), 1e-5)
-          << "causal " << causal << " budget " << budget;
+    for (bool tiled : {true, false}) {
+      f.in.kernels.cpu_tiled_products = tiled;
+      for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, int64_t{1} << 40}) {
+        f.in.slice_bytes = budget;
+        EXPECT_LT(MaxDiffRealQueries(RelativeAttention(f.in), expected, f.mask), 1e-5)
+            << "causal " << causal << " budget " << budget << " tiled " << tiled;
+      }
     }
+    f.in.kernels.cpu_tiled_products = true;
     for (bool fused : {true, false}) {
       RelativeAttentionInputs in = f.in;
       in.kernels.fused = fused;
