@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "server/model/runtime/cpu_tensor_allocator.h"
 #include "server/model/engine.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "server/model/model_flops.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
@@ -62,6 +63,11 @@ absl::Status RunBench(const CliArgs& args) {
   out["device"] = info.device;
   out["threads"] = std::to_string(args.Int("threads"));
   out["openblas_kernels"] = LoadedOpenBlasCore();  // empty: the BLAS is not OpenBLAS
+  if (info.dtype == DType::kFloat32 && info.device == "cpu") {
+    // Who runs float32's products (--float32-gemm): relserve's AVX-512 kernels or the BLAS.
+    out["float32_products"] =
+        args.String("float32-gemm") == "auto" && PackedWeights::Supported() ? "relserve" : "blas";
+  }
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;
