@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "server/checkpoint/pytorch_bin_checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"
 

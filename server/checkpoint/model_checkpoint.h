@@ -5,7 +5,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/checkpoint.h"
 
 namespace relserve {
 

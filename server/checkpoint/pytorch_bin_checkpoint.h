@@ -7,7 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/checkpoint/pytorch_bin_file.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/checkpoint.h"
 
 namespace relserve {
 

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/checkpoint/model_checkpoint.h"
 #include "server/checkpoint/pytorch_bin_checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"

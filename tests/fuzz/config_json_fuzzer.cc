@@ -17,7 +17,7 @@
 #include "server/model/families/t5/t5_config.h"
 #include "server/model/config/model_config.h"
 #include "server/model/config/sentence_transformers_config.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/tokenizer/families/tokenizer_families.h"
 #include "server/tokenizer/files/tokenizer_config.h"
 #include "server/util/file_util.h"

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 
 namespace relserve::naive {
 

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "nlohmann/json.hpp"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "tests/model/families/mpnet/naive_mpnet_reference.h"

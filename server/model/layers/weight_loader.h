@@ -8,7 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/checkpoint.h"
 
 namespace relserve {
 

@@ -15,7 +15,7 @@
 #include "server/model/layers/biased_attention.h"
 #include "server/model/families/family_registry.h"
 #include "server/model/families/mpnet/mpnet_family.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/model_dir_builder.h"
 #include "tests/model/families/mpnet/naive_mpnet_reference.h"

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "tests/model/naive_ops.h"
 
 namespace relserve::naive {

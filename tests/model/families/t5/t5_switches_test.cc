@@ -22,7 +22,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "server/tools/model_creator.h"
 #include "server/util/file_util.h"

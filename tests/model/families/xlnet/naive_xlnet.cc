@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "tests/model/naive_ops.h"
 
 namespace relserve::naive {

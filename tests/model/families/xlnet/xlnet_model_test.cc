@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "server/model/layers/biased_attention.h"
 #include "server/model/families/family_registry.h"
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 #include "server/safetensors/safetensors_file.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/testing/max_abs_diff.h"

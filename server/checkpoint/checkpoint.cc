@@ -1,4 +1,4 @@
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/checkpoint.h"
 
 #include <utility>
 
@@ -50,34 +50,6 @@ absl::StatusOr<std::map<std::string, std::string>> ReadWeightMap(const std::stri
 }
 
 }  // namespace
-
-absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> SafetensorsCheckpoint::OpenDirectory(
-    const std::string& dir) {
-  if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat(dir, ": no such directory"));
-  std::unique_ptr<SafetensorsCheckpoint> checkpoint(new SafetensorsCheckpoint(dir));
-  SafetensorsCheckpoint* self = checkpoint.get();
-  auto open = [self](const std::string& path) -> absl::StatusOr<const std::vector<TensorView>*> {
-    ASSIGN_OR_RETURN(std::unique_ptr<SafetensorsFile> file, SafetensorsFile::Open(path));
-    self->files_.push_back(std::move(file));
-    return &self->files_.back()->tensors();
-  };
-
-  const std::string single = JoinPath(dir, kSingleFile);
-  const std::string index = JoinPath(dir, kIndexFile);
-  ASSIGN_OR_RETURN(const bool has_single, OptionalFileExists(single));
-  if (has_single) {
-    ASSIGN_OR_RETURN(const std::vector<TensorView>* tensors, open(single));
-    RETURN_IF_ERROR(checkpoint->AddTensors(*tensors, kSingleFile));
-    return checkpoint;
-  }
-  ASSIGN_OR_RETURN(const bool has_index, OptionalFileExists(index));
-  if (!has_index) {
-    return absl::NotFoundError(
-        absl::StrCat(dir, ": has neither ", kSingleFile, " nor ", kIndexFile));
-  }
-  RETURN_IF_ERROR(checkpoint->AddShards(index, open));
-  return checkpoint;
-}
 
 absl::Status Checkpoint::AddShards(const std::string& index_path, const ShardOpener& open_shard) {
   ASSIGN_OR_RETURN(auto weight_map, ReadWeightMap(index_path));

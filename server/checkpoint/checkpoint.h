@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_SAFETENSORS_CHECKPOINT_H_
-#define RELSERVE_SERVER_SAFETENSORS_CHECKPOINT_H_
+#ifndef RELSERVE_SERVER_CHECKPOINT_CHECKPOINT_H_
+#define RELSERVE_SERVER_CHECKPOINT_CHECKPOINT_H_
 
 #include <functional>
 #include <map>
@@ -9,15 +9,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/safetensors/safetensors_file.h"
 #include "server/safetensors/tensor_view.h"
 
 namespace relserve {
 
 // A model's weights by name, whatever format they came in: what WeightLoader reads. A format
-// (SafetensorsCheckpoint here, PytorchBinCheckpoint in server/checkpoint) opens its files, keeps
-// them alive, and registers their tensors through AddTensors/AddShards; views stay valid for
-// the checkpoint's lifetime. Immutable once opened, so any thread may read it.
+// (SafetensorsCheckpoint, PytorchBinCheckpoint) opens its files, keeps them alive, and
+// registers their tensors through AddTensors/AddShards; views stay valid for the checkpoint's
+// lifetime. Immutable once opened, so any thread may read it.
 class Checkpoint {
  public:
   virtual ~Checkpoint() = default;
@@ -61,30 +60,6 @@ class Checkpoint {
   std::map<std::string, Located, std::less<>> by_name_;
 };
 
-// A model's weights as Hugging Face saves them: one model.safetensors, or shards listed by
-// model.safetensors.index.json. All files stay mapped for the checkpoint's lifetime; views
-// point into them.
-class SafetensorsCheckpoint : public Checkpoint {
- public:
-  static constexpr char kSingleFile[] = "model.safetensors";
-  static constexpr char kIndexFile[] = "model.safetensors.index.json";
-
-  // Prefers the single file when both exist, as transformers does. NOT_FOUND when the
-  // directory or both files are missing, or a shard is; INVALID_ARGUMENT for a malformed index
-  // or a tensor present in two shards; DATA_LOSS when a tensor the index lists is missing from
-  // its shard; plus any error of SafetensorsFile::Open.
-  static absl::StatusOr<std::unique_ptr<SafetensorsCheckpoint>> OpenDirectory(
-      const std::string& dir);
-
-  // One file, or the shards in name order.
-  const std::vector<std::unique_ptr<SafetensorsFile>>& files() const { return files_; }
-
- private:
-  explicit SafetensorsCheckpoint(std::string dir) : Checkpoint(std::move(dir)) {}
-
-  std::vector<std::unique_ptr<SafetensorsFile>> files_;
-};
-
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_SAFETENSORS_CHECKPOINT_H_
+#endif  // RELSERVE_SERVER_CHECKPOINT_CHECKPOINT_H_

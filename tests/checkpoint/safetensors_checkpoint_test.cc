@@ -1,4 +1,4 @@
-#include "server/safetensors/checkpoint.h"
+#include "server/checkpoint/safetensors_checkpoint.h"
 
 #include <string>
 #include <vector>
