@@ -16,7 +16,7 @@
 namespace relserve {
 
 // A ColBERT (late-interaction) model's rules for queries and documents, read from its
-// checkpoint (model/config/colbert_config.h) and resolved to the tokenizer's ids. The serving
+// checkpoint (model_config/colbert_config.h) and resolved to the tokenizer's ids. The serving
 // layer tokenizes by them (serving/late_interaction.h), the engine's kOutputMultiVector gives
 // one projected, L2-normalised vector per token, and a query's score against a document is
 // MaxSim over the positions these rules keep.

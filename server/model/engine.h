@@ -10,7 +10,7 @@
 #include "server/backend/device_shapes.h"
 #include "server/backend/inference_backend.h"
 #include "server/model/layers/attention_options.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "server/backend/model_types.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 
 namespace relserve {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/field_error.h"
 

@@ -18,7 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "server/model/families/family_registry.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/safetensors/dtype.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "server/tokenizer/files/tokenizer_config.h"

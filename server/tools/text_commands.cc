@@ -8,7 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
 #include "server/model/families/family_registry.h"
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 #include "server/tokenizer/families/tokenizer_class.h"
 #include "server/tokenizer/files/tokenizer_files.h"
 #include "server/tokenizer/tokenizer.h"

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/tools/model_creator.h"
 #include "server/util/file_util.h"
 

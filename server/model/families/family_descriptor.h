@@ -50,7 +50,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/tokenizer/descriptor/tokenizer_family.h"
 #include "server/util/json_util.h"
 

@@ -8,7 +8,7 @@
 #include "absl/status/statusor.h"
 #include "server/model/layers/encoder_model.h"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 
 namespace relserve {
 

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "server/model/config/model_config.h"
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/model_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 #include "server/tokenizer/tokenizer.h"
 
 namespace relserve {

@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/checkpoint/pytorch_bin_checkpoint.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/model/layers/weight_loader.h"
 #include "server/util/file_util.h"
 #include "server/util/status_macros.h"

@@ -7,7 +7,7 @@
 #include <c10/core/Device.h>
 
 #include "absl/status/statusor.h"
-#include "server/model/config/colbert_config.h"
+#include "server/model_config/colbert_config.h"
 #include "server/model/layers/activation.h"
 #include "server/model/layers/layers.h"
 

@@ -11,8 +11,8 @@
 
 #include "absl/status/status.h"
 #include "server/backend/inference_backend.h"
-#include "server/model/config/colbert_config.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/colbert_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/heads/bge_m3_heads.h"
 #include "server/model/heads/colbert_head.h"
 #include "server/model/heads/masked_lm_head.h"

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "server/model/layers/activation.h"
 #include "server/model/layers/layers.h"
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 
 namespace relserve {
 

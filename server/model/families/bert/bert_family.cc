@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/model/families/bert/bert_config.h"
 #include "server/model/families/family_support.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -14,7 +14,7 @@
 #include "server/model/layers/layers.h"
 #include "server/model/layers/length_cache.h"
 #include "server/model/layers/post_norm_block.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 
 namespace relserve {
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_split.h"
 #include "server/model/families/deberta_v2/deberta_v2_config.h"
 #include "server/model/families/family_support.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -13,7 +13,7 @@
 #include "server/model/layers/length_cache.h"
 #include "server/model/layers/post_norm_block.h"
 #include "server/model/families/deberta_v2/deberta_v2_config.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {

@@ -1,7 +1,7 @@
 #include "server/model/families/mpnet/mpnet_config.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

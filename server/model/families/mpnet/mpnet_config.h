@@ -4,7 +4,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/util/json_util.h"
 
 namespace relserve {

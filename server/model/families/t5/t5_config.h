@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 
 namespace relserve {
 

@@ -13,7 +13,7 @@
 #include "server/model/layers/length_cache.h"
 #include "server/model/layers/relative_attention.h"
 #include "server/model/families/t5/t5_config.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {

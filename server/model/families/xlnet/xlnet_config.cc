@@ -1,8 +1,8 @@
 #include "server/model/families/xlnet/xlnet_config.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/model/config/model_config.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_config.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -5,7 +5,7 @@
 
 #include "absl/status/status.h"
 #include "nlohmann/json.hpp"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/util/json_util.h"
 
 namespace relserve {

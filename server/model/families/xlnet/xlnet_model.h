@@ -15,7 +15,7 @@
 #include "server/model/families/xlnet/xlnet_config.h"
 #include "server/model/layers/layers.h"
 #include "server/model/layers/length_cache.h"
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {

@@ -1,8 +1,8 @@
-#include "server/model/config/colbert_config.h"
+#include "server/model_config/colbert_config.h"
 
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/status_macros.h"

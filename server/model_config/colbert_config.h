@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/model/config/model_config.h"
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/model_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 
 namespace relserve {
 

@@ -1,4 +1,4 @@
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 
 #include <limits>
 
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/file_util.h"
 #include "server/util/json_util.h"
 #include "server/util/quote.h"

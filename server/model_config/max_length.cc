@@ -1,7 +1,7 @@
-#include "server/model/config/max_length.h"
+#include "server/model_config/max_length.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 
 namespace relserve {
 

@@ -1,11 +1,11 @@
-#include "server/model/config/model_config.h"
+#include "server/model_config/model_config.h"
 
 #include <algorithm>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/model/config/model_limits.h"
+#include "server/model_config/model_limits.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {

@@ -1,7 +1,7 @@
 // LoadSentenceTransformersConfig on hand-written module folders: the Pooling and Dense numbers it
 // accepts, and the precise errors for the ones it cannot use.
 
-#include "server/model/config/sentence_transformers_config.h"
+#include "server/model_config/sentence_transformers_config.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
