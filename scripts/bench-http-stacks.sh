@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two HTTP stacks side by side under the HTTP hardening issue's attacks: the project's
-# WebServer (server/web) and cpp-httplib 0.11 (what the API port ran before), each in a small
-# server (tests/web/http_stack_bench.cc: 64 handler threads, GET /health, POST /work holding a
+# WebServer (server/http_transport) and cpp-httplib 0.11 (what the API port ran before), each in a small
+# server (tests/http_transport/http_stack_bench.cc: 64 handler threads, GET /health, POST /work holding a
 # thread 5 ms). For each: health and work calls answered within 1 s while IDLE idle and SLOW
 # byte-a-second connections are held; three pipelined requests; a request followed by a
 # half-close; Content-Length: -1; and the server's resident memory after a client streams a

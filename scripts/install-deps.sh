@@ -67,7 +67,7 @@ test_pkgs=(
   python3 python3-grpcio python3-protobuf   # the Python example client (client/python) and its test
   openssl                 # tests/client: certificates for the TLS and mutual-TLS tests
   python3-yaml yamllint   # tests/deploy: checks the rendered Kubernetes manifests
-  python3-requests curl   # tests/http: the HTTP API called by real clients
+  python3-requests curl   # tests/http_api: the HTTP API called by real clients
   nodejs npm              # tests/clients: the official client packages from npm (Node.js >= 18; Debian's is 18)
 )
 # The tests build relserve's image and run it (tests/docker).

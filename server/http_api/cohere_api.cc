@@ -1,4 +1,4 @@
-#include "server/http/cohere_api.h"
+#include "server/http_api/cohere_api.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
 #include "server/util/field_error.h"
 #include "server/util/quote.h"
 

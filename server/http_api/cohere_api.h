@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_COHERE_API_H_
-#define RELSERVE_SERVER_HTTP_COHERE_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_COHERE_API_H_
+#define RELSERVE_SERVER_HTTP_API_COHERE_API_H_
 
 #include <string>
 #include <vector>
@@ -67,4 +67,4 @@ std::string RandomUuid();
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_COHERE_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_COHERE_API_H_

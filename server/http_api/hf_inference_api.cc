@@ -1,4 +1,4 @@
-#include "server/http/hf_inference_api.h"
+#include "server/http_api/hf_inference_api.h"
 
 #include <string>
 #include <utility>
@@ -6,8 +6,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
 
 namespace relserve {
 

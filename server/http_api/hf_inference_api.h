@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_HF_INFERENCE_API_H_
-#define RELSERVE_SERVER_HTTP_HF_INFERENCE_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_HF_INFERENCE_API_H_
+#define RELSERVE_SERVER_HTTP_API_HF_INFERENCE_API_H_
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
@@ -33,4 +33,4 @@ nlohmann::json ZeroShotJson(const ZeroShotResult& result, bool batch);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_HF_INFERENCE_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_HF_INFERENCE_API_H_

@@ -1,4 +1,4 @@
-#include "server/http/http_routes.h"
+#include "server/http_api/http_routes.h"
 
 #include <algorithm>
 #include <memory>
@@ -7,14 +7,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/http/cohere_api.h"
-#include "server/http/hf_inference_api.h"
-#include "server/http/infinity_api.h"
-#include "server/http/json_fields.h"
-#include "server/http/openai_api.h"
-#include "server/http/openapi_document.h"
-#include "server/http/request_deadline.h"
-#include "server/http/token_classification_api.h"
+#include "server/http_api/cohere_api.h"
+#include "server/http_api/hf_inference_api.h"
+#include "server/http_api/infinity_api.h"
+#include "server/http_api/json_fields.h"
+#include "server/http_api/openai_api.h"
+#include "server/http_api/openapi_document.h"
+#include "server/http_api/request_deadline.h"
+#include "server/http_api/token_classification_api.h"
 #include "server/util/field_error.h"
 
 namespace relserve {

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
-#define RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
+#ifndef RELSERVE_SERVER_HTTP_API_HTTP_ROUTES_H_
+#define RELSERVE_SERVER_HTTP_API_HTTP_ROUTES_H_
 
 #include <atomic>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
-#include "server/http/tei_api.h"
+#include "server/http_api/tei_api.h"
 #include "server/serving/encoder_serving.h"
 
 namespace relserve {
@@ -92,4 +92,4 @@ std::vector<HttpRoute> MakeHttpRoutes(const RouteContext& context);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_HTTP_ROUTES_H_
+#endif  // RELSERVE_SERVER_HTTP_API_HTTP_ROUTES_H_

@@ -1,4 +1,4 @@
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 
 #include <algorithm>
 #include <atomic>
@@ -13,14 +13,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "server/http/cohere_api.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
-#include "server/http/openai_api.h"
-#include "server/http/request_deadline.h"
-#include "server/http/tei_api.h"
+#include "server/http_api/cohere_api.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
+#include "server/http_api/openai_api.h"
+#include "server/http_api/request_deadline.h"
+#include "server/http_api/tei_api.h"
 #include "server/serving/status_labels.h"
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace relserve {
 namespace {

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_HTTP_SERVER_H_
-#define RELSERVE_SERVER_HTTP_HTTP_SERVER_H_
+#ifndef RELSERVE_SERVER_HTTP_API_HTTP_SERVER_H_
+#define RELSERVE_SERVER_HTTP_API_HTTP_SERVER_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -9,11 +9,11 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/auth/api_keys.h"
-#include "server/http/http_routes.h"
+#include "server/http_api/http_routes.h"
 #include "server/metrics/server_metrics.h"
 #include "server/serving/call_tracker.h"
 #include "server/serving/model_registry.h"
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace relserve {
 
@@ -49,13 +49,13 @@ struct HttpServerConfig {
 // "HOST:PORT" ("[::1]:8080" for IPv6) into config's host and port; the port may be 0.
 absl::Status ParseHttpAddress(const std::string& address, HttpServerConfig* config);
 
-// The HTTP/JSON API on the project's HTTP server (server/web/web_server.h: one event loop for
+// The HTTP/JSON API on the project's HTTP server (server/http_transport/web_server.h: one event loop for
 // every connection, limits applied while reading), on its own port: the routes of
 // http_routes.h, each call counted in relserve_requests_total (rpc = "POST /embed", code = the
 // gRPC code name of its status), refused with 503 while the server drains. The route, the API
 // key and the drain are checked from the request head, before its body is read. Handlers run
 // on `threads` plain std::threads (8 MB stacks), so LibTorch's and OpenBLAS's thread-local
-// storage fits (PLATFORM.md; tests/http/http_with_torch_test.cc).
+// storage fits (PLATFORM.md; tests/http_api/http_with_torch_test.cc).
 class HttpServer {
  public:
   // `registry` and `metrics` (may be null) outlive the server; the routes' serving layer too.
@@ -70,7 +70,7 @@ class HttpServer {
   void StartDraining();
   bool WaitForIdle(absl::Time deadline) const { return tracker_.WaitForIdle(deadline); }
   int64_t in_flight() const { return tracker_.in_flight(); }
-  // What the connection table has seen (server/web's counters).
+  // What the connection table has seen (server/http_transport's counters).
   WebServerStats connection_stats() const;
   // Closes the port and every connection, and joins the threads. Safe to call twice.
   void Stop();
@@ -86,4 +86,4 @@ class HttpServer {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_HTTP_SERVER_H_
+#endif  // RELSERVE_SERVER_HTTP_API_HTTP_SERVER_H_

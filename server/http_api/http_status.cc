@@ -1,4 +1,4 @@
-#include "server/http/http_status.h"
+#include "server/http_api/http_status.h"
 
 #include <cstdlib>
 #include <optional>

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
-#define RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
+#ifndef RELSERVE_SERVER_HTTP_API_HTTP_STATUS_H_
+#define RELSERVE_SERVER_HTTP_API_HTTP_STATUS_H_
 
 #include <cstddef>
 #include <string>
@@ -46,4 +46,4 @@ inline constexpr size_t kMaxHttpErrorMessageBytes = 2048;
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_HTTP_STATUS_H_
+#endif  // RELSERVE_SERVER_HTTP_API_HTTP_STATUS_H_

@@ -1,10 +1,10 @@
-#include "server/http/infinity_api.h"
+#include "server/http_api/infinity_api.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
 
 namespace relserve {
 

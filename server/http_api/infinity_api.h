@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_INFINITY_API_H_
-#define RELSERVE_SERVER_HTTP_INFINITY_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_INFINITY_API_H_
+#define RELSERVE_SERVER_HTTP_API_INFINITY_API_H_
 
 #include <cstdint>
 #include <string>
@@ -29,4 +29,4 @@ nlohmann::json InfinityClassifyJson(const ClassifyResult& result, const std::str
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_INFINITY_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_INFINITY_API_H_

@@ -1,9 +1,9 @@
-#include "server/http/json_fields.h"
+#include "server/http_api/json_fields.h"
 
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "server/http/http_status.h"
+#include "server/http_api/http_status.h"
 #include "server/util/field_error.h"
 #include "server/util/json_util.h"
 

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_JSON_FIELDS_H_
-#define RELSERVE_SERVER_HTTP_JSON_FIELDS_H_
+#ifndef RELSERVE_SERVER_HTTP_API_JSON_FIELDS_H_
+#define RELSERVE_SERVER_HTTP_API_JSON_FIELDS_H_
 
 #include <cstdint>
 #include <string>
@@ -78,4 +78,4 @@ std::string DumpJson(const nlohmann::json& value);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_JSON_FIELDS_H_
+#endif  // RELSERVE_SERVER_HTTP_API_JSON_FIELDS_H_

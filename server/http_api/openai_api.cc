@@ -1,12 +1,12 @@
-#include "server/http/openai_api.h"
+#include "server/http_api/openai_api.h"
 
 #include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
 #include "server/util/field_error.h"
 #include "server/util/quote.h"
 

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_OPENAI_API_H_
-#define RELSERVE_SERVER_HTTP_OPENAI_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_OPENAI_API_H_
+#define RELSERVE_SERVER_HTTP_API_OPENAI_API_H_
 
 #include <cstdint>
 #include <string>
@@ -33,4 +33,4 @@ std::string Base64Floats(const std::vector<float>& values);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_OPENAI_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_OPENAI_API_H_

@@ -1,4 +1,4 @@
-#include "server/http/openapi_document.h"
+#include "server/http_api/openapi_document.h"
 
 #include <cctype>
 #include <map>

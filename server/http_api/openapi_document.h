@@ -1,10 +1,10 @@
-#ifndef RELSERVE_SERVER_HTTP_OPENAPI_DOCUMENT_H_
-#define RELSERVE_SERVER_HTTP_OPENAPI_DOCUMENT_H_
+#ifndef RELSERVE_SERVER_HTTP_API_OPENAPI_DOCUMENT_H_
+#define RELSERVE_SERVER_HTTP_API_OPENAPI_DOCUMENT_H_
 
 #include <string>
 #include <vector>
 
-#include "server/http/http_routes.h"
+#include "server/http_api/http_routes.h"
 
 namespace relserve {
 
@@ -21,4 +21,4 @@ std::string OpenApiDocument(const std::vector<HttpRoute>& routes);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_OPENAPI_DOCUMENT_H_
+#endif  // RELSERVE_SERVER_HTTP_API_OPENAPI_DOCUMENT_H_

@@ -1,4 +1,4 @@
-#include "server/http/request_deadline.h"
+#include "server/http_api/request_deadline.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "server/http/http_status.h"
+#include "server/http_api/http_status.h"
 
 namespace relserve {
 

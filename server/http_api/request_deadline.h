@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_REQUEST_DEADLINE_H_
-#define RELSERVE_SERVER_HTTP_REQUEST_DEADLINE_H_
+#ifndef RELSERVE_SERVER_HTTP_API_REQUEST_DEADLINE_H_
+#define RELSERVE_SERVER_HTTP_API_REQUEST_DEADLINE_H_
 
 #include <optional>
 #include <string>
@@ -27,4 +27,4 @@ absl::StatusOr<absl::Time> RequestDeadline(absl::Time start, absl::Duration time
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_REQUEST_DEADLINE_H_
+#endif  // RELSERVE_SERVER_HTTP_API_REQUEST_DEADLINE_H_

@@ -1,4 +1,4 @@
-#include "server/http/tei_api.h"
+#include "server/http_api/tei_api.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
 #include "server/util/field_error.h"
 #include "server/util/quote.h"
 

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_TEI_API_H_
-#define RELSERVE_SERVER_HTTP_TEI_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_TEI_API_H_
+#define RELSERVE_SERVER_HTTP_API_TEI_API_H_
 
 #include <cstdint>
 #include <string>
@@ -119,4 +119,4 @@ nlohmann::json TeiErrorJson(const absl::Status& status, int http_status);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_TEI_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_TEI_API_H_

@@ -1,10 +1,10 @@
-#include "server/http/token_classification_api.h"
+#include "server/http_api/token_classification_api.h"
 
 #include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/http/json_fields.h"
+#include "server/http_api/json_fields.h"
 
 namespace relserve {
 

@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_HTTP_TOKEN_CLASSIFICATION_API_H_
-#define RELSERVE_SERVER_HTTP_TOKEN_CLASSIFICATION_API_H_
+#ifndef RELSERVE_SERVER_HTTP_API_TOKEN_CLASSIFICATION_API_H_
+#define RELSERVE_SERVER_HTTP_API_TOKEN_CLASSIFICATION_API_H_
 
 // The Hugging Face Inference API's token-classification task (what @huggingface/inference's
 // tokenClassification and huggingface_hub's InferenceClient.token_classification send),
@@ -29,4 +29,4 @@ nlohmann::json TokenClassificationJson(const TokenClassifyResult& result, Aggreg
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_HTTP_TOKEN_CLASSIFICATION_API_H_
+#endif  // RELSERVE_SERVER_HTTP_API_TOKEN_CLASSIFICATION_API_H_

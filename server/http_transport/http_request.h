@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_WEB_HTTP_REQUEST_H_
-#define RELSERVE_SERVER_WEB_HTTP_REQUEST_H_
+#ifndef RELSERVE_SERVER_HTTP_TRANSPORT_HTTP_REQUEST_H_
+#define RELSERVE_SERVER_HTTP_TRANSPORT_HTTP_REQUEST_H_
 
 #include <cstddef>
 #include <string>
@@ -59,4 +59,4 @@ HttpRequestParse ParseHttpRequestHead(std::string_view bytes, size_t max_head_by
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_WEB_HTTP_REQUEST_H_
+#endif  // RELSERVE_SERVER_HTTP_TRANSPORT_HTTP_REQUEST_H_

@@ -1,12 +1,12 @@
-#ifndef RELSERVE_SERVER_WEB_REQUEST_BODY_H_
-#define RELSERVE_SERVER_WEB_REQUEST_BODY_H_
+#ifndef RELSERVE_SERVER_HTTP_TRANSPORT_REQUEST_BODY_H_
+#define RELSERVE_SERVER_HTTP_TRANSPORT_REQUEST_BODY_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-#include "server/web/http_request.h"
+#include "server/http_transport/http_request.h"
 
 namespace relserve {
 
@@ -86,4 +86,4 @@ class ChunkedBodyDecoder {
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_WEB_REQUEST_BODY_H_
+#endif  // RELSERVE_SERVER_HTTP_TRANSPORT_REQUEST_BODY_H_

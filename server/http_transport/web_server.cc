@@ -1,4 +1,4 @@
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "server/web/request_body.h"
+#include "server/http_transport/request_body.h"
 
 namespace relserve {
 namespace {

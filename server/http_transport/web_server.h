@@ -1,5 +1,5 @@
-#ifndef RELSERVE_SERVER_WEB_WEB_SERVER_H_
-#define RELSERVE_SERVER_WEB_WEB_SERVER_H_
+#ifndef RELSERVE_SERVER_HTTP_TRANSPORT_WEB_SERVER_H_
+#define RELSERVE_SERVER_HTTP_TRANSPORT_WEB_SERVER_H_
 
 #include <atomic>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/web/http_request.h"
+#include "server/http_transport/http_request.h"
 
 namespace relserve {
 
@@ -204,4 +204,4 @@ const char* HttpReasonPhrase(int status);
 
 }  // namespace relserve
 
-#endif  // RELSERVE_SERVER_WEB_WEB_SERVER_H_
+#endif  // RELSERVE_SERVER_HTTP_TRANSPORT_WEB_SERVER_H_

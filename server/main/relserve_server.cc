@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "server/auth/api_keys.h"
 #include "server/hosting/model_host.h"
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 #include "server/main/server_options.h"
 #include "server/metrics/http_endpoint.h"
 #include "server/metrics/server_metrics.h"

@@ -11,9 +11,9 @@
 #include "server/util/flag_table.h"
 #include "server/util/status_macros.h"
 #include "server/auth/api_keys.h"
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 #include "server/hub/model_resolver.h"
-#include "server/http/request_deadline.h"
+#include "server/http_api/request_deadline.h"
 
 namespace relserve {
 namespace {

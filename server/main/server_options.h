@@ -3,8 +3,8 @@
 
 #include "absl/status/statusor.h"
 #include "server/hosting/host_options.h"
-#include "server/http/http_routes.h"
-#include "server/http/http_server.h"
+#include "server/http_api/http_routes.h"
+#include "server/http_api/http_server.h"
 #include "server/main/server_config.h"
 #include "server/rpc/grpc_server.h"
 #include "server/serving/encoder_serving.h"

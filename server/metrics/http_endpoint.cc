@@ -6,7 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace relserve {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace relserve {
 
@@ -42,7 +42,7 @@ struct HttpEndpointConfig {
 };
 
 // The metrics port: /metrics for Prometheus and /healthz for probes, served by the project's one
-// HTTP server (server/web/web_server.h), which the API port runs too, one request per
+// HTTP server (server/http_transport/web_server.h), which the API port runs too, one request per
 // connection.
 //
 // Why not prometheus::Exposer: prometheus-cpp's pull exposer runs on civetweb, and Debian's
@@ -62,7 +62,7 @@ struct HttpEndpointConfig {
 //   malformed request  400; request line / head over max_request_bytes: 414 / 431;
 //                      an HTTP version other than 1.x: 505
 // Every response carries Content-Length and "Connection: close"; the connection is closed after
-// the response. A 400 names what was malformed (see web/http_request.h for the parser). Slow
+// the response. A 400 names what was malformed (see http_transport/http_request.h for the parser). Slow
 // and idle clients are handled as web_server.h says: a whole-head deadline of read_timeout_ms,
 // a table bounded by the descriptor budget in which a newcomer evicts the oldest idle
 // connection, and a per-peer cap.

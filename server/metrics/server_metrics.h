@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace relserve {
 
@@ -102,7 +102,7 @@ class ServerMetrics {
   void SetGrpcListenerOk(bool ok);
   // relserve_http_connections{port} and the counters of accepted and closed connections
   // (relserve_http_connections_accepted_total, relserve_http_connections_closed_total{reason});
-  // `port` is "api" or "metrics". server/web's counts are totals: the counters advance by the difference.
+  // `port` is "api" or "metrics". server/http_transport's counts are totals: the counters advance by the difference.
   void SetHttpConnections(const std::string& port, const WebServerStats& counts);
 
  private:

@@ -19,10 +19,10 @@
 #include <string>
 #include <string_view>
 
-#include "server/http/json_fields.h"
-#include "server/web/http_request.h"
-#include "server/web/request_body.h"
-#include "server/web/web_server.h"
+#include "server/http_api/json_fields.h"
+#include "server/http_transport/http_request.h"
+#include "server/http_transport/request_body.h"
+#include "server/http_transport/web_server.h"
 #include "tests/fuzz/fuzz_check.h"
 
 namespace {

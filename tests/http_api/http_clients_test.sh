@@ -37,7 +37,7 @@ text="What is relserve?"
 echo "$text" | "$bin/relserve-model" embed --model "$work/embedder" > "$work/offline.json"
 
 # Python requests: every route.
-/usr/bin/python3 "$root/tests/http/http_requests_test.py" "$url" "$work/grpc.json" "$work/offline.json"
+/usr/bin/python3 "$root/tests/http_api/http_requests_test.py" "$url" "$work/grpc.json" "$work/offline.json"
 
 stop_server "$server_pid"
 echo "OK"

@@ -16,9 +16,9 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "server/batching/model_batcher.h"
-#include "server/http/http_server.h"
-#include "server/http/http_status.h"
-#include "server/http/request_deadline.h"
+#include "server/http_api/http_server.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/request_deadline.h"
 #include "server/serving/metrics_batch_observer.h"
 #include "server/serving/encoder_serving.h"
 

@@ -1,7 +1,7 @@
 // relserve's HTTP flags: --http-address (HOST:PORT, -1 or empty for none) and --http-threads.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 #include "server/main/server_config.h"
 
 namespace relserve {

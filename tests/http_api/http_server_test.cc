@@ -1,6 +1,6 @@
 // The HTTP server alone, with no models: its drain, its own errors (no such route, a body over
 // the limit, a body that is not JSON) in each API's shape, and its metrics.
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 
 #include <httplib.h>
 

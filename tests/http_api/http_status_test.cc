@@ -1,4 +1,4 @@
-#include "server/http/http_status.h"
+#include "server/http_api/http_status.h"
 #include "server/util/field_error.h"
 
 #include "gtest/gtest.h"

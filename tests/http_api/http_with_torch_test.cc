@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "server/http/http_server.h"
+#include "server/http_api/http_server.h"
 #include "server/serving/encoder_serving.h"
 
 namespace relserve {

@@ -6,11 +6,11 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/http/cohere_api.h"
-#include "server/http/http_status.h"
-#include "server/http/json_fields.h"
-#include "server/http/openai_api.h"
-#include "server/http/tei_api.h"
+#include "server/http_api/cohere_api.h"
+#include "server/http_api/http_status.h"
+#include "server/http_api/json_fields.h"
+#include "server/http_api/openai_api.h"
+#include "server/http_api/tei_api.h"
 
 namespace relserve {
 namespace {

@@ -1,13 +1,13 @@
 // The Inference API's token-classification request, as @huggingface/inference and huggingface_hub
-// send it, and the pipeline's answer (server/http/token_classification_api.h).
-#include "server/http/token_classification_api.h"
+// send it, and the pipeline's answer (server/http_api/token_classification_api.h).
+#include "server/http_api/token_classification_api.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/http/http_status.h"
+#include "server/http_api/http_status.h"
 
 namespace relserve {
 namespace {

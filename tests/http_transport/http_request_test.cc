@@ -1,4 +1,4 @@
-#include "server/web/http_request.h"
+#include "server/http_transport/http_request.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // A minimal server on one of two HTTP stacks, for scripts/bench-http-stacks.sh to put under the
-// same slow-client attack: the project's WebServer (server/web) or cpp-httplib 0.11 (the stack
+// same slow-client attack: the project's WebServer (server/http_transport) or cpp-httplib 0.11 (the stack
 // the API port ran before), each with 64 handler threads, serving GET /health and POST /work,
 // which holds its thread for 5 ms (a batch's wait) and answers the body's size.
 //   http_stack_bench web|httplib PORT
@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 namespace {
 

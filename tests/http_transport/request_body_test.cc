@@ -1,4 +1,4 @@
-#include "server/web/request_body.h"
+#include "server/http_transport/request_body.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "server/web/web_server.h"
+#include "server/http_transport/web_server.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
