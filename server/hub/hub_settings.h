@@ -6,6 +6,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "server/util/environment_reader.h"
 
 namespace relserve {
 
@@ -38,7 +39,6 @@ struct HubSettings {
 // Reads the settings through `getenv` (the process's environment by default; tests pass
 // their own). A value that cannot be read (HF_HUB_OFFLINE=maybe, HF_HUB_ETAG_TIMEOUT=-1, an
 // HF_ENDPOINT that is not http(s)://) is INVALID_ARGUMENT naming the variable.
-using GetEnv = std::function<const char*(const char*)>;
 absl::StatusOr<HubSettings> HubSettingsFromEnvironment(const GetEnv& getenv = nullptr);
 
 }  // namespace relserve

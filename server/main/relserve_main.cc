@@ -1,4 +1,5 @@
 // relserve: the gRPC server. Parses flags, starts, waits for SIGTERM/SIGINT, drains.
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/strings/ascii.h"
@@ -24,7 +25,10 @@ __attribute__((section(".preinit_array"), used)) void (*const block_signals_earl
 }  // namespace
 
 int main(int argc, char** argv) {
-  relserve::TuneProcessForInference(argv);
+  // The one reader of the process's environment; the libraries are handed it (or the RELSERVE_
+  // variables, through the flag table).
+  const relserve::GetEnv process_environment = [](const char* name) -> const char* { return std::getenv(name); };
+  relserve::TuneProcessForInference(argv, process_environment);
   const auto environment = relserve::RelserveEnvironment();
   auto config = relserve::ParseServerFlags(std::vector<std::string>(argv + 1, argv + argc), environment);
   if (!config.ok()) {

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/util/environment_reader.h"
 #include "server/util/flag_table.h"
 #include "server/util/status_macros.h"
 #include "server/auth/api_keys.h"
@@ -249,6 +250,10 @@ const FlagTable<ServerConfig>& Flags() {
       BoolFlag("warmup", "run every model over its length buckets before reporting SERVING", Field(&C::warmup)),
       StringFlag("pooling", "MODE", "override every model's pooling: mean, cls, max, ... (empty: the model's)",
                  Field(&C::pooling)),
+      StringFlag("sentencepiece-module", "FILE",
+                 "the SentencePiece module (librelserve_sentencepiece.so) the tokenizers load (empty: beside the "
+                 "binary, in ../lib, ../lib/relserve or its folder, else the build tree's)",
+                 Field(&C::sentencepiece_module)),
       StringFlag("tls-cert", "FILE", "PEM certificate chain: serve gRPC over TLS only (needs --tls-key; empty: plaintext)",
                  Field(&C::tls_cert)),
       StringFlag("tls-key", "FILE", "PEM private key of --tls-cert", Field(&C::tls_key)),
@@ -316,6 +321,8 @@ absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& ar
   ServerConfig config;
   ASSIGN_OR_RETURN(ParsedCommandLine parsed, Flags().Parse(args, environment, &config));
   if (parsed.help) return absl::FailedPreconditionError(ServerUsage());
+  // Beside the flags, the one setting of the engines the environment alone gives.
+  ASSIGN_OR_RETURN(config.allocator, AllocatorModeFromEnvironment(MapEnvironmentReader(environment)));
   // Where each flag given came from, for errors that involve two flags.
   std::map<std::string, std::string>& origin = parsed.origin;
   if (config.models.empty()) return absl::InvalidArgumentError("no --model given (nor RELSERVE_MODEL; see --help)");

@@ -10,6 +10,7 @@
 #include "server/backend/model_types.h"
 #include "server/batching/worker_count.h"
 #include "server/model/layers/attention_options.h"
+#include "server/util/process_tuning.h"
 #include "absl/time/time.h"
 
 namespace relserve {
@@ -84,6 +85,13 @@ struct ServerConfig {
   double max_connection_age_seconds = 0;
   bool warmup = true;
   std::string pooling;  // "": the model directory's
+  // The SentencePiece module the tokenizers load (--sentencepiece-module; "": found beside the
+  // binary, else the build tree's: tokenizer/sentencepiece/sentencepiece_module.h).
+  std::string sentencepiece_module;
+  // Not a flag: RELSERVE_ALLOCATOR (and RELSERVE_MALLOC_DEFAULTS), read from the environment
+  // ParseServerFlags is given, for the engines (util/process_tuning.h; the program's start read
+  // the same variables for glibc's side).
+  AllocatorMode allocator = AllocatorMode::kCache;
   // TLS: with a certificate and its key the gRPC port speaks TLS only; with a client CA it
   // also requires client certificates signed by that CA (mutual TLS). PEM file paths.
   std::string tls_cert;
@@ -102,8 +110,9 @@ struct ServerConfig {
 // is taken from its variable (FlagEnvironmentVariable) when that is set, even to "". A
 // repeatable flag (--model) takes a comma-separated list from its variable, and a command line
 // that gives it at all overrides the variable. Errors name the flag, and the variable for a
-// value from the environment. Variables that name no flag are ignored here (see
-// UnknownRelserveVariables).
+// value from the environment. RELSERVE_ALLOCATOR and RELSERVE_MALLOC_DEFAULTS, no flags, set
+// `allocator` (a bad value: INVALID_ARGUMENT naming the variable); other variables that name no
+// flag are ignored here (see UnknownRelserveVariables).
 absl::StatusOr<ServerConfig> ParseServerFlags(const std::vector<std::string>& args,
                                               const std::map<std::string, std::string>& environment = {});
 std::string ServerUsage();

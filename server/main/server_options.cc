@@ -19,6 +19,8 @@ absl::StatusOr<HostOptions> HostOptionsFromFlags(const ServerConfig& config) {
   options.engine.batch_rounding =
       config.gpu_batch_sizes == "exact" ? BatchRounding::kExact : BatchRounding::kOnDevice;
   options.engine.pooling = config.pooling;
+  options.engine.sentencepiece.path = config.sentencepiece_module;
+  options.engine.allocator = config.allocator;
   options.workers_per_device = config.workers_per_device;
   options.threads_per_worker = config.threads_per_worker;
   options.policy.max_batch_tokens = config.max_batch_tokens;

@@ -236,7 +236,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const EngineOption
     auto st = config.ok() ? LoadSentenceTransformersConfig(dir) : config.status();
     auto max_length = st.ok() ? ResolveMaxLength(*config, *st, options.max_length) : st.status();
     if (max_length.ok()) {
-      ASSIGN_OR_RETURN(ModelTokenizer tokenizer, LoadModelTokenizer(dir, *config, *st, max_length->tokens));
+      ASSIGN_OR_RETURN(ModelTokenizer tokenizer, LoadModelTokenizer(dir, *config, *st, max_length->tokens, options.sentencepiece));
       loaded.tokenizer = std::move(tokenizer.tokenizer);
       with_tokenizer.tokenizer = loaded.tokenizer.get();
       with_tokenizer.no_tokenizer_reason = std::move(tokenizer.no_tokenizer_reason);
@@ -249,8 +249,7 @@ absl::StatusOr<LoadedModel> LoadModel(const std::string& dir, const EngineOption
 absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& dir, const EngineOptions& options) {
   if (!IsDirectory(dir)) return absl::NotFoundError(absl::StrCat("model directory ", dir, " does not exist"));
   // Before the weights, so that they and every activation come from the same allocator.
-  ASSIGN_OR_RETURN(const AllocatorMode allocator, AllocatorModeFromEnvironment());
-  if (allocator == AllocatorMode::kCache) UseBufferCacheForCpuTensors();
+  if (options.allocator == AllocatorMode::kCache) UseBufferCacheForCpuTensors();
   std::unique_ptr<Engine> engine(new Engine());
   ASSIGN_OR_RETURN(engine->config_, LoadModelConfig(dir));
   const ModelConfig& config = engine->config_;

@@ -12,6 +12,7 @@
 #include "server/model/layers/attention_options.h"
 #include "server/model_config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
+#include "server/util/process_tuning.h"
 
 namespace relserve {
 
@@ -57,6 +58,13 @@ struct EngineOptions {
   // out) and names it in ModelInfo; it keeps no pointer to it.
   const Tokenizer* tokenizer = nullptr;
   std::string no_tokenizer_reason;  // ModelInfo's, where there is no tokenizer
+  // Where the tokenizer LoadModel loads beside the engine finds SentencePiece's code
+  // (--sentencepiece-module; empty: the module's search path).
+  SentencePieceModuleOptions sentencepiece;
+  // Where CPU tensors' memory comes from (process_tuning.h: RELSERVE_ALLOCATOR, read at the
+  // programs' start and handed down): kCache puts LibTorch's large CPU tensors in relserve's
+  // buffer cache (runtime/cpu_tensor_allocator.h), installed before the weights load.
+  AllocatorMode allocator = AllocatorMode::kCache;
   // On a GPU, batches of at most this many tokens (batch rounded up to a device batch size,
   // times length) replay the encoder's forward from a CUDA graph captured at warm-up
   // (captured_forwards.h); 0 runs every batch eagerly. Unused on the CPU.

@@ -156,29 +156,32 @@ SpecialTokenNames Tokenizer::DefaultSpecialTokens(TokenizerFamily family) {
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Load(const std::string& model_dir,
                                                            TokenizerFamily family,
-                                                           int default_max_length) {
+                                                           int default_max_length,
+                                                           const SentencePieceModuleOptions& sentencepiece) {
   if (!IsDirectory(model_dir)) {
     return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
   }
   const TokenizerFamilyDescriptor& descriptor = Describe(family);
   ASSIGN_OR_RETURN(const TokenizerFiles files, FindTokenizerFiles(model_dir, descriptor));
-  return LoadFiles(model_dir, files, descriptor, default_max_length);
+  return LoadFiles(model_dir, files, descriptor, default_max_length, sentencepiece);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadTokenizerJson(
-    const std::string& model_dir, TokenizerFamily family, int default_max_length) {
+    const std::string& model_dir, TokenizerFamily family, int default_max_length,
+    const SentencePieceModuleOptions& sentencepiece) {
   if (!IsDirectory(model_dir)) {
     return absl::NotFoundError(absl::StrCat(model_dir, ": no such model directory"));
   }
   TokenizerFiles files;
   files.tokenizer_json = JoinPath(model_dir, kTokenizerJsonFile);
-  return LoadFiles(model_dir, files, Describe(family), default_max_length);
+  return LoadFiles(model_dir, files, Describe(family), default_max_length, sentencepiece);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFiles(const std::string& model_dir,
                                                                 const TokenizerFiles& files,
                                                                 const TokenizerFamilyDescriptor& family,
-                                                                int default_max_length) {
+                                                                int default_max_length,
+                                                                const SentencePieceModuleOptions& sentencepiece) {
   ASSIGN_OR_RETURN(TokenizerConfig config, ReadTokenizerConfig(model_dir, family));
   std::optional<TokenizerJson> json;
   if (!files.tokenizer_json.empty()) {
@@ -191,12 +194,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadFiles(const std::strin
         model_dir, ": no max length: tokenizer_config.json sets no model_max_length and "
                    "default_max_length is ", default_max_length));
   }
-  return Create(files, json ? &*json : nullptr, family, config, max_length);
+  return Create(files, json ? &*json : nullptr, family, config, max_length, sentencepiece);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::string& path,
                                                                     TokenizerFamily family,
-                                                                    int default_max_length) {
+                                                                    int default_max_length,
+                                                                    const SentencePieceModuleOptions& sentencepiece) {
   if (default_max_length <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("default_max_length must be positive, got ", default_max_length));
@@ -209,15 +213,16 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::LoadModelFile(const std::s
   }
   TokenizerFiles files;
   files.vocab = path;
-  return Create(files, nullptr, descriptor, DefaultTokenizerConfig(descriptor), default_max_length);
+  return Create(files, nullptr, descriptor, DefaultTokenizerConfig(descriptor), default_max_length, sentencepiece);
 }
 
 absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::Create(const TokenizerFiles& files,
                                                              const TokenizerJson* json,
                                                              const TokenizerFamilyDescriptor& family,
                                                              const TokenizerConfig& config,
-                                                             int default_max_length) {
-  ASSIGN_OR_RETURN(LoadedTextModel loaded, family.load_text_model(files, json, config));
+                                                             int default_max_length,
+                                                             const SentencePieceModuleOptions& sentencepiece) {
+  ASSIGN_OR_RETURN(LoadedTextModel loaded, family.load_text_model(files, json, config, sentencepiece));
   const std::string& source = json != nullptr ? files.tokenizer_json : files.vocab;
   auto with_source = [&](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(source, ": ", status.message()));

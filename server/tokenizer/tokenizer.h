@@ -14,6 +14,7 @@
 #include "server/tokenizer/descriptor/tokenizer_family_descriptor.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/post_processor_template.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_module.h"
 #include "server/tokenizer/special_tokens.h"
 #include "server/tokenizer/truncation.h"
 
@@ -92,20 +93,22 @@ class Tokenizer {
   // where present. The default max length is model_max_length from those files when they give
   // a usable one, else default_max_length; INVALID_ARGUMENT when neither is positive.
   // NOT_FOUND when the directory or the vocabulary is missing; FAILED_PRECONDITION when the
-  // SentencePiece module cannot be found (see sentencepiece/sentencepiece_module.h).
+  // SentencePiece module `sentencepiece` says cannot be found (see
+  // sentencepiece/sentencepiece_module.h; each load below takes it the same way).
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Load(const std::string& model_dir,
                                                          TokenizerFamily family,
-                                                         int default_max_length);
+                                                         int default_max_length,
+                                                         const SentencePieceModuleOptions& sentencepiece = {});
   // Loads from the directory's tokenizer.json even where the vocabulary files are there too.
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(const std::string& model_dir,
-                                                                      TokenizerFamily family,
-                                                                      int default_max_length);
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadTokenizerJson(
+      const std::string& model_dir, TokenizerFamily family, int default_max_length,
+      const SentencePieceModuleOptions& sentencepiece = {});
   // Loads a given vocabulary file (a SentencePiece .model, or a WordPiece vocab.txt for BERT
   // and MPNet) with the family's default settings and special tokens; RoBERTa needs its
   // directory. default_max_length must be positive.
-  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelFile(const std::string& path,
-                                                                  TokenizerFamily family,
-                                                                  int default_max_length);
+  static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadModelFile(
+      const std::string& path, TokenizerFamily family, int default_max_length,
+      const SentencePieceModuleOptions& sentencepiece = {});
   // Whether a model directory holds the family's vocabulary files (files/tokenizer_files.h):
   // without them a model takes token ids only. INVALID_ARGUMENT for a directory (or dangling
   // link) in a file's place.
@@ -216,12 +219,14 @@ class Tokenizer {
   static absl::StatusOr<std::unique_ptr<Tokenizer>> LoadFiles(const std::string& model_dir,
                                                               const TokenizerFiles& files,
                                                               const TokenizerFamilyDescriptor& family,
-                                                              int default_max_length);
+                                                              int default_max_length,
+                                                              const SentencePieceModuleOptions& sentencepiece);
   static absl::StatusOr<std::unique_ptr<Tokenizer>> Create(const TokenizerFiles& files,
                                                            const TokenizerJson* json,
                                                            const TokenizerFamilyDescriptor& family,
                                                            const TokenizerConfig& config,
-                                                           int default_max_length);
+                                                           int default_max_length,
+                                                           const SentencePieceModuleOptions& sentencepiece);
 
   // Validates `text` and splits it into tokens: added tokens, and the vocabulary model's
   // tokens of the text between them.

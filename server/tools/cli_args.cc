@@ -34,12 +34,19 @@ CliArgs CliArgs::Defaults(const FlagTable<CliArgs>& table) {
 }
 
 absl::StatusOr<CliArgs> CliArgs::Parse(const std::vector<std::string>& args, const FlagTable<CliArgs>& table,
-                                       bool* help) {
+                                       bool* help, const std::map<std::string, std::string>& environment) {
   CliArgs out = Defaults(table);
-  auto parsed = table.Parse(args, {}, &out);
+  auto parsed = table.Parse(args, environment, &out);
   if (!parsed.ok()) return UsageError(std::string(parsed.status().message()));
   if (help != nullptr) *help = parsed->help;
+  out.environment_ = environment;
   return out;
+}
+
+FlagTable<CliArgs> CliFlagTable(std::vector<Flag<CliArgs>> flags) {
+  FlagTableOptions options;
+  options.environment_prefix = "RELSERVE_";  // only for the flags marked FromEnvironment
+  return FlagTable<CliArgs>(std::move(flags), std::move(options));
 }
 
 std::string CliArgs::String(const std::string& name) const {

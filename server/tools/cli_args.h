@@ -25,9 +25,12 @@ bool IsUsageError(const absl::Status& status);
 class CliArgs {
  public:
   // Parse errors are UsageErrors; with --help or -h anywhere, nothing is checked and
-  // *help is set.
+  // *help is set. `environment`: the program's RELSERVE_ variables (EnvironmentWithPrefix),
+  // which the table's flags marked FromEnvironment read where the command line does not give
+  // them (a table of CliFlagTable), kept for environment().
   static absl::StatusOr<CliArgs> Parse(const std::vector<std::string>& args, const FlagTable<CliArgs>& table,
-                                       bool* help = nullptr);
+                                       bool* help = nullptr,
+                                       const std::map<std::string, std::string>& environment = {});
   // Every option of `table` at its default.
   static CliArgs Defaults(const FlagTable<CliArgs>& table);
 
@@ -41,6 +44,9 @@ class CliArgs {
   bool Bool(const std::string& name) const;
   // A string option that must be given, non-empty: "--NAME is required" otherwise.
   absl::StatusOr<std::string> Required(const std::string& name) const;
+  // The RELSERVE_ variables Parse was given: what a command reads besides its options
+  // (RELSERVE_ALLOCATOR, for the engine's allocator).
+  const std::map<std::string, std::string>& environment() const { return environment_; }
 
  private:
   friend Flag<CliArgs> CliString(const std::string&, const std::string&, const std::string&, const std::string&,
@@ -54,6 +60,7 @@ class CliArgs {
   std::map<std::string, int64_t> ints_;
   std::map<std::string, bool> bools_;
   std::set<std::string> given_;
+  std::map<std::string, std::string> environment_;
   // Set while Defaults() runs each flag's setter: the setter stores its default instead.
   bool applying_defaults_ = false;
 };
@@ -80,6 +87,10 @@ Flag<CliArgs> CliBool(const std::string& name, const std::string& help);
 // The flags of `groups` in order: a command's own (under the heading "options", the builders'
 // default) with the shared groups it takes (engine_flags.h, under their own headings).
 std::vector<Flag<CliArgs>> CliFlags(std::vector<std::vector<Flag<CliArgs>>> groups);
+
+// A command's table of `flags`, where a flag marked FromEnvironment also reads RELSERVE_ and its
+// name (--sentencepiece-module: RELSERVE_SENTENCEPIECE_MODULE), as relserve's flags do.
+FlagTable<CliArgs> CliFlagTable(std::vector<Flag<CliArgs>> flags);
 
 }  // namespace relserve
 

@@ -4,6 +4,7 @@
 #include "absl/strings/str_split.h"
 #include "server/tools/cli_args.h"
 #include "server/tools/commands.h"
+#include "server/tools/engine_flags.h"
 #include "server/model/families/family_registry.h"
 #include "server/tools/model_creator.h"
 #include "server/util/json_util.h"
@@ -67,6 +68,7 @@ absl::Status RunCreate(const CliArgs& args) {
     }
   }
   o.vocab_file = args.String("vocab-file");
+  o.sentencepiece.path = args.String("sentencepiece-module");
   o.dtype = args.String("dtype");
   if (args.Has("config")) {
     // --config '{"share_att_key": false}': keys merged into config.json; weights follow them.
@@ -130,6 +132,7 @@ ModelCommand CreateCommand() {
       CliString("vocab-file", "FILE",
                 "the tokenizer's vocabulary, copied into the directory (spm.model, spiece.model, a WordPiece "
                 "vocab.txt for bert, electra and mpnet, sentencepiece.bpe.model for xlm-roberta)"),
+      SentencePieceModuleFlag(),
       CliInt("labels", "classification labels (a sequence-classification head)", 0, 0),
       CliInt("embedding-size", "embedding size, where the family has one apart from --hidden", 0, 0, "N",
              "the family's"),

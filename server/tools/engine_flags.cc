@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/hub/model_resolver.h"
+#include "server/util/environment_reader.h"
+#include "server/util/process_tuning.h"
 #include "server/util/status_macros.h"
 
 namespace relserve {
@@ -26,6 +28,13 @@ Flag<CliArgs> MaxLengthFlag() {
       .In(kModelOptions);
 }
 
+Flag<CliArgs> SentencePieceModuleFlag() {
+  return CliString("sentencepiece-module", "FILE",
+                   "the SentencePiece module (librelserve_sentencepiece.so) that reads SentencePiece vocabularies", "",
+                   {}, "found beside the program (../lib, ../lib/relserve, its folder), else the build tree's")
+      .FromEnvironment();
+}
+
 Flag<CliArgs> NoTruncateFlag() {
   return CliBool("no-truncate", "a text longer than the max length is an error instead of being truncated");
 }
@@ -43,6 +52,7 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                          static_cast<int64_t>(std::thread::hardware_concurrency()), 1, "N", "all cores")
                       .In(kModelOptions));
   flags.push_back(MaxLengthFlag());
+  flags.push_back(SentencePieceModuleFlag().In(kModelOptions));
   flags.push_back(CliInt("cuda-graph-tokens",
                          "on a GPU, batches of at most N tokens (batch rounded up to 1, 2, 3, 4, 6, 8, 12, ... x length) replay "
                          "the forward from a CUDA graph captured on its first run; 0: never",
@@ -117,6 +127,10 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   options.kernels.packed_float32_gemm = gemm == "auto";
   options.kernels.tiled_attention = gemm == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
+  options.sentencepiece.path = args.String("sentencepiece-module");
+  // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a
+  // bad value already).
+  ASSIGN_OR_RETURN(options.allocator, AllocatorModeFromEnvironment(MapEnvironmentReader(args.environment())));
   return LoadModel(dir, options);
 }
 

@@ -20,6 +20,9 @@ std::vector<Flag<CliArgs>> ModelFlags();
 Flag<CliArgs> MaxLengthFlag();
 // --no-truncate: a text longer than the max length is an error (tokenize, embed, zero-shot).
 Flag<CliArgs> NoTruncateFlag();
+// --sentencepiece-module FILE (or RELSERVE_SENTENCEPIECE_MODULE, in a CliFlagTable): the
+// SentencePiece module every command that reads a SentencePiece vocabulary loads it with.
+Flag<CliArgs> SentencePieceModuleFlag();
 // The model flags, --dtype, --device, --threads, --max-length and --pooling: every command
 // that loads an engine (LoadEngineFromFlags).
 std::vector<Flag<CliArgs>> EngineFlags();

@@ -244,7 +244,7 @@ absl::Status MakeDirs(const std::string& dir) {
 // tokenizer appends because they are not pieces (or fairseq's layout for XLM-R); or one entry
 // per line of a vocab.txt.
 absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& bytes, const CreateTokenizerSpec& t,
-                                    const json& special_tokens) {
+                                    const json& special_tokens, const SentencePieceModuleOptions& module) {
   if (t.format == CreateTokenizerSpec::VocabFormat::kLines) {
     // transformers' load_vocab: every line is a token, the last one even without a newline.
     if (bytes.empty()) return absl::InvalidArgumentError(absl::StrCat("vocab_file: ", path, ": is empty"));
@@ -252,7 +252,7 @@ absl::StatusOr<int64_t> VocabNeeded(const std::string& path, const std::string& 
     if (bytes.back() != '\n') ++lines;
     return lines;
   }
-  auto pieces = ReadSentencePiecePieces(bytes);
+  auto pieces = ReadSentencePiecePieces(bytes, module);
   if (!pieces.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("vocab_file: ", path, ": ", pieces.status().message()));
   }
@@ -366,9 +366,10 @@ uint16_t FloatToBFloat16Bits(float value) {
   return static_cast<uint16_t>(x >> 16);
 }
 
-absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto) {
+absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto,
+                                                                 const SentencePieceModuleOptions& module) {
   // SentencePiece itself reads the file, as the tokenizer will.
-  auto model = SentencePieceModel::LoadSerialized(model_proto, "the model");
+  auto model = SentencePieceModel::LoadSerialized(model_proto, "the model", module);
   if (!model.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("not a SentencePiece model SentencePiece can load: ", model.status().message()));
@@ -447,7 +448,7 @@ absl::Status CreateModelDirectoryOrThrow(const CreateModelOptions& options, cons
                                                      " takes no vocabulary file"));
     }
     ASSIGN_OR_RETURN(vocab_bytes, ReadFileToString(options.vocab_file));
-    ASSIGN_OR_RETURN(vocab_from_file, VocabNeeded(options.vocab_file, vocab_bytes, tok, special_tokens));
+    ASSIGN_OR_RETURN(vocab_from_file, VocabNeeded(options.vocab_file, vocab_bytes, tok, special_tokens, options.sentencepiece));
   }
   ASSIGN_OR_RETURN(json config, BuildModelConfig(options, vocab_from_file));
   ASSIGN_OR_RETURN(ModelConfig parsed, ParseModelConfig(config, "config"));

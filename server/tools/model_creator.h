@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "server/model/families/family_descriptor.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_module.h"
 
 namespace relserve {
 
@@ -43,6 +44,8 @@ struct CreateModelOptions {
   // model's piece count plus one per special token that is not a piece (the tokenizer appends
   // those, e.g. DeBERTa-v3's "[MASK]"), or vocab.txt's line count. Empty: no tokenizer files.
   std::string vocab_file;
+  // The SentencePiece module that reads a SentencePiece vocab_file (--sentencepiece-module).
+  SentencePieceModuleOptions sentencepiece;
   // Every tensor draws from its own std::mt19937_64 stream, seeded from `seed` and the
   // tensor's name: the same options give the same bytes.
   uint64_t seed = 1;
@@ -88,7 +91,8 @@ absl::StatusOr<std::vector<ModelTensorSpec>> ModelTensorSpecs(const nlohmann::js
 // The pieces of a serialized SentencePiece ModelProto, by id, as SentencePiece loads them
 // (server/tokenizer/sentencepiece/sentencepiece_model.h). INVALID_ARGUMENT, with SentencePiece's reason,
 // when it refuses the bytes (not a model, cut short, no unknown piece).
-absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto);
+absl::StatusOr<std::vector<std::string>> ReadSentencePiecePieces(std::string_view model_proto,
+                                                                 const SentencePieceModuleOptions& module = {});
 
 // float32 -> IEEE half / bfloat16 bits, rounding to nearest even (NaN stays NaN, overflow
 // becomes infinity), as torch's .to(float16) / .to(bfloat16) do.

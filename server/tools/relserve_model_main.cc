@@ -1,5 +1,6 @@
 // relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info,
 // accuracy), Hub downloads (download) and checkpoint conversion (convert).
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -78,7 +79,7 @@ std::string Usage() {
            Indent(c.description, std::string(12, ' ')).substr(12) + "\n";
     out += Wrap(std::string(12, ' ') + "options: ", OptionSummary(c, engine), 100) + "\n";
   }
-  const FlagTable<CliArgs> engine_table(engine);
+  const FlagTable<CliArgs> engine_table = relserve::CliFlagTable(engine);
   out += "\nThe model options, of the commands that load a model:\n" +
          engine_table.Help(CliArgs::Defaults(engine_table)).substr(std::string("model options:\n").size());
   out += "\n`relserve-model COMMAND --help` shows one command's options. Exit codes: 0 success, 1 the command\n"
@@ -98,7 +99,10 @@ bool IsHelp(const std::string& arg) { return arg == "--help" || arg == "-h"; }
 }  // namespace
 
 int main(int argc, char** argv) {
-  relserve::TuneProcessForInference(argv);
+  // The one reader of the process's environment; the libraries are handed it (or the RELSERVE_
+  // variables, through the flag tables).
+  const relserve::GetEnv process_environment = [](const char* name) -> const char* { return std::getenv(name); };
+  relserve::TuneProcessForInference(argv, process_environment);
   if (argc < 2 || IsHelp(argv[1]) || std::string(argv[1]) == "help") {
     std::cout << Usage();
     return argc < 2 ? 2 : 0;
@@ -113,9 +117,9 @@ int main(int argc, char** argv) {
     std::cerr << "relserve-model: unknown command \"" << name << "\"\n\n" << Usage();
     return 2;
   }
-  const FlagTable<CliArgs> table(command->flags);
+  const FlagTable<CliArgs> table = relserve::CliFlagTable(command->flags);
   bool help = false;
-  absl::StatusOr<CliArgs> parsed = CliArgs::Parse(args, table, &help);
+  absl::StatusOr<CliArgs> parsed = CliArgs::Parse(args, table, &help, relserve::EnvironmentWithPrefix("RELSERVE_"));
   if (help) {
     std::cout << CommandUsage(*command, table);
     return 0;

@@ -60,7 +60,8 @@ absl::Status RunTokenize(const CliArgs& args) {
   ASSIGN_OR_RETURN(const TokenizerFamily family, ResolveTokenizerFamily(dir, config.family->tokenizer_family(config)));
   ASSIGN_OR_RETURN(const bool has_tokenizer, Tokenizer::HasFiles(dir, family));
   if (!has_tokenizer) return NoTokenizerError(dir, family);
-  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length));
+  ASSIGN_OR_RETURN(auto tokenizer, Tokenizer::Load(dir, family, config.max_length,
+                                                   SentencePieceModuleOptions{args.String("sentencepiece-module")}));
   TokenizeOptions opts = TokenizeOptionsFromFlags(args);
   // Padding to the longest line needs every line first; otherwise lines go out as they come.
   std::vector<absl::StatusOr<Encoding>> pending;
@@ -185,7 +186,7 @@ ModelCommand TokenizeCommand() {
                                "", {"longest", "max_length"}),
                      NoTruncateFlag()},
                     ModelFlags(),
-                    {MaxLengthFlag()}}),
+                    {MaxLengthFlag(), SentencePieceModuleFlag().In("model options")}}),
           RunTokenize};
 }
 

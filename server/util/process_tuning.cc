@@ -15,10 +15,10 @@
 
 namespace relserve {
 
-absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment() {
-  const char* value = std::getenv("RELSERVE_ALLOCATOR");
+absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment(const GetEnv& getenv) {
+  const char* value = getenv("RELSERVE_ALLOCATOR");
   if (value == nullptr || *value == '\0') {
-    const char* defaults = std::getenv("RELSERVE_MALLOC_DEFAULTS");
+    const char* defaults = getenv("RELSERVE_MALLOC_DEFAULTS");
     return defaults != nullptr && std::string(defaults) == "1" ? AllocatorMode::kSystem : AllocatorMode::kCache;
   }
   const std::string mode = value;
@@ -29,8 +29,8 @@ absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment() {
       absl::StrCat("RELSERVE_ALLOCATOR=\"", mode, "\": expected cache, heap or system"));
 }
 
-bool AsksForInt8(char** argv) {
-  if (const char* env = std::getenv("RELSERVE_DTYPE"); env != nullptr && std::string(env) == "int8") return true;
+bool AsksForInt8(char** argv, const GetEnv& getenv) {
+  if (const char* env = getenv("RELSERVE_DTYPE"); env != nullptr && std::string(env) == "int8") return true;
   for (int i = 1; argv[i] != nullptr; ++i) {
     const std::string arg = argv[i];
     if (arg == "--dtype=int8") return true;
@@ -39,18 +39,18 @@ bool AsksForInt8(char** argv) {
   return false;
 }
 
-void TuneProcessForInference(char** argv) {
-  const absl::StatusOr<AllocatorMode> mode = AllocatorModeFromEnvironment();
+void TuneProcessForInference(char** argv, const GetEnv& getenv) {
+  const absl::StatusOr<AllocatorMode> mode = AllocatorModeFromEnvironment(getenv);
   if (!mode.ok()) {
     std::cerr << (argv[0] != nullptr ? argv[0] : "relserve") << ": " << mode.status().message() << "\n";
     std::exit(2);
   }
-  const bool set_wait = std::getenv("OMP_WAIT_POLICY") == nullptr;
-  const bool set_timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && AsksForInt8(argv);
-  const std::string blas_core = std::getenv("OPENBLAS_CORETYPE") == nullptr
+  const bool set_wait = getenv("OMP_WAIT_POLICY") == nullptr;
+  const bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && AsksForInt8(argv, getenv);
+  const std::string blas_core = getenv("OPENBLAS_CORETYPE") == nullptr
                                     ? OpenBlasCoreToForce(LoadedOpenBlasCore(), DetectCpuVectorFeatures())
                                     : std::string();
-  if ((set_wait || set_timeout || !blas_core.empty()) && std::getenv("RELSERVE_NO_REEXEC") == nullptr) {
+  if ((set_wait || set_timeout || !blas_core.empty()) && getenv("RELSERVE_NO_REEXEC") == nullptr) {
     if (set_wait) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     if (set_timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
     if (!blas_core.empty()) setenv("OPENBLAS_CORETYPE", blas_core.c_str(), 1);

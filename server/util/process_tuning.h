@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_UTIL_PROCESS_TUNING_H_
 
 #include "absl/status/statusor.h"
+#include "server/util/environment_reader.h"
 
 namespace relserve {
 
@@ -19,15 +20,18 @@ namespace relserve {
 // - system: LibTorch's and glibc's defaults (large blocks mapped and unmapped every time).
 enum class AllocatorMode { kCache, kHeap, kSystem };
 
-// Reads RELSERVE_ALLOCATOR (unset or empty: cache). RELSERVE_MALLOC_DEFAULTS=1, the older
-// switch, still means system when RELSERVE_ALLOCATOR is unset. INVALID_ARGUMENT names the
-// variable, its value and the accepted values.
-absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment();
+// Reads RELSERVE_ALLOCATOR through `getenv` (unset or empty: cache). RELSERVE_MALLOC_DEFAULTS=1,
+// the older switch, still means system when RELSERVE_ALLOCATOR is unset. INVALID_ARGUMENT names
+// the variable, its value and the accepted values. The programs read it twice: at start
+// (TuneProcessForInference, glibc's side) and with their flags (the engine's side,
+// EngineOptions::allocator).
+absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment(const GetEnv& getenv);
 
 // Whether the command line (--dtype int8, --dtype=int8) or RELSERVE_DTYPE asks for int8.
-bool AsksForInt8(char** argv);
+bool AsksForInt8(char** argv, const GetEnv& getenv);
 
-// Process-wide settings that make CPU inference fast; call first thing in main().
+// Process-wide settings that make CPU inference fast; call first thing in main(), with the
+// process's environment (`getenv`: std::getenv's answers; every variable below is read through it).
 //
 // 1. OpenMP threads wait passively. LibTorch's OpenMP pool otherwise spins after each
 //    parallel region, competing for the cores with OpenBLAS's own threads: a batch of one
@@ -46,7 +50,7 @@ bool AsksForInt8(char** argv);
 //    re-execution; a value the user set is kept.
 // 4. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
 //    the variable and exits with status 2, as a bad flag does.
-void TuneProcessForInference(char** argv);
+void TuneProcessForInference(char** argv, const GetEnv& getenv);
 
 }  // namespace relserve
 

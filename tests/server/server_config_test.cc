@@ -346,5 +346,31 @@ TEST(ServerConfigTest, Float32GemmFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or blas"));
 }
 
+// The SentencePiece module is a flag (so RELSERVE_SENTENCEPIECE_MODULE is its variable, no longer
+// read inside the tokenizer); RELSERVE_ALLOCATOR, no flag, reaches the engines from the same
+// environment, typed.
+TEST(ServerConfigTest, SentencePieceModuleAndAllocatorFromTheEnvironment) {
+  auto d = ParseServerFlags({"--model", "a=/x"}, {});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->sentencepiece_module, "");
+  EXPECT_EQ(d->allocator, AllocatorMode::kCache);
+  const std::map<std::string, std::string> env = {{"RELSERVE_SENTENCEPIECE_MODULE", "/opt/spm.so"},
+                                                  {"RELSERVE_ALLOCATOR", "heap"}};
+  auto e = ParseServerFlags({"--model", "a=/x"}, env);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->sentencepiece_module, "/opt/spm.so");
+  EXPECT_EQ(e->allocator, AllocatorMode::kHeap);
+  EXPECT_TRUE(UnknownRelserveVariables(env).empty());
+  auto flag = ParseServerFlags({"--model", "a=/x", "--sentencepiece-module", "/lib/m.so"}, env);
+  ASSERT_TRUE(flag.ok()) << flag.status();
+  EXPECT_EQ(flag->sentencepiece_module, "/lib/m.so");
+  auto old = ParseServerFlags({"--model", "a=/x"}, {{"RELSERVE_MALLOC_DEFAULTS", "1"}});
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_EQ(old->allocator, AllocatorMode::kSystem);
+  auto bad = ParseServerFlags({"--model", "a=/x"}, {{"RELSERVE_ALLOCATOR", "jemalloc"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("RELSERVE_ALLOCATOR=\"jemalloc\""));
+}
+
 }  // namespace
 }  // namespace relserve

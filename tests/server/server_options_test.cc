@@ -73,6 +73,20 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   EXPECT_EQ(batcher.num_workers, 3);
 }
 
+TEST(ServerOptionsTest, TheSentencePieceModuleAndTheAllocatorReachTheEngines) {
+  absl::StatusOr<HostOptions> defaults = HostOptionsFromFlags(Parse({"--model", "a=/x"}));
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_EQ(defaults->engine.sentencepiece.path, "");
+  EXPECT_EQ(defaults->engine.allocator, AllocatorMode::kCache);
+  absl::StatusOr<ServerConfig> config =
+      ParseServerFlags({"--model", "a=/x", "--sentencepiece-module", "/lib/m.so"}, {{"RELSERVE_ALLOCATOR", "system"}});
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<HostOptions> options = HostOptionsFromFlags(*config);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->engine.sentencepiece.path, "/lib/m.so");
+  EXPECT_EQ(options->engine.allocator, AllocatorMode::kSystem);
+}
+
 TEST(ServerOptionsTest, TransportsAndServingLimits) {
   const ServerConfig config =
       Parse({"--model", "a=/x", "--grpc-address", "127.0.0.1:0", "--max-message-bytes", "5000",

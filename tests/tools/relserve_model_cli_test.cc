@@ -58,11 +58,13 @@ struct SplitResult {
   int exit_code;
   std::string out, err;
 };
-SplitResult RunCliSplit(const std::string& args) {
+// `env`: variables set for this run only ("NAME=VALUE ...").
+SplitResult RunCliSplit(const std::string& args, const std::string& env = "") {
   const fs::path err = fs::temp_directory_path() / ("relserve-cli-err-" + std::to_string(getpid()));
   // OMP_WAIT_POLICY set: the binary need not re-execute itself (process_tuning.h), which halves
   // the time of each of these short runs.
-  const std::string cmd = "OMP_WAIT_POLICY=PASSIVE " + kBinary + " " + args + " < /dev/null 2> " + err.string();
+  const std::string cmd =
+      "OMP_WAIT_POLICY=PASSIVE " + env + " " + kBinary + " " + args + " < /dev/null 2> " + err.string();
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   char buf[4096];
@@ -532,6 +534,36 @@ TEST_F(CliTest, CreateXlmRobertaWithItsSentencePieceModel) {
   r = RunCli("embed --model " + model, "Hello world\n");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.output, HasSubstr("\"ByT5Tokenizer\", which relserve has no tokenizer for"));
+}
+
+// The SentencePiece module comes from --sentencepiece-module, or from RELSERVE_SENTENCEPIECE_MODULE
+// through the flag table, for every command that reads a SentencePiece vocabulary (create,
+// tokenize, the engine's commands); a module named there is the only one tried.
+TEST_F(CliTest, TheSentencePieceModuleComesFromItsFlagOrItsVariable) {
+  const std::string spm = kData + "/reference/tokenizer/spm.model";
+  const std::string model = (dir_ / "deberta").string();
+  const std::string missing = (dir_ / "no_such_module.so").string();
+  const std::string create =
+      "create --family deberta-v3 --hidden 32 --layers 1 --heads 2 --intermediate 64 --vocab-file " + spm + " --out " +
+      model;
+  SplitResult r = RunCliSplit(create + " --sentencepiece-module " + missing);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(missing));
+  ASSERT_EQ(RunCliSplit(create).exit_code, 0);
+  for (const std::string command : {"tokenize", "info"}) {
+    r = RunCliSplit(command + " --model " + model + " --sentencepiece-module " + missing);
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(missing)) << command;
+    EXPECT_THAT(r.err, HasSubstr("--sentencepiece-module")) << command;
+    r = RunCliSplit(command + " --model " + model, "RELSERVE_SENTENCEPIECE_MODULE=" + missing);
+    EXPECT_EQ(r.exit_code, 1) << command << ": " << r.err;
+    EXPECT_THAT(r.err, HasSubstr(missing)) << command;
+    EXPECT_THAT(r.err, HasSubstr("RELSERVE_SENTENCEPIECE_MODULE")) << command;
+  }
+  // Without either, the module beside the binary (the build tree's) reads the vocabulary.
+  r = RunCliSplit("info --model " + model);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokenizer_file"], "spm.model");
 }
 
 // The BERT family from the command line: create with a family option, info, forward with

@@ -1,6 +1,6 @@
 #include "server/util/process_tuning.h"
 
-#include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,49 +10,48 @@
 namespace relserve {
 namespace {
 
+// The variables each test gives, through the reader the programs' main() would hand in.
 class AllocatorModeTest : public ::testing::Test {
  protected:
-  void SetUp() override { Clear(); }
-  void TearDown() override { Clear(); }
-  static void Clear() {
-    unsetenv("RELSERVE_ALLOCATOR");
-    unsetenv("RELSERVE_MALLOC_DEFAULTS");
-  }
-  static AllocatorMode Mode() {
-    auto mode = AllocatorModeFromEnvironment();
+  AllocatorMode Mode() const {
+    auto mode = AllocatorModeFromEnvironment(MapEnvironmentReader(env_));
     EXPECT_TRUE(mode.ok()) << mode.status();
     return mode.value_or(AllocatorMode::kCache);
   }
+  void Set(const std::string& name, const std::string& value) { env_[name] = value; }
+  void Unset(const std::string& name) { env_.erase(name); }
+
+  std::map<std::string, std::string> env_;
 };
 
 TEST_F(AllocatorModeTest, TheBufferCacheByDefault) {
   EXPECT_EQ(Mode(), AllocatorMode::kCache);
-  setenv("RELSERVE_ALLOCATOR", "", 1);
+  Set("RELSERVE_ALLOCATOR", "");
   EXPECT_EQ(Mode(), AllocatorMode::kCache);
 }
 
 TEST_F(AllocatorModeTest, EachModeByName) {
-  setenv("RELSERVE_ALLOCATOR", "cache", 1);
+  Set("RELSERVE_ALLOCATOR", "cache");
   EXPECT_EQ(Mode(), AllocatorMode::kCache);
-  setenv("RELSERVE_ALLOCATOR", "heap", 1);
+  Set("RELSERVE_ALLOCATOR", "heap");
   EXPECT_EQ(Mode(), AllocatorMode::kHeap);
-  setenv("RELSERVE_ALLOCATOR", "system", 1);
+  Set("RELSERVE_ALLOCATOR", "system");
   EXPECT_EQ(Mode(), AllocatorMode::kSystem);
 }
 
 TEST_F(AllocatorModeTest, TheOlderSwitchMeansSystemUnlessTheModeIsNamed) {
-  setenv("RELSERVE_MALLOC_DEFAULTS", "1", 1);
+  Set("RELSERVE_MALLOC_DEFAULTS", "1");
   EXPECT_EQ(Mode(), AllocatorMode::kSystem);
-  setenv("RELSERVE_ALLOCATOR", "heap", 1);
+  Set("RELSERVE_ALLOCATOR", "heap");
   EXPECT_EQ(Mode(), AllocatorMode::kHeap);
-  unsetenv("RELSERVE_ALLOCATOR");
-  setenv("RELSERVE_MALLOC_DEFAULTS", "0", 1);
+  Unset("RELSERVE_ALLOCATOR");
+  Set("RELSERVE_MALLOC_DEFAULTS", "0");
   EXPECT_EQ(Mode(), AllocatorMode::kCache);
 }
 
 TEST_F(AllocatorModeTest, AnUnknownValueNamesTheVariableAndTheChoices) {
-  setenv("RELSERVE_ALLOCATOR", "jemalloc", 1);
-  auto mode = AllocatorModeFromEnvironment();
+  Set("RELSERVE_ALLOCATOR", "jemalloc");
+  auto mode = AllocatorModeFromEnvironment(MapEnvironmentReader(env_));
   ASSERT_EQ(mode.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(mode.status().message()),
               ::testing::AllOf(::testing::HasSubstr("RELSERVE_ALLOCATOR=\"jemalloc\""),
@@ -60,12 +59,12 @@ TEST_F(AllocatorModeTest, AnUnknownValueNamesTheVariableAndTheChoices) {
 }
 
 TEST(AsksForInt8Test, EitherFlagFormOrTheEnvironment) {
-  unsetenv("RELSERVE_DTYPE");
-  auto asks = [](std::vector<std::string> args) {
+  std::map<std::string, std::string> env;
+  auto asks = [&env](std::vector<std::string> args) {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    return AsksForInt8(argv.data());
+    return AsksForInt8(argv.data(), MapEnvironmentReader(env));
   };
   EXPECT_TRUE(asks({"relserve", "--model", "m=/m", "--dtype", "int8"}));
   EXPECT_TRUE(asks({"relserve-model", "bench", "--dtype=int8"}));
@@ -73,9 +72,8 @@ TEST(AsksForInt8Test, EitherFlagFormOrTheEnvironment) {
   EXPECT_FALSE(asks({"relserve", "--dtype"}));  // no value: the flag parser's error, not ours
   EXPECT_FALSE(asks({"relserve", "--model", "int8"}));
   EXPECT_FALSE(asks({"relserve"}));
-  setenv("RELSERVE_DTYPE", "int8", 1);
+  env["RELSERVE_DTYPE"] = "int8";
   EXPECT_TRUE(asks({"relserve"}));
-  unsetenv("RELSERVE_DTYPE");
 }
 
 }  // namespace

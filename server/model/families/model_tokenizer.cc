@@ -7,7 +7,8 @@
 namespace relserve {
 
 absl::StatusOr<ModelTokenizer> LoadModelTokenizer(const std::string& dir, const ModelConfig& config,
-                                                  const SentenceTransformersConfig& st, int max_length) {
+                                                  const SentenceTransformersConfig& st, int max_length,
+                                                  const SentencePieceModuleOptions& sentencepiece) {
   ModelTokenizer out;
   // The tokenizer family names the files that make a tokenizer; without them the model serves
   // token ids only. A file that is there but unreadable as a file (a directory) is an error, not
@@ -21,7 +22,7 @@ absl::StatusOr<ModelTokenizer> LoadModelTokenizer(const std::string& dir, const 
   RETURN_IF_ERROR(family.status());
   ASSIGN_OR_RETURN(const bool has_files, Tokenizer::HasFiles(dir, *family));
   if (!has_files) return out;
-  ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Load(dir, *family, max_length));
+  ASSIGN_OR_RETURN(out.tokenizer, Tokenizer::Load(dir, *family, max_length, sentencepiece));
   // sentence-transformers' Transformer.tokenize lowers every text (str.lower) first.
   if (st.do_lower_case) out.tokenizer->LowerCaseWholeText();
   return out;

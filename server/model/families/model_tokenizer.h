@@ -21,10 +21,12 @@ struct ModelTokenizer {
 
 // The tokenizer the model's family names (or tokenizer_config.json's tokenizer_class), cutting at
 // `max_length` by default, lowering every text where sentence-transformers' Transformer module
-// says do_lower_case. No files: no tokenizer, not an error; files that are there but unreadable
-// or malformed are an error naming them.
+// says do_lower_case, with SentencePiece's code from the module `sentencepiece` says. No files:
+// no tokenizer, not an error; files that are there but unreadable or malformed are an error
+// naming them.
 absl::StatusOr<ModelTokenizer> LoadModelTokenizer(const std::string& dir, const ModelConfig& config,
-                                                  const SentenceTransformersConfig& st, int max_length);
+                                                  const SentenceTransformersConfig& st, int max_length,
+                                                  const SentencePieceModuleOptions& sentencepiece);
 
 }  // namespace relserve
 

@@ -13,6 +13,7 @@
 #include "server/tokenizer/descriptor/tokenizer_family.h"
 #include "server/tokenizer/models/text_model.h"
 #include "server/tokenizer/sentencepiece/sentencepiece_c_api.h"
+#include "server/tokenizer/sentencepiece/sentencepiece_module.h"
 #include "server/tokenizer/text/mapped_text.h"
 
 namespace relserve {
@@ -34,10 +35,12 @@ struct LoadedTextModel {
 };
 
 // Builds the family's text model from its vocabulary files, or from tokenizer.json where json
-// is not null (files.tokenizer_json is then its path), with the switches of config.
+// is not null (files.tokenizer_json is then its path), with the switches of config; a
+// SentencePiece model is loaded through the module `sentencepiece` says.
 using TextModelFactory = absl::StatusOr<LoadedTextModel> (*)(const TokenizerFiles& files,
                                                             const TokenizerJson* json,
-                                                            const TokenizerConfig& config);
+                                                            const TokenizerConfig& config,
+                                                            const SentencePieceModuleOptions& sentencepiece);
 
 // What a family's slow tokenizer does around its text model beyond the switches of its
 // descriptor, made once per tokenizer from its config: T5Tokenizer with legacy=False

@@ -13,9 +13,10 @@ namespace {
 
 absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
-                                              const TokenizerConfig& config) {
+                                              const TokenizerConfig& config,
+                                              const SentencePieceModuleOptions& sentencepiece) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, DebertaTokenizerFamily(), config));
+                   LoadFamilySentencePiece(files, json, DebertaTokenizerFamily(), config, sentencepiece));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   // split_by_punct: DebertaV2Tokenizer's switch.

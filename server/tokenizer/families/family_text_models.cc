@@ -19,24 +19,25 @@ bool WithoutLegacy(const TokenizerFamilyDescriptor& family, const TokenizerConfi
 
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFamilySentencePiece(
     const TokenizerFiles& files, const TokenizerJson* json, const TokenizerFamilyDescriptor& family,
-    const TokenizerConfig& config) {
+    const TokenizerConfig& config, const SentencePieceModuleOptions& sentencepiece) {
   if (json == nullptr && WithoutLegacy(family, config)) {
     // T5Tokenizer.get_spm_processor: the model without its dummy prefix.
     if (!FileExists(files.vocab)) {
       return absl::NotFoundError(absl::StrCat(files.vocab, ": no such SentencePiece model file"));
     }
     ASSIGN_OR_RETURN(std::string bytes, ReadFileToString(files.vocab));
-    return SentencePieceModel::LoadSerialized(bytes + NoDummyPrefixOverride(), files.vocab);
+    return SentencePieceModel::LoadSerialized(bytes + NoDummyPrefixOverride(), files.vocab, sentencepiece);
   }
-  if (json == nullptr) return SentencePieceModel::Load(files.vocab);
+  if (json == nullptr) return SentencePieceModel::Load(files.vocab, sentencepiece);
   ASSIGN_OR_RETURN(const SentencePieceModelSpec spec, SentencePieceSpecFromJson(*json, family));
-  return SentencePieceModel::LoadSerialized(SerializeSentencePieceModel(spec),
-                                            files.tokenizer_json);
+  return SentencePieceModel::LoadSerialized(SerializeSentencePieceModel(spec), files.tokenizer_json,
+                                            sentencepiece);
 }
 
 absl::StatusOr<LoadedTextModel> LoadWordPieceFamilyModel(const TokenizerFiles& files,
                                                          const TokenizerJson* json,
-                                                         const TokenizerConfig& config) {
+                                                         const TokenizerConfig& config,
+                                                         const SentencePieceModuleOptions& /*sentencepiece*/) {
   WordPieceVocab vocab;
   if (json == nullptr) {
     ASSIGN_OR_RETURN(vocab, WordPieceVocab::Load(files.vocab));

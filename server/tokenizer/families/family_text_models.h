@@ -22,12 +22,13 @@ bool WithoutLegacy(const TokenizerFamilyDescriptor& family, const TokenizerConfi
 // WithoutLegacy, as T5Tokenizer.get_spm_processor), or the one tokenizer.json describes.
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadFamilySentencePiece(
     const TokenizerFiles& files, const TokenizerJson* json, const TokenizerFamilyDescriptor& family,
-    const TokenizerConfig& config);
+    const TokenizerConfig& config, const SentencePieceModuleOptions& sentencepiece);
 
 // BertTokenizer's and MPNetTokenizer's WordPiece model, from vocab.txt or tokenizer.json.
 absl::StatusOr<LoadedTextModel> LoadWordPieceFamilyModel(const TokenizerFiles& files,
                                                          const TokenizerJson* json,
-                                                         const TokenizerConfig& config);
+                                                         const TokenizerConfig& config,
+                                                         const SentencePieceModuleOptions& sentencepiece);
 
 }  // namespace relserve
 

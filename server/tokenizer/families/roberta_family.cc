@@ -14,7 +14,8 @@ namespace {
 
 absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
-                                              const TokenizerConfig& /*config*/) {
+                                              const TokenizerConfig& /*config*/,
+                                              const SentencePieceModuleOptions& /*sentencepiece*/) {
   ByteLevelBpeVocab vocab;
   if (json == nullptr) {
     ASSIGN_OR_RETURN(vocab, ByteLevelBpeVocab::Load(files.vocab, files.merges));

@@ -14,9 +14,10 @@ namespace {
 
 absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
-                                              const TokenizerConfig& config) {
+                                              const TokenizerConfig& config,
+                                              const SentencePieceModuleOptions& sentencepiece) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, T5TokenizerFamily(), config));
+                   LoadFamilySentencePiece(files, json, T5TokenizerFamily(), config, sentencepiece));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   if (WithoutLegacy(T5TokenizerFamily(), config)) {

@@ -14,9 +14,10 @@ namespace {
 
 absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
-                                              const TokenizerConfig& config) {
+                                              const TokenizerConfig& config,
+                                              const SentencePieceModuleOptions& sentencepiece) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, XlmRobertaTokenizerFamily(), config));
+                   LoadFamilySentencePiece(files, json, XlmRobertaTokenizerFamily(), config, sentencepiece));
   LoadedTextModel loaded;
   // tokenizer.json holds the vocabulary in fairseq's order already.
   if (json != nullptr) {

@@ -13,9 +13,10 @@ namespace {
 
 absl::StatusOr<LoadedTextModel> LoadTextModel(const TokenizerFiles& files,
                                               const TokenizerJson* json,
-                                              const TokenizerConfig& config) {
+                                              const TokenizerConfig& config,
+                                              const SentencePieceModuleOptions& sentencepiece) {
   ASSIGN_OR_RETURN(std::unique_ptr<SentencePieceModel> spm,
-                   LoadFamilySentencePiece(files, json, XlnetTokenizerFamily(), config));
+                   LoadFamilySentencePiece(files, json, XlnetTokenizerFamily(), config, sentencepiece));
   LoadedTextModel loaded;
   loaded.reserved = spm->reserved_ids();
   XlnetTextOptions options;

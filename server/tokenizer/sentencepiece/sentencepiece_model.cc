@@ -16,8 +16,8 @@ constexpr size_t kErrorSize = 1024;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Load(
-    const std::string& path) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const SentencePieceModule> module, SentencePieceModule::Find());
+    const std::string& path, const SentencePieceModuleOptions& module_options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const SentencePieceModule> module, SentencePieceModule::Find(module_options));
   return Load(std::move(module), path);
 }
 
@@ -40,8 +40,8 @@ absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::Load(
 }
 
 absl::StatusOr<std::unique_ptr<SentencePieceModel>> SentencePieceModel::LoadSerialized(
-    std::string_view serialized, const std::string& source) {
-  ASSIGN_OR_RETURN(std::shared_ptr<const SentencePieceModule> module, SentencePieceModule::Find());
+    std::string_view serialized, const std::string& source, const SentencePieceModuleOptions& module_options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<const SentencePieceModule> module, SentencePieceModule::Find(module_options));
   char error[kErrorSize] = "";
   RelserveSpmModel* model =
       module->api().load_serialized(serialized.data(), serialized.size(), error, sizeof(error));

@@ -23,16 +23,18 @@ struct SentencePieceSpan {
 // after Load, so every const method may be called from many threads at once.
 class SentencePieceModel {
  public:
-  // Loads a serialized SentencePiece model through the module that SentencePieceModule::Find()
-  // picks. NOT_FOUND when the file does not exist, INVALID_ARGUMENT when it is not a model.
-  static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Load(const std::string& path);
+  // Loads a serialized SentencePiece model through the module that SentencePieceModule::Find
+  // picks for `module`. NOT_FOUND when the file does not exist, INVALID_ARGUMENT when it is not
+  // a model.
+  static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Load(const std::string& path,
+                                                                  const SentencePieceModuleOptions& module = {});
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> Load(
       std::shared_ptr<const SentencePieceModule> module, const std::string& path);
   // Loads a model from its serialized ModelProto (sentencepiece_model_proto.h builds one);
   // `source` names where it came from in messages. INVALID_ARGUMENT when SentencePiece
   // refuses it.
   static absl::StatusOr<std::unique_ptr<SentencePieceModel>> LoadSerialized(
-      std::string_view serialized, const std::string& source);
+      std::string_view serialized, const std::string& source, const SentencePieceModuleOptions& module = {});
 
   SentencePieceModel(const SentencePieceModel&) = delete;
   SentencePieceModel& operator=(const SentencePieceModel&) = delete;

@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -52,18 +51,19 @@ std::vector<std::string> SentencePieceModule::SearchPath() {
   return paths;
 }
 
-absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::Find() {
-  const char* from_env = std::getenv(kSentencePieceModuleEnv);
-  if (from_env != nullptr && from_env[0] != '\0') {
+absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::Find(
+    const SentencePieceModuleOptions& options) {
+  if (!options.path.empty()) {
     // An explicit choice is never silently replaced by a module found elsewhere.
-    if (!FileExists(from_env)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          kSentencePieceModuleEnv, "=", from_env, ": no such file (the SentencePiece module)"));
-    }
-    auto module = Open(from_env);
-    if (!module.ok()) {
+    if (!FileExists(options.path)) {
       return absl::FailedPreconditionError(
-          absl::StrCat("from ", kSentencePieceModuleEnv, ": ", module.status().message()));
+          absl::StrCat(kSentencePieceModuleFlag, " (", kSentencePieceModuleEnv, ") ", options.path,
+                       ": no such file (the SentencePiece module)"));
+    }
+    auto module = Open(options.path);
+    if (!module.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat("from ", kSentencePieceModuleFlag, " (",
+                                                        kSentencePieceModuleEnv, "): ", module.status().message()));
     }
     return module;
   }
@@ -74,7 +74,8 @@ absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::
   }
   return absl::FailedPreconditionError(absl::StrCat(
       "SentencePiece module ", kSentencePieceModuleFile, " not found; looked in: ",
-      absl::StrJoin(paths, ", "), ". Set ", kSentencePieceModuleEnv, " to its full path."));
+      absl::StrJoin(paths, ", "), ". Give its full path with ", kSentencePieceModuleFlag, " (or ",
+      kSentencePieceModuleEnv, ")."));
 }
 
 absl::StatusOr<std::shared_ptr<const SentencePieceModule>> SentencePieceModule::Open(

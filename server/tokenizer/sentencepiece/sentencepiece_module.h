@@ -10,9 +10,19 @@
 
 namespace relserve {
 
-// Names the module file to use, overriding the search below. Set, it is the only place tried.
-inline constexpr char kSentencePieceModuleEnv[] = "RELSERVE_SENTENCEPIECE_MODULE";
 inline constexpr char kSentencePieceModuleFile[] = "librelserve_sentencepiece.so";
+// The programs' flag that names the module file, and the variable the flag tables read it from
+// (server/util/flag_table.h): the names errors give for an explicit module.
+inline constexpr char kSentencePieceModuleFlag[] = "--sentencepiece-module";
+inline constexpr char kSentencePieceModuleEnv[] = "RELSERVE_SENTENCEPIECE_MODULE";
+
+// Where SentencePieceModule::Find looks, handed down from the programs' flags (relserve's and
+// relserve-model's --sentencepiece-module) to every load of a SentencePiece model.
+struct SentencePieceModuleOptions {
+  // The module file to open, the only place tried; empty: the first file of SearchPath() that
+  // exists.
+  std::string path;
+};
 
 // librelserve_sentencepiece.so, opened with RTLD_LOCAL | RTLD_DEEPBIND so that the protobuf
 // runtime inside Debian's libsentencepiece never meets the process's libprotobuf (see
@@ -20,13 +30,15 @@ inline constexpr char kSentencePieceModuleFile[] = "librelserve_sentencepiece.so
 // carries its own protobuf runtime buys nothing and risks its shutdown hooks.
 class SentencePieceModule {
  public:
-  // Opens the module named by $RELSERVE_SENTENCEPIECE_MODULE when that is set and non-empty;
+  // Opens options.path when it is non-empty (FAILED_PRECONDITION naming it, the flag and its
+  // variable when it is missing or cannot be opened: a module elsewhere is never used instead);
   // otherwise the first file of SearchPath() that exists. FAILED_PRECONDITION, naming every
   // place tried, when there is none or it cannot be opened.
-  static absl::StatusOr<std::shared_ptr<const SentencePieceModule>> Find();
+  static absl::StatusOr<std::shared_ptr<const SentencePieceModule>> Find(
+      const SentencePieceModuleOptions& options = {});
   // Opens the module at exactly this path.
   static absl::StatusOr<std::shared_ptr<const SentencePieceModule>> Open(const std::string& path);
-  // Where Find() looks when the environment names no module, in order:
+  // Where Find() looks when its options name no module, in order:
   //   <dir of the executable>/../lib/librelserve_sentencepiece.so   (build tree: bin/ and lib/)
   //   <dir of the executable>/../lib/relserve/librelserve_sentencepiece.so   (installed)
   //   <dir of the executable>/librelserve_sentencepiece.so

@@ -1,13 +1,13 @@
-// The SentencePiece module: where it is found, what the environment overrides, and that it
-// works in a process that has the system libprotobuf loaded, which is what it exists for.
+// The SentencePiece module: where it is found, what an explicit path (the programs'
+// --sentencepiece-module, or RELSERVE_SENTENCEPIECE_MODULE through their flag tables) overrides,
+// and that it works in a process that has the system libprotobuf loaded, which is what it exists
+// for.
 
 #include "server/tokenizer/sentencepiece/sentencepiece_module.h"
 
 #include <dlfcn.h>
 #include <link.h>
 
-#include <cstdlib>
-#include <optional>
 #include <string>
 
 #include <google/protobuf/stubs/common.h>
@@ -21,26 +21,6 @@ namespace {
 
 using ::relserve::testing::MakeTempDir;
 using ::relserve::testing::ReferenceModelPath;
-
-// Sets an environment variable for one test and restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 bool ProcessHasLoaded(const std::string& library) {
   struct Search {
@@ -86,35 +66,35 @@ TEST(SentencePieceModuleTest, SearchPathFollowsTheExecutable) {
 }
 
 TEST(SentencePieceModuleTest, FindsTheBuildTreeModule) {
-  ScopedEnv env(kSentencePieceModuleEnv, "");  // empty counts as unset
-  auto module = SentencePieceModule::Find();
+  auto module = SentencePieceModule::Find(SentencePieceModuleOptions{""});  // empty: the search path
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_EQ((*module)->api().abi_version, RELSERVE_SPM_ABI_VERSION);
 }
 
-TEST(SentencePieceModuleTest, EnvironmentOverrideIsUsed) {
-  ScopedEnv env(kSentencePieceModuleEnv, RELSERVE_TEST_MODULE_PATH);
-  auto module = SentencePieceModule::Find();
+TEST(SentencePieceModuleTest, AnExplicitModuleIsUsed) {
+  auto module = SentencePieceModule::Find(SentencePieceModuleOptions{RELSERVE_TEST_MODULE_PATH});
   ASSERT_TRUE(module.ok()) << module.status();
   EXPECT_EQ((*module)->path(), RELSERVE_TEST_MODULE_PATH);
 }
 
-TEST(SentencePieceModuleTest, EnvironmentOverrideToMissingFileIsAClearError) {
+TEST(SentencePieceModuleTest, AnExplicitModuleThatIsMissingIsAClearError) {
   const std::string missing =
       JoinPath(MakeTempDir("module_missing"), "librelserve_sentencepiece.so");
-  ScopedEnv env(kSentencePieceModuleEnv, missing);
-  // A module in the usual places must not be used instead of the one asked for.
-  auto tokenizer = Tokenizer::LoadModelFile(ReferenceModelPath(), TokenizerFamily::kDeberta, 512);
+  // A module in the usual places must not be used instead of the one asked for: the tokenizer
+  // hands its option down to the SentencePiece model it loads.
+  auto tokenizer = Tokenizer::LoadModelFile(ReferenceModelPath(), TokenizerFamily::kDeberta, 512,
+                                            SentencePieceModuleOptions{missing});
   EXPECT_EQ(tokenizer.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(tokenizer.status().message().find(kSentencePieceModuleEnv), std::string_view::npos)
+      << tokenizer.status();
+  EXPECT_NE(tokenizer.status().message().find(kSentencePieceModuleFlag), std::string_view::npos)
       << tokenizer.status();
   EXPECT_NE(tokenizer.status().message().find(missing), std::string_view::npos)
       << tokenizer.status();
 }
 
-TEST(SentencePieceModuleTest, EnvironmentOverrideToNonLibraryIsAClearError) {
-  ScopedEnv env(kSentencePieceModuleEnv, ReferenceModelPath());
-  auto module = SentencePieceModule::Find();
+TEST(SentencePieceModuleTest, AnExplicitModuleThatIsNoLibraryIsAClearError) {
+  auto module = SentencePieceModule::Find(SentencePieceModuleOptions{ReferenceModelPath()});
   EXPECT_EQ(module.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(module.status().message().find("cannot load"), std::string_view::npos)
       << module.status();
