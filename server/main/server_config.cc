@@ -189,10 +189,9 @@ const FlagTable<ServerConfig>& Flags() {
        },
        [](const ServerConfig& c) { return std::string(Int8AttentionName(c.int8_attention)); }),
       CustomFlag<C>("float32-gemm", "auto|blas",
-       "under --dtype float32 on the CPU: auto runs the products in relserve's AVX-512 kernels where the CPU has "
-       "AVX-512F (the encoder's weights packed once at load, taken by batches of at most 192 tokens, longer ones "
-       "by LibTorch's BLAS; attention's products head by head); blas: LibTorch's BLAS (OpenBLAS) always, and no "
-       "packed copy of the weights",
+       "under --dtype float32 on the CPU: auto packs the encoder's weights once at load for relserve's AVX-512 GEMM "
+       "where the CPU has AVX-512F, which batches of at most 192 tokens take (longer ones: LibTorch's BLAS); "
+       "blas: LibTorch's BLAS (OpenBLAS) always, and no packed copy of the weights",
        [](const std::string& v, ServerConfig* c) {
          if (v != "auto" && v != "blas") {
            return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", v, "\" is not auto or blas"));

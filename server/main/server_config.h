@@ -52,8 +52,8 @@ struct ServerConfig {
   AttentionOptions gpu_attention;
   // Under --dtype int8, the precision of attention's products (EngineOptions::int8_attention).
   Int8Attention int8_attention = Int8Attention::kAuto;
-  // --float32-gemm: float32 on the CPU runs its products in relserve's kernels where the CPU has
-  // AVX-512F (EngineKernels::packed_float32_gemm and tiled_attention); false: LibTorch's BLAS always.
+  // --float32-gemm: float32 on the CPU packs the encoder's weights for relserve's GEMM where the
+  // CPU has AVX-512F (EngineKernels::packed_float32_gemm); false: LibTorch's BLAS always.
   bool packed_float32_gemm = true;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;

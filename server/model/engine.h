@@ -43,9 +43,10 @@ struct EngineKernels {
   bool packed_float32_gemm = true;
   int64_t packed_gemm_max_rows = 192;
   // float32 attention on a CPU with AVX-512: each head of each sequence a task of its own, its
-  // products in relserve's register tiles (AttentionKernels::cpu_tiled_products); false: ATen's
-  // batched products (OpenBLAS).
-  bool tiled_attention = true;
+  // products in relserve's register tiles (AttentionKernels::cpu_tiled_products). Off by default:
+  // measured no faster than ATen's batched products (OpenBLAS) on DeBERTa-v3-base at 1 x 128 and
+  // 8 x 512 (docs/PERFORMANCE.md).
+  bool tiled_attention = false;
 };
 
 struct EngineOptions {

@@ -71,10 +71,9 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "auto")
                       .In(kModelOptions));
   flags.push_back(CliString("float32-gemm", "auto|blas",
-                            "float32 on the CPU: auto runs the products in relserve's AVX-512 kernels where the "
-                            "CPU has AVX-512F (the encoder's weights packed once at load, taken by batches of at "
-                            "most 192 tokens; attention's products head by head), else LibTorch's BLAS; blas: "
-                            "LibTorch's BLAS (OpenBLAS) always",
+                            "float32 on the CPU: auto packs the encoder's weights once at load for relserve's "
+                            "AVX-512 GEMM where the CPU has AVX-512F, which batches of at most 192 tokens take "
+                            "(longer ones: LibTorch's BLAS); blas: LibTorch's BLAS (OpenBLAS) always",
                             "auto")
                       .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
@@ -125,7 +124,6 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", gemm, "\" is not auto or blas"));
   }
   options.kernels.packed_float32_gemm = gemm == "auto";
-  options.kernels.tiled_attention = gemm == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

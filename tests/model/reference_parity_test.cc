@@ -87,7 +87,8 @@ TEST(ReferenceParityTest, XlnetLeftPaddedPairs) {
 
 // float32's GEMM on weights packed at load (kernels/packed_gemm.h) for every row of every batch
 // (the reference batches have more tokens than the default limit, so by default they take
-// OpenBLAS), and OpenBLAS alone: both within the same tolerance of transformers.
+// OpenBLAS), OpenBLAS alone, and the packed GEMM with attention's products in its tiles: all within
+// the same tolerance of transformers.
 TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
   const std::vector<std::pair<const char*, int>> families = {
       {"deberta_v3_like", 5}, {"deberta_v3_cls", 6}, {"t5_v1_0", 4},   {"bert_absolute", 4},
@@ -96,10 +97,14 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
   packed.kernels.packed_gemm_max_rows = int64_t{1} << 40;
   EngineOptions blas = testing::TestEngineOptions();
   blas.kernels.packed_float32_gemm = false;
+  // Attention's products in the same tiles, head by head (off by default).
+  EngineOptions tiled = packed;
+  tiled.kernels.tiled_attention = true;
   for (const auto& [name, tensors] : families) {
     SCOPED_TRACE(name);
     CheckAgainstReference(name, tensors, packed);
     CheckAgainstReference(name, tensors, blas);
+    CheckAgainstReference(name, tensors, tiled);
   }
   // The option reaches the layers: the two GEMMs sum in different orders, so their last hidden
   // states differ in the last bits (where AVX-512 runs the packed one).

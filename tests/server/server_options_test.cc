@@ -38,7 +38,6 @@ TEST(ServerOptionsTest, TheDefaultBatchesByTheOneBucketDefault) {
   EXPECT_TRUE(options->warmup);
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kOnDevice);
   EXPECT_TRUE(options->engine.kernels.packed_float32_gemm);
-  EXPECT_TRUE(options->engine.kernels.tiled_attention);
 }
 
 TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
@@ -57,7 +56,6 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   EXPECT_EQ(options->engine.pooling, "cls");
   EXPECT_EQ(options->engine.int8_attention, Int8Attention::kFloat32);
   EXPECT_FALSE(options->engine.kernels.packed_float32_gemm);
-  EXPECT_FALSE(options->engine.kernels.tiled_attention);
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kExact);
   EXPECT_EQ(options->workers_per_device, 3);
   EXPECT_EQ(options->threads_per_worker, 2);

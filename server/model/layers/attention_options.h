@@ -52,9 +52,10 @@ struct AttentionKernels {
   // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
   bool cpu_products_in_bfloat16 = false;
   // On the CPU, with float32 q, k and v, on a CPU with AVX-512F: each head of each sequence a task
-  // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled);
-  // false: ATen's batched products (OpenBLAS), head by head.
-  bool cpu_tiled_products = true;
+  // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled).
+  // Off by default: measured no faster than ATen's batched products (OpenBLAS) here
+  // (docs/PERFORMANCE.md, "float32 weights packed once"); kept for the kernel work ahead.
+  bool cpu_tiled_products = false;
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",

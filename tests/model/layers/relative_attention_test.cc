@@ -97,8 +97,7 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
   Fixture f = Make(GetParam(), at::kFloat);
   at::Tensor expected = Reference(f);
   // ATen's products (OpenBLAS) in slices of the memory budget: budgets that give one sequence per
-  // slice, uneven slices of two, and everything at once (the tiled products take no slices).
-  f.in.kernels.cpu_tiled_products = false;
+  // slice, uneven slices of two, and everything at once.
   at::Tensor batched = RelativeAttention(f.in);
   EXPECT_EQ(batched.sizes(), f.in.q.sizes());
   EXPECT_LT(MaxAbsDiff(batched, expected), 1e-5);
@@ -112,13 +111,14 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
 }
 
 // float32 on AVX-512: each head of each sequence a task, its products in relserve's tiles
-// (AttentionKernels::cpu_tiled_products, the default) against ATen's products: both within 1e-5
-// of float64, and not the same bits (the option reaches the products).
+// (AttentionKernels::cpu_tiled_products; off by default) against ATen's products: both within
+// 1e-5 of float64, and not the same bits (the option reaches the products).
 TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   Fixture f = Make(GetParam(), at::kFloat);
   const at::Tensor expected = Reference(f);
-  ASSERT_TRUE(f.in.kernels.cpu_tiled_products);
+  ASSERT_FALSE(f.in.kernels.cpu_tiled_products);
+  f.in.kernels.cpu_tiled_products = true;
   const at::Tensor tiled = RelativeAttention(f.in);
   f.in.kernels.cpu_tiled_products = false;
   const at::Tensor aten = RelativeAttention(f.in);
@@ -279,7 +279,7 @@ TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
             << "causal " << causal << " budget " << budget << " tiled " << tiled;
       }
     }
-    f.in.kernels.cpu_tiled_products = true;
+    f.in.kernels.cpu_tiled_products = false;
     for (bool fused : {true, false}) {
       RelativeAttentionInputs in = f.in;
       in.kernels.fused = fused;
