@@ -9,6 +9,7 @@
 #include "server/batching/batch_policy.h"
 #include "server/batching/model_batcher.h"
 #include "server/model/engine.h"
+#include "server/util/environment_reader.h"
 
 namespace relserve {
 
@@ -44,6 +45,10 @@ struct HostOptions {
   bool warmup_workers = true;
   // Hub models from the Hugging Face cache only (--offline, as HF_HUB_OFFLINE=1).
   bool offline = false;
+  // The process's environment as main() reads it, for the variables a Hub model's fetch reads
+  // (HF_ENDPOINT, HF_TOKEN, HF_HUB_CACHE, HOME, ...; hub/hub_settings.h), and only then. Empty:
+  // none is set.
+  GetEnv environment;
   // Start-up lines on standard error (what is loaded, from where, in how long; the workers; warm-up).
   // relserve-model's commands keep standard error to their own messages.
   bool log = true;

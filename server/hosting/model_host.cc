@@ -34,7 +34,7 @@ absl::StatusOr<std::string> ModelDirectory(const ModelSpec& spec, const HostOpti
                                            const std::function<bool()>& stop_requested) {
   if (!NamesHubModel(spec.source)) return spec.source;
   // The HF_ variables are read only when a Hub model needs them.
-  absl::StatusOr<HubSettings> settings = HubSettingsFromEnvironment();
+  absl::StatusOr<HubSettings> settings = HubSettingsFromEnvironment(options.environment);
   if (!settings.ok()) return settings.status();
   if (options.offline) {
     settings->offline = true;

@@ -36,10 +36,11 @@ struct HubSettings {
   std::function<bool()> cancelled;
 };
 
-// Reads the settings through `getenv` (the process's environment by default; tests pass
-// their own). A value that cannot be read (HF_HUB_OFFLINE=maybe, HF_HUB_ETAG_TIMEOUT=-1, an
+// Reads the settings through `getenv`: the process's environment as main() reads it, handed down
+// (HostOptions::environment, CliArgs::process_environment), or a test's own; empty: no variable
+// is set. A value that cannot be read (HF_HUB_OFFLINE=maybe, HF_HUB_ETAG_TIMEOUT=-1, an
 // HF_ENDPOINT that is not http(s)://) is INVALID_ARGUMENT naming the variable.
-absl::StatusOr<HubSettings> HubSettingsFromEnvironment(const GetEnv& getenv = nullptr);
+absl::StatusOr<HubSettings> HubSettingsFromEnvironment(const GetEnv& getenv);
 
 }  // namespace relserve
 

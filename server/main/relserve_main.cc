@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
       relserve::LogInfo(absl::StrCat("received ", name, " again: ending the grace period now"));
     }
   });
-  auto server = relserve::RelserveServer::Start(*config, [&stop] { return stop.HasBeenNotified(); });
+  auto server = relserve::RelserveServer::Start(*config, [&stop] { return stop.HasBeenNotified(); }, process_environment);
   if (!server.ok()) {
     if (stop.HasBeenNotified() && server.status().code() == absl::StatusCode::kCancelled) {
       relserve::LogInfo(absl::StrCat(server.status().message(), "; stopped"));

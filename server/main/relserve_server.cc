@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -130,7 +131,8 @@ int RelserveServer::metrics_port() const { return state_->endpoint ? state_->end
 int RelserveServer::http_port() const { return state_->http ? state_->http->port() : -1; }
 
 absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const ServerConfig& config,
-                                                                       std::function<bool()> stop_requested) {
+                                                                       std::function<bool()> stop_requested,
+                                                                       GetEnv environment) {
   if (!stop_requested) stop_requested = [] { return false; };
   auto state = std::make_unique<State>();
   state->config = config;
@@ -141,6 +143,7 @@ absl::StatusOr<std::unique_ptr<RelserveServer>> RelserveServer::Start(const Serv
   // The models: a copy of each per device, warmed up, behind its batcher.
   ASSIGN_OR_RETURN(HostOptions host_options, HostOptionsFromFlags(config));
   host_options.stop_requested = stop_requested;
+  host_options.environment = std::move(environment);
   ASSIGN_OR_RETURN(state->host, ModelHost::Create(std::move(host_options), &state->metrics));
   for (const auto& [name, source] : config.models) RETURN_IF_ERROR(state->host->Add({name, source}));
 

@@ -7,6 +7,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/main/server_config.h"
+#include "server/util/environment_reader.h"
 
 namespace relserve {
 
@@ -17,8 +18,11 @@ class RelserveServer {
  public:
   // `stop_requested` (may be empty) is polled between loading steps (each model, each warm-up
   // length): once it returns true, Start stops what it started and returns CANCELLED.
+  // `environment`: the process's, as main() reads it, for Hub models (HostOptions::environment;
+  // empty: no variable is set).
   static absl::StatusOr<std::unique_ptr<RelserveServer>> Start(const ServerConfig& config,
-                                                               std::function<bool()> stop_requested = nullptr);
+                                                               std::function<bool()> stop_requested = nullptr,
+                                                               GetEnv environment = nullptr);
   ~RelserveServer();
 
   int grpc_port() const;

@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/util/environment_reader.h"
 #include "server/util/flag_table.h"
 
 namespace relserve {
@@ -47,6 +49,11 @@ class CliArgs {
   // The RELSERVE_ variables Parse was given: what a command reads besides its options
   // (RELSERVE_ALLOCATOR, for the engine's allocator).
   const std::map<std::string, std::string>& environment() const { return environment_; }
+  // The process's whole environment as main() reads it, for what a command reads beyond its
+  // flags (the HF_ variables of a Hub model, hub/hub_settings.h). Empty (Parse's default, and a
+  // test's): no variable is set.
+  const GetEnv& process_environment() const { return process_environment_; }
+  void set_process_environment(GetEnv environment) { process_environment_ = std::move(environment); }
 
  private:
   friend Flag<CliArgs> CliString(const std::string&, const std::string&, const std::string&, const std::string&,
@@ -61,6 +68,7 @@ class CliArgs {
   std::map<std::string, bool> bools_;
   std::set<std::string> given_;
   std::map<std::string, std::string> environment_;
+  GetEnv process_environment_;
   // Set while Defaults() runs each flag's setter: the setter stores its default instead.
   bool applying_defaults_ = false;
 };

@@ -90,7 +90,7 @@ std::vector<Flag<CliArgs>> EngineFlags() {
 absl::StatusOr<std::string> ModelDirFromFlags(const CliArgs& args) {
   ASSIGN_OR_RETURN(std::string spec, args.Required("model"));
   if (!NamesHubModel(spec)) return spec;
-  ASSIGN_OR_RETURN(HubSettings settings, HubSettingsFromEnvironment());
+  ASSIGN_OR_RETURN(HubSettings settings, HubSettingsFromEnvironment(args.process_environment()));
   if (args.Bool("offline")) {
     settings.offline = true;
     settings.offline_source = "--offline";

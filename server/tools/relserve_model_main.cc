@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
     std::cout << CommandUsage(*command, table);
     return 0;
   }
+  if (parsed.ok()) parsed->set_process_environment(process_environment);
   absl::Status status = parsed.status();
   try {
     if (parsed.ok()) status = command->run(*parsed);

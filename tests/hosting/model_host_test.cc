@@ -2,6 +2,7 @@
 #include "server/hosting/model_host.h"
 
 #include <future>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 namespace relserve {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -157,6 +159,31 @@ TEST(ModelHostTest, AStopRequestCancelsLoading) {
   ASSERT_TRUE(host.ok());
   EXPECT_EQ((*host)->Add({"m", kModel}).code(), absl::StatusCode::kCancelled);
   EXPECT_TRUE((*host)->registry().All().empty());
+}
+
+// A Hub model's fetch reads the environment the host is handed (main()'s), never the process's
+// own: the cache and the offline switch below come from the handed map alone.
+TEST(ModelHostTest, AHubModelReadsTheEnvironmentItIsHanded) {
+  const std::string handed_cache = ::testing::TempDir() + "/model_host_handed_cache";
+  const std::map<std::string, std::string> offline = {{"HF_HUB_OFFLINE", "1"}, {"HF_HUB_CACHE", handed_cache}};
+  HostOptions options = QuietOptions();
+  options.environment = MapEnvironmentReader(offline);
+  auto host = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(host.ok());
+  const absl::Status missing = (*host)->Add({"h", "org/not-cached"});
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound) << missing;
+  EXPECT_THAT(std::string(missing.message()),
+              AllOf(StartsWith("model h: "), HasSubstr("not in the cache " + handed_cache)));
+
+  const std::map<std::string, std::string> unreadable = {{"HF_HUB_OFFLINE", "maybe"}};
+  options.environment = MapEnvironmentReader(unreadable);
+  auto strict = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(strict.ok());
+  const absl::Status bad = (*strict)->Add({"h", "org/not-cached"});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  EXPECT_THAT(std::string(bad.message()), HasSubstr("HF_HUB_OFFLINE"));
+  // A local directory never reads it.
+  EXPECT_TRUE((*strict)->Add({"m", kModel}).ok());
 }
 
 // A bad device list is refused before anything loads.
