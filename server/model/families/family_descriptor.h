@@ -25,11 +25,13 @@
 //     missing or misshaped tensor) and Skips buffers; the engine then refuses any tensor
 //     neither taken nor under IgnoredPrefixes(). Forward returns hidden_states[0] (embedding
 //     output) ... [N] as transformers' output_hidden_states, and logits for classifiers.
-//  4. Register: the descriptor in families/family_registry.cc (AllFamilies), the model in
-//     families/family_models.cc (kLoaders: {"<name>", &LoadAs<<Name>Model>}, the name being
-//     the descriptor's name()), and both targets in families/CMakeLists.txt
-//     (add_subdirectory, and the link lines of relserve_family_registry and
-//     relserve_family_models). family_registry_test fails for a descriptor without a loader.
+//  4. Register, inside the folder: its CMakeLists.txt is one relserve_model_family() call
+//     (families/CMakeLists.txt) naming the folder, the descriptor function and the model class
+//     with their headers and sources. families/CMakeLists.txt finds every folder with a
+//     CMakeLists.txt, builds both targets, and writes the lists AllFamilies and the model
+//     loaders read (generated registered_families.h and registered_family_models.h), so
+//     nothing outside the folder names the family. The folder is named as name() with '_' for
+//     '-' (family_registry_test checks folders against the registry).
 //
 // `relserve-model create --family V` finds the descriptor whose create_variants() holds V,
 // builds config.json with CreateConfig (then the user's --config overrides, the family's own

@@ -1,6 +1,8 @@
 // Every registered family: a model loader beside its descriptor, model_types and create
 // variants that name one family each, and a directory `create` writes for every variant that
 // the engine loads with nothing left over (the layout the creator writes is the loader's).
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
 
@@ -32,6 +34,24 @@ TEST(FamilyRegistryTest, EveryDescriptorHasAModelAndUniqueNames) {
   }
   EXPECT_EQ(FindFamilyByModelType("gpt2"), nullptr);
   EXPECT_EQ(FindFamilyByCreateVariant("gpt2"), nullptr);
+}
+
+// The registry is the family folders (server/model/families/CMakeLists.txt finds them): each
+// folder with a CMakeLists.txt is one family, named as its folder with '-' for '_'.
+TEST(FamilyRegistryTest, EveryFamilyFolderIsRegistered) {
+  const std::filesystem::path families =
+      std::filesystem::path(RELSERVE_TEST_DATA_DIR) / ".." / ".." / "server" / "model" / "families";
+  std::set<std::string> folders, registered;
+  for (const auto& entry : std::filesystem::directory_iterator(families)) {
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "CMakeLists.txt")) {
+      std::string name = entry.path().filename().string();
+      std::replace(name.begin(), name.end(), '_', '-');
+      folders.insert(name);
+    }
+  }
+  for (const FamilyDescriptor* family : AllFamilies()) registered.insert(family->name());
+  EXPECT_GE(folders.size(), 5u);
+  EXPECT_EQ(folders, registered);
 }
 
 TEST(FamilyRegistryTest, EveryCreateVariantLoadsWithItsLayout) {
