@@ -3,7 +3,9 @@
 // the template's special tokens, truncation within max_length, and the same tokens EncodeRaw
 // gives).
 
+#include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -143,6 +145,28 @@ TEST(TokenizerFamiliesTest, NamesAndFileDescriptions) {
   EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kXlnet)), "spiece.model or spm.model or tokenizer.json");
   EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kMpnet)), "vocab.txt or tokenizer.json");
   EXPECT_EQ(TokenizerFilesDescription(Describe(TokenizerFamily::kRoberta)), "vocab.json and merges.txt, or tokenizer.json");
+}
+
+// The registry is the descriptor files (server/tokenizer/families/CMakeLists.txt finds them):
+// one descriptor per file <name>_family.cc, each its own family, each what Describe gives.
+TEST(TokenizerFamiliesTest, EveryDescriptorFileIsRegistered) {
+  const std::filesystem::path folder =
+      std::filesystem::path(RELSERVE_TEST_DATA_DIR) / ".." / ".." / "server" / "tokenizer" / "families";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 10 && name.compare(name.size() - 10, 10, "_family.cc") == 0) ++files;
+  }
+  EXPECT_GE(files, 7u);
+  EXPECT_EQ(AllTokenizerFamilyDescriptors().size(), files);
+  std::set<int> families;
+  for (const TokenizerFamilyDescriptor* d : AllTokenizerFamilyDescriptors()) {
+    EXPECT_TRUE(families.insert(static_cast<int>(d->family)).second) << d->name;
+    EXPECT_EQ(&Describe(d->family), d) << d->name;
+  }
+  // The enumerators count from 0, one descriptor each.
+  EXPECT_EQ(*families.begin(), 0);
+  EXPECT_EQ(*families.rbegin(), static_cast<int>(families.size()) - 1);
 }
 
 TEST(TokenizerFamiliesTest, EachFamilyLooksForItsOwnFiles) {

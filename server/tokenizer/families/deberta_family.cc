@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "server/tokenizer/families/family_text_models.h"
-#include "server/tokenizer/families/tokenizer_families.h"
+#include "server/tokenizer/families/registered_tokenizer_families.h"  // generated: its declaration
 #include "server/tokenizer/models/sentencepiece_text_model.h"
 #include "server/tokenizer/models/token_decoders.h"
 #include "server/util/status_macros.h"

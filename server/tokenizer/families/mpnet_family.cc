@@ -1,6 +1,6 @@
 // MPNet (MPNetTokenizer): WordPiece, <s> a </s> (</s> b </s>).
 #include "server/tokenizer/families/family_text_models.h"
-#include "server/tokenizer/families/tokenizer_families.h"
+#include "server/tokenizer/families/registered_tokenizer_families.h"  // generated: its declaration
 #include "server/tokenizer/models/token_decoders.h"
 
 namespace relserve {

@@ -15,21 +15,13 @@ namespace relserve {
 // The family's descriptor.
 const TokenizerFamilyDescriptor& Describe(TokenizerFamily family);
 
-// Every family's descriptor, in the order of the enumerators.
+// Every family's descriptor: one per file <name>_family.cc here (CMakeLists.txt lists them), in
+// the order of the files' names.
 const std::vector<const TokenizerFamilyDescriptor*>& AllTokenizerFamilyDescriptors();
 
 // The family's name for messages ("DeBERTa", "XLM-RoBERTa"): its descriptor's name. A C string:
 // Debian's Abseil cannot StrCat a std::string_view.
 const char* TokenizerFamilyName(TokenizerFamily family);
-
-// One descriptor per family, each in its own file.
-const TokenizerFamilyDescriptor& DebertaTokenizerFamily();
-const TokenizerFamilyDescriptor& T5TokenizerFamily();
-const TokenizerFamilyDescriptor& BertTokenizerFamily();
-const TokenizerFamilyDescriptor& RobertaTokenizerFamily();
-const TokenizerFamilyDescriptor& MpnetTokenizerFamily();
-const TokenizerFamilyDescriptor& XlnetTokenizerFamily();
-const TokenizerFamilyDescriptor& XlmRobertaTokenizerFamily();
 
 }  // namespace relserve
 
