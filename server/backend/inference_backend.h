@@ -68,6 +68,11 @@ struct ModelInfo {
   ProblemType problem_type = ProblemType::kSingleLabel;  // meaningful with labels
   DType dtype = DType::kFloat32;
   std::string device;        // "cpu", "cuda:0"
+  // What runs the encoder layers' projections: "relserve-amx" (bfloat16 weights packed once for
+  // relserve's AMX GEMM), "relserve-avx512" (float32 weights packed once for relserve's AVX-512
+  // GEMM, up to its row limit; longer batches take LibTorch's), "int8" (quantized, LibTorch's
+  // dynamic int8 linear) or "libtorch" (LibTorch's linear: OpenBLAS, oneDNN or cuBLAS).
+  std::string projections = "libtorch";
   bool has_tokenizer = false;
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
   // ...); empty without a tokenizer.

@@ -54,6 +54,7 @@ std::string DescribeLoaded(const std::string& name, const std::string& dir, cons
       info.max_length_source.empty() ? "" : " (" + info.max_length_source + ")",
       info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
       info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason,
+      info.projections == "libtorch" ? "" : ", projections " + info.projections,
       info.sparse_kind.empty() ? "" : ", sparse vectors (" + info.sparse_kind + ")",
       info.multi_vector_kind.empty() ? ""
                                      : absl::StrCat(", multi-vector (", info.multi_vector_kind, ", ",

@@ -200,6 +200,18 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return std::string(c.packed_float32_gemm ? "auto" : "blas"); }),
+      CustomFlag<C>("bfloat16-gemm", "auto|onednn",
+       "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the "
+       "weights as loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's "
+       "linear (oneDNN, which reorders the weights on every call)",
+       [](const std::string& v, ServerConfig* c) {
+         if (v != "auto" && v != "onednn") {
+           return absl::InvalidArgumentError(absl::StrCat("--bfloat16-gemm: \"", v, "\" is not auto or onednn"));
+         }
+         c->packed_bfloat16_gemm = v == "auto";
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(c.packed_bfloat16_gemm ? "auto" : "onednn"); }),
       BoolFlag("log-shape-times",
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",

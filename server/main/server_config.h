@@ -55,6 +55,9 @@ struct ServerConfig {
   // --float32-gemm: float32 on the CPU packs the encoder's weights for relserve's GEMM where the
   // CPU has AVX-512F (EngineKernels::packed_float32_gemm); false: LibTorch's BLAS always.
   bool packed_float32_gemm = true;
+  // --bfloat16-gemm: bfloat16 on the CPU packs the encoder's weights for relserve's AMX GEMM where
+  // the CPU has AMX-BF16 (EngineKernels::packed_bfloat16_gemm); false: LibTorch's oneDNN linear.
+  bool packed_bfloat16_gemm = true;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;
   // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.

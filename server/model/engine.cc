@@ -300,6 +300,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   }
 
   ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
+  std::string projections = "libtorch";  // ModelInfo::projections
   try {
     c10::InferenceMode guard;
     WeightLoader weights(*checkpoint, engine->impl_->dtype, device);
@@ -308,11 +309,18 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     engine->impl_->model = std::move(*model);
     if (engine->impl_->int8) {
       RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears()));
+      projections = "int8";
+    } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
+               PackedBFloat16Weights::Supported()) {
+      // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).
+      RETURN_IF_ERROR(PackLinearsBFloat16(engine->impl_->model->EncoderLinears()));
+      projections = "relserve-amx";
     } else if (engine->impl_->dtype == at::kFloat && device.is_cpu() && options.kernels.packed_float32_gemm &&
                PackedWeights::Supported()) {
       // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h).
       RETURN_IF_ERROR(
           PackLinearsFloat32(engine->impl_->model->EncoderLinears(), options.kernels.packed_gemm_max_rows));
+      projections = "relserve-avx512";
     }
     // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).
     RETURN_IF_ERROR(engine->impl_->heads.LoadFromWeights(config, colbert, weights, engine->impl_->model->word_embeddings(),
@@ -377,6 +385,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                                                                              : ProblemTypeFromConfig(config.problem_type);
   info.dtype = engine->impl_->int8 ? DType::kInt8 : DTypeOf(engine->impl_->dtype);
   info.device = device.str();
+  info.projections = projections;
   info.has_tokenizer = options.tokenizer != nullptr;
   if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
   info.no_tokenizer_reason = options.no_tokenizer_reason;

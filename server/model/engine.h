@@ -42,6 +42,10 @@ struct EngineKernels {
   // (OpenBLAS) on the weights as loaded, always.
   bool packed_float32_gemm = true;
   int64_t packed_gemm_max_rows = 192;
+  // bfloat16 on a CPU with AMX-BF16: the encoder layers' weights are packed once at load, in place
+  // of the weights as loaded, for relserve's GEMM in AMX tiles (kernels/amx_gemm.h), which every
+  // input takes; false: LibTorch's linear (oneDNN, which reorders the weight on every call).
+  bool packed_bfloat16_gemm = true;
   // float32 attention on a CPU with AVX-512: each head of each sequence a task of its own, its
   // products in relserve's register tiles (AttentionKernels::cpu_tiled_products). Off by default:
   // measured no faster than ATen's batched products (OpenBLAS) on DeBERTa-v3-base at 1 x 128 and

@@ -68,6 +68,7 @@ absl::Status RunBench(const CliArgs& args) {
     out["float32_products"] =
         args.String("float32-gemm") == "auto" && PackedWeights::Supported() ? "relserve" : "blas";
   }
+  out["projections"] = info.projections;  // what runs the encoder's projections (ModelInfo)
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;

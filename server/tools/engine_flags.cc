@@ -74,7 +74,13 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "float32 on the CPU: auto packs the encoder's weights once at load for relserve's "
                             "AVX-512 GEMM where the CPU has AVX-512F, which batches of at most 192 tokens take "
                             "(longer ones: LibTorch's BLAS); blas: LibTorch's BLAS (OpenBLAS) always",
-                            "auto")
+                            "auto", {"auto", "blas"})
+                      .In(kModelOptions));
+  flags.push_back(CliString("bfloat16-gemm", "auto|onednn",
+                            "bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the "
+                            "weights as loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; "
+                            "onednn: LibTorch's linear (oneDNN) always",
+                            "auto", {"auto", "onednn"})
                       .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
@@ -124,6 +130,12 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", gemm, "\" is not auto or blas"));
   }
   options.kernels.packed_float32_gemm = gemm == "auto";
+  const std::string bfloat16_gemm = args.String("bfloat16-gemm");
+  if (bfloat16_gemm != "auto" && bfloat16_gemm != "onednn") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--bfloat16-gemm: \"", bfloat16_gemm, "\" is not auto or onednn"));
+  }
+  options.kernels.packed_bfloat16_gemm = bfloat16_gemm == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

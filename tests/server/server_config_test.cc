@@ -346,6 +346,22 @@ TEST(ServerConfigTest, Float32GemmFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or blas"));
 }
 
+// --bfloat16-gemm: auto (packed in AMX tiles where the CPU has AMX-BF16) by default, onednn, and a
+// refusal naming the flag and the words.
+TEST(ServerConfigTest, BFloat16GemmFlag) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->packed_bfloat16_gemm);
+  auto o = ParseServerFlags({"--model", "a=/x", "--bfloat16-gemm", "onednn"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->packed_bfloat16_gemm);
+  EXPECT_TRUE(o->packed_float32_gemm);  // the other precision's choice stays
+  auto bad = ParseServerFlags({"--model", "a=/x", "--bfloat16-gemm", "blas"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--bfloat16-gemm"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or onednn"));
+}
+
 // The SentencePiece module is a flag (so RELSERVE_SENTENCEPIECE_MODULE is its variable, no longer
 // read inside the tokenizer); RELSERVE_ALLOCATOR, no flag, reaches the engines from the same
 // environment, typed.

@@ -377,6 +377,18 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   auto bench = nlohmann::json::parse(r.output);
   EXPECT_GT(bench["tokens_per_second"].get<double>(), 0);
   EXPECT_GT(bench["efficiency"].get<double>(), 0);
+  // What ran the projections, as the engine chose it; the flags change it.
+  const std::string default_projections = bench["projections"].get<std::string>();
+  EXPECT_TRUE(default_projections == "relserve-avx512" || default_projections == "libtorch") << default_projections;
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --float32-gemm blas");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype bfloat16 --bfloat16-gemm onednn");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --bfloat16-gemm amx");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--bfloat16-gemm: \"amx\" is not one of auto, onednn"), std::string::npos) << r.output;
 }
 
 // zero-shot: the pipeline's scores over the logits `forward` gives for each (text, hypothesis)

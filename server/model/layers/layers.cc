@@ -11,7 +11,10 @@ namespace relserve {
 
 at::Tensor Linear::operator()(const at::Tensor& x) const {
   if (int8 != nullptr) return Int8Apply(*int8, x);
-  if (packed != nullptr && UsePackedLinear(*packed, x)) return PackedLinearApply(*packed->weights, bias, x);
+  if (packed != nullptr && UsePackedLinear(*packed, x)) {
+    return packed->bfloat16 != nullptr ? PackedBFloat16LinearApply(*packed->bfloat16, bias, x)
+                                       : PackedLinearApply(*packed->weights, bias, x);
+  }
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
 }
 

@@ -23,7 +23,26 @@ at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bia
   return out.view(sizes);
 }
 
+at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x) {
+  TORCH_CHECK(x.device().is_cpu(), "PackedBFloat16LinearApply: CPU input expected");
+  TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedBFloat16LinearApply: input of ", x.size(-1),
+              " features for a weight of ", weights.k());
+  at::Tensor a = x.to(at::kBFloat16).reshape({-1, weights.k()});
+  const int64_t rows = a.size(0);
+  if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < weights.k())) a = a.contiguous();
+  const int64_t lda = rows > 1 ? a.stride(0) : weights.k();
+  const at::Tensor b = bias.defined() ? bias.to(at::kBFloat16).contiguous() : at::Tensor();
+  std::vector<int64_t> sizes = x.sizes().vec();
+  sizes.back() = weights.n();
+  at::Tensor out = at::empty({rows, weights.n()}, a.options());
+  AmxGemmBFloat16(reinterpret_cast<const uint16_t*>(a.data_ptr<at::BFloat16>()), rows, lda, weights,
+                  b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
+                  reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n());
+  return out.view(sizes).to(x.scalar_type());
+}
+
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {
+  if (packed.bfloat16 != nullptr) return true;
   const int64_t in = x.dim() >= 1 ? x.size(-1) : 1;
   return in > 0 && x.numel() / in <= packed.max_rows;
 }
@@ -45,6 +64,30 @@ absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_
     packed->weights = PackedWeights::Pack(dense.data_ptr<float>(), dense.size(0), dense.size(1), dense.size(1));
     packed->max_rows = max_rows;
     layer->packed = std::move(packed);
+    if (layer->bias.defined()) layer->bias = layer->bias.contiguous();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PackLinearsBFloat16(const std::vector<Linear*>& layers) {
+  if (!PackedBFloat16Weights::Supported()) {
+    return absl::FailedPreconditionError("the bfloat16 GEMM needs a CPU with AMX-BF16 that the kernel lets this process use");
+  }
+  for (Linear* layer : layers) {
+    if (layer == nullptr || layer->packed != nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;
+    const at::Tensor& w = layer->weight;
+    if (!w.device().is_cpu() || w.scalar_type() != at::kBFloat16 || w.dim() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat("the bfloat16 GEMM takes 2-D bfloat16 CPU weights; got ", w.dim(),
+                                                     "-D ", std::string(c10::toString(w.scalar_type())), " on ",
+                                                     w.device().str()));
+    }
+    if (!PackedBFloat16Weights::Packs(w.size(0), w.size(1))) continue;
+    const at::Tensor dense = w.contiguous();
+    auto packed = std::make_shared<PackedLinear>();
+    packed->bfloat16 = PackedBFloat16Weights::Pack(reinterpret_cast<const uint16_t*>(dense.data_ptr<at::BFloat16>()),
+                                                   dense.size(0), dense.size(1), dense.size(1));
+    layer->packed = std::move(packed);
+    layer->weight = at::Tensor();
     if (layer->bias.defined()) layer->bias = layer->bias.contiguous();
   }
   return absl::OkStatus();

@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/status.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/kernels/packed_gemm.h"
 
 namespace relserve {
@@ -21,23 +22,37 @@ struct Linear;
 // 240 rows.
 inline constexpr int64_t kPackedLinearMaxRows = 192;
 
-// A Linear's weight packed for PackedGemm, and the longest input (in rows) that takes it.
+// A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
+// that takes it, or for AmxGemmBFloat16 (bfloat16), which every input takes.
 struct PackedLinear {
-  std::shared_ptr<const PackedWeights> weights;
-  int64_t max_rows = kPackedLinearMaxRows;
+  std::shared_ptr<const PackedWeights> weights;            // float32; null for bfloat16
+  int64_t max_rows = kPackedLinearMaxRows;                  // float32 only
+  std::shared_ptr<const PackedBFloat16Weights> bfloat16;  // bfloat16; null for float32
 };
 
 // x [..., in] float32 on the CPU -> [..., out] float32: x · wᵀ + bias (bias [out] float32 and
 // contiguous, or undefined), through PackedGemm (kernels/packed_gemm.h).
 at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x);
 
-// Whether Linear runs x on `packed` (x has at most packed.max_rows rows).
+// x [..., in] on the CPU -> [..., out] in x's type: x · wᵀ + bias in bfloat16 (x and bias, [out] and
+// contiguous or undefined, taken as bfloat16), through AmxGemmBFloat16 (kernels/amx_gemm.h).
+at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x);
+
+// Whether Linear runs x on `packed`: always for bfloat16; for float32 where x has at most
+// packed.max_rows rows.
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x);
 
 // Packs each float32 CPU layer's weight once for PackedGemm (Linear::packed), beside the weight
 // as loaded (which longer inputs still take); the bias is made contiguous. Layers already packed
 // or quantized are left as they are. Call only where PackedWeights::Supported().
 absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_rows = kPackedLinearMaxRows);
+
+// Packs each bfloat16 CPU layer's weight once for AmxGemmBFloat16 (Linear::packed) in place of the
+// weight as loaded, which is released (every input takes the packed one); the bias is made
+// contiguous. Layers already packed or quantized, and weights whose input size is not a multiple
+// of PackedBFloat16Weights::kDepthStep, are left as they are. Call only where
+// PackedBFloat16Weights::Supported().
+absl::Status PackLinearsBFloat16(const std::vector<Linear*>& layers);
 
 }  // namespace relserve
 

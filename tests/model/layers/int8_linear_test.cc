@@ -76,7 +76,7 @@ TEST_F(Int8LinearTest, PerChannelScalesKeepSmallRowsPrecise) {
 
 TEST_F(Int8LinearTest, QuantizeLinearsReplacesTheFloatWeights) {
   at::manual_seed(4);
-  Linear a{at::randn({8, 16}), at::randn({8}), nullptr};
+  Linear a{at::randn({8, 16}), at::randn({8}), nullptr, nullptr};
   Linear unused;  // undefined: left alone
   const at::Tensor x = at::randn({3, 16});
   const at::Tensor want = a(x);

@@ -7,6 +7,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "gtest/gtest.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/kernels/packed_gemm.h"
 #include "server/model/layers/int8_linear.h"
 #include "server/model/layers/layers.h"
@@ -84,6 +85,83 @@ TEST_F(PackedLinearTest, RefusesWeightsItCannotPack) {
   const absl::Status st = PackLinearsFloat32({&half});
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("BFloat16"), std::string::npos) << st;
+}
+
+// bfloat16 (PackLinearsBFloat16, kernels/amx_gemm.h): every input takes the packed weights, the
+// weight as loaded is released, a width the tiles do not take is left to LibTorch.
+class PackedBFloat16LinearTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+  }
+  c10::InferenceMode guard_;
+};
+
+at::Tensor BFloat16Randn(std::initializer_list<int64_t> sizes) { return at::randn(sizes).to(at::kBFloat16); }
+
+const uint16_t* Bits(const at::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
+
+// Within a unit in bfloat16's last place (2^-7 of the magnitude) of each other, elementwise: two
+// float32 sums each rounded once. Another weight's product is off by whole units.
+bool WithinAUnit(const at::Tensor& got, const at::Tensor& want) {
+  const at::Tensor g = got.to(at::kDouble), w = want.to(at::kDouble);
+  return at::all((g - w).abs() <= w.abs() * (1.0 / 128) + 1e-2).item<bool>();
+}
+
+TEST_F(PackedBFloat16LinearTest, EveryInputTakesThePackedWeights) {
+  at::manual_seed(5);
+  const at::Tensor w = BFloat16Randn({40, 64}), b = BFloat16Randn({40});
+  Linear l{w, b, nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsBFloat16({&l}).ok());
+  ASSERT_NE(l.packed, nullptr);
+  ASSERT_NE(l.packed->bfloat16, nullptr);
+  EXPECT_EQ(l.packed->weights, nullptr);
+  EXPECT_FALSE(l.weight.defined());  // released: nothing takes it
+  EXPECT_TRUE(l.defined());
+  for (const at::Tensor& x : {BFloat16Randn({2, 5, 64}), BFloat16Randn({300, 64}), BFloat16Randn({64})}) {
+    const at::Tensor got = l(x), want = at::linear(x, w, b);
+    ASSERT_EQ(got.sizes(), want.sizes());
+    EXPECT_EQ(got.scalar_type(), at::kBFloat16);
+    EXPECT_TRUE(WithinAUnit(got, want));
+  }
+  // Packed weights of another matrix show that the packed path ran, at any length.
+  const at::Tensor other = BFloat16Randn({40, 64});
+  auto swapped = std::make_shared<PackedLinear>(*l.packed);
+  swapped->bfloat16 = PackedBFloat16Weights::Pack(Bits(other), 40, 64, 64);
+  l.packed = swapped;
+  for (const at::Tensor& x : {BFloat16Randn({3, 64}), BFloat16Randn({1000, 64})}) {
+    EXPECT_TRUE(WithinAUnit(l(x), at::linear(x, other, b)));
+    EXPECT_FALSE(WithinAUnit(l(x), at::linear(x, w, b)));
+  }
+  // A float32 input is taken in bfloat16 and answered in float32.
+  const at::Tensor x32 = at::randn({4, 64});
+  const at::Tensor got32 = l(x32);
+  EXPECT_EQ(got32.scalar_type(), at::kFloat);
+  EXPECT_TRUE(WithinAUnit(got32, at::linear(x32.to(at::kBFloat16), other, b)));
+}
+
+TEST_F(PackedBFloat16LinearTest, StridedInputsWithoutBias) {
+  at::manual_seed(6);
+  const at::Tensor w = BFloat16Randn({70, 96});
+  Linear l{w, at::Tensor(), nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsBFloat16({&l}).ok());
+  const at::Tensor strided = BFloat16Randn({9, 120}).narrow(1, 4, 96);  // rows 120 apart
+  const at::Tensor transposed = BFloat16Randn({96, 6}).t();
+  for (const at::Tensor& in : {strided, transposed}) {
+    EXPECT_TRUE(WithinAUnit(l(in), at::linear(in, w)));
+  }
+  EXPECT_EQ(l(BFloat16Randn({0, 96})).sizes(), (std::vector<int64_t>{0, 70}));
+}
+
+TEST_F(PackedBFloat16LinearTest, LeavesWhatTheTilesDoNotTake) {
+  Linear narrow{BFloat16Randn({8, 48}), at::Tensor(), nullptr, nullptr};  // 48: not a multiple of 32
+  Linear float32{at::randn({8, 64}), at::Tensor(), nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsBFloat16({&narrow, nullptr}).ok());
+  EXPECT_EQ(narrow.packed, nullptr);
+  EXPECT_TRUE(narrow.weight.defined());
+  const absl::Status st = PackLinearsBFloat16({&float32});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("Float"), std::string::npos) << st;
 }
 
 }  // namespace
