@@ -10,6 +10,7 @@
 #include "server/batching/warm_up.h"
 #include "server/hub/model_resolver.h"
 #include "server/metrics/server_metrics.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/util/cpu_count.h"
 #include "server/util/log.h"
 #include "server/util/status_macros.h"
@@ -23,6 +24,12 @@ absl::Status StartUpInterrupted() { return absl::CancelledError("start-up interr
 absl::Status NamingModel(const absl::Status& status, const std::string& name, const std::string& device = "") {
   return absl::Status(status.code(),
                       absl::StrCat("model ", name, device.empty() ? "" : " on " + device, ": ", status.message()));
+}
+
+// Whether bfloat16's projections run in relserve's AMX GEMM (then its batches run side by side on
+// the CPU; worker_count.h): every encoder Linear is packed for it (packed_linear.h).
+bool OwnBFloat16Projections(const EngineOptions& engine) {
+  return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
 }
 
 std::string Elapsed(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1))); }
@@ -71,7 +78,8 @@ absl::StatusOr<std::unique_ptr<ModelHost>> ModelHost::Create(HostOptions options
   // One copy of each model per device, its workers on each; the CPUs are shared among them all.
   ASSIGN_OR_RETURN(const CpuWorkers plan,
                    ResolveWorkersPerCopy(cpus, options.devices, options.workers_per_device,
-                                         options.threads_per_worker, options.engine.dtype));
+                                         options.threads_per_worker, options.engine.dtype,
+                                         OwnBFloat16Projections(options.engine)));
   const int copies = static_cast<int>(options.devices.size());
   if (options.log) {
     LogInfo(absl::StrCat(options.cpus > 0 ? absl::StrCat(cpus, " CPUs") : cpu.Describe(), ": ", plan.workers,

@@ -54,8 +54,9 @@ TEST(WorkerCountTest, Int8RunsOneWorkerUnlessAskedForMore) {
   EXPECT_EQ(by_threads->threads, 1);
 }
 
-// bfloat16 and float16 run one worker over every CPU (two bfloat16 batches at once crash
-// LibTorch 1.13's oneDNN kernels); asking for more workers is refused, naming the flags.
+// bfloat16 through LibTorch's oneDNN linear, and float16, run one worker over every CPU (two
+// bfloat16 batches at once through oneDNN crashed a server); asking for more workers is refused,
+// naming the flags.
 TEST(WorkerCountTest, HalfPrecisionRunsOneWorker) {
   for (DType dtype : {DType::kBFloat16, DType::kFloat16}) {
     auto a = ResolveCpuWorkers(8, 0, 0, dtype);
@@ -74,7 +75,32 @@ TEST(WorkerCountTest, HalfPrecisionRunsOneWorker) {
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--workers-per-device 2 with --dtype"));
     EXPECT_THAT(std::string(bad.status().message()), HasSubstr("float32 and int8 take several"));
+    EXPECT_THAT(std::string(bad.status().message()), HasSubstr("AMX-BF16"));
   }
+}
+
+// bfloat16 whose projections run in relserve's AMX GEMM takes float32's rules: single-thread
+// workers side by side, as many as asked for, and CPU copies; float16 keeps one worker.
+TEST(WorkerCountTest, BFloat16OnItsOwnKernelsRunsSideBySide) {
+  for (int cpus : {1, 2, 8}) {
+    auto own = ResolveCpuWorkers(cpus, 0, 0, DType::kBFloat16, /*own_bfloat16_projections=*/true);
+    auto f32 = ResolveCpuWorkers(cpus, 0, 0, DType::kFloat32);
+    ASSERT_TRUE(own.ok() && f32.ok());
+    EXPECT_EQ(own->workers, f32->workers) << cpus;
+    EXPECT_EQ(own->threads, f32->threads) << cpus;
+  }
+  auto two = ResolveCpuWorkers(8, 2, 0, DType::kBFloat16, true);
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_EQ(two->workers, 2);
+  EXPECT_EQ(two->threads, 4);
+  auto copies = ResolveWorkersPerCopy(16, {"cpu", "cpu"}, 0, 0, DType::kBFloat16, true);
+  ASSERT_TRUE(copies.ok()) << copies.status();
+  EXPECT_EQ(copies->workers, 4);
+  EXPECT_EQ(copies->threads, 2);
+  EXPECT_FALSE(ResolveCpuWorkers(8, 2, 0, DType::kFloat16, true).ok());
+  EXPECT_TRUE(OneBatchAtATimeOnCpu(DType::kBFloat16, false));
+  EXPECT_FALSE(OneBatchAtATimeOnCpu(DType::kBFloat16, true));
+  EXPECT_TRUE(OneBatchAtATimeOnCpu(DType::kFloat16, true));
 }
 
 // A GPU: --workers-per-device or two workers, sharing the CPUs' threads; no dtype rule there.

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "server/batching/length_buckets.h"
 #include "server/metrics/server_metrics.h"
+#include "server/model/kernels/amx_gemm.h"
 
 namespace relserve {
 namespace {
@@ -92,6 +93,30 @@ TEST(ModelHostTest, BuildsOneCopyPerDevice) {
   EXPECT_EQ((*served)->max_length, copies[0]->info().max_length);
   EXPECT_THAT(metrics.Render(), HasSubstr("device=\"cpu,cpu\""));
   EXPECT_TRUE((*host)->backends("other").empty());
+}
+
+// bfloat16 on relserve's AMX GEMM takes float32's workers (single-thread workers side by side);
+// through oneDNN's linear, one worker over the CPUs (worker_count.h).
+TEST(ModelHostTest, BFloat16WorkersFollowWhatRunsItsProjections) {
+  HostOptions options = QuietOptions();
+  options.engine.dtype = DType::kBFloat16;
+  auto own = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(own.ok()) << own.status();
+  if (PackedBFloat16Weights::Supported()) {
+    EXPECT_EQ((*own)->workers().workers, 2);
+    EXPECT_EQ((*own)->workers().threads, 1);
+    ASSERT_TRUE((*own)->Add({"m", kModel}).ok());
+    EXPECT_EQ((*own)->backends("m")[0]->info().projections, "relserve-amx");
+  } else {
+    EXPECT_EQ((*own)->workers().workers, 1);
+  }
+  options.engine.kernels.packed_bfloat16_gemm = false;
+  auto onednn = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(onednn.ok()) << onednn.status();
+  EXPECT_EQ((*onednn)->workers().workers, 1);
+  EXPECT_EQ((*onednn)->workers().threads, 2);
+  options.workers_per_device = 2;
+  EXPECT_EQ(ModelHost::Create(options, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 // The batcher the host starts runs the model: a sequence submitted comes back with its embedding.

@@ -224,12 +224,14 @@ TEST(RelserveBinaryTest, BadFlagsAndBadModelsExitNonZeroWithAReason) {
   EXPECT_EQ(WaitExit(bad_model), 1);
   EXPECT_THAT(ReadLog(bad_model), HasSubstr("model x: model directory /nonexistent does not exist"));
   const std::string model = testing::TestModels::Get().dir("embedder");
-  Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--workers-per-device", "2", "--http-address", "-1",
+  // bfloat16 through oneDNN's linear runs one batch at a time (on its own AMX GEMM it takes several).
+  Process bad_workers = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--bfloat16-gemm", "onednn",
+                                "--workers-per-device", "2", "--http-address", "-1",
                                 "--grpc-address", "127.0.0.1:0", "--http-address", "127.0.0.1:0", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_workers), 1);
   EXPECT_THAT(ReadLog(bad_workers), HasSubstr("--workers-per-device 2 with --dtype bfloat16"));
   // Two CPU copies would run two bfloat16 batches at once.
-  Process bad_copies = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--device", "cpu,cpu",
+  Process bad_copies = Launch({"--model", "e=" + model, "--dtype", "bfloat16", "--bfloat16-gemm", "onednn", "--device", "cpu,cpu",
                                "--grpc-address", "127.0.0.1:0", "--http-address", "-1", "--metrics-port", "-1"});
   EXPECT_EQ(WaitExit(bad_copies), 1);
   EXPECT_THAT(ReadLog(bad_copies), HasSubstr("--device cpu,cpu with --dtype bfloat16"));

@@ -95,6 +95,13 @@ RELSERVE_AMX_FN void StoreBlock(const float* block, int64_t rows, int64_t cols, 
   }
 }
 
+// The last columns of `rows` rows of a (k % kKs of them, from column k0), zero-padded to kKs, into
+// tail (rows kKs values apart), so that the tiles never read past a row's end.
+inline void CopyTail(const uint16_t* a, int64_t lda, int64_t rows, int64_t k0, int64_t k, uint16_t* tail) {
+  std::memset(tail, 0, sizeof(uint16_t) * kMr * kKs);
+  for (int64_t i = 0; i < rows; ++i) std::memcpy(tail + i * kKs, a + i * lda + k0, (k - k0) * sizeof(uint16_t));
+}
+
 // One block of 32 rows (a, lda apart; all 32 readable) times one panel, over the whole of k, into
 // the float32 block (32 x 32, rows 128 bytes apart). The tile configuration is loaded.
 RELSERVE_AMX_FN void Block32(const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t k, float* block) {
@@ -103,10 +110,24 @@ RELSERVE_AMX_FN void Block32(const uint16_t* a, int64_t lda, const uint16_t* pan
   _tile_zero(2);
   _tile_zero(3);
   const int64_t stride = lda * 2;
-  for (int64_t kk = 0; kk < k; kk += kKs) {
+  const int64_t full = k / kKs * kKs;
+  for (int64_t kk = 0; kk < full; kk += kKs) {
     const uint16_t* b = panel + (kk / kKs) * 2 * kTileElements;
     _tile_loadd(4, a + kk, stride);
     _tile_loadd(5, a + 16 * lda + kk, stride);
+    _tile_loadd(6, b, 64);
+    _tile_loadd(7, b + kTileElements, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  if (full < k) {
+    alignas(64) uint16_t tail[kMr * kKs];
+    CopyTail(a, lda, kMr, full, k, tail);
+    const uint16_t* b = panel + (full / kKs) * 2 * kTileElements;
+    _tile_loadd(4, tail, kKs * 2);
+    _tile_loadd(5, tail + 16 * kKs, kKs * 2);
     _tile_loadd(6, b, 64);
     _tile_loadd(7, b + kTileElements, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -125,9 +146,20 @@ RELSERVE_AMX_FN void Block16(const uint16_t* a, int64_t lda, const uint16_t* pan
   _tile_zero(0);
   _tile_zero(1);
   const int64_t stride = lda * 2;
-  for (int64_t kk = 0; kk < k; kk += kKs) {
+  const int64_t full = k / kKs * kKs;
+  for (int64_t kk = 0; kk < full; kk += kKs) {
     const uint16_t* b = panel + (kk / kKs) * 2 * kTileElements;
     _tile_loadd(4, a + kk, stride);
+    _tile_loadd(6, b, 64);
+    _tile_loadd(7, b + kTileElements, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+  }
+  if (full < k) {
+    alignas(64) uint16_t tail[kMr * kKs];
+    CopyTail(a, lda, 16, full, k, tail);
+    const uint16_t* b = panel + (full / kKs) * 2 * kTileElements;
+    _tile_loadd(4, tail, kKs * 2);
     _tile_loadd(6, b, 64);
     _tile_loadd(7, b + kTileElements, 64);
     _tile_dpbf16ps(0, 4, 6);
@@ -186,8 +218,9 @@ RELSERVE_AMX_FN void RunTasks(const uint16_t* a, int64_t m, int64_t lda, const P
 
 void PackedBFloat16Weights::Free::operator()(uint16_t* p) const { std::free(p); }
 
-PackedBFloat16Weights::PackedBFloat16Weights(int64_t n, int64_t k) : n_(n), k_(k), panels_((n + kNr - 1) / kNr) {
-  const size_t bytes = static_cast<size_t>(panels_ * k_ * kNr) * sizeof(uint16_t);
+PackedBFloat16Weights::PackedBFloat16Weights(int64_t n, int64_t k)
+    : n_(n), k_(k), padded_k_((k + kKs - 1) / kKs * kKs), panels_((n + kNr - 1) / kNr) {
+  const size_t bytes = static_cast<size_t>(panels_ * padded_k_ * kNr) * sizeof(uint16_t);
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (p == nullptr) throw std::bad_alloc();
   data_.reset(static_cast<uint16_t*>(p));
@@ -207,16 +240,18 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
   (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
   std::shared_ptr<PackedBFloat16Weights> packed(new PackedBFloat16Weights(n, k));
   uint16_t* out = packed->data_.get();
+  const int64_t steps = packed->padded_k_ / kKs;
   for (int64_t p = 0; p < packed->panels_; ++p) {
-    for (int64_t step = 0; step < k / kKs; ++step) {
+    for (int64_t step = 0; step < steps; ++step) {
       for (int64_t t = 0; t < 2; ++t) {
-        uint16_t* tile = out + ((p * (k / kKs) + step) * 2 + t) * kTileElements;
+        uint16_t* tile = out + ((p * steps + step) * 2 + t) * kTileElements;
         for (int64_t r = 0; r < 16; ++r) {
           for (int64_t j = 0; j < 16; ++j) {
             const int64_t f = p * kNr + t * 16 + j;
-            const int64_t kk = step * kKs + 2 * r;
-            tile[r * kKs + 2 * j] = f < n ? w[f * ld + kk] : 0;
-            tile[r * kKs + 2 * j + 1] = f < n ? w[f * ld + kk + 1] : 0;
+            for (int64_t e = 0; e < 2; ++e) {
+              const int64_t kk = step * kKs + 2 * r + e;
+              tile[r * kKs + 2 * j + e] = f < n && kk < k ? w[f * ld + kk] : 0;
+            }
           }
         }
       }

@@ -10,7 +10,7 @@ namespace relserve {
 // kPanelWidth output features; each panel, for each step of kDepthStep along k, holds two AMX B tiles
 // of 16 features (16 rows of k pairs, 1 KiB each: row r of tile t holds w[f, kk + 2r] and
 // w[f, kk + 2r + 1] for the features f = 16t .. 16t + 15 of the panel, side by side). The last panel
-// is padded with zeros. The GEMM reads the weight as it lies, where a BLAS (oneDNN's, through
+// is padded with zeros, and so is k up to a multiple of kDepthStep. The GEMM reads the weight as it lies, where a BLAS (oneDNN's, through
 // LibTorch) reorders it on every call.
 class PackedBFloat16Weights {
  public:
@@ -21,16 +21,15 @@ class PackedBFloat16Weights {
   // and the kernel lets this process use the tile registers (asked once, here). Nothing should be
   // packed where they do not.
   static bool Supported();
-  // Whether a weight of this shape can be packed: k a multiple of kDepthStep.
-  static bool Packs(int64_t n, int64_t k) { return n > 0 && k > 0 && k % kDepthStep == 0; }
-
-  // w: n rows of k bfloat16 values (their bits), rows `ld` values apart (ld >= k). Packs(n, k).
+  // w: n rows of k bfloat16 values (their bits), rows `ld` values apart (ld >= k); n, k > 0.
   static std::shared_ptr<const PackedBFloat16Weights> Pack(const uint16_t* w, int64_t n, int64_t k, int64_t ld);
 
   int64_t n() const { return n_; }
   int64_t k() const { return k_; }
   int64_t panels() const { return panels_; }
-  const uint16_t* panel(int64_t p) const { return data_.get() + p * k_ * kPanelWidth; }
+  // k rounded up to a multiple of kDepthStep: the depth of each packed panel.
+  int64_t padded_k() const { return padded_k_; }
+  const uint16_t* panel(int64_t p) const { return data_.get() + p * padded_k_ * kPanelWidth; }
 
  private:
   struct Free {
@@ -39,6 +38,7 @@ class PackedBFloat16Weights {
   PackedBFloat16Weights(int64_t n, int64_t k);
   int64_t n_ = 0;
   int64_t k_ = 0;
+  int64_t padded_k_ = 0;
   int64_t panels_ = 0;
   std::unique_ptr<uint16_t[], Free> data_;
 };

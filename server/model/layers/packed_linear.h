@@ -49,9 +49,8 @@ absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_
 
 // Packs each bfloat16 CPU layer's weight once for AmxGemmBFloat16 (Linear::packed) in place of the
 // weight as loaded, which is released (every input takes the packed one); the bias is made
-// contiguous. Layers already packed or quantized, and weights whose input size is not a multiple
-// of PackedBFloat16Weights::kDepthStep, are left as they are. Call only where
-// PackedBFloat16Weights::Supported().
+// contiguous. Layers already packed or quantized (and empty weights) are left as they are. Call
+// only where PackedBFloat16Weights::Supported().
 absl::Status PackLinearsBFloat16(const std::vector<Linear*>& layers);
 
 }  // namespace relserve

@@ -114,11 +114,27 @@ TEST(AmxGemmTest, CloseToLibTorchsBFloat16LinearAndTheSameOnOneOrTwoThreads) {
   EXPECT_LE((apart - libtorch.to(at::kDouble).abs() * std::ldexp(1.0, -7)).max().item<double>(), 0.05);
 }
 
-TEST(AmxGemmTest, PacksOnlyWhatTheTilesTake) {
-  EXPECT_TRUE(PackedBFloat16Weights::Packs(768, 3072));
-  EXPECT_TRUE(PackedBFloat16Weights::Packs(1, 32));
-  EXPECT_FALSE(PackedBFloat16Weights::Packs(768, 100));  // k not a multiple of 32
-  EXPECT_FALSE(PackedBFloat16Weights::Packs(0, 64));
+// k that is not a multiple of the tiles' 32: the weight is padded with zeros, and the last columns
+// of a are copied out before the tiles read them (never past a row's end: NaN past it stays out).
+TEST(AmxGemmTest, DepthsThatAreNotAMultipleOf32) {
+  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+  c10::InferenceMode guard;
+  at::manual_seed(7);
+  for (int64_t m : {1, 16, 20, 33, 300}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 1}, {32, 17}, {40, 48}, {70, 100}, {64, 312}}) {
+      // Each row of a is followed by NaN, which a read past the row's end would carry into c.
+      at::Tensor wide = at::full({m, k + 8}, std::numeric_limits<float>::quiet_NaN(), at::kBFloat16);
+      at::Tensor a = wide.narrow(1, 0, k);
+      a.copy_(RandomBFloat16({m, k}));
+      at::Tensor w = RandomBFloat16({n, k}), bias = RandomBFloat16({n});
+      const at::Tensor c = Gemm(a, w, bias);
+      EXPECT_FALSE(at::any(at::isnan(c)).item<bool>()) << m << "x" << n << "x" << k;
+      EXPECT_TRUE(RoundedOnce(c, a, w, bias)) << m << "x" << n << "x" << k;
+      auto packed = PackedBFloat16Weights::Pack(Bits(w), n, k, k);
+      EXPECT_EQ(packed->padded_k() % PackedBFloat16Weights::kDepthStep, 0);
+      EXPECT_GE(packed->padded_k(), k);
+    }
+  }
 }
 
 }  // namespace

@@ -153,12 +153,17 @@ TEST_F(PackedBFloat16LinearTest, StridedInputsWithoutBias) {
   EXPECT_EQ(l(BFloat16Randn({0, 96})).sizes(), (std::vector<int64_t>{0, 70}));
 }
 
-TEST_F(PackedBFloat16LinearTest, LeavesWhatTheTilesDoNotTake) {
-  Linear narrow{BFloat16Randn({8, 48}), at::Tensor(), nullptr, nullptr};  // 48: not a multiple of 32
+TEST_F(PackedBFloat16LinearTest, PacksAnyWidthAndRefusesOtherTypes) {
+  at::manual_seed(7);
+  const at::Tensor w = BFloat16Randn({8, 48});  // 48: not a multiple of the tiles' 32
+  Linear narrow{w, at::Tensor(), nullptr, nullptr};
+  Linear undefined;
   Linear float32{at::randn({8, 64}), at::Tensor(), nullptr, nullptr};
-  ASSERT_TRUE(PackLinearsBFloat16({&narrow, nullptr}).ok());
-  EXPECT_EQ(narrow.packed, nullptr);
-  EXPECT_TRUE(narrow.weight.defined());
+  ASSERT_TRUE(PackLinearsBFloat16({&narrow, &undefined, nullptr}).ok());
+  ASSERT_NE(narrow.packed, nullptr);
+  EXPECT_EQ(undefined.packed, nullptr);
+  const at::Tensor x = BFloat16Randn({5, 48});
+  EXPECT_TRUE(WithinAUnit(narrow(x), at::linear(x, w)));
   const absl::Status st = PackLinearsBFloat16({&float32});
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("Float"), std::string::npos) << st;
