@@ -14,6 +14,8 @@
 namespace relserve {
 namespace {
 
+using testing::Cosine;
+
 using testing::MaxAbsDiff;
 
 using ::testing::HasSubstr;
@@ -46,12 +48,6 @@ std::vector<SequenceInput> MixedSequences(int vocab, int count, int max_len, int
     for (int t = 0; t < n; ++t) out[i].input_ids.push_back(3 + static_cast<int>(next() % (vocab - 3)));
   }
   return out;
-}
-
-double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
-  return ab / std::sqrt(aa * bb);
 }
 
 uint32_t AllOutputs(const Engine& e) {

@@ -26,6 +26,8 @@
 namespace relserve {
 namespace {
 
+using testing::ReferenceSequences;
+
 using ::relserve::testing::HostTensor;
 using ::relserve::testing::ModelDirBuilder;
 using ::relserve::testing::NamedTensors;
@@ -120,17 +122,6 @@ void WritePytorchBin(ModelDirBuilder& b, Layout layout, int shards = 1) {
                           parts[s]);
   }
   b.WriteRaw("pytorch_model.bin.index.json", nlohmann::json({{"metadata", {{"total_size", 0}}}, {"weight_map", weight_map}}).dump());
-}
-
-std::vector<SequenceInput> ReferenceSequences(const std::string& name) {
-  PaddedBatch b = ReadReferenceInputs(ReferenceDir(name) + "/inputs.json");
-  std::vector<SequenceInput> out(b.batch);
-  for (int64_t r = 0; r < b.batch; ++r) {
-    for (int64_t t = 0; t < b.length; ++t) {
-      if (b.attention_mask[r * b.length + t]) out[r].input_ids.push_back(static_cast<int32_t>(b.input_ids[r * b.length + t]));
-    }
-  }
-  return out;
 }
 
 std::vector<SequenceOutput> RunOrDie(const std::string& dir, const std::vector<SequenceInput>& seqs) {

@@ -61,4 +61,21 @@ double MaxAbsDiffMasked(const NamedTensor& actual, const std::vector<float>& exp
   return worst;
 }
 
+std::vector<SequenceInput> ReferenceSequences(const std::string& name) {
+  PaddedBatch b = ReadReferenceInputs(ReferenceDir(name) + "/inputs.json");
+  std::vector<SequenceInput> out(b.batch);
+  for (int64_t r = 0; r < b.batch; ++r) {
+    for (int64_t t = 0; t < b.length; ++t) {
+      if (b.attention_mask[r * b.length + t]) out[r].input_ids.push_back(static_cast<int32_t>(b.input_ids[r * b.length + t]));
+    }
+  }
+  return out;
+}
+
+double Cosine(const std::vector<float>& a, const std::vector<float>& b) {
+  double ab = 0, aa = 0, bb = 0;
+  for (size_t i = 0; i < a.size(); ++i) ab += double(a[i]) * b[i], aa += double(a[i]) * a[i], bb += double(b[i]) * b[i];
+  return ab / std::sqrt(aa * bb);
+}
+
 }  // namespace relserve::testing

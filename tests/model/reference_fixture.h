@@ -21,6 +21,12 @@ EngineOptions TestEngineOptions();
 // inputs.json of a reference folder as a padded batch.
 PaddedBatch ReadReferenceInputs(const std::string& path);
 
+// The unpadded rows of the reference folder `name`'s inputs.json, as serving sequences.
+std::vector<SequenceInput> ReferenceSequences(const std::string& name);
+
+// The cosine of two vectors of one length, in double.
+double Cosine(const std::vector<float>& a, const std::vector<float>& b);
+
 // A float32 tensor of a safetensors file (expected.safetensors) as a vector.
 std::vector<float> FloatData(const TensorView& v);
 
