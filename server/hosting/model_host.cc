@@ -27,7 +27,8 @@ absl::Status NamingModel(const absl::Status& status, const std::string& name, co
 }
 
 // Whether bfloat16's projections run in relserve's AMX GEMM (then its batches run side by side on
-// the CPU; worker_count.h): every encoder Linear is packed for it (packed_linear.h).
+// the CPU; worker_count.h): every projection of the model's layers and heads is packed for it
+// (packed_linear.h, EncoderModel::HeadLinears).
 bool OwnBFloat16Projections(const EngineOptions& engine) {
   return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
 }

@@ -313,7 +313,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
       // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).
-      RETURN_IF_ERROR(PackLinearsBFloat16(engine->impl_->model->EncoderLinears()));
+      std::vector<Linear*> linears = engine->impl_->model->EncoderLinears();
+      for (Linear* head : engine->impl_->model->HeadLinears()) linears.push_back(head);
+      RETURN_IF_ERROR(PackLinearsBFloat16(linears));
       projections = "relserve-amx";
     } else if (engine->impl_->dtype == at::kFloat && device.is_cpu() && options.kernels.packed_float32_gemm &&
                PackedWeights::Supported()) {

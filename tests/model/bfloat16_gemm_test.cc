@@ -2,6 +2,7 @@
 // (kernels/amx_gemm.h, EngineKernels::packed_bfloat16_gemm) and through LibTorch's oneDNN linear:
 // both as close to float32 on every reference family, and the option really reaching the layers.
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ std::vector<SequenceOutput> RunOrDie(const std::string& dir, const EngineOptions
   auto engine = Engine::Load(dir, options);
   EXPECT_TRUE(engine.ok()) << engine.status();
   if (!engine.ok()) return {};
-  auto out = (*engine)->Run(seqs, kOutputPooled | kOutputTokenStates);
+  const uint32_t logits = (*engine)->info().labels.empty() ? 0u : static_cast<uint32_t>(kOutputLogits);
+  auto out = (*engine)->Run(seqs, kOutputPooled | kOutputTokenStates | logits);
   EXPECT_TRUE(out.ok()) << out.status();
   return out.ok() ? std::move(*out) : std::vector<SequenceOutput>{};
 }
@@ -49,6 +51,11 @@ TEST(BFloat16GemmTest, EveryFamilyStaysCloseToFloat32EitherWay) {
       for (size_t i = 0; i < seqs.size(); ++i) {
         EXPECT_GT(Cosine(want[i].pooled, got[i].pooled), 0.99) << (packed ? "packed " : "oneDNN ") << i;
         EXPECT_GT(Cosine(want[i].token_states, got[i].token_states), 0.99) << (packed ? "packed " : "oneDNN ") << i;
+        // The classifier heads (packed too, HeadLinears) land where float32's do.
+        ASSERT_EQ(got[i].logits.size(), want[i].logits.size());
+        for (size_t l = 0; l < want[i].logits.size(); ++l) {
+          EXPECT_NEAR(got[i].logits[l], want[i].logits[l], 0.05 + 0.02 * std::abs(want[i].logits[l])) << i;
+        }
       }
     }
   }

@@ -54,6 +54,10 @@ class EncoderModel {
   // --dtype int8 quantizes after load (int8_linear.h). Embeddings, layer norms, relative-position
   // tables and projections, pooling and task heads are not among them and stay in float.
   virtual std::vector<Linear*> EncoderLinears() = 0;
+  // The projections beside the layers: an embedding projection, a pooler, a classifier (undefined
+  // ones included). bfloat16 on relserve's AMX GEMM packs them with the layers' (packed_linear.h),
+  // so that no projection of the model runs in LibTorch's oneDNN linear; int8 leaves them in float.
+  virtual std::vector<Linear*> HeadLinears() { return {}; }
 };
 
 }  // namespace relserve

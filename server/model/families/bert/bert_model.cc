@@ -165,7 +165,7 @@ at::Tensor BertModel::Embed(const EncoderInputs& in) const {
     }
   }
   x = embedding_norm_(x);
-  if (embeddings_project_.weight.defined()) x = embeddings_project_(x);
+  if (embeddings_project_.defined()) x = embeddings_project_(x);
   return x;
 }
 
@@ -208,7 +208,7 @@ EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_state
       in, Embed(in), layers_.size(), all_hidden_states, [&](const EncoderPass& p, size_t i, const at::Tensor& x) {
         return LayerForward(layers_[i], x, p, index.get());
       });
-  if (head_out_.weight.defined()) {
+  if (head_out_.defined()) {
     at::Tensor first = out.last_hidden_state.select(1, 0);
     out.logits = head_out_(ApplyActivation(head_act_, head_dense_(first)));
   }

@@ -40,6 +40,7 @@ class BertModel : public EncoderModel {
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
   std::vector<Linear*> EncoderLinears() override;
+  std::vector<Linear*> HeadLinears() override { return {&embeddings_project_, &head_dense_, &head_out_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }
 
  private:

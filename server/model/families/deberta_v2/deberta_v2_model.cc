@@ -224,7 +224,7 @@ at::Tensor DebertaV2Model::Embed(const EncoderInputs& in) const {
     at::Tensor types = in.token_type_ids.defined() ? in.token_type_ids : at::zeros_like(in.input_ids);
     x = x + at::embedding(token_type_embeddings_, types);
   }
-  if (embed_proj_.weight.defined()) x = embed_proj_(x);
+  if (embed_proj_.defined()) x = embed_proj_(x);
   x = embedding_norm_(x);
   if (in.has_padding) x = x * in.attention_mask.unsqueeze(2).to(x.scalar_type());
   return x;
@@ -286,7 +286,7 @@ EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_
         if (i == 0 && conv_) y = p.ToRows(ConvForward(embeddings, p.ToBatch(y), in.attention_mask));
         return y;
       });
-  if (classifier_.weight.defined()) {
+  if (classifier_.defined()) {
     at::Tensor pooled = ApplyActivation(pooler_act_, pooler_(out.last_hidden_state.select(1, 0)));
     out.logits = classifier_(pooled);
   }

@@ -37,6 +37,7 @@ class DebertaV2Model : public EncoderModel {
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
   std::vector<Linear*> EncoderLinears() override;
+  std::vector<Linear*> HeadLinears() override { return {&embed_proj_, &pooler_, &classifier_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }
 
  private:

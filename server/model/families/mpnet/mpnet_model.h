@@ -51,6 +51,7 @@ class MpnetModel : public EncoderModel {
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
   std::vector<Linear*> EncoderLinears() override;
+  std::vector<Linear*> HeadLinears() override { return {&classifier_dense_, &classifier_out_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }
 
  private:

@@ -212,7 +212,7 @@ at::Tensor XlnetModel::Summary(const at::Tensor& h, const EncoderInputs& in) con
       out = h.gather(1, position.view({B, 1, 1}).expand({B, 1, H})).squeeze(1);
     }
   }
-  if (summary_.weight.defined()) out = summary_(out);
+  if (summary_.defined()) out = summary_(out);
   if (summary_act_) out = ApplyActivation(summary_activation_, out);
   return logits_proj_(out);
 }

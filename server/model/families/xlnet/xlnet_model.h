@@ -53,6 +53,7 @@ class XlnetModel : public EncoderModel {
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
   std::vector<Linear*> EncoderLinears() override;
+  std::vector<Linear*> HeadLinears() override { return {&summary_, &logits_proj_}; }
 
  private:
   struct Layer {
