@@ -125,17 +125,9 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", int8_attention.status().message()));
   }
   options.int8_attention = *int8_attention;
-  const std::string gemm = args.String("float32-gemm");
-  if (gemm != "auto" && gemm != "blas") {
-    return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", gemm, "\" is not auto or blas"));
-  }
-  options.kernels.packed_float32_gemm = gemm == "auto";
-  const std::string bfloat16_gemm = args.String("bfloat16-gemm");
-  if (bfloat16_gemm != "auto" && bfloat16_gemm != "onednn") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--bfloat16-gemm: \"", bfloat16_gemm, "\" is not auto or onednn"));
-  }
-  options.kernels.packed_bfloat16_gemm = bfloat16_gemm == "auto";
+  // The flag table allows only these values (CliString's choices).
+  options.kernels.packed_float32_gemm = args.String("float32-gemm") == "auto";
+  options.kernels.packed_bfloat16_gemm = args.String("bfloat16-gemm") == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

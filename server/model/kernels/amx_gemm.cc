@@ -102,71 +102,46 @@ inline void CopyTail(const uint16_t* a, int64_t lda, int64_t rows, int64_t k0, i
   for (int64_t i = 0; i < rows; ++i) std::memcpy(tail + i * kKs, a + i * lda + k0, (k - k0) * sizeof(uint16_t));
 }
 
-// One block of 32 rows (a, lda apart; all 32 readable) times one panel, over the whole of k, into
-// the float32 block (32 x 32, rows 128 bytes apart). The tile configuration is loaded.
-RELSERVE_AMX_FN void Block32(const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t k, float* block) {
-  _tile_zero(0);
-  _tile_zero(1);
-  _tile_zero(2);
-  _tile_zero(3);
-  const int64_t stride = lda * 2;
-  const int64_t full = k / kKs * kKs;
-  for (int64_t kk = 0; kk < full; kk += kKs) {
-    const uint16_t* b = panel + (kk / kKs) * 2 * kTileElements;
-    _tile_loadd(4, a + kk, stride);
-    _tile_loadd(5, a + 16 * lda + kk, stride);
-    _tile_loadd(6, b, 64);
-    _tile_loadd(7, b + kTileElements, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
+// One step of 32 along k: ROWS/16 A tiles (rows `stride` bytes apart) times the panel's two B tiles
+// (b), into the ROWS/16 x 2 float32 accumulator tiles.
+template <int ROWS>
+RELSERVE_AMX_FN inline void Step(const uint16_t* a, int64_t stride, const uint16_t* b) {
+  _tile_loadd(4, a, stride);
+  if constexpr (ROWS == 32) _tile_loadd(5, a + 16 * (stride / 2), stride);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b + kTileElements, 64);
+  _tile_dpbf16ps(0, 4, 6);
+  _tile_dpbf16ps(1, 4, 7);
+  if constexpr (ROWS == 32) {
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  if (full < k) {
-    alignas(64) uint16_t tail[kMr * kKs];
-    CopyTail(a, lda, kMr, full, k, tail);
-    const uint16_t* b = panel + (full / kKs) * 2 * kTileElements;
-    _tile_loadd(4, tail, kKs * 2);
-    _tile_loadd(5, tail + 16 * kKs, kKs * 2);
-    _tile_loadd(6, b, 64);
-    _tile_loadd(7, b + kTileElements, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
-  }
-  _tile_stored(0, block, kNr * 4);
-  _tile_stored(1, block + 16, kNr * 4);
-  _tile_stored(2, block + 16 * kNr, kNr * 4);
-  _tile_stored(3, block + 16 * kNr + 16, kNr * 4);
 }
 
-// The same for a block of at most 16 rows (all 16 readable): half the products.
-RELSERVE_AMX_FN void Block16(const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t k, float* block) {
+// One block of ROWS (16 or 32) rows (a, lda apart; all ROWS readable) times one panel, over the
+// whole of k, into the float32 block (32 x 32, rows 128 bytes apart). The tile configuration is
+// loaded. The last k % 32 columns are copied out first (CopyTail).
+template <int ROWS>
+RELSERVE_AMX_FN void Block(const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t k, float* block) {
   _tile_zero(0);
   _tile_zero(1);
-  const int64_t stride = lda * 2;
-  const int64_t full = k / kKs * kKs;
-  for (int64_t kk = 0; kk < full; kk += kKs) {
-    const uint16_t* b = panel + (kk / kKs) * 2 * kTileElements;
-    _tile_loadd(4, a + kk, stride);
-    _tile_loadd(6, b, 64);
-    _tile_loadd(7, b + kTileElements, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
+  if constexpr (ROWS == 32) {
+    _tile_zero(2);
+    _tile_zero(3);
   }
+  const int64_t full = k / kKs * kKs;
+  for (int64_t kk = 0; kk < full; kk += kKs) Step<ROWS>(a + kk, lda * 2, panel + (kk / kKs) * 2 * kTileElements);
   if (full < k) {
     alignas(64) uint16_t tail[kMr * kKs];
-    CopyTail(a, lda, 16, full, k, tail);
-    const uint16_t* b = panel + (full / kKs) * 2 * kTileElements;
-    _tile_loadd(4, tail, kKs * 2);
-    _tile_loadd(6, b, 64);
-    _tile_loadd(7, b + kTileElements, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    _tile_dpbf16ps(1, 4, 7);
+    CopyTail(a, lda, ROWS, full, k, tail);
+    Step<ROWS>(tail, kKs * 2, panel + (full / kKs) * 2 * kTileElements);
   }
   _tile_stored(0, block, kNr * 4);
   _tile_stored(1, block + 16, kNr * 4);
+  if constexpr (ROWS == 32) {
+    _tile_stored(2, block + 16 * kNr, kNr * 4);
+    _tile_stored(3, block + 16 * kNr + 16, kNr * 4);
+  }
 }
 
 // Rows [r0, r1) of c for panel p. Rows of a short last block are copied into the thread's own
@@ -192,9 +167,9 @@ RELSERVE_AMX_FN void Task(const uint16_t* a, int64_t m, int64_t lda, const Packe
       rows_lda = k;
     }
     if (need == 16) {
-      Block16(rows_a, rows_lda, panel, k, block);
+      Block<16>(rows_a, rows_lda, panel, k, block);
     } else {
-      Block32(rows_a, rows_lda, panel, k, block);
+      Block<kMr>(rows_a, rows_lda, panel, k, block);
     }
     StoreBlock(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
   }
