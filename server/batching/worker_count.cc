@@ -15,14 +15,14 @@ constexpr const char* kOneBatchReason =
 
 }  // namespace
 
-bool OneBatchAtATimeOnCpu(DType dtype, bool own_bfloat16_projections) {
-  return (dtype == DType::kBFloat16 && !own_bfloat16_projections) || dtype == DType::kFloat16;
+bool OneBatchAtATimeOnCpu(DType dtype, bool own_projections) {
+  return (dtype == DType::kBFloat16 && !own_projections) || dtype == DType::kFloat16;
 }
 
 absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, int workers_per_device,
-                                          int threads_per_worker, DType dtype, bool own_bfloat16_projections) {
+                                          int threads_per_worker, DType dtype, bool own_projections) {
   if (device == "cpu") {
-    return ResolveCpuWorkers(cpus, workers_per_device, threads_per_worker, dtype, own_bfloat16_projections);
+    return ResolveCpuWorkers(cpus, workers_per_device, threads_per_worker, dtype, own_projections);
   }
   // A GPU: the workers queue batches on their own streams, so that one prepares and copies
   // while another computes; their host threads only run the small operations left on the CPU.
@@ -34,24 +34,24 @@ absl::StatusOr<CpuWorkers> ResolveWorkers(int cpus, const std::string& device, i
 
 absl::StatusOr<CpuWorkers> ResolveWorkersPerCopy(int cpus, const std::vector<std::string>& devices,
                                                  int workers_per_device, int threads_per_worker, DType dtype,
-                                                 bool own_bfloat16_projections) {
+                                                 bool own_projections) {
   if (devices.empty()) return absl::InvalidArgumentError("--device: no device");
   const int copies = static_cast<int>(devices.size());
-  if (copies > 1 && devices.front() == "cpu" && OneBatchAtATimeOnCpu(dtype, own_bfloat16_projections)) {
+  if (copies > 1 && devices.front() == "cpu" && OneBatchAtATimeOnCpu(dtype, own_projections)) {
     return absl::InvalidArgumentError(absl::StrCat("--device ", absl::StrJoin(devices, ","), " with --dtype ",
                                                    DTypeName(dtype), ": on the CPU, ", DTypeName(dtype),
                                                    " runs one batch at a time (", kOneBatchReason,
                                                    "); list the CPU once"));
   }
   return ResolveWorkers(std::max(1, cpus / copies), devices.front(), workers_per_device, threads_per_worker, dtype,
-                        own_bfloat16_projections);
+                        own_projections);
 }
 
 absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, int threads_per_worker,
-                                             DType dtype, bool own_bfloat16_projections) {
+                                             DType dtype, bool own_projections) {
   cpus = std::max(1, cpus);
   CpuWorkers r;
-  if (OneBatchAtATimeOnCpu(dtype, own_bfloat16_projections)) {
+  if (OneBatchAtATimeOnCpu(dtype, own_projections)) {
     if (workers_per_device > 1) {
       return absl::InvalidArgumentError(absl::StrCat("--workers-per-device ", workers_per_device, " with --dtype ",
                                                      DTypeName(dtype), ": on the CPU, ", DTypeName(dtype),
@@ -61,7 +61,7 @@ absl::StatusOr<CpuWorkers> ResolveCpuWorkers(int cpus, int workers_per_device, i
     r.threads = threads_per_worker > 0 ? threads_per_worker : cpus;
     return r;
   }
-  if (dtype == DType::kInt8 && workers_per_device == 0 && threads_per_worker == 0) {
+  if (dtype == DType::kInt8 && !own_projections && workers_per_device == 0 && threads_per_worker == 0) {
     r.threads = cpus;
     return r;
   }

@@ -26,11 +26,19 @@ absl::Status NamingModel(const absl::Status& status, const std::string& name, co
                       absl::StrCat("model ", name, device.empty() ? "" : " on " + device, ": ", status.message()));
 }
 
-// Whether bfloat16's projections run in relserve's AMX GEMM (then its batches run side by side on
-// the CPU; worker_count.h): every projection of the model's layers and heads is packed for it
-// (packed_linear.h, EncoderModel::HeadLinears).
-bool OwnBFloat16Projections(const EngineOptions& engine) {
-  return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
+// Whether the dtype's projections run in relserve's own kernels on the CPU (then its batches run side
+// by side; worker_count.h): bfloat16's AMX GEMM, which every projection of the model's layers and
+// heads is packed for (packed_linear.h, EncoderModel::HeadLinears), or int8's AMX GEMM
+// (int8_linear.h).
+bool OwnProjections(const EngineOptions& engine) {
+  switch (engine.dtype) {
+    case DType::kBFloat16:
+      return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
+    case DType::kInt8:
+      return engine.kernels.amx_int8_gemm && PackedInt8Weights::Supported();
+    default:
+      return false;
+  }
 }
 
 std::string Elapsed(absl::Duration d) { return absl::FormatDuration(absl::Trunc(d, absl::Milliseconds(1))); }
@@ -80,7 +88,7 @@ absl::StatusOr<std::unique_ptr<ModelHost>> ModelHost::Create(HostOptions options
   ASSIGN_OR_RETURN(const CpuWorkers plan,
                    ResolveWorkersPerCopy(cpus, options.devices, options.workers_per_device,
                                          options.threads_per_worker, options.engine.dtype,
-                                         OwnBFloat16Projections(options.engine)));
+                                         OwnProjections(options.engine)));
   const int copies = static_cast<int>(options.devices.size());
   if (options.log) {
     LogInfo(absl::StrCat(options.cpus > 0 ? absl::StrCat(cpus, " CPUs") : cpu.Describe(), ": ", plan.workers,

@@ -212,6 +212,19 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return std::string(c.packed_bfloat16_gemm ? "auto" : "onednn"); }),
+      CustomFlag<C>("int8-gemm", "auto|onednn",
+       "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "
+       "int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized with its own scale, so a "
+       "sequence's answer does not depend on its batch); onednn: LibTorch's oneDNN quantized linear (one scale "
+       "per batch)",
+       [](const std::string& v, ServerConfig* c) {
+         if (v != "auto" && v != "onednn") {
+           return absl::InvalidArgumentError(absl::StrCat("--int8-gemm: \"", v, "\" is not auto or onednn"));
+         }
+         c->amx_int8_gemm = v == "auto";
+         return absl::OkStatus();
+       },
+       [](const ServerConfig& c) { return std::string(c.amx_int8_gemm ? "auto" : "onednn"); }),
       BoolFlag("log-shape-times",
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",

@@ -58,6 +58,9 @@ struct ServerConfig {
   // --bfloat16-gemm: bfloat16 on the CPU packs the encoder's weights for relserve's AMX GEMM where
   // the CPU has AMX-BF16 (EngineKernels::packed_bfloat16_gemm); false: LibTorch's oneDNN linear.
   bool packed_bfloat16_gemm = true;
+  // --int8-gemm: int8 on the CPU quantizes the encoder's weights for relserve's AMX int8 GEMM where
+  // the CPU has AMX-INT8 (EngineKernels::amx_int8_gemm); false: LibTorch's oneDNN quantized linear.
+  bool amx_int8_gemm = true;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;
   // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.

@@ -15,6 +15,7 @@ absl::StatusOr<HostOptions> HostOptionsFromFlags(const ServerConfig& config) {
   options.engine.int8_attention = config.int8_attention;
   options.engine.kernels.packed_float32_gemm = config.packed_float32_gemm;
   options.engine.kernels.packed_bfloat16_gemm = config.packed_bfloat16_gemm;
+  options.engine.kernels.amx_int8_gemm = config.amx_int8_gemm;
   options.engine.log_shape_times = config.log_shape_times;
   options.engine.batch_rounding =
       config.gpu_batch_sizes == "exact" ? BatchRounding::kExact : BatchRounding::kOnDevice;

@@ -82,6 +82,12 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "onednn: LibTorch's linear (oneDNN) always",
                             "auto", {"auto", "onednn"})
                       .In(kModelOptions));
+  flags.push_back(CliString("int8-gemm", "auto|onednn",
+                            "int8 on the CPU: auto quantizes and packs the encoder's weights once at load for "
+                            "relserve's int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized "
+                            "with its own scale); onednn: LibTorch's oneDNN quantized linear always",
+                            "auto", {"auto", "onednn"})
+                      .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -128,6 +134,7 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   // The flag table allows only these values (CliString's choices).
   options.kernels.packed_float32_gemm = args.String("float32-gemm") == "auto";
   options.kernels.packed_bfloat16_gemm = args.String("bfloat16-gemm") == "auto";
+  options.kernels.amx_int8_gemm = args.String("int8-gemm") == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

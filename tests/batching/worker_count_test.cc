@@ -83,7 +83,7 @@ TEST(WorkerCountTest, HalfPrecisionRunsOneWorker) {
 // workers side by side, as many as asked for, and CPU copies; float16 keeps one worker.
 TEST(WorkerCountTest, BFloat16OnItsOwnKernelsRunsSideBySide) {
   for (int cpus : {1, 2, 8}) {
-    auto own = ResolveCpuWorkers(cpus, 0, 0, DType::kBFloat16, /*own_bfloat16_projections=*/true);
+    auto own = ResolveCpuWorkers(cpus, 0, 0, DType::kBFloat16, /*own_projections=*/true);
     auto f32 = ResolveCpuWorkers(cpus, 0, 0, DType::kFloat32);
     ASSERT_TRUE(own.ok() && f32.ok());
     EXPECT_EQ(own->workers, f32->workers) << cpus;
@@ -101,6 +101,23 @@ TEST(WorkerCountTest, BFloat16OnItsOwnKernelsRunsSideBySide) {
   EXPECT_TRUE(OneBatchAtATimeOnCpu(DType::kBFloat16, false));
   EXPECT_FALSE(OneBatchAtATimeOnCpu(DType::kBFloat16, true));
   EXPECT_TRUE(OneBatchAtATimeOnCpu(DType::kFloat16, true));
+}
+
+// int8 whose projections run in relserve's AMX int8 GEMM takes float32's rules too (automatic:
+// single-thread workers side by side); through oneDNN it keeps one worker over every CPU.
+TEST(WorkerCountTest, Int8OnItsOwnKernelsRunsSideBySide) {
+  for (int cpus : {1, 2, 8}) {
+    auto own = ResolveCpuWorkers(cpus, 0, 0, DType::kInt8, /*own_projections=*/true);
+    auto f32 = ResolveCpuWorkers(cpus, 0, 0, DType::kFloat32);
+    auto onednn = ResolveCpuWorkers(cpus, 0, 0, DType::kInt8, false);
+    ASSERT_TRUE(own.ok() && f32.ok() && onednn.ok());
+    EXPECT_EQ(own->workers, f32->workers) << cpus;
+    EXPECT_EQ(own->threads, f32->threads) << cpus;
+    EXPECT_EQ(onednn->workers, 1) << cpus;
+    EXPECT_EQ(onednn->threads, cpus) << cpus;
+  }
+  EXPECT_FALSE(OneBatchAtATimeOnCpu(DType::kInt8, true));
+  EXPECT_FALSE(OneBatchAtATimeOnCpu(DType::kInt8, false));
 }
 
 // A GPU: --workers-per-device or two workers, sharing the CPUs' threads; no dtype rule there.

@@ -119,6 +119,30 @@ TEST(ModelHostTest, BFloat16WorkersFollowWhatRunsItsProjections) {
   EXPECT_EQ(ModelHost::Create(options, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// int8 likewise: side by side where its projections run in relserve's AMX int8 GEMM, one worker
+// over both CPUs through oneDNN's.
+TEST(ModelHostTest, Int8WorkersFollowWhatRunsItsProjections) {
+  HostOptions options = QuietOptions();
+  options.engine.dtype = DType::kInt8;
+  auto own = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(own.ok()) << own.status();
+  if (PackedInt8Weights::Supported()) {
+    EXPECT_EQ((*own)->workers().workers, 2);
+    EXPECT_EQ((*own)->workers().threads, 1);
+    ASSERT_TRUE((*own)->Add({"m", kModel}).ok());
+    EXPECT_EQ((*own)->backends("m")[0]->info().projections, "relserve-amx-int8");
+  } else {
+    EXPECT_EQ((*own)->workers().workers, 1);
+  }
+  options.engine.kernels.amx_int8_gemm = false;
+  auto onednn = ModelHost::Create(options, nullptr);
+  ASSERT_TRUE(onednn.ok()) << onednn.status();
+  EXPECT_EQ((*onednn)->workers().workers, 1);
+  EXPECT_EQ((*onednn)->workers().threads, 2);
+  ASSERT_TRUE((*onednn)->Add({"m", kModel}).ok());
+  EXPECT_EQ((*onednn)->backends("m")[0]->info().projections, "onednn-int8");
+}
+
 // The batcher the host starts runs the model: a sequence submitted comes back with its embedding.
 TEST(ModelHostTest, ItsBatcherRunsTheModel) {
   HostOptions options = QuietOptions();

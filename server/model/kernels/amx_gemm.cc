@@ -1,9 +1,11 @@
 #include "server/model/kernels/amx_gemm.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -14,7 +16,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #define RELSERVE_AMX_GEMM 1
-#define RELSERVE_AMX_FN __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512vl,avx512bf16")))
+#define RELSERVE_AMX_FN \
+  __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
 #else
 #define RELSERVE_AMX_GEMM 0
 #endif
@@ -23,36 +26,58 @@ namespace relserve {
 namespace {
 
 constexpr int64_t kNr = PackedBFloat16Weights::kPanelWidth;  // output features per panel: two B tiles
-constexpr int64_t kKs = PackedBFloat16Weights::kDepthStep;   // k per tile product (16 pairs)
-constexpr int64_t kTileElements = 16 * kKs;                  // bfloat16 values in one B tile (1 KiB)
 constexpr int64_t kMr = 32;                                  // rows per block: two A tiles
 constexpr int64_t kMc = 256;                                 // rows per task: a's slice stays in L2
+constexpr int64_t kTileBytes = 1024;                         // one B tile: 16 rows of 64 bytes
+static_assert(PackedInt8Weights::kPanelWidth == kNr, "one panel width for both types");
+
+// The two products the tiles run: bfloat16 pairs summed in float32, and uint8 x int8 quads in int32.
+// A step along k is one A tile row: 64 bytes.
+struct BFloat16Product {
+  using A = uint16_t;
+  using Sum = float;
+  static constexpr int64_t kStep = PackedBFloat16Weights::kDepthStep;
+};
+struct Int8Product {
+  using A = uint8_t;
+  using Sum = int32_t;
+  static constexpr int64_t kStep = PackedInt8Weights::kDepthStep;
+};
+static_assert(BFloat16Product::kStep * sizeof(uint16_t) == 64 && Int8Product::kStep == 64, "one A tile row");
 
 #if RELSERVE_AMX_GEMM
 
-bool CpuHasAmxBFloat16() {
+// CPUID leaf 7: whether AMX-TILE, AVX-512 F/BW/VL and the product's own instructions are there.
+bool CpuHasAmx(bool bfloat16) {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__get_cpuid_max(0, nullptr) < 7) return false;
   __cpuid_count(7, 0, eax, ebx, ecx, edx);
-  const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1, avx512f = (ebx >> 16) & 1,
-             avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1;
+  const bool amx_bf16 = (edx >> 22) & 1, amx_tile = (edx >> 24) & 1, amx_int8 = (edx >> 25) & 1,
+             avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1;
+  if (!(amx_tile && avx512f && avx512bw && avx512vl)) return false;
+  if (!bfloat16) return amx_int8;
   __cpuid_count(7, 1, eax, ebx, ecx, edx);
   const bool avx512_bf16 = (eax >> 5) & 1;
-  return amx_bf16 && amx_tile && avx512f && avx512bw && avx512vl && avx512_bf16;
+  return amx_bf16 && avx512_bf16;
 }
 
 // Linux keeps the tile data out of a process's state until it asks (arch_prctl); the answer
 // holds for every thread of the process.
 bool TileDataPermitted() {
-  constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  uint64_t features = 0;
-  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 && (features >> kXfeatureXtiledata) & 1) return true;
-  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
-  return syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 && (features >> kXfeatureXtiledata) & 1;
+  static const bool permitted = [] {
+    constexpr int kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    uint64_t features = 0;
+    if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 && (features >> kXfeatureXtiledata) & 1) {
+      return true;
+    }
+    if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+    return syscall(SYS_arch_prctl, kArchGetXcompPerm, &features) == 0 && (features >> kXfeatureXtiledata) & 1;
+  }();
+  return permitted;
 }
 
-// Palette 1: tiles 0-3 the float32 results of a 32 x 32 block (16 x 16 each), 4-5 two A tiles (16 rows
-// of 32 bfloat16), 6-7 two B tiles (16 rows of 16 pairs).
+// Palette 1: tiles 0-3 the 32-bit sums of a 32 x 32 block (16 x 16 each), 4-5 two A tiles (16 rows
+// of 64 bytes), 6-7 two B tiles (16 rows of 64 bytes). Both products take the same shapes.
 struct alignas(64) TileConfig {
   uint8_t palette_id = 1;
   uint8_t start_row = 0;
@@ -67,8 +92,12 @@ RELSERVE_AMX_FN void LoadTileConfig() {
     config.colsb[t] = 64;
     config.rows[t] = 16;
   }
-  _tile_loadconfig(&config);
+  // Not GCC 12's _tile_loadconfig: its asm names only the first 8 bytes of the configuration as
+  // read, so the compiler may drop the stores of the rest (it did, once the loop was inlined here).
+  __asm__ volatile("ldtilecfg %0" : : "m"(config));
 }
+
+RELSERVE_AMX_FN void ReleaseTiles() { _tile_release(); }
 
 // bfloat16 bits -> float32.
 RELSERVE_AMX_FN inline __m512 LoadBFloat16(const uint16_t* p, __mmask16 mask) {
@@ -78,12 +107,18 @@ RELSERVE_AMX_FN inline __m512 LoadBFloat16(const uint16_t* p, __mmask16 mask) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, wide, 16));
 }
 
-// Rows [0, rows) of the block's float32 results (32 x 32, rows 128 bytes apart), plus the bias,
+// The masks of a block's two 16-column halves when `cols` of its 32 columns are written.
+inline void HalfMasks(int64_t cols, __mmask16* m0, __mmask16* m1) {
+  *m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
+  *m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+}
+
+// Rows [0, rows) of the block's float32 sums (32 x 32, rows 128 bytes apart), plus the bias,
 // rounded to bfloat16 into c; `cols` of the 32 are written.
-RELSERVE_AMX_FN void StoreBlock(const float* block, int64_t rows, int64_t cols, const uint16_t* bias, uint16_t* c,
-                                int64_t ldc) {
-  const __mmask16 m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
-  const __mmask16 m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
+RELSERVE_AMX_FN void StoreBFloat16Block(const float* block, int64_t rows, int64_t cols, const uint16_t* bias,
+                                        uint16_t* c, int64_t ldc) {
+  __mmask16 m0, m1;
+  HalfMasks(cols, &m0, &m1);
   const __mmask32 m = static_cast<__mmask32>(m0) | (static_cast<__mmask32>(m1) << 16);
   const __m512 b0 = bias != nullptr ? LoadBFloat16(bias, m0) : _mm512_setzero_ps();
   const __m512 b1 = bias != nullptr ? LoadBFloat16(bias + 16, m1) : _mm512_setzero_ps();
@@ -95,46 +130,91 @@ RELSERVE_AMX_FN void StoreBlock(const float* block, int64_t rows, int64_t cols, 
   }
 }
 
-// The last columns of `rows` rows of a (k % kKs of them, from column k0), zero-padded to kKs, into
-// tail (rows kKs values apart), so that the tiles never read past a row's end.
-inline void CopyTail(const uint16_t* a, int64_t lda, int64_t rows, int64_t k0, int64_t k, uint16_t* tail) {
-  std::memset(tail, 0, sizeof(uint16_t) * kMr * kKs);
-  for (int64_t i = 0; i < rows; ++i) std::memcpy(tail + i * kKs, a + i * lda + k0, (k - k0) * sizeof(uint16_t));
-}
+// The rows' quantization: row i's uint8 values stand for scale[i] * (q - zero[i]).
+struct RowQuantization {
+  const float* scale;
+  const int32_t* zero;
+};
 
-// One step of 32 along k: ROWS/16 A tiles (rows `stride` bytes apart) times the panel's two B tiles
-// (b), into the ROWS/16 x 2 float32 accumulator tiles.
-template <int ROWS>
-RELSERVE_AMX_FN inline void Step(const uint16_t* a, int64_t stride, const uint16_t* b) {
-  _tile_loadd(4, a, stride);
-  if constexpr (ROWS == 32) _tile_loadd(5, a + 16 * (stride / 2), stride);
-  _tile_loadd(6, b, 64);
-  _tile_loadd(7, b + kTileElements, 64);
-  _tile_dpbf16ps(0, 4, 6);
-  _tile_dpbf16ps(1, 4, 7);
-  if constexpr (ROWS == 32) {
-    _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+// Rows [0, rows) of the block's int32 sums (32 x 32, rows 128 bytes apart), rescaled to float32
+// (the rows' scales and zero points `q`, the panel's feature scales and sums from n0), plus the
+// bias (float32, from n0), into c; `cols` of the 32 are written.
+RELSERVE_AMX_FN void StoreInt8Block(const int32_t* block, int64_t rows, int64_t cols, RowQuantization q,
+                                    const PackedInt8Weights& w, int64_t n0, const float* bias, float* c,
+                                    int64_t ldc) {
+  __mmask16 m0, m1;
+  HalfMasks(cols, &m0, &m1);
+  const __m512 ws0 = _mm512_loadu_ps(w.scales() + n0), ws1 = _mm512_loadu_ps(w.scales() + n0 + 16);
+  const __m512i sum0 = _mm512_loadu_si512(w.sums() + n0), sum1 = _mm512_loadu_si512(w.sums() + n0 + 16);
+  const __m512 b0 = bias != nullptr ? _mm512_maskz_loadu_ps(m0, bias + n0) : _mm512_setzero_ps();
+  const __m512 b1 = bias != nullptr ? _mm512_maskz_loadu_ps(m1, bias + n0 + 16) : _mm512_setzero_ps();
+  for (int64_t i = 0; i < rows; ++i) {
+    const __m512i zero = _mm512_set1_epi32(q.zero[i]);
+    const __m512 scale = _mm512_set1_ps(q.scale[i]);
+    const __m512i lo = _mm512_sub_epi32(_mm512_loadu_si512(block + i * kNr), _mm512_mullo_epi32(zero, sum0));
+    const __m512i hi = _mm512_sub_epi32(_mm512_loadu_si512(block + i * kNr + 16), _mm512_mullo_epi32(zero, sum1));
+    const __m512 flo = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, lo), _mm512_mul_ps(scale, ws0), b0);
+    const __m512 fhi = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, hi), _mm512_mul_ps(scale, ws1), b1);
+    _mm512_mask_storeu_ps(c + i * ldc, m0, flo);
+    _mm512_mask_storeu_ps(c + i * ldc + 16, m1, fhi);
   }
 }
 
-// One block of ROWS (16 or 32) rows (a, lda apart; all ROWS readable) times one panel, over the
-// whole of k, into the float32 block (32 x 32, rows 128 bytes apart). The tile configuration is
-// loaded. The last k % 32 columns are copied out first (CopyTail).
-template <int ROWS>
-RELSERVE_AMX_FN void Block(const uint16_t* a, int64_t lda, const uint16_t* panel, int64_t k, float* block) {
+// The last columns of `rows` rows of a (k % kStep of them, from column k0), zero-padded to kStep,
+// into tail (rows kStep values apart), so that the tiles never read past a row's end.
+template <typename P>
+inline void CopyTail(const typename P::A* a, int64_t lda, int64_t rows, int64_t k0, int64_t k, typename P::A* tail) {
+  std::memset(tail, 0, sizeof(typename P::A) * kMr * P::kStep);
+  for (int64_t i = 0; i < rows; ++i) {
+    std::memcpy(tail + i * P::kStep, a + i * lda + k0, (k - k0) * sizeof(typename P::A));
+  }
+}
+
+// One step along k: ROWS/16 A tiles (rows `stride` bytes apart) times the panel's two B tiles (b),
+// into the ROWS/16 x 2 accumulator tiles.
+template <typename P, int ROWS>
+RELSERVE_AMX_FN inline void Step(const void* a, int64_t stride, const int8_t* b) {
+  _tile_loadd(4, a, stride);
+  if constexpr (ROWS == 32) _tile_loadd(5, static_cast<const char*>(a) + 16 * stride, stride);
+  _tile_loadd(6, b, 64);
+  _tile_loadd(7, b + kTileBytes, 64);
+  if constexpr (std::is_same_v<P, Int8Product>) {
+    _tile_dpbusd(0, 4, 6);
+    _tile_dpbusd(1, 4, 7);
+    if constexpr (ROWS == 32) {
+      _tile_dpbusd(2, 5, 6);
+      _tile_dpbusd(3, 5, 7);
+    }
+  } else {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    if constexpr (ROWS == 32) {
+      _tile_dpbf16ps(2, 5, 6);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+}
+
+// One block of ROWS (16 or 32) rows (a, lda values apart; all ROWS readable) times one panel (its
+// bytes), over the whole of k, into the block of sums (32 x 32, rows 128 bytes apart). The tile
+// configuration is loaded. The last k % kStep columns are copied out first (CopyTail).
+template <typename P, int ROWS>
+RELSERVE_AMX_FN void Block(const typename P::A* a, int64_t lda, const int8_t* panel, int64_t k,
+                           typename P::Sum* block) {
+  using A = typename P::A;
   _tile_zero(0);
   _tile_zero(1);
   if constexpr (ROWS == 32) {
     _tile_zero(2);
     _tile_zero(3);
   }
-  const int64_t full = k / kKs * kKs;
-  for (int64_t kk = 0; kk < full; kk += kKs) Step<ROWS>(a + kk, lda * 2, panel + (kk / kKs) * 2 * kTileElements);
+  const int64_t full = k / P::kStep * P::kStep;
+  const int64_t stride = lda * static_cast<int64_t>(sizeof(A));
+  for (int64_t kk = 0; kk < full; kk += P::kStep) Step<P, ROWS>(a + kk, stride, panel + (kk / P::kStep) * 2 * kTileBytes);
   if (full < k) {
-    alignas(64) uint16_t tail[kMr * kKs];
-    CopyTail(a, lda, ROWS, full, k, tail);
-    Step<ROWS>(tail, kKs * 2, panel + (full / kKs) * 2 * kTileElements);
+    alignas(64) A tail[kMr * P::kStep];
+    CopyTail<P>(a, lda, ROWS, full, k, tail);
+    Step<P, ROWS>(tail, 64, panel + (full / P::kStep) * 2 * kTileBytes);
   }
   _tile_stored(0, block, kNr * 4);
   _tile_stored(1, block + 16, kNr * 4);
@@ -144,66 +224,105 @@ RELSERVE_AMX_FN void Block(const uint16_t* a, int64_t lda, const uint16_t* panel
   }
 }
 
-// Rows [r0, r1) of c for panel p. Rows of a short last block are copied into the thread's own
+// Rows [r0, r1) of a (m rows, lda values apart, depth k) times one panel, each block of sums handed
+// to store(block, first row, rows). Rows of a short last block are copied into the thread's own
 // zero-padded rows first, so that the tiles never read past a.
-RELSERVE_AMX_FN void Task(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
-                          const uint16_t* bias, uint16_t* c, int64_t ldc, int64_t r0, int64_t r1, int64_t p) {
-  alignas(64) float block[kMr * kNr];
-  thread_local std::vector<uint16_t> padded;
-  const int64_t k = w.k();
-  const int64_t n0 = p * kNr;
-  const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
-  const uint16_t* panel = w.panel(p);
-  const uint16_t* panel_bias = bias != nullptr ? bias + n0 : nullptr;
+template <typename P, typename Store>
+RELSERVE_AMX_FN void Task(const typename P::A* a, int64_t m, int64_t lda, int64_t k, const int8_t* panel, int64_t r0,
+                          int64_t r1, const Store& store) {
+  using A = typename P::A;
+  alignas(64) typename P::Sum block[kMr * kNr];
+  thread_local std::vector<A> padded;
   for (int64_t r = r0; r < r1; r += kMr) {
     const int64_t rows = std::min<int64_t>(kMr, r1 - r);
     const int64_t need = rows <= 16 ? 16 : kMr;  // rows the tiles read
-    const uint16_t* rows_a = a + r * lda;
+    const A* rows_a = a + r * lda;
     int64_t rows_lda = lda;
     if (r + need > m) {
       padded.assign(static_cast<size_t>(need * k), 0);
-      for (int64_t i = 0; i < rows; ++i) std::memcpy(padded.data() + i * k, rows_a + i * lda, k * sizeof(uint16_t));
+      for (int64_t i = 0; i < rows; ++i) std::memcpy(padded.data() + i * k, rows_a + i * lda, k * sizeof(A));
       rows_a = padded.data();
       rows_lda = k;
     }
     if (need == 16) {
-      Block<16>(rows_a, rows_lda, panel, k, block);
+      Block<P, 16>(rows_a, rows_lda, panel, k, block);
     } else {
-      Block<kMr>(rows_a, rows_lda, panel, k, block);
+      Block<P, kMr>(rows_a, rows_lda, panel, k, block);
     }
-    StoreBlock(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+    store(block, r, rows);
   }
 }
 
-// Tasks [begin, end) of one thread: task t is rows chunk t / panels, panel t % panels.
-RELSERVE_AMX_FN void RunTasks(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
-                              const uint16_t* bias, uint16_t* c, int64_t ldc, int64_t begin, int64_t end) {
-  LoadTileConfig();
-  const int64_t panels = w.panels();
-  for (int64_t t = begin; t < end; ++t) {
-    const int64_t r0 = (t / panels) * kMc;
-    Task(a, m, lda, w, bias, c, ldc, r0, std::min(m, r0 + kMc), t % panels);
+// The GEMM's tasks over LibTorch's threads: task t is rows chunk t / panels (kMc rows), panel
+// t % panels, run as task(first row, end row, panel) after the thread loads its tile configuration.
+template <typename RunTask>
+void ParallelTasks(int64_t m, int64_t panels, const RunTask& task) {
+  const int64_t chunks = (m + kMc - 1) / kMc;
+  at::parallel_for(0, chunks * panels, 1, [&](int64_t begin, int64_t end) {
+    LoadTileConfig();
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t r0 = (t / panels) * kMc;
+      task(r0, std::min(m, r0 + kMc), t % panels);
+    }
+    ReleaseTiles();
+  });
+}
+
+// Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
+// scale and zero point: the range [min(x, 0), max(x, 0)] over 255 steps.
+RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,
+                                 int32_t* zero) {
+  __m512 lo = _mm512_setzero_ps(), hi = _mm512_setzero_ps();
+  for (int64_t j = 0; j < k; j += 16) {
+    const __mmask16 m = k - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (k - j)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + j);  // zeros past k leave the range as it is
+    lo = _mm512_maskz_min_ps(0xFFFF, lo, v);
+    hi = _mm512_maskz_max_ps(0xFFFF, hi, v);
   }
-  _tile_release();
+  alignas(64) float lows[16], highs[16];
+  _mm512_store_ps(lows, lo);
+  _mm512_store_ps(highs, hi);
+  const float min = *std::min_element(lows, lows + 16), max = *std::max_element(highs, highs + 16);
+  float s = (max - min) / 255.0f;
+  if (!(s > 0) || !std::isfinite(s)) s = 1.0f;  // all zeros (or not finite: no meaningful scale)
+  const int32_t z = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(-min / s))));
+  *scale = s;
+  *zero = z;
+  const __m512 inverse = _mm512_set1_ps(1.0f / s);
+  const __m512i zv = _mm512_set1_epi32(z), floor = _mm512_setzero_si512(), ceiling = _mm512_set1_epi32(255);
+  for (int64_t j = 0; j < padded_k; j += 16) {
+    const __mmask16 m = j >= k ? 0 : k - j >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << (k - j)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + j);
+    const __m512i rounded =
+        _mm512_maskz_cvt_roundps_epi32(0xFFFF, _mm512_mul_ps(v, inverse), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512i r = _mm512_add_epi32(rounded, zv);
+    r = _mm512_maskz_min_epi32(0xFFFF, _mm512_maskz_max_epi32(0xFFFF, r, floor), ceiling);
+    r = _mm512_maskz_mov_epi32(m, r);  // zeros past k: a zero value times a zero weight adds nothing
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), _mm512_maskz_cvtepi32_epi8(0xFFFF, r));
+  }
 }
 
 #endif  // RELSERVE_AMX_GEMM
+
+// 64-byte aligned storage of `bytes`, rounded up to whole cache lines.
+void* AlignedStorage(size_t bytes) {
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
 
 }  // namespace
 
 void PackedBFloat16Weights::Free::operator()(uint16_t* p) const { std::free(p); }
 
 PackedBFloat16Weights::PackedBFloat16Weights(int64_t n, int64_t k)
-    : n_(n), k_(k), padded_k_((k + kKs - 1) / kKs * kKs), panels_((n + kNr - 1) / kNr) {
-  const size_t bytes = static_cast<size_t>(panels_ * padded_k_ * kNr) * sizeof(uint16_t);
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr) throw std::bad_alloc();
-  data_.reset(static_cast<uint16_t*>(p));
+    : n_(n), k_(k), padded_k_((k + kDepthStep - 1) / kDepthStep * kDepthStep), panels_((n + kNr - 1) / kNr) {
+  data_.reset(static_cast<uint16_t*>(AlignedStorage(static_cast<size_t>(panels_ * padded_k_ * kNr) * sizeof(uint16_t))));
 }
 
 bool PackedBFloat16Weights::Supported() {
 #if RELSERVE_AMX_GEMM
-  static const bool supported = CpuHasAmxBFloat16() && TileDataPermitted();
+  static const bool supported = CpuHasAmx(/*bfloat16=*/true) && TileDataPermitted();
   return supported;
 #else
   return false;
@@ -215,7 +334,8 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
   (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
   std::shared_ptr<PackedBFloat16Weights> packed(new PackedBFloat16Weights(n, k));
   uint16_t* out = packed->data_.get();
-  const int64_t steps = packed->padded_k_ / kKs;
+  const int64_t steps = packed->padded_k_ / kDepthStep;
+  constexpr int64_t kTileElements = kTileBytes / sizeof(uint16_t);
   for (int64_t p = 0; p < packed->panels_; ++p) {
     for (int64_t step = 0; step < steps; ++step) {
       for (int64_t t = 0; t < 2; ++t) {
@@ -224,8 +344,8 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
           for (int64_t j = 0; j < 16; ++j) {
             const int64_t f = p * kNr + t * 16 + j;
             for (int64_t e = 0; e < 2; ++e) {
-              const int64_t kk = step * kKs + 2 * r + e;
-              tile[r * kKs + 2 * j + e] = f < n && kk < k ? w[f * ld + kk] : 0;
+              const int64_t kk = step * kDepthStep + 2 * r + e;
+              tile[r * kDepthStep + 2 * j + e] = f < n && kk < k ? w[f * ld + kk] : 0;
             }
           }
         }
@@ -239,10 +359,118 @@ void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFlo
                      uint16_t* c, int64_t ldc) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
-  const int64_t chunks = (m + kMc - 1) / kMc;
-  const int64_t panels = w.panels();
-  at::parallel_for(0, chunks * panels, 1,
-                   [&](int64_t begin, int64_t end) { RunTasks(a, m, lda, w, bias, c, ldc, begin, end); });
+  const int64_t k = w.k();
+  ParallelTasks(m, w.panels(), [&](int64_t r0, int64_t r1, int64_t p) {
+    const int64_t n0 = p * kNr;
+    const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
+    const uint16_t* panel_bias = bias != nullptr ? bias + n0 : nullptr;
+    Task<BFloat16Product>(a, m, lda, k, reinterpret_cast<const int8_t*>(w.panel(p)), r0, r1,
+                          [&](const float* block, int64_t r, int64_t rows) {
+                            StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+                          });
+  });
+#else
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
+  std::abort();  // Supported() is false
+#endif
+}
+
+void PackedInt8Weights::Free::operator()(int8_t* p) const { std::free(p); }
+
+PackedInt8Weights::PackedInt8Weights(int64_t n, int64_t k)
+    : n_(n),
+      k_(k),
+      padded_k_((k + kDepthStep - 1) / kDepthStep * kDepthStep),
+      panels_((n + kNr - 1) / kNr),
+      scales_(static_cast<size_t>(panels_ * kNr), 0.0f),
+      sums_(static_cast<size_t>(panels_ * kNr), 0) {
+  data_.reset(static_cast<int8_t*>(AlignedStorage(static_cast<size_t>(panels_ * padded_k_ * kNr))));
+}
+
+bool PackedInt8Weights::Supported() {
+#if RELSERVE_AMX_GEMM
+  static const bool supported = CpuHasAmx(/*bfloat16=*/false) && TileDataPermitted();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld) {
+  (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
+  std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k));
+  // Feature by feature: the scale, the int8 values (rounded to nearest, ties to even) and their sum.
+  std::vector<int8_t> q(static_cast<size_t>(n * k));
+  for (int64_t f = 0; f < n; ++f) {
+    float amax = 0;
+    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[f * ld + j]));
+    const float scale = amax > 0 ? amax / 127.0f : 1.0f;  // an all-zero feature keeps scale 1
+    int32_t sum = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const float v = std::nearbyint(w[f * ld + j] / scale);
+      q[f * k + j] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, v)));
+      sum += q[f * k + j];
+    }
+    packed->scales_[f] = scale;
+    packed->sums_[f] = sum;
+  }
+  int8_t* out = packed->data_.get();
+  const int64_t steps = packed->padded_k_ / kDepthStep;
+  for (int64_t p = 0; p < packed->panels_; ++p) {
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t t = 0; t < 2; ++t) {
+        int8_t* tile = out + ((p * steps + step) * 2 + t) * kTileBytes;
+        for (int64_t r = 0; r < 16; ++r) {
+          for (int64_t j = 0; j < 16; ++j) {
+            const int64_t f = p * kNr + t * 16 + j;
+            for (int64_t e = 0; e < 4; ++e) {
+              const int64_t kk = step * kDepthStep + 4 * r + e;
+              tile[r * 64 + 4 * j + e] = f < n && kk < k ? q[f * k + kk] : 0;
+            }
+          }
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+float PackedInt8Weights::Dequantized(int64_t f, int64_t j) const {
+  const int64_t p = f / kNr, t = (f % kNr) / 16, col = f % 16, step = j / kDepthStep, r = (j % kDepthStep) / 4,
+                e = j % 4;
+  const int8_t v = panel(p)[(step * 2 + t) * kTileBytes + r * 64 + 4 * col + e];
+  return static_cast<float>(v) * scales_[f];
+}
+
+void AmxGemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
+                 int64_t ldc) {
+#if RELSERVE_AMX_GEMM
+  if (m <= 0) return;
+  const int64_t k = w.k(), padded_k = w.padded_k();
+  // The rows quantized, whole tiles of them: the rows past m stay zero, so no block needs copying.
+  const int64_t rows = (m + kMr - 1) / kMr * kMr;
+  thread_local std::vector<uint8_t> quantized;
+  thread_local std::vector<float> scales;
+  thread_local std::vector<int32_t> zeros;
+  if (quantized.size() < static_cast<size_t>(rows * padded_k)) quantized.resize(static_cast<size_t>(rows * padded_k));
+  scales.resize(static_cast<size_t>(m));
+  zeros.resize(static_cast<size_t>(m));
+  uint8_t* q = quantized.data();
+  std::memset(q + m * padded_k, 0, static_cast<size_t>((rows - m) * padded_k));
+  float* row_scales = scales.data();
+  int32_t* row_zeros = zeros.data();
+  at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) QuantizeRow(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
+  });
+  ParallelTasks(m, w.panels(), [&](int64_t r0, int64_t r1, int64_t p) {
+    const int64_t n0 = p * kNr;
+    const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
+    Task<Int8Product>(q, rows, padded_k, padded_k, w.panel(p), r0, r1,
+                      [&](const int32_t* block, int64_t r, int64_t n_rows) {
+                        StoreInt8Block(block, n_rows, cols, RowQuantization{row_scales + r, row_zeros + r}, w, n0,
+                                       bias, c + r * ldc + n0, ldc);
+                      });
+  });
 #else
   (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
   std::abort();  // Supported() is false

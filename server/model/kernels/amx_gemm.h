@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace relserve {
 
@@ -51,6 +52,62 @@ class PackedBFloat16Weights {
 // PackedBFloat16Weights::Supported().
 void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
                      const uint16_t* bias, uint16_t* c, int64_t ldc);
+
+// A float32 weight [n, k] quantized once, at load, to int8 for AmxGemmInt8: one symmetric scale per
+// output feature (max |w| / 127, zero point 0, as torch.ao.quantization.quantize_dynamic's per-channel
+// weights), and packed as AMX B tiles: panels of kPanelWidth features; each panel, for each step of
+// kDepthStep along k, holds two tiles of 16 features (16 rows of 64 bytes: row r of tile t holds
+// w[f, kk + 4r .. kk + 4r + 3] for the features f = 16t .. 16t + 15 of the panel, side by side). The
+// last panel and k are padded with zeros. Each feature's sum of its int8 values is kept for the
+// activations' zero points.
+class PackedInt8Weights {
+ public:
+  static constexpr int64_t kPanelWidth = 32;
+  static constexpr int64_t kDepthStep = 64;
+
+  // Whether this CPU and kernel run AmxGemmInt8: x86-64 with AMX-TILE, AMX-INT8 and AVX-512 (F, BW,
+  // VL), and the kernel lets this process use the tile registers.
+  static bool Supported();
+  // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0.
+  static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld);
+
+  int64_t n() const { return n_; }
+  int64_t k() const { return k_; }
+  int64_t panels() const { return panels_; }
+  int64_t padded_k() const { return padded_k_; }
+  const int8_t* panel(int64_t p) const { return data_.get() + p * padded_k_ * kPanelWidth; }
+  // Per feature (panels() * kPanelWidth of them, zero past n): the weight's scale, and the sum of
+  // its int8 values.
+  const float* scales() const { return scales_.data(); }
+  const int32_t* sums() const { return sums_.data(); }
+  // The weight as the GEMM sees it, feature f at depth j: int8 value times scale.
+  float Dequantized(int64_t f, int64_t j) const;
+
+ private:
+  struct Free {
+    void operator()(int8_t* p) const;
+  };
+  PackedInt8Weights(int64_t n, int64_t k);
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+  int64_t padded_k_ = 0;
+  int64_t panels_ = 0;
+  std::unique_ptr<int8_t[], Free> data_;
+  std::vector<float> scales_;
+  std::vector<int32_t> sums_;
+};
+
+// c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), float32 in and out, as dynamic int8
+// quantization runs it: each row of a is quantized at the call to uint8 with its own affine scale
+// and zero point (its minimum and maximum, widened to include 0, over 255 steps; values rounded to
+// nearest, ties to even), the products summed in int32 in the AMX tiles (u8 x s8), the zero point's
+// share taken out with the weight's sums, and the sum rescaled to float32 by the row's and the
+// feature's scales before the bias is added. Because each row (token) has its own scale, a row's
+// result does not depend on the other rows of the call. a's rows are lda values apart, c's ldc
+// apart. Rows and panels are shared among LibTorch's intra-op threads. Call only where
+// PackedInt8Weights::Supported().
+void AmxGemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
+                 int64_t ldc);
 
 }  // namespace relserve
 

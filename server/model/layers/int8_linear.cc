@@ -5,12 +5,15 @@
 #include <ATen/native/quantized/PackedParams.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/layers.h"
 
 namespace relserve {
 
 struct Int8Weights {
-  c10::intrusive_ptr<LinearPackedParamsBase> packed;
+  c10::intrusive_ptr<LinearPackedParamsBase> packed;  // Int8Gemm::kOneDnn
+  std::shared_ptr<const PackedInt8Weights> amx;       // Int8Gemm::kAmx
+  at::Tensor bias;                                    // kAmx: float32, contiguous, or undefined
 };
 
 absl::Status EnableInt8Engine() {
@@ -25,8 +28,14 @@ absl::Status EnableInt8Engine() {
       "int8 needs LibTorch's oneDNN quantized engine, which this LibTorch was built without");
 }
 
-std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias) {
+std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm) {
   const at::Tensor w = weight.to(at::kFloat).contiguous();
+  if (gemm == Int8Gemm::kAmx) {
+    auto out = std::make_shared<Int8Weights>();
+    out->amx = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1));
+    if (bias.defined()) out->bias = bias.to(at::kFloat).contiguous();
+    return out;
+  }
   // One symmetric scale per output channel; an all-zero row keeps scale 1 (its int8 is 0).
   at::Tensor amax = w.abs().amax({1});
   at::Tensor scales = at::where(amax > 0, amax / 127.0, at::ones_like(amax)).to(at::kDouble);
@@ -44,17 +53,37 @@ std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const 
 }
 
 at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
+  if (weights.amx != nullptr) {
+    const PackedInt8Weights& w = *weights.amx;
+    TORCH_CHECK(x.device().is_cpu(), "Int8Apply: CPU input expected");
+    TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.k(), "Int8Apply: input of ", x.size(-1), " features for a weight of ",
+                w.k());
+    at::Tensor a = x.to(at::kFloat).reshape({-1, w.k()});
+    const int64_t rows = a.size(0);
+    if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < w.k())) a = a.contiguous();
+    const int64_t lda = rows > 1 ? a.stride(0) : w.k();
+    std::vector<int64_t> sizes = x.sizes().vec();
+    sizes.back() = w.n();
+    at::Tensor out = at::empty({rows, w.n()}, a.options());
+    AmxGemmInt8(a.data_ptr<float>(), rows, lda, w, weights.bias.defined() ? weights.bias.data_ptr<float>() : nullptr,
+                out.data_ptr<float>(), w.n());
+    return out.view(sizes);
+  }
   return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/false);
 }
 
-absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers) {
+absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm) {
+  if (gemm == Int8Gemm::kAmx && !PackedInt8Weights::Supported()) {
+    return absl::FailedPreconditionError("the int8 GEMM needs a CPU with AMX-INT8 that the kernel lets this process use");
+  }
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;
     if (!layer->weight.device().is_cpu()) {
       return absl::InvalidArgumentError(
           absl::StrCat("int8 runs on the CPU only; the weights are on ", layer->weight.device().str()));
     }
-    layer->int8 = QuantizeInt8(layer->weight, layer->bias);
+    if (layer->weight.dim() != 2 || layer->weight.size(0) == 0 || layer->weight.size(1) == 0) continue;
+    layer->int8 = QuantizeInt8(layer->weight, layer->bias, gemm);
     layer->weight = at::Tensor();
     layer->bias = at::Tensor();
   }

@@ -15,27 +15,33 @@ struct Linear;
 // Dynamic int8 quantization of a Linear layer, as torch.ao.quantization.quantize_dynamic and
 // ONNX Runtime's dynamic quantization do it: the weight is stored as int8, one symmetric scale
 // per output channel (max |w| / 127, zero point 0); at each call the activation is quantized
-// to uint8 with one affine scale for the whole tensor (its min and max), the product is
-// accumulated in int32 and rescaled to float32, and the float32 bias is added. LibTorch's
-// oneDNN quantized engine runs it (VNNI where the CPU has it). Activations in and out are
-// float32.
-//
-// Because the activation's scale is the tensor's range, a sequence's output depends slightly
-// on the other sequences of its batch (as ONNX Runtime's DynamicQuantizeLinear does).
+// to uint8 with an affine scale (its min and max), the product is accumulated in int32 and
+// rescaled to float32, and the float32 bias is added. Activations in and out are float32.
+// Two GEMMs run it (Int8Gemm):
+//  - kAmx: relserve's GEMM in AMX tiles (kernels/amx_gemm.h, AmxGemmInt8), on CPUs with AMX-INT8.
+//    Each row (token) of the activation has its own scale, so a sequence's output does not depend
+//    on the other sequences of its batch, and the weights are packed once for the tiles.
+//  - kOneDnn: LibTorch's oneDNN quantized engine (VNNI where the CPU has it), with one scale for
+//    the whole activation tensor: a sequence's output depends slightly on the other sequences of
+//    its batch (as ONNX Runtime's DynamicQuantizeLinear does).
 struct Int8Weights;
+
+enum class Int8Gemm { kAmx, kOneDnn };
 
 // Selects LibTorch's oneDNN quantized engine; FAILED_PRECONDITION when this LibTorch has none.
 absl::Status EnableInt8Engine();
 
-// Packs `weight` [out, in] (float) and `bias` [out] (float or undefined) for Int8Apply.
-std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias);
+// Packs `weight` [out, in] (float) and `bias` [out] (float or undefined) for Int8Apply through
+// `gemm` (kAmx only where PackedInt8Weights::Supported(); kOneDnn only after EnableInt8Engine()).
+std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm);
 
 // x [..., in] float32 -> [..., out] float32.
 at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x);
 
-// Replaces each layer's float weight by its int8 form (Linear::int8); the float weight is
-// released. Layers already quantized are left as they are.
-absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers);
+// Replaces each layer's float weight by its int8 form for `gemm` (Linear::int8); the float weight
+// is released. Layers already quantized (and empty weights) are left as they are.
+// FAILED_PRECONDITION for kAmx on a CPU without it.
+absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm);
 
 }  // namespace relserve
 

@@ -2,11 +2,17 @@
 // values, rounded once to bfloat16: on shapes that exercise every row block (1-16 rows, 17-32,
 // several blocks and tasks of rows), partial panels, strided inputs and outputs, with and
 // without bias; and against LibTorch's own bfloat16 linear (oneDNN).
+// The int8 GEMM in AMX tiles against the exact product of the values it quantizes to (each row's
+// uint8 values and zero point, the weight's int8 values and scales), computed here from the
+// documented rule, on the same kinds of shapes; each row's result independent of the others.
 #include "server/model/kernels/amx_gemm.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -135,6 +141,155 @@ TEST(AmxGemmTest, DepthsThatAreNotAMultipleOf32) {
       EXPECT_GE(packed->padded_k(), k);
     }
   }
+}
+
+// ---- int8
+
+// What AmxGemmInt8 documents, computed here in float64 from the values it quantizes to: each row of
+// a quantized to uint8 (range [min(x, 0), max(x, 0)] over 255 steps, zero point rounded, values
+// x * (1 / scale) rounded to nearest even, plus the zero point, clamped to [0, 255]), times the
+// packed int8 weight (read back with Dequantized), rescaled, plus the bias. Also returns, per
+// element, the magnitude the float32 arithmetic rounds against.
+std::pair<at::Tensor, at::Tensor> ExactInt8(const at::Tensor& a, const PackedInt8Weights& w, const at::Tensor& bias) {
+  const int64_t m = a.size(0), n = w.n(), k = w.k();
+  at::Tensor out = at::zeros({m, n}, at::kDouble), magnitude = at::zeros({m, n}, at::kDouble);
+  auto o = out.accessor<double, 2>();
+  auto g = magnitude.accessor<double, 2>();
+  const at::Tensor af = a.contiguous();
+  std::vector<double> wq(static_cast<size_t>(n * k));
+  for (int64_t f = 0; f < n; ++f) {
+    for (int64_t j = 0; j < k; ++j) wq[f * k + j] = std::nearbyint(w.Dequantized(f, j) / w.scales()[f]);
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const float* x = af.data_ptr<float>() + i * k;
+    float lo = 0, hi = 0;
+    for (int64_t j = 0; j < k; ++j) lo = std::min(lo, x[j]), hi = std::max(hi, x[j]);
+    float s = (hi - lo) / 255.0f;
+    if (!(s > 0)) s = 1.0f;
+    const float z = std::min(255.0f, std::max(0.0f, std::nearbyint(-lo / s)));
+    const float inverse = 1.0f / s;
+    for (int64_t f = 0; f < n; ++f) {
+      double sum = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const float q = std::min(255.0f, std::max(0.0f, std::nearbyint(x[j] * inverse) + z));
+        sum += (static_cast<double>(q) - z) * wq[f * k + j];
+      }
+      const double b = bias.defined() ? bias[f].item<double>() : 0.0;
+      o[i][f] = sum * s * w.scales()[f] + b;
+      g[i][f] = std::abs(sum * s * w.scales()[f]) + std::abs(b);
+    }
+  }
+  return {out, magnitude};
+}
+
+// Whether got (float32) is the exact result of ExactInt8 give or take float32's rounding of the
+// int32 sum and the two scales (2^-20 of the magnitude); a misplaced weight, row or zero point is
+// off by far more.
+::testing::AssertionResult ExactAfterQuantizing(const at::Tensor& got, const at::Tensor& a, const PackedInt8Weights& w,
+                                                const at::Tensor& bias) {
+  auto [exact, magnitude] = ExactInt8(a, w, bias);
+  const at::Tensor excess = (got.to(at::kDouble) - exact).abs() - (magnitude * std::ldexp(1.0, -20) + 1e-30);
+  const double worst = excess.max().item<double>();
+  if (worst <= 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "off by " << worst << " beyond float32's rounding";
+}
+
+// a [m, k] float32 may be a strided view; c is written into a wider buffer, so that ldc > n.
+at::Tensor GemmInt8(const at::Tensor& a, const PackedInt8Weights& w, const at::Tensor& bias,
+                    int64_t extra_c_columns = 0) {
+  at::Tensor c = at::full({a.size(0), w.n() + extra_c_columns}, 7.0f);
+  AmxGemmInt8(a.data_ptr<float>(), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), w,
+              bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0));
+  if (extra_c_columns > 0) {
+    EXPECT_TRUE(at::all(c.narrow(1, w.n(), extra_c_columns) == 7.0f).item<bool>());  // never written
+  }
+  return c.narrow(1, 0, w.n());
+}
+
+std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w) {
+  return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0));
+}
+
+TEST(AmxInt8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
+  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+  c10::InferenceMode guard;
+  at::manual_seed(11);
+  for (int64_t m : {1, 15, 16, 17, 32, 33, 100, 257, 300}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 64}, {7, 1}, {31, 63}, {32, 65}, {33, 128}, {70, 200},
+                        {96, 768}}) {
+      // Rows of different ranges and signs: some all positive (zero point 0), some all negative.
+      at::Tensor a = at::randn({m, k}) * (at::rand({m, 1}) * 4 + 0.01);
+      if (m > 2) a[1] = a[1].abs(), a[2] = -a[2].abs();
+      const at::Tensor w = at::randn({n, k}) * 0.1, bias = at::randn({n});
+      auto packed = QuantizeWeight(w);
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias), a, *packed, bias)) << m << "x" << n << "x" << k;
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor()), a, *packed, at::Tensor()))
+          << m << "x" << n << "x" << k;
+    }
+  }
+}
+
+// The weight's int8 values: one symmetric scale per feature (max |w| / 127), each value within
+// half a step of the float weight; an all-zero feature keeps scale 1.
+TEST(AmxInt8GemmTest, WeightsAreQuantizedPerFeature) {
+  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+  c10::InferenceMode guard;
+  at::manual_seed(12);
+  at::Tensor w = at::randn({40, 100});
+  w[3] = w[3] * 1e-3;
+  w[5].zero_();
+  auto packed = QuantizeWeight(w);
+  EXPECT_EQ(packed->padded_k(), 128);
+  EXPECT_EQ(packed->panels(), 2);
+  for (int64_t f = 0; f < 40; ++f) {
+    const float amax = w[f].abs().max().item<float>();
+    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    EXPECT_FLOAT_EQ(packed->scales()[f], scale) << f;
+    int32_t sum = 0;
+    for (int64_t j = 0; j < 100; ++j) {
+      const float v = packed->Dequantized(f, j);
+      EXPECT_LE(std::abs(v - w[f][j].item<float>()), scale * 0.5f + 1e-9f) << f << "," << j;
+      sum += static_cast<int32_t>(std::nearbyint(v / scale));
+    }
+    EXPECT_EQ(packed->sums()[f], sum) << f;
+  }
+  for (int64_t f = 40; f < 64; ++f) EXPECT_EQ(packed->sums()[f], 0);
+}
+
+// Each row has its own scale: a row's result is the same, bit for bit, alone or among others of a
+// very different range; zero rows give exactly the bias; strided rows with NaN past each row's
+// end (which a read past it would carry in), on one thread or two.
+TEST(AmxInt8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
+  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+  c10::InferenceMode guard;
+  at::manual_seed(13);
+  const int64_t m = 70, n = 90, k = 200;
+  at::Tensor wide = at::full({m, k + 9}, std::numeric_limits<float>::quiet_NaN());
+  at::Tensor a = wide.narrow(1, 0, k);
+  a.copy_(at::randn({m, k}));
+  a[4] = a[4] * 1000;
+  a[6].zero_();
+  const at::Tensor w = at::randn({n, k}) * 0.05, bias = at::randn({n});
+  auto packed = QuantizeWeight(w);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5);
+  at::set_num_threads(2);
+  const at::Tensor two = GemmInt8(a, *packed, bias);
+  at::set_num_threads(threads);
+  EXPECT_FALSE(at::any(at::isnan(one)).item<bool>());
+  EXPECT_TRUE(at::equal(one, two));
+  EXPECT_TRUE(ExactAfterQuantizing(one, a.contiguous(), *packed, bias));
+  EXPECT_TRUE(at::equal(one[6], bias));
+  for (int64_t i : {0, 5, 7, 69}) {
+    const at::Tensor alone = GemmInt8(a.narrow(0, i, 1).contiguous(), *packed, bias);
+    EXPECT_TRUE(at::equal(alone[0], one[i])) << i;
+  }
+  // Against the float product: about 1% of the output's norm (8 bits each side), not exact.
+  const at::Tensor plain = at::linear(a, w, bias);
+  const double err = ((one - plain).norm() / plain.norm()).item<double>();
+  EXPECT_LT(err, 0.02);
+  EXPECT_GT(err, 1e-6);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/attention_options.h"
 #include "server/model/layers/layers.h"
 #include "server/safetensors/safetensors_file.h"
@@ -29,18 +30,33 @@ double RelativeError(const at::Tensor& got, const at::Tensor& want) {
   return (got - want).norm().item<double>() / want.norm().item<double>();
 }
 
-class Int8LinearTest : public ::testing::Test {
+// Both GEMMs: relserve's AMX int8 GEMM (where the CPU has AMX-INT8) and LibTorch's oneDNN one.
+class Int8LinearTest : public ::testing::TestWithParam<Int8Gemm> {
  protected:
-  void SetUp() override { ASSERT_TRUE(EnableInt8Engine().ok()); }
+  void SetUp() override {
+    if (GetParam() == Int8Gemm::kAmx) {
+      if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+    } else {
+      ASSERT_TRUE(EnableInt8Engine().ok());
+    }
+  }
+  std::shared_ptr<const Int8Weights> Quantize(const at::Tensor& w, const at::Tensor& b) {
+    return QuantizeInt8(w, b, GetParam());
+  }
 };
 
-TEST_F(Int8LinearTest, MatchesFloatWithinQuantizationError) {
+INSTANTIATE_TEST_SUITE_P(BothGemms, Int8LinearTest, ::testing::Values(Int8Gemm::kAmx, Int8Gemm::kOneDnn),
+                         [](const ::testing::TestParamInfo<Int8Gemm>& info) {
+                           return std::string(info.param == Int8Gemm::kAmx ? "Amx" : "OneDnn");
+                         });
+
+TEST_P(Int8LinearTest, MatchesFloatWithinQuantizationError) {
   at::manual_seed(1);
   const at::Tensor x = at::randn({37, 96});
   const at::Tensor w = at::randn({64, 96}) * 0.05;
   const at::Tensor b = at::randn({64});
   const at::Tensor want = at::linear(x, w, b);
-  const at::Tensor got = Int8Apply(*QuantizeInt8(w, b), x);
+  const at::Tensor got = Int8Apply(*Quantize(w, b), x);
   ASSERT_EQ(got.sizes(), want.sizes());
   EXPECT_EQ(got.scalar_type(), at::kFloat);
   const double err = RelativeError(got, want);
@@ -48,16 +64,16 @@ TEST_F(Int8LinearTest, MatchesFloatWithinQuantizationError) {
   EXPECT_GT(err, 1e-5);  // and it is an int8 product, not the float one
 }
 
-TEST_F(Int8LinearTest, NoBiasAndLeadingDimensions) {
+TEST_P(Int8LinearTest, NoBiasAndLeadingDimensions) {
   at::manual_seed(2);
   const at::Tensor x = at::randn({2, 5, 48});
   const at::Tensor w = at::randn({16, 48});
-  const at::Tensor got = Int8Apply(*QuantizeInt8(w, at::Tensor()), x);
+  const at::Tensor got = Int8Apply(*Quantize(w, at::Tensor()), x);
   ASSERT_EQ(got.sizes(), (std::vector<int64_t>{2, 5, 16}));
   EXPECT_LT(RelativeError(got, at::linear(x, w)), 0.02);
 }
 
-TEST_F(Int8LinearTest, PerChannelScalesKeepSmallRowsPrecise) {
+TEST_P(Int8LinearTest, PerChannelScalesKeepSmallRowsPrecise) {
   // One row 1000x smaller than the others: with one scale for the whole weight it would round
   // to zero; per output channel it keeps its own precision. An all-zero row gives its bias.
   at::manual_seed(3);
@@ -67,28 +83,43 @@ TEST_F(Int8LinearTest, PerChannelScalesKeepSmallRowsPrecise) {
   const at::Tensor b = at::tensor({0.5f, -1.0f, 2.0f, 0.25f});
   const at::Tensor x = at::randn({8, 32});
   const at::Tensor want = at::linear(x, w, b);
-  const at::Tensor got = Int8Apply(*QuantizeInt8(w, b), x);
+  const at::Tensor got = Int8Apply(*Quantize(w, b), x);
   const at::Tensor small_want = want.select(1, 1) + 1.0;  // without the bias
   const at::Tensor small_got = got.select(1, 1) + 1.0;
   EXPECT_LT(RelativeError(small_got, small_want), 0.05);
   EXPECT_TRUE(at::allclose(got.select(1, 2), at::full({8}, 2.0f)));
 }
 
-TEST_F(Int8LinearTest, QuantizeLinearsReplacesTheFloatWeights) {
+TEST_P(Int8LinearTest, QuantizeLinearsReplacesTheFloatWeights) {
   at::manual_seed(4);
   Linear a{at::randn({8, 16}), at::randn({8}), nullptr, nullptr};
   Linear unused;  // undefined: left alone
   const at::Tensor x = at::randn({3, 16});
   const at::Tensor want = a(x);
-  ASSERT_TRUE(QuantizeLinearsInt8({&a, &unused, nullptr}).ok());
+  ASSERT_TRUE(QuantizeLinearsInt8({&a, &unused, nullptr}, GetParam()).ok());
   EXPECT_NE(a.int8, nullptr);
   EXPECT_FALSE(a.weight.defined());  // released
   EXPECT_TRUE(a.defined());
   EXPECT_FALSE(unused.defined());
   EXPECT_LT(RelativeError(a(x), want), 0.02);
   const auto first = a.int8;
-  ASSERT_TRUE(QuantizeLinearsInt8({&a}).ok());  // already quantized: unchanged
+  ASSERT_TRUE(QuantizeLinearsInt8({&a}, GetParam()).ok());  // already quantized: unchanged
   EXPECT_EQ(a.int8, first);
+}
+
+// Through the AMX GEMM each token has its own activation scale: a sequence's output is the same,
+// bit for bit, alone or batched beside a sequence of a far wider range (where one scale for the
+// whole tensor, oneDNN's, would coarsen it).
+TEST_P(Int8LinearTest, AmxTokensAreQuantizedOnTheirOwn) {
+  if (GetParam() != Int8Gemm::kAmx) GTEST_SKIP() << "oneDNN's activation scale is the whole tensor's";
+  at::manual_seed(5);
+  const at::Tensor w = at::randn({48, 64}) * 0.1, b = at::randn({48});
+  const at::Tensor quiet = at::randn({1, 6, 64}), loud = at::randn({1, 6, 64}) * 500;
+  auto weights = Quantize(w, b);
+  const at::Tensor alone = Int8Apply(*weights, quiet);
+  const at::Tensor batched = Int8Apply(*weights, at::cat({quiet, loud}, 0));
+  EXPECT_TRUE(at::equal(batched[0], alone[0]));
+  EXPECT_LT(RelativeError(alone, at::linear(quiet, w, b)), 0.02);
 }
 
 // ---- The engine with --dtype int8, on the transformers references.
@@ -99,18 +130,20 @@ struct Int8Distance {
   double max_diff_from_f32 = 0;  // last_hidden_state: int8 engine against the float32 engine
 };
 
-Int8Distance MeasureInt8(const std::string& name, Int8Attention attention) {
+Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8Gemm gemm) {
   Int8Distance d;
   const std::string dir = testing::ReferenceDir(name);
   EngineOptions options;
   options.dtype = DType::kInt8;
   options.int8_attention = attention;
+  options.kernels.amx_int8_gemm = gemm == Int8Gemm::kAmx;
   auto int8 = Engine::Load(dir, options);
   EXPECT_TRUE(int8.ok()) << int8.status();
   auto f32 = Engine::Load(dir, EngineOptions{});
   EXPECT_TRUE(f32.ok()) << f32.status();
   if (!int8.ok() || !f32.ok()) return d;
   EXPECT_EQ((*int8)->info().dtype, DType::kInt8);
+  EXPECT_EQ((*int8)->info().projections, gemm == Int8Gemm::kAmx ? "relserve-amx-int8" : "onednn-int8");
   const PaddedBatch batch = testing::ReadReferenceInputs(dir + "/inputs.json");
   auto got = (*int8)->ForwardPadded(batch, false);
   auto base = (*f32)->ForwardPadded(batch, false);
@@ -157,14 +190,19 @@ Int8Distance MeasureInt8(const std::string& name, Int8Attention attention) {
 // is printed beside each.
 // Both precisions of attention's products under int8 (--int8-attention float32 and, where the CPU
 // has bfloat16 instructions, bfloat16) are held to the same bounds.
+// Both GEMMs (the AMX one where the CPU has AMX-INT8) are held to the same bounds too.
 TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
   std::vector<Int8Attention> attentions = {Int8Attention::kFloat32};
   if (CpuHasBfloat16Products()) attentions.push_back(Int8Attention::kBfloat16);
+  std::vector<Int8Gemm> gemms = {Int8Gemm::kOneDnn};
+  if (PackedInt8Weights::Supported()) gemms.push_back(Int8Gemm::kAmx);
+  for (Int8Gemm gemm : gemms) {
   for (Int8Attention attention : attentions) {
   for (const char* name : {"deberta_v3_like", "deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key",
                            "mpnet_like", "xlnet_like"}) {
-    const Int8Distance d = MeasureInt8(name, attention);
-    std::cout << name << " (attention " << Int8AttentionName(attention) << "): min token cosine "
+    const Int8Distance d = MeasureInt8(name, attention, gemm);
+    std::cout << name << " (gemm " << (gemm == Int8Gemm::kAmx ? "amx" : "onednn") << ", attention "
+              << Int8AttentionName(attention) << "): min token cosine "
               << d.min_token_cosine << ", max |logit diff| " << d.max_logit_diff
               << ", max |int8 - float32| " << d.max_diff_from_f32 << "\n";
     EXPECT_GT(d.min_token_cosine, 0.995) << name;
@@ -173,6 +211,7 @@ TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
       EXPECT_GT(d.max_logit_diff, 0.0);
       EXPECT_LT(d.max_logit_diff, 0.1) << name;
     }
+  }
   }
   }
 }

@@ -70,7 +70,7 @@ TEST_F(PackedLinearTest, PackLeavesQuantizedUndefinedAndPackedLayersAlone) {
   Linear undefined;
   ASSERT_TRUE(EnableInt8Engine().ok());
   Linear quantized{at::randn({8, 16}), at::randn({8}), nullptr, nullptr};
-  ASSERT_TRUE(QuantizeLinearsInt8({&quantized}).ok());
+  ASSERT_TRUE(QuantizeLinearsInt8({&quantized}, Int8Gemm::kOneDnn).ok());
   ASSERT_TRUE(PackLinearsFloat32({&plain, &undefined, &quantized, nullptr}).ok());
   EXPECT_NE(plain.packed, nullptr);
   EXPECT_EQ(undefined.packed, nullptr);
