@@ -362,6 +362,23 @@ TEST(ServerConfigTest, BFloat16GemmFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or onednn"));
 }
 
+// --int8-gemm: auto (relserve's AMX int8 GEMM where the CPU has AMX-INT8) by default, onednn, and a
+// refusal naming the flag and the words.
+TEST(ServerConfigTest, Int8GemmFlag) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->amx_int8_gemm);
+  auto o = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "onednn"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_FALSE(o->amx_int8_gemm);
+  EXPECT_TRUE(o->packed_bfloat16_gemm);  // the other precisions' choices stay
+  EXPECT_TRUE(o->packed_float32_gemm);
+  auto bad = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "fbgemm"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--int8-gemm"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto or onednn"));
+}
+
 // The SentencePiece module is a flag (so RELSERVE_SENTENCEPIECE_MODULE is its variable, no longer
 // read inside the tokenizer); RELSERVE_ALLOCATOR, no flag, reaches the engines from the same
 // environment, typed.

@@ -39,6 +39,7 @@ TEST(ServerOptionsTest, TheDefaultBatchesByTheOneBucketDefault) {
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kOnDevice);
   EXPECT_TRUE(options->engine.kernels.packed_float32_gemm);
   EXPECT_TRUE(options->engine.kernels.packed_bfloat16_gemm);
+  EXPECT_TRUE(options->engine.kernels.amx_int8_gemm);
 }
 
 TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
@@ -48,7 +49,8 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
              "--max-queue-delay-us", "55", "--max-queue-sequences", "9", "--workers-per-device", "3",
              "--threads-per-worker", "2", "--gpu-batch-sizes", "exact", "--max-input-length", "128",
              "--cuda-graph-tokens", "0", "--pooling", "cls", "--warmup-workers=false", "--offline",
-             "--int8-attention", "float32", "--float32-gemm", "blas", "--bfloat16-gemm", "onednn"}));
+             "--int8-attention", "float32", "--float32-gemm", "blas", "--bfloat16-gemm", "onednn",
+             "--int8-gemm", "onednn"}));
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT(options->devices, ElementsAre("cpu", "cpu"));
   EXPECT_EQ(options->engine.dtype, DType::kFloat16);
@@ -58,6 +60,7 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   EXPECT_EQ(options->engine.int8_attention, Int8Attention::kFloat32);
   EXPECT_FALSE(options->engine.kernels.packed_float32_gemm);
   EXPECT_FALSE(options->engine.kernels.packed_bfloat16_gemm);
+  EXPECT_FALSE(options->engine.kernels.amx_int8_gemm);
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kExact);
   EXPECT_EQ(options->workers_per_device, 3);
   EXPECT_EQ(options->threads_per_worker, 2);

@@ -386,6 +386,21 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype bfloat16 --bfloat16-gemm onednn");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype int8 --int8-gemm onednn");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "onednn-int8");
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype int8");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  {
+    // relserve's AMX int8 GEMM where the CPU has AMX-INT8 (as Linux names it), oneDNN's elsewhere.
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+    const bool amx_int8 = flags.find(" amx_int8") != std::string::npos;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], amx_int8 ? "relserve-amx-int8" : "onednn-int8");
+  }
+  r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --int8-gemm vnni");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--int8-gemm: \"vnni\" is not one of auto, onednn"), std::string::npos) << r.output;
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --bfloat16-gemm amx");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--bfloat16-gemm: \"amx\" is not one of auto, onednn"), std::string::npos) << r.output;
