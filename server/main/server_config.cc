@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "server/model/cpu_gemm_choice.h"
 #include "server/util/environment_reader.h"
 #include "server/util/flag_table.h"
 #include "server/util/status_macros.h"
@@ -29,8 +30,36 @@ FlagTableOptions ServerFlagOptions() {
   return options;
 }
 
+// --float32-gemm, --bfloat16-gemm and --int8-gemm (CpuGemmChoices), set in ServerConfig::kernels.
+std::vector<Flag<C>> CpuGemmFlags() {
+  std::vector<Flag<C>> flags;
+  for (const CpuGemmChoice& choice : CpuGemmChoices()) {
+    flags.push_back(CustomFlag<C>(
+        choice.flag, CpuGemmValueName(choice), choice.help,
+        [choice](const std::string& v, ServerConfig* c) {
+          if (v != "auto" && v != choice.library) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("--", choice.flag, ": \"", v, "\" is not auto or ", choice.library));
+          }
+          c->kernels.*choice.own = v == "auto";
+          return absl::OkStatus();
+        },
+        [choice](const ServerConfig& c) { return c.kernels.*choice.own ? std::string("auto") : choice.library; }));
+  }
+  return flags;
+}
+
+// `flags` with `more` after the flag named `after`.
+std::vector<Flag<C>> InsertAfter(std::vector<Flag<C>> flags, const std::string& after, std::vector<Flag<C>> more) {
+  auto at = flags.begin();
+  while (at != flags.end() && at->name != after) ++at;
+  if (at != flags.end()) ++at;
+  flags.insert(at, std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  return flags;
+}
+
 const FlagTable<ServerConfig>& Flags() {
-  static const FlagTable<ServerConfig> kFlags({
+  static const FlagTable<ServerConfig> kFlags(InsertAfter({
       CustomFlag<C>("model", "NAME=DIR",
        "a Hugging Face model directory, or a Hub model org/repo[@revision] (fetched into the Hugging Face cache), "
        "to serve under NAME (repeatable; the first is the default model; a bare DIR is served under its folder "
@@ -188,43 +217,6 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return std::string(Int8AttentionName(c.int8_attention)); }),
-      CustomFlag<C>("float32-gemm", "auto|blas",
-       "under --dtype float32 on the CPU: auto packs the encoder's weights once at load for relserve's AVX-512 GEMM "
-       "where the CPU has AVX-512F, which batches of at most 192 tokens take (longer ones: LibTorch's BLAS); "
-       "blas: LibTorch's BLAS (OpenBLAS) always, and no packed copy of the weights",
-       [](const std::string& v, ServerConfig* c) {
-         if (v != "auto" && v != "blas") {
-           return absl::InvalidArgumentError(absl::StrCat("--float32-gemm: \"", v, "\" is not auto or blas"));
-         }
-         c->packed_float32_gemm = v == "auto";
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return std::string(c.packed_float32_gemm ? "auto" : "blas"); }),
-      CustomFlag<C>("bfloat16-gemm", "auto|onednn",
-       "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the "
-       "weights as loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's "
-       "linear (oneDNN, which reorders the weights on every call)",
-       [](const std::string& v, ServerConfig* c) {
-         if (v != "auto" && v != "onednn") {
-           return absl::InvalidArgumentError(absl::StrCat("--bfloat16-gemm: \"", v, "\" is not auto or onednn"));
-         }
-         c->packed_bfloat16_gemm = v == "auto";
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return std::string(c.packed_bfloat16_gemm ? "auto" : "onednn"); }),
-      CustomFlag<C>("int8-gemm", "auto|onednn",
-       "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "
-       "int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized with its own scale, so a "
-       "sequence's answer does not depend on its batch); onednn: LibTorch's oneDNN quantized linear (one scale "
-       "per batch)",
-       [](const std::string& v, ServerConfig* c) {
-         if (v != "auto" && v != "onednn") {
-           return absl::InvalidArgumentError(absl::StrCat("--int8-gemm: \"", v, "\" is not auto or onednn"));
-         }
-         c->amx_int8_gemm = v == "auto";
-         return absl::OkStatus();
-       },
-       [](const ServerConfig& c) { return std::string(c.amx_int8_gemm ? "auto" : "onednn"); }),
       BoolFlag("log-shape-times",
                "log the host time of forwards and their attention calls per (thread, batch, length): the first two "
                "of each shape on each worker and any much slower than its mean, so that cold shapes show",
@@ -312,7 +304,7 @@ const FlagTable<ServerConfig>& Flags() {
                "Hub models (org/repo) come from the Hugging Face cache only, never over the network (as "
                "HF_HUB_OFFLINE=1)",
                Field(&C::offline)),
-  }, ServerFlagOptions());
+  }, "int8-attention", CpuGemmFlags()), ServerFlagOptions());
   return kFlags;
 }
 

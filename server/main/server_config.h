@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "server/backend/model_types.h"
 #include "server/batching/worker_count.h"
+#include "server/model/engine.h"
 #include "server/model/layers/attention_options.h"
 #include "server/util/process_tuning.h"
 #include "absl/time/time.h"
@@ -52,15 +53,10 @@ struct ServerConfig {
   AttentionOptions gpu_attention;
   // Under --dtype int8, the precision of attention's products (EngineOptions::int8_attention).
   Int8Attention int8_attention = Int8Attention::kAuto;
-  // --float32-gemm: float32 on the CPU packs the encoder's weights for relserve's GEMM where the
-  // CPU has AVX-512F (EngineKernels::packed_float32_gemm); false: LibTorch's BLAS always.
-  bool packed_float32_gemm = true;
-  // --bfloat16-gemm: bfloat16 on the CPU packs the encoder's weights for relserve's AMX GEMM where
-  // the CPU has AMX-BF16 (EngineKernels::packed_bfloat16_gemm); false: LibTorch's oneDNN linear.
-  bool packed_bfloat16_gemm = true;
-  // --int8-gemm: int8 on the CPU quantizes the encoder's weights for relserve's AMX int8 GEMM where
-  // the CPU has AMX-INT8 (EngineKernels::amx_int8_gemm); false: LibTorch's oneDNN quantized linear.
-  bool amx_int8_gemm = true;
+  // --float32-gemm, --bfloat16-gemm, --int8-gemm (model/cpu_gemm_choice.h): the fields of
+  // CpuGemmChoices() only, which HostOptionsFromFlags hands to the engine; the other fields are not
+  // read.
+  EngineKernels kernels;
   // Log forwards' host times per (thread, batch, length) (EngineOptions::log_shape_times).
   bool log_shape_times = false;
   // On a GPU, batch sizes rounded up to a few sizes (EngineOptions::batch_rounding) or run exact.

@@ -1,5 +1,6 @@
 #include "server/main/server_options.h"
 
+#include "server/model/cpu_gemm_choice.h"
 #include "server/model/runtime/device_list.h"
 #include "server/util/status_macros.h"
 
@@ -13,9 +14,7 @@ absl::StatusOr<HostOptions> HostOptionsFromFlags(const ServerConfig& config) {
   options.engine.cuda_graph_tokens = config.cuda_graph_tokens;
   options.engine.gpu_attention = config.gpu_attention;
   options.engine.int8_attention = config.int8_attention;
-  options.engine.kernels.packed_float32_gemm = config.packed_float32_gemm;
-  options.engine.kernels.packed_bfloat16_gemm = config.packed_bfloat16_gemm;
-  options.engine.kernels.amx_int8_gemm = config.amx_int8_gemm;
+  for (const CpuGemmChoice& choice : CpuGemmChoices()) options.engine.kernels.*choice.own = config.kernels.*choice.own;
   options.engine.log_shape_times = config.log_shape_times;
   options.engine.batch_rounding =
       config.gpu_batch_sizes == "exact" ? BatchRounding::kExact : BatchRounding::kOnDevice;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/hub/model_resolver.h"
+#include "server/model/cpu_gemm_choice.h"
 #include "server/util/environment_reader.h"
 #include "server/util/process_tuning.h"
 #include "server/util/status_macros.h"
@@ -70,24 +71,10 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
                             "auto")
                       .In(kModelOptions));
-  flags.push_back(CliString("float32-gemm", "auto|blas",
-                            "float32 on the CPU: auto packs the encoder's weights once at load for relserve's "
-                            "AVX-512 GEMM where the CPU has AVX-512F, which batches of at most 192 tokens take "
-                            "(longer ones: LibTorch's BLAS); blas: LibTorch's BLAS (OpenBLAS) always",
-                            "auto", {"auto", "blas"})
-                      .In(kModelOptions));
-  flags.push_back(CliString("bfloat16-gemm", "auto|onednn",
-                            "bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the "
-                            "weights as loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; "
-                            "onednn: LibTorch's linear (oneDNN) always",
-                            "auto", {"auto", "onednn"})
-                      .In(kModelOptions));
-  flags.push_back(CliString("int8-gemm", "auto|onednn",
-                            "int8 on the CPU: auto quantizes and packs the encoder's weights once at load for "
-                            "relserve's int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized "
-                            "with its own scale); onednn: LibTorch's oneDNN quantized linear always",
-                            "auto", {"auto", "onednn"})
-                      .In(kModelOptions));
+  for (const CpuGemmChoice& choice : CpuGemmChoices()) {
+    flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.library})
+                        .In(kModelOptions));
+  }
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -131,10 +118,8 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", int8_attention.status().message()));
   }
   options.int8_attention = *int8_attention;
-  // The flag table allows only these values (CliString's choices).
-  options.kernels.packed_float32_gemm = args.String("float32-gemm") == "auto";
-  options.kernels.packed_bfloat16_gemm = args.String("bfloat16-gemm") == "auto";
-  options.kernels.amx_int8_gemm = args.String("int8-gemm") == "auto";
+  // The flag table allows only "auto" and the library's word (CliString's choices).
+  for (const CpuGemmChoice& choice : CpuGemmChoices()) options.kernels.*choice.own = args.String(choice.flag) == "auto";
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

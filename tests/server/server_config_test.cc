@@ -333,13 +333,13 @@ TEST(ServerConfigTest, Int8AttentionFlag) {
 TEST(ServerConfigTest, Float32GemmFlag) {
   auto d = ParseServerFlags({"--model", "a=/x"});
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->packed_float32_gemm);
+  EXPECT_TRUE(d->kernels.packed_float32_gemm);
   auto b = ParseServerFlags({"--model", "a=/x", "--float32-gemm", "blas"});
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_FALSE(b->packed_float32_gemm);
+  EXPECT_FALSE(b->kernels.packed_float32_gemm);
   auto a = ParseServerFlags({"--model", "a=/x", "--float32-gemm=auto"});
   ASSERT_TRUE(a.ok()) << a.status();
-  EXPECT_TRUE(a->packed_float32_gemm);
+  EXPECT_TRUE(a->kernels.packed_float32_gemm);
   auto bad = ParseServerFlags({"--model", "a=/x", "--float32-gemm", "mkl"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--float32-gemm"));
@@ -351,11 +351,11 @@ TEST(ServerConfigTest, Float32GemmFlag) {
 TEST(ServerConfigTest, BFloat16GemmFlag) {
   auto d = ParseServerFlags({"--model", "a=/x"});
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->packed_bfloat16_gemm);
+  EXPECT_TRUE(d->kernels.packed_bfloat16_gemm);
   auto o = ParseServerFlags({"--model", "a=/x", "--bfloat16-gemm", "onednn"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->packed_bfloat16_gemm);
-  EXPECT_TRUE(o->packed_float32_gemm);  // the other precision's choice stays
+  EXPECT_FALSE(o->kernels.packed_bfloat16_gemm);
+  EXPECT_TRUE(o->kernels.packed_float32_gemm);  // the other precision's choice stays
   auto bad = ParseServerFlags({"--model", "a=/x", "--bfloat16-gemm", "blas"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--bfloat16-gemm"));
@@ -367,12 +367,12 @@ TEST(ServerConfigTest, BFloat16GemmFlag) {
 TEST(ServerConfigTest, Int8GemmFlag) {
   auto d = ParseServerFlags({"--model", "a=/x"});
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->amx_int8_gemm);
+  EXPECT_TRUE(d->kernels.amx_int8_gemm);
   auto o = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "onednn"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->amx_int8_gemm);
-  EXPECT_TRUE(o->packed_bfloat16_gemm);  // the other precisions' choices stay
-  EXPECT_TRUE(o->packed_float32_gemm);
+  EXPECT_FALSE(o->kernels.amx_int8_gemm);
+  EXPECT_TRUE(o->kernels.packed_bfloat16_gemm);  // the other precisions' choices stay
+  EXPECT_TRUE(o->kernels.packed_float32_gemm);
   auto bad = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "fbgemm"});
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--int8-gemm"));

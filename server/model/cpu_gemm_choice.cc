@@ -1,0 +1,25 @@
+#include "server/model/cpu_gemm_choice.h"
+
+namespace relserve {
+
+const std::vector<CpuGemmChoice>& CpuGemmChoices() {
+  static const std::vector<CpuGemmChoice> kChoices = {
+      {"float32-gemm", "blas", &EngineKernels::packed_float32_gemm,
+       "under --dtype float32 on the CPU: auto packs the encoder's weights once at load for relserve's AVX-512 GEMM "
+       "where the CPU has AVX-512F, which batches of at most 192 tokens take (longer ones: LibTorch's BLAS); blas: "
+       "LibTorch's BLAS (OpenBLAS) always, and no packed copy of the weights"},
+      {"bfloat16-gemm", "onednn", &EngineKernels::packed_bfloat16_gemm,
+       "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the weights as "
+       "loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's linear (oneDNN, "
+       "which reorders the weights on every call)"},
+      {"int8-gemm", "onednn", &EngineKernels::amx_int8_gemm,
+       "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "
+       "int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized with its own scale, so a sequence's "
+       "answer does not depend on its batch); onednn: LibTorch's oneDNN quantized linear (one scale per batch)"},
+  };
+  return kChoices;
+}
+
+std::string CpuGemmValueName(const CpuGemmChoice& choice) { return "auto|" + choice.library; }
+
+}  // namespace relserve
