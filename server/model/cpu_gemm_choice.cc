@@ -12,10 +12,11 @@ const std::vector<CpuGemmChoice>& CpuGemmChoices() {
        "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the weights as "
        "loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's linear (oneDNN, "
        "which reorders the weights on every call)"},
-      {"int8-gemm", "onednn", &EngineKernels::amx_int8_gemm,
+      {"int8-gemm", "onednn", &EngineKernels::packed_int8_gemm,
        "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "
-       "int8 GEMM in AMX tiles where the CPU has AMX-INT8 (each token quantized with its own scale, so a sequence's "
-       "answer does not depend on its batch); onednn: LibTorch's oneDNN quantized linear (one scale per batch)"},
+       "int8 GEMM, in AMX tiles where the CPU has AMX-INT8, else in AVX-512 VNNI registers where it has those (each "
+       "token quantized with its own scale, so a sequence's answer does not depend on its batch); onednn, or a CPU "
+       "with neither: LibTorch's oneDNN quantized linear (one scale per batch)"},
   };
   return kChoices;
 }

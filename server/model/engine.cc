@@ -272,7 +272,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       return absl::InvalidArgumentError(
           absl::StrCat("dtype int8 runs on the CPU only (device ", device.str(), "); use bfloat16 or float16 there"));
     }
-    if (!(options.kernels.amx_int8_gemm && PackedInt8Weights::Supported())) RETURN_IF_ERROR(EnableInt8Engine());
+    if (ChooseInt8Gemm(options.kernels.packed_int8_gemm) == Int8Gemm::kOneDnn) RETURN_IF_ERROR(EnableInt8Engine());
     engine->impl_->int8 = true;
     if (options.int8_attention == Int8Attention::kBfloat16 && !CpuHasBfloat16Products()) {
       return absl::InvalidArgumentError(
@@ -308,11 +308,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
     if (engine->impl_->int8) {
-      // int8: relserve's AMX GEMM where the CPU has it (int8_linear.h), else oneDNN's.
-      const bool amx = options.kernels.amx_int8_gemm && PackedInt8Weights::Supported();
-      RETURN_IF_ERROR(
-          QuantizeLinearsInt8(engine->impl_->model->EncoderLinears(), amx ? Int8Gemm::kAmx : Int8Gemm::kOneDnn));
-      projections = amx ? "relserve-amx-int8" : "onednn-int8";
+      // int8: relserve's GEMM in AMX tiles or VNNI registers where the CPU has them (int8_linear.h),
+      // else oneDNN's.
+      const Int8Gemm gemm = ChooseInt8Gemm(options.kernels.packed_int8_gemm);
+      RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears(), gemm));
+      projections = gemm == Int8Gemm::kAmx    ? "relserve-amx-int8"
+                    : gemm == Int8Gemm::kVnni ? "relserve-vnni-int8"
+                                              : "onednn-int8";
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
       // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).

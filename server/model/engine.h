@@ -46,11 +46,11 @@ struct EngineKernels {
   // of the weights as loaded, for relserve's GEMM in AMX tiles (kernels/amx_gemm.h), which every
   // input takes; false: LibTorch's linear (oneDNN, which reorders the weight on every call).
   bool packed_bfloat16_gemm = true;
-  // int8 on a CPU with AMX-INT8: the encoder layers' weights are quantized and packed once at load
-  // for relserve's int8 GEMM in AMX tiles (kernels/amx_gemm.h, AmxGemmInt8: each token's activation
-  // quantized with its own scale); false: LibTorch's oneDNN quantized linear (one scale per call's
-  // activation tensor).
-  bool amx_int8_gemm = true;
+  // int8 on a CPU with AMX-INT8 or AVX-512 VNNI: the encoder layers' weights are quantized and packed
+  // once at load for relserve's int8 GEMM (kernels/amx_gemm.h, GemmInt8: in AMX tiles where there
+  // are, else in VNNI registers; each token's activation quantized with its own scale); false, or
+  // a CPU with neither: LibTorch's oneDNN quantized linear (one scale per call's activation tensor).
+  bool packed_int8_gemm = true;
   // float32 attention on a CPU with AVX-512: each head of each sequence a task of its own, its
   // products in relserve's register tiles (AttentionKernels::cpu_tiled_products). Off by default:
   // measured no faster than ATen's batched products (OpenBLAS) on DeBERTa-v3-base at 1 x 128 and

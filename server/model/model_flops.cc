@@ -9,7 +9,6 @@
 
 #include "server/model/runtime/device.h"
 #include "server/model/families/family_descriptor.h"
-#include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/int8_linear.h"
 
 namespace relserve {
@@ -31,9 +30,9 @@ double MeasureMatmulFlops(DType dtype, int64_t n, double seconds, const std::str
   std::shared_ptr<const Int8Weights> int8;
   if (dtype == DType::kInt8) {
     if (!device->is_cpu()) return 0;
-    const bool amx = PackedInt8Weights::Supported();
-    if (!amx && !EnableInt8Engine().ok()) return 0;
-    int8 = QuantizeInt8(b, at::Tensor(), amx ? Int8Gemm::kAmx : Int8Gemm::kOneDnn);
+    const Int8Gemm gemm = ChooseInt8Gemm(/*own=*/true);
+    if (gemm == Int8Gemm::kOneDnn && !EnableInt8Engine().ok()) return 0;
+    int8 = QuantizeInt8(b, at::Tensor(), gemm);
   }
   at::Tensor c = int8 ? Int8Apply(*int8, a) : at::mm(a, b);  // warm-up: thread pools, packing, kernels
   SynchronizeDevice(*device);

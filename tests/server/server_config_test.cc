@@ -367,10 +367,10 @@ TEST(ServerConfigTest, BFloat16GemmFlag) {
 TEST(ServerConfigTest, Int8GemmFlag) {
   auto d = ParseServerFlags({"--model", "a=/x"});
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->kernels.amx_int8_gemm);
+  EXPECT_TRUE(d->kernels.packed_int8_gemm);
   auto o = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "onednn"});
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_FALSE(o->kernels.amx_int8_gemm);
+  EXPECT_FALSE(o->kernels.packed_int8_gemm);
   EXPECT_TRUE(o->kernels.packed_bfloat16_gemm);  // the other precisions' choices stay
   EXPECT_TRUE(o->kernels.packed_float32_gemm);
   auto bad = ParseServerFlags({"--model", "a=/x", "--int8-gemm", "fbgemm"});

@@ -39,7 +39,7 @@ TEST(ServerOptionsTest, TheDefaultBatchesByTheOneBucketDefault) {
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kOnDevice);
   EXPECT_TRUE(options->engine.kernels.packed_float32_gemm);
   EXPECT_TRUE(options->engine.kernels.packed_bfloat16_gemm);
-  EXPECT_TRUE(options->engine.kernels.amx_int8_gemm);
+  EXPECT_TRUE(options->engine.kernels.packed_int8_gemm);
 }
 
 TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
@@ -60,7 +60,7 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   EXPECT_EQ(options->engine.int8_attention, Int8Attention::kFloat32);
   EXPECT_FALSE(options->engine.kernels.packed_float32_gemm);
   EXPECT_FALSE(options->engine.kernels.packed_bfloat16_gemm);
-  EXPECT_FALSE(options->engine.kernels.amx_int8_gemm);
+  EXPECT_FALSE(options->engine.kernels.packed_int8_gemm);
   EXPECT_EQ(options->engine.batch_rounding, BatchRounding::kExact);
   EXPECT_EQ(options->workers_per_device, 3);
   EXPECT_EQ(options->threads_per_worker, 2);

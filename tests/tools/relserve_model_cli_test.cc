@@ -392,11 +392,14 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype int8");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   {
-    // relserve's AMX int8 GEMM where the CPU has AMX-INT8 (as Linux names it), oneDNN's elsewhere.
+    // relserve's int8 GEMM in AMX tiles where the CPU has AMX-INT8, in VNNI registers where it has
+    // AVX-512 VNNI (as Linux names them), oneDNN's elsewhere.
     std::ifstream cpuinfo("/proc/cpuinfo");
     const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
     const bool amx_int8 = flags.find(" amx_int8") != std::string::npos;
-    EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], amx_int8 ? "relserve-amx-int8" : "onednn-int8");
+    const bool vnni = flags.find(" avx512_vnni") != std::string::npos;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["projections"],
+              amx_int8 ? "relserve-amx-int8" : vnni ? "relserve-vnni-int8" : "onednn-int8");
   }
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --int8-gemm vnni");
   EXPECT_EQ(r.exit_code, 2) << r.output;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
-  __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")))
+  __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
 #else
 #define RELSERVE_AMX_GEMM 0
 #endif
@@ -59,6 +59,16 @@ bool CpuHasAmx(bool bfloat16) {
   __cpuid_count(7, 1, eax, ebx, ecx, edx);
   const bool avx512_bf16 = (eax >> 5) & 1;
   return amx_bf16 && avx512_bf16;
+}
+
+// CPUID leaf 7: AVX-512 F, BW, VL and VNNI.
+bool CpuHasAvx512Vnni() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1,
+             avx512_vnni = (ecx >> 11) & 1;
+  return avx512f && avx512bw && avx512vl && avx512_vnni;
 }
 
 // Linux keeps the tile data out of a process's state until it asks (arch_prctl); the answer
@@ -255,17 +265,44 @@ RELSERVE_AMX_FN void Task(const typename P::A* a, int64_t m, int64_t lda, int64_
 
 // The GEMM's tasks over LibTorch's threads: task t is rows chunk t / panels (kMc rows), panel
 // t % panels, run as task(first row, end row, panel) after the thread loads its tile configuration.
+// Without `tiles` (the AVX-512 VNNI kernel) no tile configuration is loaded.
 template <typename RunTask>
-void ParallelTasks(int64_t m, int64_t panels, const RunTask& task) {
+void ParallelTasks(int64_t m, int64_t panels, const RunTask& task, bool tiles = true) {
   const int64_t chunks = (m + kMc - 1) / kMc;
   at::parallel_for(0, chunks * panels, 1, [&](int64_t begin, int64_t end) {
-    LoadTileConfig();
+    if (tiles) LoadTileConfig();
     for (int64_t t = begin; t < end; ++t) {
       const int64_t r0 = (t / panels) * kMc;
       task(r0, std::min(m, r0 + kMc), t % panels);
     }
-    ReleaseTiles();
+    if (tiles) ReleaseTiles();
   });
+}
+
+// The int8 product without tiles, on AVX-512 VNNI (vpdpbusd), from the same packed panels: row r of
+// B tile t at step s is 16 features x 4 depths, one register. Rows [r0, r1) of q (quantized, rows
+// padded_k bytes apart, r1 - r0 a multiple of 8) times panel, into block (32 x 32 int32, rows 128
+// bytes apart; rows from r0).
+constexpr int64_t kVnniRows = 8;
+RELSERVE_AMX_FN void VnniRows(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
+  __m512i acc[kVnniRows][2];
+  for (int i = 0; i < kVnniRows; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  const int64_t quads = padded_k / 4;
+  for (int64_t d = 0; d < quads; ++d) {
+    const int8_t* b = panel + (d / 16) * 2 * kTileBytes + (d % 16) * 64;
+    const __m512i b0 = _mm512_loadu_si512(b), b1 = _mm512_loadu_si512(b + kTileBytes);
+    for (int i = 0; i < kVnniRows; ++i) {
+      int32_t four;
+      std::memcpy(&four, q + i * padded_k + 4 * d, sizeof(four));
+      const __m512i a = _mm512_set1_epi32(four);
+      acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], a, b0);
+      acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], a, b1);
+    }
+  }
+  for (int i = 0; i < kVnniRows; ++i) {
+    _mm512_storeu_si512(block + i * kNr, acc[i][0]);
+    _mm512_storeu_si512(block + i * kNr + 16, acc[i][1]);
+  }
 }
 
 // Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
@@ -396,8 +433,17 @@ bool PackedInt8Weights::Supported() {
 #endif
 }
 
+bool PackedInt8Weights::VnniSupported() {
+#if RELSERVE_AMX_GEMM
+  static const bool supported = CpuHasAvx512Vnni();
+  return supported;
+#else
+  return false;
+#endif
+}
+
 std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld) {
-  (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
+  (void)Supported();  // asks for the tile registers once (where there are any), before any GEMM on what is packed here
   std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k));
   // Feature by feature: the scale, the int8 values (rounded to nearest, ties to even) and their sum.
   std::vector<int8_t> q(static_cast<size_t>(n * k));
@@ -442,8 +488,8 @@ float PackedInt8Weights::Dequantized(int64_t f, int64_t j) const {
   return static_cast<float>(v) * scales_[f];
 }
 
-void AmxGemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
-                 int64_t ldc) {
+void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
+              int64_t ldc, Int8Kernel kernel) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
   const int64_t k = w.k(), padded_k = w.padded_k();
@@ -462,15 +508,27 @@ void AmxGemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights
   at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) QuantizeRow(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
   });
-  ParallelTasks(m, w.panels(), [&](int64_t r0, int64_t r1, int64_t p) {
-    const int64_t n0 = p * kNr;
-    const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
-    Task<Int8Product>(q, rows, padded_k, padded_k, w.panel(p), r0, r1,
-                      [&](const int32_t* block, int64_t r, int64_t n_rows) {
-                        StoreInt8Block(block, n_rows, cols, RowQuantization{row_scales + r, row_zeros + r}, w, n0,
-                                       bias, c + r * ldc + n0, ldc);
-                      });
-  });
+  const bool tiles = kernel == Int8Kernel::kAmx;
+  ParallelTasks(
+      m, w.panels(),
+      [&](int64_t r0, int64_t r1, int64_t p) {
+        const int64_t n0 = p * kNr;
+        const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
+        auto store = [&](const int32_t* block, int64_t r, int64_t n_rows) {
+          StoreInt8Block(block, n_rows, cols, RowQuantization{row_scales + r, row_zeros + r}, w, n0, bias,
+                         c + r * ldc + n0, ldc);
+        };
+        if (tiles) {
+          Task<Int8Product>(q, rows, padded_k, padded_k, w.panel(p), r0, r1, store);
+          return;
+        }
+        alignas(64) int32_t block[kVnniRows * kNr];
+        for (int64_t r = r0; r < r1; r += kVnniRows) {  // q holds whole blocks of 8 rows past r1
+          VnniRows(q + r * padded_k, padded_k, w.panel(p), block);
+          store(block, r, std::min<int64_t>(kVnniRows, r1 - r));
+        }
+      },
+      tiles);
 #else
   (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
   std::abort();  // Supported() is false

@@ -53,7 +53,7 @@ class PackedBFloat16Weights {
 void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
                      const uint16_t* bias, uint16_t* c, int64_t ldc);
 
-// A float32 weight [n, k] quantized once, at load, to int8 for AmxGemmInt8: one symmetric scale per
+// A float32 weight [n, k] quantized once, at load, to int8 for GemmInt8: one symmetric scale per
 // output feature (max |w| / 127, zero point 0, as torch.ao.quantization.quantize_dynamic's per-channel
 // weights), and packed as AMX B tiles: panels of kPanelWidth features; each panel, for each step of
 // kDepthStep along k, holds two tiles of 16 features (16 rows of 64 bytes: row r of tile t holds
@@ -65,9 +65,12 @@ class PackedInt8Weights {
   static constexpr int64_t kPanelWidth = 32;
   static constexpr int64_t kDepthStep = 64;
 
-  // Whether this CPU and kernel run AmxGemmInt8: x86-64 with AMX-TILE, AMX-INT8 and AVX-512 (F, BW,
-  // VL), and the kernel lets this process use the tile registers.
+  // Whether this CPU and kernel run GemmInt8's Int8Kernel::kAmx: x86-64 with AMX-TILE, AMX-INT8 and
+  // AVX-512 (F, BW, VL), and the kernel lets this process use the tile registers.
   static bool Supported();
+  // Whether this CPU runs Int8Kernel::kVnni: x86-64 with AVX-512 F, BW, VL and VNNI (every CPU with
+  // AMX-INT8 has them, and so do Cascade Lake and later Xeons and AMD's Zen 4).
+  static bool VnniSupported();
   // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0.
   static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld);
 
@@ -97,17 +100,22 @@ class PackedInt8Weights {
   std::vector<int32_t> sums_;
 };
 
+// Which instructions GemmInt8 multiplies with: AMX tiles (TDPBUSD, 32 x 32 blocks) or AVX-512
+// VNNI (VPDPBUSD, 8 rows x 32 features in registers), both from the same packed weights and with
+// the same results, bit for bit (the int32 sums are exact).
+enum class Int8Kernel { kAmx, kVnni };
+
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), float32 in and out, as dynamic int8
 // quantization runs it: each row of a is quantized at the call to uint8 with its own affine scale
 // and zero point (its minimum and maximum, widened to include 0, over 255 steps; values rounded to
-// nearest, ties to even), the products summed in int32 in the AMX tiles (u8 x s8), the zero point's
-// share taken out with the weight's sums, and the sum rescaled to float32 by the row's and the
-// feature's scales before the bias is added. Because each row (token) has its own scale, a row's
-// result does not depend on the other rows of the call. a's rows are lda values apart, c's ldc
-// apart. Rows and panels are shared among LibTorch's intra-op threads. Call only where
-// PackedInt8Weights::Supported().
-void AmxGemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
-                 int64_t ldc);
+// nearest, ties to even), the products summed in int32 (u8 x s8), the zero point's share taken out
+// with the weight's sums, and the sum rescaled to float32 by the row's and the feature's scales
+// before the bias is added. Because each row (token) has its own scale, a row's result does not
+// depend on the other rows of the call. a's rows are lda values apart, c's ldc apart. Rows and
+// panels are shared among LibTorch's intra-op threads. Call kAmx only where
+// PackedInt8Weights::Supported(), kVnni only where PackedInt8Weights::VnniSupported().
+void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
+              int64_t ldc, Int8Kernel kernel);
 
 }  // namespace relserve
 

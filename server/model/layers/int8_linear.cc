@@ -12,8 +12,9 @@ namespace relserve {
 
 struct Int8Weights {
   c10::intrusive_ptr<LinearPackedParamsBase> packed;  // Int8Gemm::kOneDnn
-  std::shared_ptr<const PackedInt8Weights> amx;       // Int8Gemm::kAmx
-  at::Tensor bias;                                    // kAmx: float32, contiguous, or undefined
+  std::shared_ptr<const PackedInt8Weights> packed_int8;  // Int8Gemm::kAmx and kVnni
+  Int8Kernel kernel = Int8Kernel::kAmx;
+  at::Tensor bias;  // kAmx, kVnni: float32, contiguous, or undefined
 };
 
 absl::Status EnableInt8Engine() {
@@ -30,9 +31,10 @@ absl::Status EnableInt8Engine() {
 
 std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm) {
   const at::Tensor w = weight.to(at::kFloat).contiguous();
-  if (gemm == Int8Gemm::kAmx) {
+  if (gemm != Int8Gemm::kOneDnn) {
     auto out = std::make_shared<Int8Weights>();
-    out->amx = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1));
+    out->packed_int8 = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1));
+    out->kernel = gemm == Int8Gemm::kAmx ? Int8Kernel::kAmx : Int8Kernel::kVnni;
     if (bias.defined()) out->bias = bias.to(at::kFloat).contiguous();
     return out;
   }
@@ -53,8 +55,8 @@ std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const 
 }
 
 at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
-  if (weights.amx != nullptr) {
-    const PackedInt8Weights& w = *weights.amx;
+  if (weights.packed_int8 != nullptr) {
+    const PackedInt8Weights& w = *weights.packed_int8;
     TORCH_CHECK(x.device().is_cpu(), "Int8Apply: CPU input expected");
     TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.k(), "Int8Apply: input of ", x.size(-1), " features for a weight of ",
                 w.k());
@@ -65,16 +67,26 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
     std::vector<int64_t> sizes = x.sizes().vec();
     sizes.back() = w.n();
     at::Tensor out = at::empty({rows, w.n()}, a.options());
-    AmxGemmInt8(a.data_ptr<float>(), rows, lda, w, weights.bias.defined() ? weights.bias.data_ptr<float>() : nullptr,
-                out.data_ptr<float>(), w.n());
+    GemmInt8(a.data_ptr<float>(), rows, lda, w, weights.bias.defined() ? weights.bias.data_ptr<float>() : nullptr,
+             out.data_ptr<float>(), w.n(), weights.kernel);
     return out.view(sizes);
   }
   return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/false);
 }
 
+Int8Gemm ChooseInt8Gemm(bool own) {
+  if (!own) return Int8Gemm::kOneDnn;
+  if (PackedInt8Weights::Supported()) return Int8Gemm::kAmx;
+  if (PackedInt8Weights::VnniSupported()) return Int8Gemm::kVnni;
+  return Int8Gemm::kOneDnn;
+}
+
 absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm) {
   if (gemm == Int8Gemm::kAmx && !PackedInt8Weights::Supported()) {
-    return absl::FailedPreconditionError("the int8 GEMM needs a CPU with AMX-INT8 that the kernel lets this process use");
+    return absl::FailedPreconditionError("the int8 GEMM in AMX tiles needs a CPU with AMX-INT8 that the kernel lets this process use");
+  }
+  if (gemm == Int8Gemm::kVnni && !PackedInt8Weights::VnniSupported()) {
+    return absl::FailedPreconditionError("the int8 GEMM on AVX-512 VNNI needs a CPU with AVX-512 VNNI");
   }
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;

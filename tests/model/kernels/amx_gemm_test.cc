@@ -145,7 +145,7 @@ TEST(AmxGemmTest, DepthsThatAreNotAMultipleOf32) {
 
 // ---- int8
 
-// What AmxGemmInt8 documents, computed here in float64 from the values it quantizes to: each row of
+// What GemmInt8 documents, computed here in float64 from the values it quantizes to: each row of
 // a quantized to uint8 (range [min(x, 0), max(x, 0)] over 255 steps, zero point rounded, values
 // x * (1 / scale) rounded to nearest even, plus the zero point, clamped to [0, 255]), times the
 // packed int8 weight (read back with Dequantized), rescaled, plus the bias. Also returns, per
@@ -196,10 +196,10 @@ std::pair<at::Tensor, at::Tensor> ExactInt8(const at::Tensor& a, const PackedInt
 
 // a [m, k] float32 may be a strided view; c is written into a wider buffer, so that ldc > n.
 at::Tensor GemmInt8(const at::Tensor& a, const PackedInt8Weights& w, const at::Tensor& bias,
-                    int64_t extra_c_columns = 0) {
+                    int64_t extra_c_columns = 0, Int8Kernel kernel = Int8Kernel::kAmx) {
   at::Tensor c = at::full({a.size(0), w.n() + extra_c_columns}, 7.0f);
-  AmxGemmInt8(a.data_ptr<float>(), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), w,
-              bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0));
+  GemmInt8(a.data_ptr<float>(), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), w,
+           bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0), kernel);
   if (extra_c_columns > 0) {
     EXPECT_TRUE(at::all(c.narrow(1, w.n(), extra_c_columns) == 7.0f).item<bool>());  // never written
   }
@@ -210,8 +210,25 @@ std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w) {
   return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0));
 }
 
-TEST(AmxInt8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
-  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+// Both kernels: AMX tiles and AVX-512 VNNI registers.
+class Int8GemmTest : public ::testing::TestWithParam<Int8Kernel> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == Int8Kernel::kAmx && !PackedInt8Weights::Supported()) {
+      GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+    }
+    if (GetParam() == Int8Kernel::kVnni && !PackedInt8Weights::VnniSupported()) {
+      GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+    }
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(BothKernels, Int8GemmTest, ::testing::Values(Int8Kernel::kAmx, Int8Kernel::kVnni),
+                         [](const ::testing::TestParamInfo<Int8Kernel>& info) {
+                           return std::string(info.param == Int8Kernel::kAmx ? "Amx" : "Vnni");
+                         });
+
+TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
   c10::InferenceMode guard;
   at::manual_seed(11);
   for (int64_t m : {1, 15, 16, 17, 32, 33, 100, 257, 300}) {
@@ -222,8 +239,9 @@ TEST(AmxInt8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
       if (m > 2) a[1] = a[1].abs(), a[2] = -a[2].abs();
       const at::Tensor w = at::randn({n, k}) * 0.1, bias = at::randn({n});
       auto packed = QuantizeWeight(w);
-      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias), a, *packed, bias)) << m << "x" << n << "x" << k;
-      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor()), a, *packed, at::Tensor()))
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, GetParam()), a, *packed, bias))
+          << m << "x" << n << "x" << k;
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor(), 0, GetParam()), a, *packed, at::Tensor()))
           << m << "x" << n << "x" << k;
     }
   }
@@ -231,8 +249,7 @@ TEST(AmxInt8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
 
 // The weight's int8 values: one symmetric scale per feature (max |w| / 127), each value within
 // half a step of the float weight; an all-zero feature keeps scale 1.
-TEST(AmxInt8GemmTest, WeightsAreQuantizedPerFeature) {
-  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+TEST(Int8WeightsTest, WeightsAreQuantizedPerFeature) {
   c10::InferenceMode guard;
   at::manual_seed(12);
   at::Tensor w = at::randn({40, 100});
@@ -259,8 +276,7 @@ TEST(AmxInt8GemmTest, WeightsAreQuantizedPerFeature) {
 // Each row has its own scale: a row's result is the same, bit for bit, alone or among others of a
 // very different range; zero rows give exactly the bias; strided rows with NaN past each row's
 // end (which a read past it would carry in), on one thread or two.
-TEST(AmxInt8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
-  if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+TEST_P(Int8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   c10::InferenceMode guard;
   at::manual_seed(13);
   const int64_t m = 70, n = 90, k = 200;
@@ -273,16 +289,16 @@ TEST(AmxInt8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   auto packed = QuantizeWeight(w);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5);
+  const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5, GetParam());
   at::set_num_threads(2);
-  const at::Tensor two = GemmInt8(a, *packed, bias);
+  const at::Tensor two = GemmInt8(a, *packed, bias, 0, GetParam());
   at::set_num_threads(threads);
   EXPECT_FALSE(at::any(at::isnan(one)).item<bool>());
   EXPECT_TRUE(at::equal(one, two));
   EXPECT_TRUE(ExactAfterQuantizing(one, a.contiguous(), *packed, bias));
   EXPECT_TRUE(at::equal(one[6], bias));
   for (int64_t i : {0, 5, 7, 69}) {
-    const at::Tensor alone = GemmInt8(a.narrow(0, i, 1).contiguous(), *packed, bias);
+    const at::Tensor alone = GemmInt8(a.narrow(0, i, 1).contiguous(), *packed, bias, 0, GetParam());
     EXPECT_TRUE(at::equal(alone[0], one[i])) << i;
   }
   // Against the float product: about 1% of the output's norm (8 bits each side), not exact.
@@ -290,6 +306,21 @@ TEST(AmxInt8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   const double err = ((one - plain).norm() / plain.norm()).item<double>();
   EXPECT_LT(err, 0.02);
   EXPECT_GT(err, 1e-6);
+}
+
+// The int32 sums are exact, so the two kernels give the same float32 results, bit for bit.
+TEST(Int8GemmKernelsTest, AmxAndVnniGiveTheSameBits) {
+  if (!PackedInt8Weights::Supported() || !PackedInt8Weights::VnniSupported()) {
+    GTEST_SKIP() << "needs both AMX-INT8 and AVX-512 VNNI";
+  }
+  c10::InferenceMode guard;
+  at::manual_seed(14);
+  for (int64_t m : {1, 9, 40, 300}) {
+    const at::Tensor a = at::randn({m, 768}), w = at::randn({200, 768}) * 0.05, bias = at::randn({200});
+    auto packed = QuantizeWeight(w);
+    EXPECT_TRUE(at::equal(GemmInt8(a, *packed, bias, 0, Int8Kernel::kAmx), GemmInt8(a, *packed, bias, 0, Int8Kernel::kVnni)))
+        << m;
+  }
 }
 
 }  // namespace

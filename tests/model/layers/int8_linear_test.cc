@@ -30,12 +30,15 @@ double RelativeError(const at::Tensor& got, const at::Tensor& want) {
   return (got - want).norm().item<double>() / want.norm().item<double>();
 }
 
-// Both GEMMs: relserve's AMX int8 GEMM (where the CPU has AMX-INT8) and LibTorch's oneDNN one.
+// The three GEMMs: relserve's in AMX tiles and in AVX-512 VNNI registers (where the CPU has them)
+// and LibTorch's oneDNN one.
 class Int8LinearTest : public ::testing::TestWithParam<Int8Gemm> {
  protected:
   void SetUp() override {
     if (GetParam() == Int8Gemm::kAmx) {
       if (!PackedInt8Weights::Supported()) GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
+    } else if (GetParam() == Int8Gemm::kVnni) {
+      if (!PackedInt8Weights::VnniSupported()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
     } else {
       ASSERT_TRUE(EnableInt8Engine().ok());
     }
@@ -45,9 +48,12 @@ class Int8LinearTest : public ::testing::TestWithParam<Int8Gemm> {
   }
 };
 
-INSTANTIATE_TEST_SUITE_P(BothGemms, Int8LinearTest, ::testing::Values(Int8Gemm::kAmx, Int8Gemm::kOneDnn),
+INSTANTIATE_TEST_SUITE_P(EveryGemm, Int8LinearTest,
+                         ::testing::Values(Int8Gemm::kAmx, Int8Gemm::kVnni, Int8Gemm::kOneDnn),
                          [](const ::testing::TestParamInfo<Int8Gemm>& info) {
-                           return std::string(info.param == Int8Gemm::kAmx ? "Amx" : "OneDnn");
+                           return std::string(info.param == Int8Gemm::kAmx    ? "Amx"
+                                              : info.param == Int8Gemm::kVnni ? "Vnni"
+                                                                              : "OneDnn");
                          });
 
 TEST_P(Int8LinearTest, MatchesFloatWithinQuantizationError) {
@@ -107,11 +113,11 @@ TEST_P(Int8LinearTest, QuantizeLinearsReplacesTheFloatWeights) {
   EXPECT_EQ(a.int8, first);
 }
 
-// Through the AMX GEMM each token has its own activation scale: a sequence's output is the same,
+// Through relserve's GEMM (AMX or VNNI) each token has its own activation scale: a sequence's output is the same,
 // bit for bit, alone or batched beside a sequence of a far wider range (where one scale for the
 // whole tensor, oneDNN's, would coarsen it).
-TEST_P(Int8LinearTest, AmxTokensAreQuantizedOnTheirOwn) {
-  if (GetParam() != Int8Gemm::kAmx) GTEST_SKIP() << "oneDNN's activation scale is the whole tensor's";
+TEST_P(Int8LinearTest, TokensAreQuantizedOnTheirOwn) {
+  if (GetParam() == Int8Gemm::kOneDnn) GTEST_SKIP() << "oneDNN's activation scale is the whole tensor's";
   at::manual_seed(5);
   const at::Tensor w = at::randn({48, 64}) * 0.1, b = at::randn({48});
   const at::Tensor quiet = at::randn({1, 6, 64}), loud = at::randn({1, 6, 64}) * 500;
@@ -136,14 +142,16 @@ Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8G
   EngineOptions options;
   options.dtype = DType::kInt8;
   options.int8_attention = attention;
-  options.kernels.amx_int8_gemm = gemm == Int8Gemm::kAmx;
+  options.kernels.packed_int8_gemm = gemm != Int8Gemm::kOneDnn;
   auto int8 = Engine::Load(dir, options);
   EXPECT_TRUE(int8.ok()) << int8.status();
   auto f32 = Engine::Load(dir, EngineOptions{});
   EXPECT_TRUE(f32.ok()) << f32.status();
   if (!int8.ok() || !f32.ok()) return d;
   EXPECT_EQ((*int8)->info().dtype, DType::kInt8);
-  EXPECT_EQ((*int8)->info().projections, gemm == Int8Gemm::kAmx ? "relserve-amx-int8" : "onednn-int8");
+  EXPECT_EQ((*int8)->info().projections, gemm == Int8Gemm::kAmx    ? "relserve-amx-int8"
+                                         : gemm == Int8Gemm::kVnni ? "relserve-vnni-int8"
+                                                                   : "onednn-int8");
   const PaddedBatch batch = testing::ReadReferenceInputs(dir + "/inputs.json");
   auto got = (*int8)->ForwardPadded(batch, false);
   auto base = (*f32)->ForwardPadded(batch, false);
@@ -190,18 +198,18 @@ Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8G
 // is printed beside each.
 // Both precisions of attention's products under int8 (--int8-attention float32 and, where the CPU
 // has bfloat16 instructions, bfloat16) are held to the same bounds.
-// Both GEMMs (the AMX one where the CPU has AMX-INT8) are held to the same bounds too.
+// Both GEMMs (oneDNN's and relserve's, where the CPU has AMX-INT8 or AVX-512 VNNI) are held to the same bounds too.
 TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
   std::vector<Int8Attention> attentions = {Int8Attention::kFloat32};
   if (CpuHasBfloat16Products()) attentions.push_back(Int8Attention::kBfloat16);
   std::vector<Int8Gemm> gemms = {Int8Gemm::kOneDnn};
-  if (PackedInt8Weights::Supported()) gemms.push_back(Int8Gemm::kAmx);
+  if (ChooseInt8Gemm(true) != Int8Gemm::kOneDnn) gemms.push_back(ChooseInt8Gemm(true));
   for (Int8Gemm gemm : gemms) {
   for (Int8Attention attention : attentions) {
   for (const char* name : {"deberta_v3_like", "deberta_v3_cls", "t5_v1_0", "bert_absolute", "bert_relative_key",
                            "mpnet_like", "xlnet_like"}) {
     const Int8Distance d = MeasureInt8(name, attention, gemm);
-    std::cout << name << " (gemm " << (gemm == Int8Gemm::kAmx ? "amx" : "onednn") << ", attention "
+    std::cout << name << " (gemm " << (gemm == Int8Gemm::kOneDnn ? "onednn" : "relserve's") << ", attention "
               << Int8AttentionName(attention) << "): min token cosine "
               << d.min_token_cosine << ", max |logit diff| " << d.max_logit_diff
               << ", max |int8 - float32| " << d.max_diff_from_f32 << "\n";
