@@ -341,6 +341,34 @@ RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, ui
 
 #endif  // RELSERVE_AMX_GEMM
 
+// src (n rows of k values, rows `ld` apart) into AMX B tiles, panel by panel (kNr features), step by
+// step along k (64 bytes of a tile row: 16 features x G values, G = 4 / sizeof(T)), two tiles per
+// step: row r of tile t holds src[f, kk + G*r .. kk + G*r + G - 1] for its 16 features f side by
+// side. Past n and k: zeros.
+template <typename T>
+void PackBTiles(const T* src, int64_t n, int64_t k, int64_t ld, int64_t panels, int64_t padded_k, T* out) {
+  constexpr int64_t kGroup = 4 / sizeof(T);      // values of one feature side by side: 2 or 4
+  constexpr int64_t kStep = 16 * kGroup;         // depth of one step
+  constexpr int64_t kTileValues = kTileBytes / sizeof(T);
+  const int64_t steps = padded_k / kStep;
+  for (int64_t p = 0; p < panels; ++p) {
+    for (int64_t step = 0; step < steps; ++step) {
+      for (int64_t t = 0; t < 2; ++t) {
+        T* tile = out + ((p * steps + step) * 2 + t) * kTileValues;
+        for (int64_t r = 0; r < 16; ++r) {
+          for (int64_t j = 0; j < 16; ++j) {
+            const int64_t f = p * kNr + t * 16 + j;
+            for (int64_t e = 0; e < kGroup; ++e) {
+              const int64_t kk = step * kStep + kGroup * r + e;
+              tile[r * kStep + kGroup * j + e] = f < n && kk < k ? src[f * ld + kk] : T(0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // 64-byte aligned storage of `bytes`, rounded up to whole cache lines.
 void* AlignedStorage(size_t bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
@@ -370,25 +398,8 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
                                                                          int64_t ld) {
   (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
   std::shared_ptr<PackedBFloat16Weights> packed(new PackedBFloat16Weights(n, k));
-  uint16_t* out = packed->data_.get();
-  const int64_t steps = packed->padded_k_ / kDepthStep;
-  constexpr int64_t kTileElements = kTileBytes / sizeof(uint16_t);
-  for (int64_t p = 0; p < packed->panels_; ++p) {
-    for (int64_t step = 0; step < steps; ++step) {
-      for (int64_t t = 0; t < 2; ++t) {
-        uint16_t* tile = out + ((p * steps + step) * 2 + t) * kTileElements;
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t j = 0; j < 16; ++j) {
-            const int64_t f = p * kNr + t * 16 + j;
-            for (int64_t e = 0; e < 2; ++e) {
-              const int64_t kk = step * kDepthStep + 2 * r + e;
-              tile[r * kDepthStep + 2 * j + e] = f < n && kk < k ? w[f * ld + kk] : 0;
-            }
-          }
-        }
-      }
-    }
-  }
+  static_assert(kDepthStep == 32, "two bfloat16 values per tile-row dword");
+  PackBTiles<uint16_t>(w, n, k, ld, packed->panels_, packed->padded_k_, packed->data_.get());
   return packed;
 }
 
@@ -460,24 +471,8 @@ std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float
     packed->scales_[f] = scale;
     packed->sums_[f] = sum;
   }
-  int8_t* out = packed->data_.get();
-  const int64_t steps = packed->padded_k_ / kDepthStep;
-  for (int64_t p = 0; p < packed->panels_; ++p) {
-    for (int64_t step = 0; step < steps; ++step) {
-      for (int64_t t = 0; t < 2; ++t) {
-        int8_t* tile = out + ((p * steps + step) * 2 + t) * kTileBytes;
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t j = 0; j < 16; ++j) {
-            const int64_t f = p * kNr + t * 16 + j;
-            for (int64_t e = 0; e < 4; ++e) {
-              const int64_t kk = step * kDepthStep + 4 * r + e;
-              tile[r * 64 + 4 * j + e] = f < n && kk < k ? q[f * k + kk] : 0;
-            }
-          }
-        }
-      }
-    }
-  }
+  static_assert(kDepthStep == 64, "four int8 values per tile-row dword");
+  PackBTiles<int8_t>(q.data(), n, k, k, packed->panels_, packed->padded_k_, packed->data_.get());
   return packed;
 }
 

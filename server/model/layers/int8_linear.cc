@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/model/kernels/amx_gemm.h"
+#include "server/model/layers/gemm_rows.h"
 #include "server/model/layers/layers.h"
 
 namespace relserve {
@@ -60,16 +61,11 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
     TORCH_CHECK(x.device().is_cpu(), "Int8Apply: CPU input expected");
     TORCH_CHECK(x.dim() >= 1 && x.size(-1) == w.k(), "Int8Apply: input of ", x.size(-1), " features for a weight of ",
                 w.k());
-    at::Tensor a = x.to(at::kFloat).reshape({-1, w.k()});
-    const int64_t rows = a.size(0);
-    if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < w.k())) a = a.contiguous();
-    const int64_t lda = rows > 1 ? a.stride(0) : w.k();
-    std::vector<int64_t> sizes = x.sizes().vec();
-    sizes.back() = w.n();
-    at::Tensor out = at::empty({rows, w.n()}, a.options());
-    GemmInt8(a.data_ptr<float>(), rows, lda, w, weights.bias.defined() ? weights.bias.data_ptr<float>() : nullptr,
+    const GemmRows g = AsGemmRows(x.to(at::kFloat), w.k(), w.n());
+    at::Tensor out = at::empty({g.rows, w.n()}, g.a.options());
+    GemmInt8(g.a.data_ptr<float>(), g.rows, g.lda, w, weights.bias.defined() ? weights.bias.data_ptr<float>() : nullptr,
              out.data_ptr<float>(), w.n(), weights.kernel);
-    return out.view(sizes);
+    return out.view(g.out_sizes);
   }
   return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/false);
 }

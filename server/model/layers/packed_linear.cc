@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/model/layers/gemm_rows.h"
 #include "server/model/layers/layers.h"
 
 namespace relserve {
@@ -11,34 +12,24 @@ at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bia
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "PackedLinearApply: float32 CPU input expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedLinearApply: input of ", x.size(-1),
               " features for a weight of ", weights.k());
-  at::Tensor a = x.reshape({-1, weights.k()});
-  const int64_t rows = a.size(0);
-  if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < weights.k())) a = a.contiguous();
-  const int64_t lda = rows > 1 ? a.stride(0) : weights.k();
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weights.n();
-  at::Tensor out = at::empty({rows, weights.n()}, x.options());
-  PackedGemm(a.data_ptr<float>(), rows, lda, weights, bias.defined() ? bias.data_ptr<float>() : nullptr,
+  const GemmRows g = AsGemmRows(x, weights.k(), weights.n());
+  at::Tensor out = at::empty({g.rows, weights.n()}, x.options());
+  PackedGemm(g.a.data_ptr<float>(), g.rows, g.lda, weights, bias.defined() ? bias.data_ptr<float>() : nullptr,
              out.data_ptr<float>(), weights.n());
-  return out.view(sizes);
+  return out.view(g.out_sizes);
 }
 
 at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x) {
   TORCH_CHECK(x.device().is_cpu(), "PackedBFloat16LinearApply: CPU input expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedBFloat16LinearApply: input of ", x.size(-1),
               " features for a weight of ", weights.k());
-  at::Tensor a = x.to(at::kBFloat16).reshape({-1, weights.k()});
-  const int64_t rows = a.size(0);
-  if (a.stride(1) != 1 || (rows > 1 && a.stride(0) < weights.k())) a = a.contiguous();
-  const int64_t lda = rows > 1 ? a.stride(0) : weights.k();
+  const GemmRows g = AsGemmRows(x.to(at::kBFloat16), weights.k(), weights.n());
   const at::Tensor b = bias.defined() ? bias.to(at::kBFloat16).contiguous() : at::Tensor();
-  std::vector<int64_t> sizes = x.sizes().vec();
-  sizes.back() = weights.n();
-  at::Tensor out = at::empty({rows, weights.n()}, a.options());
-  AmxGemmBFloat16(reinterpret_cast<const uint16_t*>(a.data_ptr<at::BFloat16>()), rows, lda, weights,
+  at::Tensor out = at::empty({g.rows, weights.n()}, g.a.options());
+  AmxGemmBFloat16(reinterpret_cast<const uint16_t*>(g.a.data_ptr<at::BFloat16>()), g.rows, g.lda, weights,
                   b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
                   reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n());
-  return out.view(sizes).to(x.scalar_type());
+  return out.view(g.out_sizes).to(x.scalar_type());
 }
 
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {
