@@ -37,14 +37,14 @@ std::vector<Flag<C>> CpuGemmFlags() {
     flags.push_back(CustomFlag<C>(
         choice.flag, CpuGemmValueName(choice), choice.help,
         [choice](const std::string& v, ServerConfig* c) {
-          if (v != "auto" && v != choice.library) {
+          if (v != "auto" && v != choice.fallback) {
             return absl::InvalidArgumentError(
-                absl::StrCat("--", choice.flag, ": \"", v, "\" is not auto or ", choice.library));
+                absl::StrCat("--", choice.flag, ": \"", v, "\" is not auto or ", choice.fallback));
           }
           c->kernels.*choice.own = v == "auto";
           return absl::OkStatus();
         },
-        [choice](const ServerConfig& c) { return c.kernels.*choice.own ? std::string("auto") : choice.library; }));
+        [choice](const ServerConfig& c) { return c.kernels.*choice.own ? std::string("auto") : choice.fallback; }));
   }
   return flags;
 }

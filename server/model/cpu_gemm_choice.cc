@@ -21,6 +21,6 @@ const std::vector<CpuGemmChoice>& CpuGemmChoices() {
   return kChoices;
 }
 
-std::string CpuGemmValueName(const CpuGemmChoice& choice) { return "auto|" + choice.library; }
+std::string CpuGemmValueName(const CpuGemmChoice& choice) { return "auto|" + choice.fallback; }
 
 }  // namespace relserve

@@ -15,7 +15,7 @@ namespace relserve {
 // alike.
 struct CpuGemmChoice {
   std::string flag;          // "float32-gemm"
-  std::string library;       // the word for the library's GEMM: "blas" or "onednn"
+  std::string fallback;      // the word for the library's GEMM: "blas" or "onednn"
   bool EngineKernels::*own;  // true for "auto"
   std::string help;
 };

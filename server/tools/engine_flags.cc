@@ -72,7 +72,7 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "auto")
                       .In(kModelOptions));
   for (const CpuGemmChoice& choice : CpuGemmChoices()) {
-    flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.library})
+    flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.fallback})
                         .In(kModelOptions));
   }
   flags.push_back(CliBool("log-shape-times",
