@@ -5,7 +5,7 @@ namespace relserve {
 const std::vector<ModelCommand>& ModelCommands() {
   static const std::vector<ModelCommand> kCommands = {
       ForwardCommand(), TokenizeCommand(), EmbedCommand(), ZeroShotCommand(),   NerCommand(),      CreateCommand(),
-      BenchCommand(),   InfoCommand(),     AccuracyCommand(), DownloadCommand(), ConvertCommand(),
+      BenchCommand(),   GemmCommand(),     InfoCommand(),     AccuracyCommand(), DownloadCommand(), ConvertCommand(),
   };
   return kCommands;
 }

@@ -30,6 +30,7 @@ ModelCommand ZeroShotCommand();
 ModelCommand NerCommand();
 ModelCommand CreateCommand();
 ModelCommand BenchCommand();
+ModelCommand GemmCommand();
 ModelCommand InfoCommand();
 ModelCommand AccuracyCommand();
 ModelCommand DownloadCommand();

@@ -1,4 +1,4 @@
-// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, info,
+// relserve-model: the engine from the command line (forward, tokenize, embed, create, bench, gemm, info,
 // accuracy), Hub downloads (download) and checkpoint conversion (convert).
 #include <cstdlib>
 #include <exception>

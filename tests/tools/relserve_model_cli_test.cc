@@ -409,6 +409,61 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   EXPECT_NE(r.output.find("--bfloat16-gemm: \"amx\" is not one of auto, onednn"), std::string::npos) << r.output;
 }
 
+// gemm: relserve's kernel and the library's on the same projections, per row count, where this
+// CPU runs the kernel (as Linux names its features), and a clear refusal where it does not.
+TEST_F(CliTest, GemmTimesTheOwnKernelAgainstTheLibrarysOnTheSameWeights) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  auto has = [&](const std::string& f) { return flags.find(" " + f) != std::string::npos; };
+  struct Case {
+    std::string dtype, own, library, refusal;
+    bool runs;
+    double tolerance;  // the two sides' largest difference, relative to the largest value
+  };
+  const std::vector<Case> cases = {
+      {"float32", "relserve-avx512", "blas", "AVX-512F", has("avx512f"), 1e-5},
+      {"bfloat16", "relserve-amx", "onednn", "AMX-BF16", has("amx_bf16"), 2e-2},
+      {"int8", has("amx_int8") ? "relserve-amx-int8" : "relserve-vnni-int8", "onednn-int8", "AVX-512 VNNI",
+       has("amx_int8") || has("avx512_vnni"), 5e-2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.dtype);
+    const Result r = RunCli("gemm --dtype " + c.dtype +
+                            " --rows 24,40 --hidden 64 --intermediate 96 --layers 2 --pairs 3 --threads 1");
+    if (!c.runs) {
+      EXPECT_EQ(r.exit_code, 1) << r.output;
+      EXPECT_NE(r.output.find("--dtype " + c.dtype + ": "), std::string::npos) << r.output;
+      EXPECT_NE(r.output.find(c.refusal), std::string::npos) << r.output;
+      continue;
+    }
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::istringstream lines(r.output);
+    std::vector<nlohmann::json> rows;
+    for (std::string line; std::getline(lines, line);) rows.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(rows.size(), 2u) << r.output;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const nlohmann::json& row = rows[i];
+      EXPECT_EQ(row["rows"], i == 0 ? 24 : 40);
+      EXPECT_EQ(row["dtype"], c.dtype);
+      EXPECT_EQ(row["own_gemm"], c.own);
+      EXPECT_EQ(row["library_gemm"], c.library);
+      EXPECT_EQ(row["pairs"], 3);
+      EXPECT_EQ(row["threads"], 1);
+      EXPECT_GT(row["own_gflops_median"].get<double>(), 0);
+      EXPECT_GT(row["library_gflops_median"].get<double>(), 0);
+      EXPECT_LE(row["own_over_library_q1"].get<double>(), row["own_over_library_median"].get<double>());
+      EXPECT_LE(row["own_over_library_median"].get<double>(), row["own_over_library_q3"].get<double>());
+      EXPECT_LT(row["max_relative_difference"].get<double>(), c.tolerance);
+    }
+  }
+  Result r = RunCli("gemm --rows 128,x");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--rows: \"x\" is not an integer >= 1"), std::string::npos) << r.output;
+  r = RunCli("gemm --dtype float16");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--dtype: \"float16\" is not one of float32, bfloat16, int8"), std::string::npos) << r.output;
+}
+
 // zero-shot: the pipeline's scores over the logits `forward` gives for each (text, hypothesis)
 // pair that `tokenize` makes; embed --whole-input and --sparse through the serving layer.
 TEST_F(CliTest, ZeroShotAndEmbedThroughTheServingLayer) {
