@@ -154,14 +154,18 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
     return;
   }
   // Work items: (block of rows, panel), panels varying fastest, so that a thread sweeps the
-  // panels of one block while that block's rows stay in its cache.
+  // panels of one block while that block's rows stay in its cache. The blocks are of even size (at
+  // most kMc rows), so that the threads' even shares of items are even shares of the work: 256
+  // rows are two blocks of 128, not 192 and 64.
   const int64_t blocks = (m + kMc - 1) / kMc;
+  const int64_t block_rows = (m + blocks - 1) / blocks;
   const int64_t panels = w.panels();
   at::parallel_for(0, blocks * panels, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t block = item / panels, p = item % panels;
-      const int64_t m0 = block * kMc;
-      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
+      const int64_t m0 = block * block_rows;
+      if (m0 >= m) continue;
+      BlockTimesPanel(a, lda, m0, std::min(block_rows, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
     }
   });
 #else
