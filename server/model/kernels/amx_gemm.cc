@@ -369,21 +369,7 @@ void PackBTiles(const T* src, int64_t n, int64_t k, int64_t ld, int64_t panels, 
   }
 }
 
-// 64-byte aligned storage of `bytes`, rounded up to whole cache lines.
-void* AlignedStorage(size_t bytes) {
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
 }  // namespace
-
-void PackedBFloat16Weights::Free::operator()(uint16_t* p) const { std::free(p); }
-
-PackedBFloat16Weights::PackedBFloat16Weights(int64_t n, int64_t k)
-    : n_(n), k_(k), padded_k_((k + kDepthStep - 1) / kDepthStep * kDepthStep), panels_((n + kNr - 1) / kNr) {
-  data_.reset(static_cast<uint16_t*>(AlignedStorage(static_cast<size_t>(panels_ * padded_k_ * kNr) * sizeof(uint16_t))));
-}
 
 bool PackedBFloat16Weights::Supported() {
 #if RELSERVE_AMX_GEMM
@@ -399,7 +385,7 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
   (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
   std::shared_ptr<PackedBFloat16Weights> packed(new PackedBFloat16Weights(n, k));
   static_assert(kDepthStep == 32, "two bfloat16 values per tile-row dword");
-  PackBTiles<uint16_t>(w, n, k, ld, packed->panels_, packed->padded_k_, packed->data_.get());
+  PackBTiles<uint16_t>(w, n, k, ld, packed->panels(), packed->padded_k(), packed->data());
   return packed;
 }
 
@@ -423,17 +409,10 @@ void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFlo
 #endif
 }
 
-void PackedInt8Weights::Free::operator()(int8_t* p) const { std::free(p); }
-
 PackedInt8Weights::PackedInt8Weights(int64_t n, int64_t k)
-    : n_(n),
-      k_(k),
-      padded_k_((k + kDepthStep - 1) / kDepthStep * kDepthStep),
-      panels_((n + kNr - 1) / kNr),
-      scales_(static_cast<size_t>(panels_ * kNr), 0.0f),
-      sums_(static_cast<size_t>(panels_ * kNr), 0) {
-  data_.reset(static_cast<int8_t*>(AlignedStorage(static_cast<size_t>(panels_ * padded_k_ * kNr))));
-}
+    : PackedPanels(n, k),
+      scales_(static_cast<size_t>(panels() * kPanelWidth), 0.0f),
+      sums_(static_cast<size_t>(panels() * kPanelWidth), 0) {}
 
 bool PackedInt8Weights::Supported() {
 #if RELSERVE_AMX_GEMM
@@ -472,7 +451,7 @@ std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float
     packed->sums_[f] = sum;
   }
   static_assert(kDepthStep == 64, "four int8 values per tile-row dword");
-  PackBTiles<int8_t>(q.data(), n, k, k, packed->panels_, packed->padded_k_, packed->data_.get());
+  PackBTiles<int8_t>(q.data(), n, k, k, packed->panels(), packed->padded_k(), packed->data());
   return packed;
 }
 

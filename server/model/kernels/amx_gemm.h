@@ -5,19 +5,18 @@
 #include <memory>
 #include <vector>
 
+#include "server/model/kernels/packed_panels.h"
+
 namespace relserve {
 
 // A bfloat16 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for AmxGemmBFloat16: panels of
 // kPanelWidth output features; each panel, for each step of kDepthStep along k, holds two AMX B tiles
 // of 16 features (16 rows of k pairs, 1 KiB each: row r of tile t holds w[f, kk + 2r] and
 // w[f, kk + 2r + 1] for the features f = 16t .. 16t + 15 of the panel, side by side). The last panel
-// is padded with zeros, and so is k up to a multiple of kDepthStep. The GEMM reads the weight as it lies, where a BLAS (oneDNN's, through
-// LibTorch) reorders it on every call.
-class PackedBFloat16Weights {
+// is padded with zeros, and so is k up to a multiple of kDepthStep (packed_panels.h). The GEMM reads
+// the weight as it lies, where a BLAS (oneDNN's, through LibTorch) reorders it on every call.
+class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
  public:
-  static constexpr int64_t kPanelWidth = 32;
-  static constexpr int64_t kDepthStep = 32;
-
   // Whether this CPU and kernel run AmxGemmBFloat16: x86-64 with AMX-TILE, AMX-BF16 and AVX512-BF16,
   // and the kernel lets this process use the tile registers (asked once, here). Nothing should be
   // packed where they do not.
@@ -25,23 +24,8 @@ class PackedBFloat16Weights {
   // w: n rows of k bfloat16 values (their bits), rows `ld` values apart (ld >= k); n, k > 0.
   static std::shared_ptr<const PackedBFloat16Weights> Pack(const uint16_t* w, int64_t n, int64_t k, int64_t ld);
 
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
-  int64_t panels() const { return panels_; }
-  // k rounded up to a multiple of kDepthStep: the depth of each packed panel.
-  int64_t padded_k() const { return padded_k_; }
-  const uint16_t* panel(int64_t p) const { return data_.get() + p * padded_k_ * kPanelWidth; }
-
  private:
-  struct Free {
-    void operator()(uint16_t* p) const;
-  };
-  PackedBFloat16Weights(int64_t n, int64_t k);
-  int64_t n_ = 0;
-  int64_t k_ = 0;
-  int64_t padded_k_ = 0;
-  int64_t panels_ = 0;
-  std::unique_ptr<uint16_t[], Free> data_;
+  PackedBFloat16Weights(int64_t n, int64_t k) : PackedPanels(n, k) {}
 };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), all bfloat16 (their bits): products summed
@@ -60,11 +44,8 @@ void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFlo
 // w[f, kk + 4r .. kk + 4r + 3] for the features f = 16t .. 16t + 15 of the panel, side by side). The
 // last panel and k are padded with zeros. Each feature's sum of its int8 values is kept for the
 // activations' zero points.
-class PackedInt8Weights {
+class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
  public:
-  static constexpr int64_t kPanelWidth = 32;
-  static constexpr int64_t kDepthStep = 64;
-
   // Whether this CPU and kernel run GemmInt8's Int8Kernel::kAmx: x86-64 with AMX-TILE, AMX-INT8 and
   // AVX-512 (F, BW, VL), and the kernel lets this process use the tile registers.
   static bool Supported();
@@ -74,11 +55,6 @@ class PackedInt8Weights {
   // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0.
   static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld);
 
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
-  int64_t panels() const { return panels_; }
-  int64_t padded_k() const { return padded_k_; }
-  const int8_t* panel(int64_t p) const { return data_.get() + p * padded_k_ * kPanelWidth; }
   // Per feature (panels() * kPanelWidth of them, zero past n): the weight's scale, and the sum of
   // its int8 values.
   const float* scales() const { return scales_.data(); }
@@ -87,15 +63,7 @@ class PackedInt8Weights {
   float Dequantized(int64_t f, int64_t j) const;
 
  private:
-  struct Free {
-    void operator()(int8_t* p) const;
-  };
   PackedInt8Weights(int64_t n, int64_t k);
-  int64_t n_ = 0;
-  int64_t k_ = 0;
-  int64_t padded_k_ = 0;
-  int64_t panels_ = 0;
-  std::unique_ptr<int8_t[], Free> data_;
   std::vector<float> scales_;
   std::vector<int32_t> sums_;
 };

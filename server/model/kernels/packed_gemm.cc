@@ -118,16 +118,6 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
 
 }  // namespace
 
-void PackedWeights::Free::operator()(float* p) const { std::free(p); }
-
-PackedWeights::PackedWeights(int64_t n, int64_t k) : n_(n), k_(k), panels_((n + kNr - 1) / kNr) {
-  const size_t bytes = std::max<size_t>(64, static_cast<size_t>(panels_ * k_ * kNr) * sizeof(float));
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, bytes);
-  data_.reset(static_cast<float*>(p));
-}
-
 bool PackedWeights::Supported() {
 #if RELSERVE_PACKED_GEMM_AVX512
   static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
@@ -139,7 +129,7 @@ bool PackedWeights::Supported() {
 
 std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
   std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k));
-  PackPanels(w, n, k, ld, 1, packed->data_.get());
+  PackPanels(w, n, k, ld, 1, packed->data());
   return packed;
 }
 

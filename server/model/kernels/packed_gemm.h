@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "server/model/kernels/packed_panels.h"
+
 namespace relserve {
 
 // A float32 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for PackedGemm: panels of
@@ -11,10 +13,8 @@ namespace relserve {
 // for j = 0 .. kPanelWidth - 1, contiguous and 64-byte aligned; the last panel is padded with
 // zeros). The GEMM then reads the weight as it lies, never repacking it per call as a BLAS does
 // (ONNX Runtime's MLAS does the same at load).
-class PackedWeights {
+class PackedWeights : public PackedPanels<float, 32, 1> {
  public:
-  static constexpr int64_t kPanelWidth = 32;
-
   // Whether this CPU and build run PackedGemm (x86-64 with AVX-512F). Nothing should be packed
   // where they do not.
   static bool Supported();
@@ -22,20 +22,8 @@ class PackedWeights {
   // w: n rows of k floats, rows `ld` floats apart (ld >= k).
   static std::shared_ptr<const PackedWeights> Pack(const float* w, int64_t n, int64_t k, int64_t ld);
 
-  int64_t n() const { return n_; }
-  int64_t k() const { return k_; }
-  int64_t panels() const { return panels_; }
-  const float* panel(int64_t p) const { return data_.get() + p * k_ * kPanelWidth; }
-
  private:
-  struct Free {
-    void operator()(float* p) const;
-  };
-  PackedWeights(int64_t n, int64_t k);
-  int64_t n_ = 0;
-  int64_t k_ = 0;
-  int64_t panels_ = 0;
-  std::unique_ptr<float[], Free> data_;
+  PackedWeights(int64_t n, int64_t k) : PackedPanels(n, k) {}
 };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), in float32: a's rows lda floats apart,
