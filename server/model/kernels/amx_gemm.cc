@@ -351,23 +351,78 @@ void PackBTiles(const T* src, int64_t n, int64_t k, int64_t ld, int64_t panels, 
   constexpr int64_t kStep = 16 * kGroup;         // depth of one step
   constexpr int64_t kTileValues = kTileBytes / sizeof(T);
   const int64_t steps = padded_k / kStep;
-  for (int64_t p = 0; p < panels; ++p) {
-    for (int64_t step = 0; step < steps; ++step) {
-      for (int64_t t = 0; t < 2; ++t) {
-        T* tile = out + ((p * steps + step) * 2 + t) * kTileValues;
-        for (int64_t r = 0; r < 16; ++r) {
-          for (int64_t j = 0; j < 16; ++j) {
-            const int64_t f = p * kNr + t * 16 + j;
-            for (int64_t e = 0; e < kGroup; ++e) {
-              const int64_t kk = step * kStep + kGroup * r + e;
-              tile[r * kStep + kGroup * j + e] = f < n && kk < k ? src[f * ld + kk] : T(0);
+  at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {  // the panels are independent
+    for (int64_t p = begin; p < end; ++p) {
+      for (int64_t step = 0; step < steps; ++step) {
+        for (int64_t t = 0; t < 2; ++t) {
+          T* tile = out + ((p * steps + step) * 2 + t) * kTileValues;
+          for (int64_t r = 0; r < 16; ++r) {
+            for (int64_t j = 0; j < 16; ++j) {
+              const int64_t f = p * kNr + t * 16 + j;
+              for (int64_t e = 0; e < kGroup; ++e) {
+                const int64_t kk = step * kStep + kGroup * r + e;
+                tile[r * kStep + kGroup * j + e] = f < n && kk < k ? src[f * ld + kk] : T(0);
+              }
             }
           }
         }
       }
     }
-  }
+  });
 }
+
+// One feature's k weights w quantized as PackedInt8Weights keeps them: its scale (max |w| / 127, 1
+// for all zeros; NaN is passed over), its values w / scale rounded to nearest (ties to even) and
+// held within [-127, 127] into q, and their sum into *sum. Returns the scale.
+float QuantizeFeature(const float* w, int64_t k, int8_t* q, int32_t* sum) {
+  float amax = 0;
+  for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[j]));
+  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+  int32_t total = 0;
+  for (int64_t j = 0; j < k; ++j) {
+    const float v = std::nearbyint(w[j] / scale);
+    q[j] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, v)));
+    total += q[j];
+  }
+  *sum = total;
+  return scale;
+}
+
+#if RELSERVE_AMX_GEMM
+// QuantizeFeature in AVX-512, with the same results: the same division, rounding and bounds, lane
+// by lane (the operands of max are ordered so that a NaN lane gives what std::max gives).
+RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, int8_t* q, int32_t* sum) {
+  __m512 vmax = _mm512_setzero_ps();
+  for (int64_t j = 0; j < k; j += 16) {
+    const __mmask16 m = k - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - j)) - 1);
+    vmax = _mm512_maskz_max_ps(0xFFFF, _mm512_abs_ps(_mm512_maskz_loadu_ps(m, w + j)), vmax);
+  }
+  // (The maskz forms and the reductions through memory keep GCC 12's intrinsics from warning of
+  // their undefined pass-through values, as elsewhere in this file.)
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, vmax);
+  float amax = 0;
+  for (float lane : lanes) amax = std::max(amax, lane);
+  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+  const __m512 vscale = _mm512_set1_ps(scale), low = _mm512_set1_ps(-127.0f), high = _mm512_set1_ps(127.0f);
+  __m512i total = _mm512_setzero_si512();
+  for (int64_t j = 0; j < k; j += 16) {
+    const __mmask16 m = k - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - j)) - 1);
+    const __m512 v = _mm512_maskz_roundscale_ps(0xFFFF, _mm512_div_ps(_mm512_maskz_loadu_ps(m, w + j), vscale),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i r =
+        _mm512_maskz_cvtps_epi32(m, _mm512_maskz_min_ps(0xFFFF, high, _mm512_maskz_max_ps(0xFFFF, v, low)));
+    total = _mm512_add_epi32(total, r);
+    _mm512_mask_cvtepi32_storeu_epi8(q + j, m, r);
+  }
+  alignas(64) int32_t sums[16];
+  _mm512_store_si512(sums, total);
+  int32_t all = 0;
+  for (int32_t lane : sums) all += lane;
+  *sum = all;
+  return scale;
+}
+#endif  // RELSERVE_AMX_GEMM
 
 }  // namespace
 
@@ -435,21 +490,24 @@ bool PackedInt8Weights::VnniSupported() {
 std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld) {
   (void)Supported();  // asks for the tile registers once (where there are any), before any GEMM on what is packed here
   std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k));
-  // Feature by feature: the scale, the int8 values (rounded to nearest, ties to even) and their sum.
+  // Feature by feature, on LibTorch's threads: the scale, the int8 values and their sum.
   std::vector<int8_t> q(static_cast<size_t>(n * k));
-  for (int64_t f = 0; f < n; ++f) {
-    float amax = 0;
-    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[f * ld + j]));
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;  // an all-zero feature keeps scale 1
-    int32_t sum = 0;
-    for (int64_t j = 0; j < k; ++j) {
-      const float v = std::nearbyint(w[f * ld + j] / scale);
-      q[f * k + j] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, v)));
-      sum += q[f * k + j];
+#if RELSERVE_AMX_GEMM
+  const bool avx512 = VnniSupported();  // AVX-512 F, BW, VL: every CPU either int8 kernel runs on
+#else
+  const bool avx512 = false;
+#endif
+  at::parallel_for(0, n, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t f = begin; f < end; ++f) {
+#if RELSERVE_AMX_GEMM
+      if (avx512) {
+        packed->scales_[f] = QuantizeFeatureAvx512(w + f * ld, k, q.data() + f * k, &packed->sums_[f]);
+        continue;
+      }
+#endif
+      packed->scales_[f] = QuantizeFeature(w + f * ld, k, q.data() + f * k, &packed->sums_[f]);
     }
-    packed->scales_[f] = scale;
-    packed->sums_[f] = sum;
-  }
+  });
   static_assert(kDepthStep == 64, "four int8 values per tile-row dword");
   PackBTiles<int8_t>(q.data(), n, k, k, packed->panels(), packed->padded_k(), packed->data());
   return packed;

@@ -103,10 +103,15 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
   const int64_t panels = (n + kNr - 1) / kNr;
   if (n % kNr != 0) std::memset(out + (panels - 1) * k * kNr, 0, static_cast<size_t>(k * kNr) * sizeof(float));
   if (b_col == 1) {
-    for (int64_t j = 0; j < n; ++j) {
-      float* dst = out + (j / kNr) * k * kNr + j % kNr;
-      const float* src = b + j * b_row;
-      for (int64_t kk = 0; kk < k; ++kk) dst[kk * kNr] = src[kk];
+    // Step by step along k within a panel: each row of the panel is written whole, from its
+    // features' rows read in order, so that both the panel's row and the features' lines stay
+    // in L1 (writing one feature down a whole panel instead missed L1 on every store).
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t j0 = p * kNr, cols = std::min(kNr, n - j0);
+      float* panel = out + p * k * kNr;
+      for (int64_t kk = 0; kk < k; ++kk) {
+        for (int64_t j = 0; j < cols; ++j) panel[kk * kNr + j] = b[(j0 + j) * b_row + kk];
+      }
     }
   } else {
     for (int64_t kk = 0; kk < k; ++kk) {
@@ -129,7 +134,12 @@ bool PackedWeights::Supported() {
 
 std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
   std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k));
-  PackPanels(w, n, k, ld, 1, packed->data());
+  // Panel by panel on LibTorch's threads: each panel's features into its own part of the storage.
+  const int64_t panels = packed->panels();
+  at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
+    const int64_t f0 = begin * kNr, f1 = std::min(n, end * kNr);
+    PackPanels(w + f0 * ld, f1 - f0, k, ld, 1, packed->data() + begin * k * kNr);
+  });
   return packed;
 }
 
