@@ -273,6 +273,32 @@ TEST(Int8WeightsTest, WeightsAreQuantizedPerFeature) {
   for (int64_t f = 40; f < 64; ++f) EXPECT_EQ(packed->sums()[f], 0);
 }
 
+// Halfway values round to even (nearbyint), every length of k (whole vectors of 16 and the masked
+// rest), and a value past 127 scales rather than clips: with max |w| = 127 the scale is exactly 1.
+TEST(Int8WeightsTest, TiesRoundToEvenAtEveryDepth) {
+  const std::vector<float> cycle = {2.5f, 3.5f, -0.5f, -1.5f, 126.5f, 0.5f, -2.5f, 7.25f, -7.75f};
+  for (int64_t k = 1; k <= 40; ++k) {
+    SCOPED_TRACE(k);
+    std::vector<float> w(static_cast<size_t>(2 * k));
+    for (int64_t j = 0; j < k; ++j) {
+      w[j] = j == 0 ? 127.0f : cycle[j % cycle.size()];  // feature 0: scale 1
+      w[k + j] = 2.0f * w[j];                             // feature 1: scale 2, the same values
+    }
+    const auto packed = PackedInt8Weights::Quantize(w.data(), 2, k, k);
+    EXPECT_EQ(packed->scales()[0], 1.0f);
+    EXPECT_EQ(packed->scales()[1], 2.0f);
+    for (int64_t f = 0; f < 2; ++f) {
+      int32_t sum = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const float expected = std::nearbyint(w[j]);  // ties to even under the default rounding
+        EXPECT_EQ(packed->Dequantized(f, j), expected * packed->scales()[f]) << f << "," << j;
+        sum += static_cast<int32_t>(expected);
+      }
+      EXPECT_EQ(packed->sums()[f], sum) << f;
+    }
+  }
+}
+
 // Each row has its own scale: a row's result is the same, bit for bit, alone or among others of a
 // very different range; zero rows give exactly the bias; strided rows with NaN past each row's
 // end (which a read past it would carry in), on one thread or two.
