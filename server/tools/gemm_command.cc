@@ -88,11 +88,7 @@ absl::Status Prepare(const std::string& dtype, int64_t max_rows, Side& own, Side
   return absl::Status(status.code(), absl::StrCat("--dtype ", dtype, ": ", status.message()));
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
+// The value at fraction q of v sorted (0.5: the median, the upper one of an even count).
 double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
@@ -172,9 +168,9 @@ absl::Status RunGemm(const CliArgs& args) {
     out["pairs"] = pairs;
     out["own_gemm"] = own.gemm;
     out["library_gemm"] = library.gemm;
-    out["own_gflops_median"] = Median(own_rate);
-    out["library_gflops_median"] = Median(library_rate);
-    out["own_over_library_median"] = Median(ratio);
+    out["own_gflops_median"] = Quantile(own_rate, 0.5);
+    out["library_gflops_median"] = Quantile(library_rate, 0.5);
+    out["own_over_library_median"] = Quantile(ratio, 0.5);
     out["own_over_library_q1"] = Quantile(ratio, 0.25);
     out["own_over_library_q3"] = Quantile(ratio, 0.75);
     out["max_relative_difference"] = max_value > 0 ? max_difference / max_value : max_difference;
