@@ -194,6 +194,7 @@ Engine::AttentionCounts Engine::attention_counts() const {
   const AttentionStats& s = impl_->attention_stats;
   AttentionCounts counts;
   counts.cpu = s.cpu_calls.load();
+  counts.cpu_tiled = s.cpu_tiled_calls.load();
   counts.bias = s.bias_calls.load();
   counts.tables = s.table_calls.load();
   counts.host_seconds = static_cast<double>(s.host_nanoseconds.load()) * 1e-9;
@@ -301,6 +302,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
 
   ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
   std::string projections = "libtorch";  // ModelInfo::projections
+  int64_t packed_float32_rows = 0;       // the most tokens the packed float32 GEMM takes (0: none)
   try {
     c10::InferenceMode guard;
     WeightLoader weights(*checkpoint, engine->impl_->dtype, device);
@@ -328,6 +330,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       RETURN_IF_ERROR(
           PackLinearsFloat32(engine->impl_->model->EncoderLinears(), options.kernels.packed_gemm_max_rows));
       projections = "relserve-avx512";
+      packed_float32_rows = options.kernels.packed_gemm_max_rows;
     }
     // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).
     RETURN_IF_ERROR(engine->impl_->heads.LoadFromWeights(config, colbert, weights, engine->impl_->model->word_embeddings(),
@@ -408,7 +411,13 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   engine->impl_->kernels.device_path_on_cpu = options.kernels.gpu_attention_on_cpu;
   engine->impl_->kernels.fused = options.kernels.fused_attention;
   engine->impl_->kernels.avx512 = options.kernels.avx512_softmax;
-  engine->impl_->kernels.cpu_tiled_products = options.kernels.tiled_attention;
+  switch (options.kernels.tiled_attention) {
+    case TiledAttention::kNever: engine->impl_->kernels.cpu_tiled_max_tokens = 0; break;
+    case TiledAttention::kWithPackedGemm: engine->impl_->kernels.cpu_tiled_max_tokens = packed_float32_rows; break;
+    case TiledAttention::kAlways:
+      engine->impl_->kernels.cpu_tiled_max_tokens = std::numeric_limits<int64_t>::max();
+      break;
+  }
   engine->impl_->batch_rounding = options.batch_rounding;
   if (!device.is_cpu()) {
     if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {
@@ -638,6 +647,7 @@ Engine::Forwarded Engine::Forward(const std::vector<SequenceInput>& batch, uint3
   f.finished = absl::Now();
   AttentionStats& total = impl_->attention_stats;
   total.cpu_calls += forward_stats.cpu_calls.load();
+  total.cpu_tiled_calls += forward_stats.cpu_tiled_calls.load();
   total.bias_calls += forward_stats.bias_calls.load();
   total.table_calls += forward_stats.table_calls.load();
   total.host_nanoseconds += forward_stats.host_nanoseconds.load();

@@ -19,6 +19,16 @@ namespace relserve {
 
 enum class BatchRounding { kOnDevice, kRounded, kExact };
 
+// Which float32 batches run attention's products head by head in relserve's register tiles on a
+// CPU with AVX-512F (AttentionKernels::cpu_tiled_max_tokens) rather than in ATen's batched products
+// (OpenBLAS):
+//   kWithPackedGemm: the batches the packed float32 GEMM takes (EngineKernels::packed_float32_gemm
+//                    on, at most packed_gemm_max_rows tokens), so that a short batch's forward calls
+//                    no BLAS at all: OpenBLAS's threads, once woken, spin on the cores the tiles'
+//                    threads need (docs/PERFORMANCE.md, "Short batches without OpenBLAS").
+//   kNever, kAlways: for tests and measurements.
+enum class TiledAttention { kNever, kWithPackedGemm, kAlways };
+
 // Which implementation an engine's forwards take where the serving one is not the only one:
 // the defaults are what serves; tests set the others per engine, to check on the CPU what GPUs
 // run and each CPU kernel against its portable twin. Passed down with every forward
@@ -51,11 +61,9 @@ struct EngineKernels {
   // are, else in VNNI registers; each token's activation quantized with its own scale); false, or
   // a CPU with neither: LibTorch's oneDNN quantized linear (one scale per call's activation tensor).
   bool packed_int8_gemm = true;
-  // float32 attention on a CPU with AVX-512: each head of each sequence a task of its own, its
-  // products in relserve's register tiles (AttentionKernels::cpu_tiled_products). Off by default:
-  // measured no faster than ATen's batched products (OpenBLAS) on DeBERTa-v3-base at 1 x 128 and
-  // 8 x 512 (docs/PERFORMANCE.md).
-  bool tiled_attention = false;
+  // float32 attention on a CPU with AVX-512: which batches run each head of each sequence as a
+  // task of its own, its products in relserve's register tiles (TiledAttention above).
+  TiledAttention tiled_attention = TiledAttention::kWithPackedGemm;
 };
 
 struct EngineOptions {
@@ -151,6 +159,7 @@ class Engine : public InferenceBackend {
   // (attention_options.h): a check that the path asked for is the one taken.
   struct AttentionCounts {
     int64_t cpu = 0, bias = 0, tables = 0;
+    int64_t cpu_tiled = 0;  // of the cpu calls, those whose products ran in register tiles
     double host_seconds = 0;
   };
   AttentionCounts attention_counts() const;

@@ -97,14 +97,18 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
   packed.kernels.packed_gemm_max_rows = int64_t{1} << 40;
   EngineOptions blas = testing::TestEngineOptions();
   blas.kernels.packed_float32_gemm = false;
-  // Attention's products in the same tiles, head by head (off by default).
+  // Attention's products in the same tiles, head by head, at every length (by default only
+  // where the packed GEMM runs the projections), and never.
   EngineOptions tiled = packed;
-  tiled.kernels.tiled_attention = true;
+  tiled.kernels.tiled_attention = TiledAttention::kAlways;
+  EngineOptions untiled = packed;
+  untiled.kernels.tiled_attention = TiledAttention::kNever;
   for (const auto& [name, tensors] : families) {
     SCOPED_TRACE(name);
     CheckAgainstReference(name, tensors, packed);
     CheckAgainstReference(name, tensors, blas);
     CheckAgainstReference(name, tensors, tiled);
+    CheckAgainstReference(name, tensors, untiled);
   }
   // The option reaches the layers: the two GEMMs sum in different orders, so their last hidden
   // states differ in the last bits (where AVX-512 runs the packed one).
@@ -122,6 +126,44 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
   const double diff = testing::MaxAbsDiff(states[0], states[1]);
   EXPECT_GT(diff, 0.0);
   EXPECT_LT(diff, kTolerance);
+}
+
+// Which batches run attention's products in the tiles (EngineKernels::tiled_attention): by
+// default those the packed float32 GEMM takes (packed_gemm_max_rows tokens, here the reference
+// batch's padded size exactly, then one fewer), never with OpenBLAS's projections, and every or
+// none when asked; every layer alike, each within the reference's tolerance.
+TEST(ReferenceParityTest, TiledAttentionWhereThePackedGemmRuns) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  const EngineOptions base = testing::TestEngineOptions();
+  if (base.device != "cpu" || base.kernels.gpu_attention_on_cpu) GTEST_SKIP() << "the CPU's own attention path only";
+  const std::string dir = ReferenceDir("deberta_v3_like");
+  const PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
+  const int64_t tokens = batch.batch * batch.length;
+  struct Case {
+    const char* what;
+    bool packed;
+    int64_t max_rows;
+    TiledAttention tiled;
+    bool expect_tiled;
+  };
+  const Case cases[] = {
+      {"default options, the batch at the packed GEMM's bound", true, tokens, TiledAttention::kWithPackedGemm, true},
+      {"default options, the batch past the bound", true, tokens - 1, TiledAttention::kWithPackedGemm, false},
+      {"OpenBLAS's projections", false, tokens, TiledAttention::kWithPackedGemm, false},
+      {"never", true, tokens, TiledAttention::kNever, false},
+      {"always, with OpenBLAS's projections", false, tokens, TiledAttention::kAlways, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    EngineOptions options = base;
+    options.kernels.packed_float32_gemm = c.packed;
+    options.kernels.packed_gemm_max_rows = c.max_rows;
+    options.kernels.tiled_attention = c.tiled;
+    Engine::AttentionCounts counts;
+    CheckAgainstReference("deberta_v3_like", 5, options, &counts);
+    EXPECT_EQ(counts.cpu, 3);  // one call per layer
+    EXPECT_EQ(counts.cpu_tiled, c.expect_tiled ? 3 : 0);
+  }
 }
 
 // The attention path of GPUs (every relative term as one additive bias, biased_attention.h),

@@ -51,11 +51,13 @@ struct AttentionKernels {
   // On the CPU, with float32 q, k and v: the products in bfloat16 (EngineOptions::int8_attention
   // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
   bool cpu_products_in_bfloat16 = false;
-  // On the CPU, with float32 q, k and v, on a CPU with AVX-512F: each head of each sequence a task
-  // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled).
-  // Off by default: measured no faster than ATen's batched products (OpenBLAS) here
-  // (docs/PERFORMANCE.md, "float32 weights packed once"); kept for the kernel work ahead.
-  bool cpu_tiled_products = false;
+  // On the CPU, with float32 q, k and v, on a CPU with AVX-512F, for a call whose batch holds at
+  // most this many tokens (batch x length, padding included): each head of each sequence a task
+  // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled);
+  // longer batches take ATen's batched products (OpenBLAS). 0: never. The engine sets it from
+  // EngineKernels::tiled_attention (engine.h): by default the batches the packed float32 GEMM takes,
+  // so that such a forward makes no BLAS call at all.
+  int64_t cpu_tiled_max_tokens = 0;
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",
@@ -90,6 +92,7 @@ bool CpuHasBfloat16Products();
 // Thread-safe; the engine keeps one per forward and one over its life.
 struct AttentionStats {
   std::atomic<int64_t> cpu_calls{0};     // the CPU's own path (relative_attention.cc)
+  std::atomic<int64_t> cpu_tiled_calls{0};  // of those, the ones in register tiles (AttendTiled)
   std::atomic<int64_t> bias_calls{0};    // BiasedAttention
   std::atomic<int64_t> table_calls{0};   // TableAttention
   std::atomic<int64_t> host_nanoseconds{0};

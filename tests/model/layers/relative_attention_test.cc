@@ -4,6 +4,8 @@
 
 #include "server/model/layers/biased_attention.h"
 
+#include <limits>
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -17,6 +19,8 @@ namespace {
 using testing::MaxAbsDiff;
 
 constexpr int64_t kHeads = 3, kBatch = 5, kLen = 19, kDim = 8, kRows = 12;
+// AttentionKernels::cpu_tiled_max_tokens for every batch.
+constexpr int64_t kAlwaysTiled = std::numeric_limits<int64_t>::max();
 
 at::Tensor Expand(const at::Tensor& table, int64_t L) {
   at::Tensor i = at::arange(L, at::kLong).unsqueeze(1), j = at::arange(L, at::kLong).unsqueeze(0);
@@ -111,16 +115,16 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
 }
 
 // float32 on AVX-512: each head of each sequence a task, its products in relserve's tiles
-// (AttentionKernels::cpu_tiled_products; off by default) against ATen's products: both within
-// 1e-5 of float64, and not the same bits (the option reaches the products).
+// (AttentionKernels::cpu_tiled_max_tokens; 0, never, by default here) against ATen's products:
+// both within 1e-5 of float64, and not the same bits (the option reaches the products).
 TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
   Fixture f = Make(GetParam(), at::kFloat);
   const at::Tensor expected = Reference(f);
-  ASSERT_FALSE(f.in.kernels.cpu_tiled_products);
-  f.in.kernels.cpu_tiled_products = true;
+  ASSERT_EQ(f.in.kernels.cpu_tiled_max_tokens, 0);
+  f.in.kernels.cpu_tiled_max_tokens = kAlwaysTiled;
   const at::Tensor tiled = RelativeAttention(f.in);
-  f.in.kernels.cpu_tiled_products = false;
+  f.in.kernels.cpu_tiled_max_tokens = 0;
   const at::Tensor aten = RelativeAttention(f.in);
   EXPECT_LT(MaxAbsDiff(tiled, expected), 1e-5);
   EXPECT_LT(MaxAbsDiff(aten, expected), 1e-5);
@@ -130,10 +134,38 @@ TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
     f.in.c2p_query = f.in.q * 0.5;
     f.in.attention_mask = f.in.attention_mask.to(at::kFloat);
     const at::Tensor aten_own = RelativeAttention(f.in);
-    f.in.kernels.cpu_tiled_products = true;
+    f.in.kernels.cpu_tiled_max_tokens = kAlwaysTiled;
     EXPECT_LT(MaxAbsDiff(RelativeAttention(f.in), aten_own), 1e-5);
     EXPECT_GT(MaxAbsDiff(aten_own, aten), 1e-3);
   }
+}
+
+// cpu_tiled_max_tokens bounds the batch (batch x length, padding included) that the tiles take:
+// at the batch's size exactly, tiled (and counted so); one token fewer, ATen's products. Other
+// precisions never take the tiles, whatever the bound.
+TEST_P(RelativeAttentionTest, TiledUpToTheBatchBound) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  Fixture f = Make(GetParam(), at::kFloat);
+  const at::Tensor expected = Reference(f);
+  AttentionStats stats;
+  f.in.stats = &stats;
+  f.in.kernels.cpu_tiled_max_tokens = kBatch * kLen;
+  const at::Tensor at_bound = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 1);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
+  f.in.kernels.cpu_tiled_max_tokens = kBatch * kLen - 1;
+  const at::Tensor past_bound = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 2);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
+  EXPECT_LT(MaxAbsDiff(at_bound, expected), 1e-5);
+  EXPECT_LT(MaxAbsDiff(past_bound, expected), 1e-5);
+  EXPECT_GT(MaxAbsDiff(at_bound, past_bound), 0.0);  // two paths, not one path twice
+  Fixture half = Make(GetParam(), at::kBFloat16);
+  half.in.stats = &stats;
+  half.in.kernels.cpu_tiled_max_tokens = kAlwaysTiled;
+  RelativeAttention(half.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 3);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
 }
 
 TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
@@ -272,14 +304,14 @@ TEST(RelativeAttentionXlnetTest, EveryPathMatchesFloat64) {
     at::Tensor expected = Reference(f);
     const int64_t per_sequence = kLen * (3 * kLen - 1) * 4;
     for (bool tiled : {true, false}) {
-      f.in.kernels.cpu_tiled_products = tiled;
+      f.in.kernels.cpu_tiled_max_tokens = tiled ? kAlwaysTiled : 0;
       for (int64_t budget : {int64_t{1}, 2 * per_sequence + 1, int64_t{1} << 40}) {
         f.in.slice_bytes = budget;
         EXPECT_LT(MaxDiffRealQueries(RelativeAttention(f.in), expected, f.mask), 1e-5)
             << "causal " << causal << " budget " << budget << " tiled " << tiled;
       }
     }
-    f.in.kernels.cpu_tiled_products = false;
+    f.in.kernels.cpu_tiled_max_tokens = 0;
     for (bool fused : {true, false}) {
       RelativeAttentionInputs in = f.in;
       in.kernels.fused = fused;
