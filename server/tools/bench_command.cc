@@ -86,6 +86,11 @@ absl::Status RunBench(const CliArgs& args) {
                            {"evicted_blocks", cache_after->evicted_blocks - cache_before->evicted_blocks},
                            {"peak_in_use_mib", cache_after->peak_in_use_bytes / double(1 << 20)}};
   }
+  // The attention calls of every batch run (warm-up included), by the path that ran them: on the
+  // CPU, cpu_tiled of the cpu calls in relserve's register tiles (--float32-attention).
+  const Engine::AttentionCounts calls = engine->attention_counts();
+  out["attention_calls"] = {
+      {"cpu", calls.cpu}, {"cpu_tiled", calls.cpu_tiled}, {"bias", calls.bias}, {"tables", calls.tables}};
   if (!args.Bool("no-gemm")) {
     const double gemm = MeasureMatmulFlops(info.dtype, gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;

@@ -75,6 +75,13 @@ std::vector<Flag<CliArgs>> EngineFlags() {
     flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.fallback})
                         .In(kModelOptions));
   }
+  flags.push_back(CliString("float32-attention", "auto|blas|tiles",
+                            "under --dtype float32 on a CPU with AVX-512F, what runs attention's products: auto, "
+                            "relserve's register tiles head by head for the batches the packed GEMM takes (so they "
+                            "make no BLAS call) and OpenBLAS's batched products for longer ones; blas, OpenBLAS "
+                            "always; tiles, the tiles always (for measuring)",
+                            "auto", {"auto", "blas", "tiles"})
+                      .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -120,6 +127,10 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   options.int8_attention = *int8_attention;
   // The flag table allows only "auto" and the library's word (CliString's choices).
   for (const CpuGemmChoice& choice : CpuGemmChoices()) options.kernels.*choice.own = args.String(choice.flag) == "auto";
+  const std::string float32_attention = args.String("float32-attention");
+  options.kernels.tiled_attention = float32_attention == "tiles"  ? TiledAttention::kAlways
+                                    : float32_attention == "blas" ? TiledAttention::kNever
+                                                                  : TiledAttention::kWithPackedGemm;
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

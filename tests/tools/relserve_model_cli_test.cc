@@ -383,6 +383,30 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --float32-gemm blas");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
+  {
+    // Attention's products (--float32-attention): in the tiles where the packed GEMM runs (every
+    // layer of a 2 x 16 batch by default), in OpenBLAS with OpenBLAS's projections or when asked,
+    // in the tiles when asked, whatever runs the projections.
+    auto attention = [&](const std::string& flags) {
+      Result run = RunCli("bench --model " + model + " --batch 2 --seq 16 --iters 1 --warmup 0 --no-gemm " + flags);
+      EXPECT_EQ(run.exit_code, 0) << run.output;
+      auto calls = nlohmann::json::parse(run.output)["attention_calls"];
+      EXPECT_GT(calls["cpu"].get<int64_t>(), 0) << flags;
+      return std::make_pair(calls["cpu"].get<int64_t>(), calls["cpu_tiled"].get<int64_t>());
+    };
+    const bool packed = default_projections == "relserve-avx512";
+    auto [cpu, tiled] = attention("");
+    EXPECT_EQ(tiled, packed ? cpu : 0);
+    std::tie(cpu, tiled) = attention("--float32-gemm blas");
+    EXPECT_EQ(tiled, 0);
+    std::tie(cpu, tiled) = attention("--float32-attention blas");
+    EXPECT_EQ(tiled, 0);
+    std::tie(cpu, tiled) = attention("--float32-gemm blas --float32-attention tiles");
+    EXPECT_EQ(tiled, packed ? cpu : 0);
+    r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --float32-attention some");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("float32-attention"), std::string::npos) << r.output;
+  }
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --dtype bfloat16 --bfloat16-gemm onednn");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
