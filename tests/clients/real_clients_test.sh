@@ -69,37 +69,17 @@ ner_port=$(sed -n 's/.*HTTP on port \([0-9]*\).*/\1/p' "$work/ner.log")
 [ -n "$http_port" ] && [ -n "$classifier_port" ] && [ -n "$nli_port" ] && [ -n "$ner_port" ] || { echo "FAILED: no 'HTTP on port' in the logs"; cat "$work"/*.log; exit 1; }
 
 # --- the clients, from npm's registry into the build tree ----------------------------------------
-# scripts/install-test-packages.sh (run by scripts/test.sh before CTest, with retries) installs
-# them there and leaves installed.lock, the lock it installed; a tree from this lock is reused.
-# Otherwise this installs them itself, inside this test's time limit: ping, then npm ci, each
-# bounded so that a registry that does not answer fails here with npm's words, not CTest's timeout.
+# scripts/install-test-packages.sh installs them there (scripts/test.sh runs it before CTest, with
+# retries); a tree installed from this lock is reused. Otherwise the same script installs them
+# here, one try of at most 240 s, inside this test's time limit, and says why where it cannot.
 npm_dir="$(cd "$bin/.." && pwd)/tests/clients/npm"
-mkdir -p "$npm_dir"
-cp "$here/real_clients_test.mjs" "$npm_dir/"
-if [ -d "$npm_dir/node_modules" ] && cmp -s "$here/package-lock.json" "$npm_dir/installed.lock"; then
-  echo "npm: the pinned clients are installed in $npm_dir already (node $node_version)"
-else
-  rm -f "$npm_dir/installed.lock"
-  cp "$here/package.json" "$here/package-lock.json" "$npm_dir/"
-  registry=$(timeout 30 npm config get registry 2> /dev/null || echo "npm's registry")
-  export npm_config_update_notifier=false
-  if ! timeout 60 npm ping --fetch-retries=1 --fetch-timeout=30000 > "$work/npm-ping.log" 2>&1; then
-    echo "FAILED: npm's registry ($registry) cannot be reached: this test installs the official client"
-    echo "        packages (tests/clients/package-lock.json) from it. npm ping said:"
-    grep -v '^npm error  *at ' "$work/npm-ping.log" | head -n 12 | sed 's/^/        /'
-    exit 1
-  fi
-  started=$(date +%s)
-  if ! (cd "$npm_dir" && timeout 240 npm ci --ignore-scripts --no-audit --no-fund --fetch-timeout=60000 --fetch-retries=2) \
-      > "$work/npm-ci.log" 2>&1; then
-    echo "FAILED: npm ci could not install the pinned clients from $registry into $npm_dir" \
-      "within 240 s ($(( $(date +%s) - started )) s):"
-    tail -n 40 "$work/npm-ci.log"
-    exit 1
-  fi
-  cp "$here/package-lock.json" "$npm_dir/installed.lock"
-  echo "npm ci: $(grep -E '^added' "$work/npm-ci.log" || echo "done in $(( $(date +%s) - started )) s") (node $node_version, npm $(npm --version))"
+if ! RETRIES=1 TRY_SECONDS=240 "$root/scripts/install-test-packages.sh" "$here" "$npm_dir" 2>&1; then
+  echo "FAILED: the pinned clients (tests/clients/package-lock.json) could not be installed from npm's registry"
+  echo "        into $npm_dir (above: npm's words)"
+  exit 1
 fi
+cp "$here/real_clients_test.mjs" "$npm_dir/"
+echo "clients: node $node_version, npm $(npm --version)"
 
 # --- run them -------------------------------------------------------------------------------------
 export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"

