@@ -69,8 +69,8 @@ struct ModelInfo {
   DType dtype = DType::kFloat32;
   std::string device;        // "cpu", "cuda:0"
   // What runs the encoder layers' projections: "relserve-amx" (bfloat16 weights packed once for
-  // relserve's AMX GEMM), "relserve-avx512" (float32 weights packed once for relserve's AVX-512
-  // GEMM, up to its row limit; longer batches take LibTorch's), "relserve-amx-int8" (int8 weights
+  // relserve's AMX GEMM), "relserve-avx512" / "relserve-avx2" (float32 weights packed once for
+  // relserve's GEMM in AVX-512 or AVX2 registers, up to its row limit; longer batches take LibTorch's), "relserve-amx-int8" (int8 weights
   // packed once for relserve's AMX int8 GEMM, each token quantized with its own scale),
   // "onednn-int8" (LibTorch's oneDNN dynamic int8 linear) or "libtorch" (LibTorch's linear:
   // OpenBLAS, oneDNN or cuBLAS).

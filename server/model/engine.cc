@@ -329,7 +329,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h).
       RETURN_IF_ERROR(
           PackLinearsFloat32(engine->impl_->model->EncoderLinears(), options.kernels.packed_gemm_max_rows));
-      projections = "relserve-avx512";
+      projections = absl::StrCat("relserve-", Float32KernelName(PackedWeights::Best()));
       packed_float32_rows = options.kernels.packed_gemm_max_rows;
     }
     // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).

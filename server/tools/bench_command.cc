@@ -64,7 +64,7 @@ absl::Status RunBench(const CliArgs& args) {
   out["threads"] = std::to_string(args.Int("threads"));
   out["openblas_kernels"] = LoadedOpenBlasCore();  // empty: the BLAS is not OpenBLAS
   if (info.dtype == DType::kFloat32 && info.device == "cpu") {
-    // Who runs float32's products (--float32-gemm): relserve's AVX-512 kernels or the BLAS.
+    // Who runs float32's products (--float32-gemm): relserve's kernels (AVX-512 or AVX2) or the BLAS.
     out["float32_products"] =
         args.String("float32-gemm") == "auto" && PackedWeights::Supported() ? "relserve" : "blas";
   }

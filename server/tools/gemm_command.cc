@@ -55,7 +55,7 @@ std::vector<Linear*> Pointers(std::vector<Linear>& linears) {
 absl::Status PrepareSides(const std::string& dtype, int64_t max_rows, Side& own, Side& library) {
   if (dtype == "float32") {
     RETURN_IF_ERROR(PackLinearsFloat32(Pointers(own.linears), max_rows));
-    own.gemm = "relserve-avx512";
+    own.gemm = absl::StrCat("relserve-", Float32KernelName(PackedWeights::Best()));
     library.gemm = "blas";
   } else if (dtype == "bfloat16") {
     for (Side* side : {&own, &library}) {

@@ -87,7 +87,8 @@ TEST(BFloat16GemmTest, TheOptionChoosesTheProjections) {
   }
   EngineOptions float32;
   EXPECT_EQ((*Engine::Load(dir, float32))->info().projections,
-            PackedWeights::Supported() ? "relserve-avx512" : "libtorch");
+            PackedWeights::Supported() ? std::string("relserve-") + Float32KernelName(PackedWeights::Best())
+                                       : std::string("libtorch"));
   float32.kernels.packed_float32_gemm = false;
   EXPECT_EQ((*Engine::Load(dir, float32))->info().projections, "libtorch");
   const auto want = RunOrDie(dir, EngineOptions{}, seqs);

@@ -111,7 +111,7 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
     CheckAgainstReference(name, tensors, untiled);
   }
   // The option reaches the layers: the two GEMMs sum in different orders, so their last hidden
-  // states differ in the last bits (where AVX-512 runs the packed one).
+  // states differ in the last bits (where AVX-512 or AVX2 runs the packed one).
   if (!PackedWeights::Supported()) return;
   const std::string dir = ReferenceDir("deberta_v3_like");
   const PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
@@ -133,7 +133,7 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
 // batch's padded size exactly, then one fewer), never with OpenBLAS's projections, and every or
 // none when asked; every layer alike, each within the reference's tolerance.
 TEST(ReferenceParityTest, TiledAttentionWhereThePackedGemmRuns) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   const EngineOptions base = testing::TestEngineOptions();
   if (base.device != "cpu" || base.kernels.gpu_attention_on_cpu) GTEST_SKIP() << "the CPU's own attention path only";
   const std::string dir = ReferenceDir("deberta_v3_like");

@@ -9,21 +9,23 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-#define RELSERVE_PACKED_GEMM_AVX512 1
+#define RELSERVE_PACKED_GEMM_X86 1
 #define RELSERVE_AVX512_FN __attribute__((target("avx512f,fma")))
+#define RELSERVE_AVX2_FN __attribute__((target("avx2,fma")))
 #else
-#define RELSERVE_PACKED_GEMM_AVX512 0
+#define RELSERVE_PACKED_GEMM_X86 0
 #endif
 
 namespace relserve {
 namespace {
 
 constexpr int64_t kNr = PackedWeights::kPanelWidth;  // output features per panel: two AVX-512 vectors
-constexpr int64_t kMr = 12;                           // rows per register tile: 24 accumulators
+constexpr int64_t kMr = 12;                           // rows per AVX-512 register tile: 24 accumulators
+constexpr int64_t kMr2 = 6;                           // rows per AVX2 register tile (half a panel): 12
 constexpr int64_t kKc = 256;                          // k per pass: a panel's slice is 32 KiB, in L1
 constexpr int64_t kMc = 192;                          // rows per block: a block's slice of a stays in L2
 
-#if RELSERVE_PACKED_GEMM_AVX512
+#if RELSERVE_PACKED_GEMM_X86
 
 // One register tile: rows [0, MR) of a (lda apart) times one panel's slice b (kc rows of kNr), into
 // c (ldc apart), columns masked by m0 / m1. The first pass over k starts from the bias (or zero),
@@ -99,7 +101,119 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
   }
 }
 
-#endif  // RELSERVE_PACKED_GEMM_AVX512
+// The same GEMM in AVX2 registers, for x86-64 CPUs without AVX-512F (AMD Zen 2 and 3, Intel client
+// cores): sixteen 256-bit registers hold a tile of up to 6 rows times half a panel (16 features,
+// one cache line of each step of the panel), 12 accumulators, the half panel's two vectors of the
+// step and the broadcast value of a. The panels are PackedWeights' own, so both kernels read the
+// same packed weights, and each result is the same sum in the same order (so the same bits, FMA
+// for FMA).
+
+// Lanes [0, count) of an AVX2 mask (count clamped to [0, 8]).
+RELSERVE_AVX2_FN inline __m256i LaneMask(int64_t count) {
+  const int32_t n = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(8, count)));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// One tile: rows [0, MR) of a times the half panel b (kc steps, kNr floats apart) into c, `cols`
+// of its 16 columns: all of them where kFull, else 1-15 (masked loads and stores). Whether the
+// columns are whole is a template parameter, not a branch, so that GCC keeps the accumulators in
+// registers throughout.
+template <int MR, bool kFull>
+RELSERVE_AVX2_FN void Tile2(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
+                            int64_t cols, const float* bias, bool first, const char* prefetch) {
+  const __m256i m0 = LaneMask(kFull ? 8 : cols), m1 = LaneMask(kFull ? 8 : cols - 8);
+  __m256 acc0[MR], acc1[MR];
+  if (first) {
+    __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();
+    if (bias != nullptr) {
+      b0 = kFull ? _mm256_loadu_ps(bias) : _mm256_maskload_ps(bias, m0);
+      b1 = kFull ? _mm256_loadu_ps(bias + 8) : _mm256_maskload_ps(bias + 8, m1);
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      acc0[i] = b0;
+      acc1[i] = b1;
+    }
+  } else {
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      acc0[i] = kFull ? _mm256_loadu_ps(c + i * ldc) : _mm256_maskload_ps(c + i * ldc, m0);
+      acc1[i] = kFull ? _mm256_loadu_ps(c + i * ldc + 8) : _mm256_maskload_ps(c + i * ldc + 8, m1);
+    }
+  }
+  // Without a next slice, the lines prefetched are this one's own (in L1 already): a branch in the
+  // loop would keep GCC from holding the accumulators in registers.
+  const char* ahead = prefetch != nullptr ? prefetch : reinterpret_cast<const char*>(b);
+  for (int64_t kk = 0; kk < kc; ++kk) {
+    const __m256 b0 = _mm256_load_ps(b + kk * kNr);
+    const __m256 b1 = _mm256_load_ps(b + kk * kNr + 8);
+    _mm_prefetch(ahead + kk * 64, _MM_HINT_T0);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+      const __m256 x = _mm256_broadcast_ss(a + i * lda + kk);
+      acc0[i] = _mm256_fmadd_ps(x, b0, acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(x, b1, acc1[i]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int i = 0; i < MR; ++i) {
+    if (kFull) {
+      _mm256_storeu_ps(c + i * ldc, acc0[i]);
+      _mm256_storeu_ps(c + i * ldc + 8, acc1[i]);
+    } else {
+      _mm256_maskstore_ps(c + i * ldc, m0, acc0[i]);
+      _mm256_maskstore_ps(c + i * ldc + 8, m1, acc1[i]);
+    }
+  }
+}
+
+using Tile2Fn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t, const float*, bool,
+                         const char*);
+
+// [whole columns][rows]
+constexpr Tile2Fn kTiles2[2][kMr2 + 1] = {
+    {nullptr, &Tile2<1, false>, &Tile2<2, false>, &Tile2<3, false>, &Tile2<4, false>, &Tile2<5, false>,
+     &Tile2<6, false>},
+    {nullptr, &Tile2<1, true>, &Tile2<2, true>, &Tile2<3, true>, &Tile2<4, true>, &Tile2<5, true>, &Tile2<6, true>}};
+
+// BlockTimesPanel's AVX2 counterpart: per pass over k, each half panel against every tile of rows
+// (a half panel's slice, 16 KiB, stays in L1 while the tiles of the block read it), the first
+// tiles of the pass prefetching the next slice as above.
+RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, int64_t m0, int64_t mc, const float* panels,
+                                          int64_t n, int64_t k, int64_t p, const float* bias, float* c,
+                                          int64_t ldc) {
+  const int64_t n0 = p * kNr;
+  const int64_t cols = std::min(kNr, n - n0);
+  const float* panel = panels + p * k * kNr;
+  const int64_t tiles_per_half = (mc + kMr2 - 1) / kMr2;
+  for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+    const int64_t kc = std::min(kKc, k - k0);
+    const bool more = k0 + kc < k || n0 + kNr < n;
+    for (int64_t half = 0; half < 2 && half * 16 < cols; ++half) {
+      const int64_t half_cols = std::min<int64_t>(16, cols - half * 16);
+      const float* half_bias = bias != nullptr ? bias + n0 + half * 16 : nullptr;
+      for (int64_t i = 0; i < mc; i += kMr2) {
+        const int64_t rows = std::min(kMr2, mc - i);
+        const int64_t tile = half * tiles_per_half + i / kMr2;
+        const char* prefetch = nullptr;
+        if (more && tile * kc < kc * kNr / 16) {
+          prefetch = reinterpret_cast<const char*>(panel + (k0 + kc) * kNr) + tile * kc * 64;
+        }
+        kTiles2[half_cols == 16][rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr + half * 16, kc,
+                      c + (m0 + i) * ldc + n0 + half * 16, ldc, half_cols, half_bias, k0 == 0, prefetch);
+      }
+    }
+  }
+}
+
+using BlockFn = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, int64_t,
+                         const float*, float*, int64_t);
+
+BlockFn BlockFor(Float32Kernel kernel) {
+  return kernel == Float32Kernel::kAvx512 ? &BlockTimesPanel : &BlockTimesPanelAvx2;
+}
+
+#endif  // RELSERVE_PACKED_GEMM_X86
 
 // Element (j, kk) of b into panel layout: out[(j / kNr) * k * kNr + kk * kNr + j % kNr].
 void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_col, float* out) {
@@ -126,13 +240,25 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
 
 }  // namespace
 
-bool PackedWeights::Supported() {
-#if RELSERVE_PACKED_GEMM_AVX512
-  static const bool supported = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-  return supported;
+bool PackedWeights::Supports(Float32Kernel kernel) {
+#if RELSERVE_PACKED_GEMM_X86
+  static const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return kernel == Float32Kernel::kAvx512 ? avx512 : avx2;
 #else
+  (void)kernel;
   return false;
 #endif
+}
+
+bool PackedWeights::Supported() { return Supports(Float32Kernel::kAvx512) || Supports(Float32Kernel::kAvx2); }
+
+Float32Kernel PackedWeights::Best() {
+  return Supports(Float32Kernel::kAvx512) ? Float32Kernel::kAvx512 : Float32Kernel::kAvx2;
+}
+
+const char* Float32KernelName(Float32Kernel kernel) {
+  return kernel == Float32Kernel::kAvx512 ? "avx512" : "avx2";
 }
 
 std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
@@ -148,7 +274,13 @@ std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc) {
-#if RELSERVE_PACKED_GEMM_AVX512
+  PackedGemm(a, m, lda, w, bias, c, ldc, PackedWeights::Best());
+}
+
+void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
+                int64_t ldc, Float32Kernel kernel) {
+#if RELSERVE_PACKED_GEMM_X86
+  if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
   if (m <= 0 || w.n() <= 0) return;
   if (w.k() == 0) {
     for (int64_t i = 0; i < m; ++i) {
@@ -163,23 +295,30 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
   const int64_t blocks = (m + kMc - 1) / kMc;
   const int64_t block_rows = (m + blocks - 1) / blocks;
   const int64_t panels = w.panels();
+  const BlockFn block_times_panel = BlockFor(kernel);
   at::parallel_for(0, blocks * panels, 1, [&](int64_t begin, int64_t end) {
     for (int64_t item = begin; item < end; ++item) {
       const int64_t block = item / panels, p = item % panels;
       const int64_t m0 = block * block_rows;
       if (m0 >= m) continue;
-      BlockTimesPanel(a, lda, m0, std::min(block_rows, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
+      block_times_panel(a, lda, m0, std::min(block_rows, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
     }
   });
 #else
-  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel;
   std::abort();  // never packed where unsupported (PackedWeights::Supported)
 #endif
 }
 
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
                 int64_t b_col, float* c, int64_t ldc) {
-#if RELSERVE_PACKED_GEMM_AVX512
+  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc, PackedWeights::Best());
+}
+
+void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
+                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel) {
+#if RELSERVE_PACKED_GEMM_X86
+  if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
   if (m <= 0 || n <= 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
@@ -197,13 +336,14 @@ void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t 
     capacity = floats;
   }
   PackPanels(b, n, k, b_row, b_col, scratch.get());
+  const BlockFn block_times_panel = BlockFor(kernel);
   for (int64_t m0 = 0; m0 < m; m0 += kMc) {
     for (int64_t p = 0; p < panels; ++p) {
-      BlockTimesPanel(a, lda, m0, std::min(kMc, m - m0), scratch.get(), n, k, p, nullptr, c, ldc);
+      block_times_panel(a, lda, m0, std::min(kMc, m - m0), scratch.get(), n, k, p, nullptr, c, ldc);
     }
   }
 #else
-  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc;
+  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc, (void)kernel;
   std::abort();  // never called where unsupported (PackedWeights::Supported)
 #endif
 }

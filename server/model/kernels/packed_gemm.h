@@ -8,6 +8,15 @@
 
 namespace relserve {
 
+// The register tiles that run PackedGemm and SerialGemm on the same packed weights: AVX-512F (tiles
+// of 12 rows times a whole panel of 32 features) or AVX2 with FMA (6 rows times half a panel), for
+// x86-64 CPUs without AVX-512 such as AMD's Zen 2 and 3. Both take each result's sum in the same
+// order, so they give the same bits.
+enum class Float32Kernel { kAvx512, kAvx2 };
+
+// "avx512" or "avx2".
+const char* Float32KernelName(Float32Kernel kernel);
+
 // A float32 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for PackedGemm: panels of
 // kPanelWidth output features, each stored k-major (row kk of a panel holds w[p * kPanelWidth + j, kk]
 // for j = 0 .. kPanelWidth - 1, contiguous and 64-byte aligned; the last panel is padded with
@@ -15,9 +24,14 @@ namespace relserve {
 // (ONNX Runtime's MLAS does the same at load).
 class PackedWeights : public PackedPanels<float, 32, 1> {
  public:
-  // Whether this CPU and build run PackedGemm (x86-64 with AVX-512F). Nothing should be packed
-  // where they do not.
+  // Whether this CPU and build run PackedGemm with some kernel (x86-64 with AVX-512F, or AVX2 and
+  // FMA). Nothing should be packed where they do not.
   static bool Supported();
+  // Whether this CPU and build run `kernel`.
+  static bool Supports(Float32Kernel kernel);
+  // The kernel PackedGemm and SerialGemm run by default: AVX-512 where the CPU has it, else AVX2.
+  // Meaningful only where Supported().
+  static Float32Kernel Best();
 
   // w: n rows of k floats, rows `ld` floats apart (ld >= k).
   static std::shared_ptr<const PackedWeights> Pack(const float* w, int64_t n, int64_t k, int64_t ld);
@@ -30,18 +44,23 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // c's rows ldc apart (c must not overlap a). Blocks of rows and weight panels are shared among
 // LibTorch's intra-op threads (at::parallel_for); each result is a sum over k in float32, taken in
 // chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place).
-// Call only where PackedWeights::Supported().
+// Runs PackedWeights::Best(); the overload with a kernel runs that one (call only where
+// PackedWeights::Supports(kernel)). Call only where PackedWeights::Supported().
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc);
+void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
+                int64_t ldc, Float32Kernel kernel);
 
 // c[m, n] = a[m, k] · b, on the calling thread alone, where b's element (j, kk) (column j of the
 // result, step kk of the sum) is b[j * b_row + kk * b_col]: a matrix [n, k] with b_row = its row
 // stride and b_col = 1 gives a · bᵀ; a matrix [k, n] with b_row = 1 and b_col = its row stride
 // gives a · b. b is packed into the thread's own panels first (kept between calls), so that the
 // small products of attention (one head of one sequence) run in the tiles of PackedGemm, one
-// thread each. Call only where PackedWeights::Supported().
+// thread each. Kernels as PackedGemm's. Call only where PackedWeights::Supported().
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
                 int64_t b_col, float* c, int64_t ldc);
+void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
+                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel);
 
 }  // namespace relserve
 

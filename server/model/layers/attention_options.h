@@ -51,7 +51,7 @@ struct AttentionKernels {
   // On the CPU, with float32 q, k and v: the products in bfloat16 (EngineOptions::int8_attention
   // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
   bool cpu_products_in_bfloat16 = false;
-  // On the CPU, with float32 q, k and v, on a CPU with AVX-512F, for a call whose batch holds at
+  // On the CPU, with float32 q, k and v, on a CPU with AVX-512F or AVX2, for a call whose batch holds at
   // most this many tokens (batch x length, padding included): each head of each sequence a task
   // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled);
   // longer batches take ATen's batched products (OpenBLAS). 0: never. The engine sets it from

@@ -67,7 +67,16 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
              out.data_ptr<float>(), w.n(), weights.kernel);
     return out.view(g.out_sizes);
   }
-  return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/false);
+  return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/OneDnnInt8ReducesRange());
+}
+
+bool OneDnnInt8ReducesRange() {
+#if defined(__x86_64__)
+  static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
+  return !vnni;
+#else
+  return false;
+#endif
 }
 
 Int8Gemm ChooseInt8Gemm(bool own) {

@@ -59,7 +59,7 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
 // the c2p and p2c terms, probabilities x v) in relserve's register tiles on its own thread
 // (kernels/packed_gemm.h, SerialGemm) and its softmax right after, while its scores are in the
 // core's cache: no BLAS call per head, no [heads, batch, L, L] tensor in memory. float32 on a CPU
-// with AVX-512F, batches of at most AttentionKernels::cpu_tiled_max_tokens tokens.
+// with AVX-512F or AVX2, batches of at most AttentionKernels::cpu_tiled_max_tokens tokens.
 void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2), D = in.q.size(3);
   const at::Tensor q = in.q.contiguous(), k = in.k.contiguous(), v = in.v.contiguous();

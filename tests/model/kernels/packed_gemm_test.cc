@@ -1,11 +1,16 @@
 // The packed float32 GEMM against ATen's linear in float64, on shapes that exercise every row
-// tile (1-12 rows and several blocks), partial panels, k not a multiple of the pass length,
-// strided inputs and outputs, with and without bias.
+// tile (1-12 rows and several blocks), partial panels and half panels, k not a multiple of the
+// pass length, strided inputs and outputs, with and without bias: each kernel this CPU runs
+// (AVX-512, AVX2), and the two against each other bit for bit where it runs both.
 #include "server/model/kernels/packed_gemm.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tests/testing/tensor_max_abs_diff.h"
@@ -15,17 +20,27 @@ namespace {
 
 using testing::MaxAbsDiff;
 
+// The kernels this CPU runs.
+std::vector<Float32Kernel> Kernels() {
+  std::vector<Float32Kernel> kernels;
+  for (Float32Kernel kernel : {Float32Kernel::kAvx512, Float32Kernel::kAvx2}) {
+    if (PackedWeights::Supports(kernel)) kernels.push_back(kernel);
+  }
+  return kernels;
+}
+
 at::Tensor Reference(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias) {
   at::Tensor out = at::matmul(a.to(at::kDouble), w.to(at::kDouble).t());
   return bias.defined() ? out + bias.to(at::kDouble) : out;
 }
 
 // a [m, k] may be a strided view; c is written into a wider buffer, so that ldc > n.
-at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, int64_t extra_c_columns = 0) {
+at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, Float32Kernel kernel,
+                int64_t extra_c_columns = 0) {
   auto packed = PackedWeights::Pack(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0));
   at::Tensor c = at::full({a.size(0), w.size(0) + extra_c_columns}, 7.0f);
   PackedGemm(a.data_ptr<float>(), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), *packed,
-             bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0));
+             bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0), kernel);
   if (extra_c_columns > 0) {
     // Columns past n are never written.
     EXPECT_TRUE(at::all(c.narrow(1, w.size(0), extra_c_columns) == 7.0f).item<bool>());
@@ -34,21 +49,45 @@ at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias
 }
 
 TEST(PackedGemmTest, MatchesLinearOnEveryTileAndPanelEdge) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
   at::manual_seed(3);
-  for (int64_t m : {1, 2, 5, 11, 12, 13, 25, 191, 192, 193, 400}) {
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {16, 17}, {31, 64}, {32, 255}, {33, 256},
-                        {50, 257}, {96, 600}}) {
-      at::Tensor a = at::randn({m, k}), w = at::randn({n, k}), bias = at::randn({n});
-      EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias), Reference(a, w, bias)), 2e-4) << m << "x" << n << "x" << k;
-      EXPECT_LT(MaxAbsDiff(Gemm(a, w, at::Tensor()), Reference(a, w, at::Tensor())), 2e-4) << m << "x" << n << "x" << k;
+  for (Float32Kernel kernel : Kernels()) {
+    for (int64_t m : {1, 2, 5, 6, 7, 11, 12, 13, 25, 191, 192, 193, 400}) {
+      for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {7, 3}, {9, 5}, {16, 17}, {17, 9}, {31, 64}, {32, 255},
+                          {33, 256}, {50, 257}, {96, 600}}) {
+        at::Tensor a = at::randn({m, k}), w = at::randn({n, k}), bias = at::randn({n});
+        EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias, kernel), Reference(a, w, bias)), 2e-4)
+            << Float32KernelName(kernel) << " " << m << "x" << n << "x" << k;
+        EXPECT_LT(MaxAbsDiff(Gemm(a, w, at::Tensor(), kernel), Reference(a, w, at::Tensor())), 2e-4)
+            << Float32KernelName(kernel) << " " << m << "x" << n << "x" << k;
+      }
     }
   }
 }
 
+TEST(PackedGemmTest, KernelsGiveTheSameBits) {
+  if (!PackedWeights::Supports(Float32Kernel::kAvx512) || !PackedWeights::Supports(Float32Kernel::kAvx2)) {
+    GTEST_SKIP() << "this CPU does not run both kernels";
+  }
+  c10::InferenceMode guard;
+  at::manual_seed(6);
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{7, 50, 257}, {128, 96, 600}, {193, 33, 100}}) {
+    at::Tensor a = at::randn({m, k}), w = at::randn({n, k}), bias = at::randn({n});
+    EXPECT_TRUE(at::equal(Gemm(a, w, bias, Float32Kernel::kAvx512), Gemm(a, w, bias, Float32Kernel::kAvx2)))
+        << m << "x" << n << "x" << k;
+  }
+}
+
+TEST(PackedGemmTest, BestIsAvx512WhereTheCpuHasIt) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  EXPECT_EQ(PackedWeights::Best(), PackedWeights::Supports(Float32Kernel::kAvx512) ? Float32Kernel::kAvx512
+                                                                                     : Float32Kernel::kAvx2);
+  EXPECT_EQ(PackedWeights::Supports(Float32Kernel::kAvx2), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+}
+
 TEST(PackedGemmTest, StridedRowsAndWiderOutput) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
   at::manual_seed(4);
   at::Tensor wide = at::randn({37, 300});
@@ -56,11 +95,14 @@ TEST(PackedGemmTest, StridedRowsAndWiderOutput) {
   at::Tensor w_wide = at::randn({70, 280});
   at::Tensor w = w_wide.narrow(1, 5, 260);       // weight rows 280 apart
   at::Tensor bias = at::randn({70});
-  EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias, /*extra_c_columns=*/9), Reference(a, w, bias)), 2e-4);
+  for (Float32Kernel kernel : Kernels()) {
+    EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias, kernel, /*extra_c_columns=*/9), Reference(a, w, bias)), 2e-4)
+        << Float32KernelName(kernel);
+  }
 }
 
 TEST(PackedGemmTest, ZeroDepthGivesTheBias) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
   at::Tensor a = at::empty({3, 0}), w = at::empty({5, 0}), bias = at::arange(5, at::kFloat);
   auto packed = PackedWeights::Pack(w.data_ptr<float>(), 5, 0, 0);
@@ -70,19 +112,47 @@ TEST(PackedGemmTest, ZeroDepthGivesTheBias) {
 }
 
 TEST(PackedGemmTest, ThreadsGiveTheSameBits) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
   at::manual_seed(5);
   at::Tensor a = at::randn({500, 384}), w = at::randn({1000, 384}), bias = at::randn({1000});
   const int before = at::get_num_threads();
-  at::set_num_threads(1);
-  at::Tensor one = Gemm(a, w, bias).clone();
-  at::set_num_threads(2);
-  at::Tensor two = Gemm(a, w, bias).clone();
+  for (Float32Kernel kernel : Kernels()) {
+    at::set_num_threads(1);
+    at::Tensor one = Gemm(a, w, bias, kernel).clone();
+    at::set_num_threads(2);
+    at::Tensor two = Gemm(a, w, bias, kernel).clone();
+    // Each result is one thread's sum in a fixed order, whoever computes it.
+    EXPECT_TRUE(at::equal(one, two)) << Float32KernelName(kernel);
+    EXPECT_LT(MaxAbsDiff(one, Reference(a, w, bias)), 5e-4) << Float32KernelName(kernel);
+  }
   at::set_num_threads(before);
-  // Each result is one thread's sum in a fixed order, whoever computes it.
-  EXPECT_TRUE(at::equal(one, two));
-  EXPECT_LT(MaxAbsDiff(one, Reference(a, w, bias)), 5e-4);
+}
+
+// SerialGemm reads b either as [n, k] rows (a · bᵀ, attention's q · kᵀ) or as [k, n] (a · b, the
+// probabilities times v), packs it on the calling thread and runs the same tiles.
+TEST(PackedGemmTest, SerialGemmInBothLayouts) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  c10::InferenceMode guard;
+  at::manual_seed(7);
+  for (Float32Kernel kernel : Kernels()) {
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 17, 64}, {128, 128, 64},
+                           {13, 40, 300}, {200, 64, 33}}) {
+      at::Tensor a = at::randn({m, k});
+      at::Tensor rows = at::randn({n, k});  // b as [n, k]
+      at::Tensor cols = at::randn({k, n});  // b as [k, n]
+      at::Tensor c = at::full({m, n + 3}, 7.0f);
+      SerialGemm(a.data_ptr<float>(), m, k, rows.data_ptr<float>(), n, k, /*b_row=*/k, /*b_col=*/1,
+                 c.data_ptr<float>(), n + 3, kernel);
+      EXPECT_LT(MaxAbsDiff(c.narrow(1, 0, n), at::matmul(a.to(at::kDouble), rows.to(at::kDouble).t())), 2e-4)
+          << Float32KernelName(kernel) << " a·bT " << m << "x" << n << "x" << k;
+      EXPECT_TRUE(at::all(c.narrow(1, n, 3) == 7.0f).item<bool>());
+      SerialGemm(a.data_ptr<float>(), m, k, cols.data_ptr<float>(), n, k, /*b_row=*/1, /*b_col=*/n,
+                 c.data_ptr<float>(), n + 3, kernel);
+      EXPECT_LT(MaxAbsDiff(c.narrow(1, 0, n), at::matmul(a.to(at::kDouble), cols.to(at::kDouble))), 2e-4)
+          << Float32KernelName(kernel) << " a·b " << m << "x" << n << "x" << k;
+    }
+  }
 }
 
 }  // namespace

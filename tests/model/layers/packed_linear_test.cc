@@ -21,7 +21,7 @@ using testing::MaxAbsDiff;
 class PackedLinearTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+    if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   }
   c10::InferenceMode guard_;
 };

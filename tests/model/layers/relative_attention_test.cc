@@ -118,7 +118,7 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
 // (AttentionKernels::cpu_tiled_max_tokens; 0, never, by default here) against ATen's products:
 // both within 1e-5 of float64, and not the same bits (the option reaches the products).
 TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   Fixture f = Make(GetParam(), at::kFloat);
   const at::Tensor expected = Reference(f);
   ASSERT_EQ(f.in.kernels.cpu_tiled_max_tokens, 0);
@@ -144,7 +144,7 @@ TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
 // at the batch's size exactly, tiled (and counted so); one token fewer, ATen's products. Other
 // precisions never take the tiles, whatever the bound.
 TEST_P(RelativeAttentionTest, TiledUpToTheBatchBound) {
-  if (!PackedWeights::Supported()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   Fixture f = Make(GetParam(), at::kFloat);
   const at::Tensor expected = Reference(f);
   AttentionStats stats;

@@ -121,7 +121,10 @@ TEST_F(TableAttentionTest, OwnQueryForTheC2pTerm) {
 
 // Half precision (the probabilities rounded before they multiply v, as the kernel does) against
 // the same inputs in float32: within what rounding the inputs and products to 8 (bfloat16) or
-// 11 (float16) significant bits allows for scores of magnitude ~3.
+// 11 (float16) significant bits allows for scores of magnitude ~3. bfloat16's bound is a little
+// over one step of bfloat16 at the outputs' largest magnitudes (4-8: 0.03125), the rounding of the
+// output itself, which differs by one step between CPUs (how LibTorch converts and sums bfloat16
+// with and without AVX512-BF16).
 TEST_F(TableAttentionTest, HalfPrecisionCloseToFloat) {
   for (at::ScalarType dtype : {at::kBFloat16, at::kHalf}) {
     RelativeAttentionInputs in = Make({130, 50, 50}, dtype, 5, /*scale=*/0.7);
@@ -131,7 +134,7 @@ TEST_F(TableAttentionTest, HalfPrecisionCloseToFloat) {
     }
     at::Tensor got = TableAttention(in);
     ASSERT_EQ(got.scalar_type(), dtype);
-    const double tolerance = dtype == at::kBFloat16 ? 0.03 : 0.004;
+    const double tolerance = dtype == at::kBFloat16 ? 0.04 : 0.004;
     EXPECT_LT(MaxAbsDiff(got, RelativeAttention(as_float)), tolerance) << c10::toString(dtype);
     if (dtype == at::kBFloat16) {  // the CPU has no float16 path of its own
       EXPECT_LT(MaxAbsDiff(got, RelativeAttention(in)), tolerance);
