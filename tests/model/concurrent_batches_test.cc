@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
 #include "server/model/kernels/amx_gemm.h"
+#include "server/model/layers/int8_linear.h"
 #include "tests/model/reference_fixture.h"
 
 namespace relserve {
@@ -48,6 +49,12 @@ TEST_P(ConcurrentBatchesTest, SideBySideGiveTheAnswersOfOneAtATime) {
   // bfloat16 runs side by side only on relserve's AMX GEMM (worker_count.h).
   if (options.dtype == DType::kBFloat16 && !PackedBFloat16Weights::Supported()) {
     GTEST_SKIP() << "no AMX-BF16 on this CPU: bfloat16 runs one batch at a time";
+  }
+  // int8 through oneDNN on a CPU without VNNI (its weights in 7 bits): side by side, a few
+  // XLNet sequences' answers differed from the batch alone (not bit for bit), measured on an AMD
+  // Zen 3; the server runs such int8 one worker by default.
+  if (options.dtype == DType::kInt8 && ChooseInt8Gemm(true) == Int8Gemm::kOneDnn && OneDnnInt8SevenBitWeights()) {
+    GTEST_SKIP() << "int8 through oneDNN without VNNI: side by side is not bit for bit";
   }
   auto engine = Engine::Load(testing::ReferenceDir(c.model), options);
   ASSERT_TRUE(engine.ok()) << engine.status();

@@ -43,7 +43,9 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), in float32: a's rows lda floats apart,
 // c's rows ldc apart (c must not overlap a). Blocks of rows and weight panels are shared among
 // LibTorch's intra-op threads (at::parallel_for); each result is a sum over k in float32, taken in
-// chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place).
+// chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place). The AVX2
+// kernel first copies a's rows into tiles of 6 (one buffer per calling thread, kept between calls,
+// m x k floats), so that each step of a tile reads them from one line.
 // Runs PackedWeights::Best(); the overload with a kernel runs that one (call only where
 // PackedWeights::Supports(kernel)). Call only where PackedWeights::Supported().
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,

@@ -39,9 +39,11 @@ std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const 
     if (bias.defined()) out->bias = bias.to(at::kFloat).contiguous();
     return out;
   }
-  // One symmetric scale per output channel; an all-zero row keeps scale 1 (its int8 is 0).
+  // One symmetric scale per output channel; an all-zero row keeps scale 1 (its int8 is 0). Without
+  // VNNI the weights take 7 bits (OneDnnInt8SevenBitWeights).
   at::Tensor amax = w.abs().amax({1});
-  at::Tensor scales = at::where(amax > 0, amax / 127.0, at::ones_like(amax)).to(at::kDouble);
+  const double qmax = OneDnnInt8SevenBitWeights() ? 63.0 : 127.0;
+  at::Tensor scales = at::where(amax > 0, amax / qmax, at::ones_like(amax)).to(at::kDouble);
   at::Tensor zero_points = at::zeros({w.size(0)}, at::kLong);
   at::Tensor qw = at::quantize_per_channel(w, scales, zero_points, /*axis=*/0, at::kQInt8);
   static const auto prepack =
@@ -67,10 +69,10 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x) {
              out.data_ptr<float>(), w.n(), weights.kernel);
     return out.view(g.out_sizes);
   }
-  return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/OneDnnInt8ReducesRange());
+  return weights.packed->apply_dynamic(x.contiguous(), /*reduce_range=*/false);
 }
 
-bool OneDnnInt8ReducesRange() {
+bool OneDnnInt8SevenBitWeights() {
 #if defined(__x86_64__)
   static const bool vnni = __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni");
   return !vnni;

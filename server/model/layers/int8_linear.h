@@ -44,12 +44,13 @@ std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const 
 // x [..., in] float32 -> [..., out] float32.
 at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x);
 
-// Whether kOneDnn quantizes activations to 7 bits (0-127) rather than 8: on x86-64 CPUs without
+// Whether kOneDnn quantizes the weights to 7 bits (-63..63) rather than 8: on x86-64 CPUs without
 // VNNI (AVX-512 VNNI or AVX-VNNI), where oneDNN multiplies u8 by s8 with VPMADDUBSW, whose pairs
-// of products saturate at 16 bits (2 x 255 x 127 > 32767), which left full-range activations
-// far off float32 (token cosine 0.95 on the references); 2 x 127 x 127 fits. PyTorch's dynamic
-// quantization reduces the range on x86 for the same reason.
-bool OneDnnInt8ReducesRange();
+// of products saturate at 16 bits (2 x 255 x 127 > 32767), which left 8-bit weights far off
+// float32 (token cosine 0.945 on the references); 2 x 255 x 63 fits. (PyTorch reduces the
+// activations' range instead, apply_dynamic's reduce_range; in LibTorch 1.13's oneDNN path that
+// gave answers that changed when batches ran side by side, and a little less accuracy.)
+bool OneDnnInt8SevenBitWeights();
 
 // Replaces each layer's float weight by its int8 form for `gemm` (Linear::int8); the float weight
 // is released. Layers already quantized (and empty weights) are left as they are.

@@ -115,16 +115,20 @@ TEST(PackedGemmTest, ThreadsGiveTheSameBits) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
   at::manual_seed(5);
-  at::Tensor a = at::randn({500, 384}), w = at::randn({1000, 384}), bias = at::randn({1000});
   const int before = at::get_num_threads();
-  for (Float32Kernel kernel : Kernels()) {
-    at::set_num_threads(1);
-    at::Tensor one = Gemm(a, w, bias, kernel).clone();
-    at::set_num_threads(2);
-    at::Tensor two = Gemm(a, w, bias, kernel).clone();
-    // Each result is one thread's sum in a fixed order, whoever computes it.
-    EXPECT_TRUE(at::equal(one, two)) << Float32KernelName(kernel);
-    EXPECT_LT(MaxAbsDiff(one, Reference(a, w, bias)), 5e-4) << Float32KernelName(kernel);
+  // 500 rows: three blocks of 167, 167 and 166; 400: 134, 134 and 132, the last with a tile of
+  // rows fewer than the others (the AVX2 kernel packs each block's rows by tiles of 6).
+  for (int64_t m : {500, 400}) {
+    for (Float32Kernel kernel : Kernels()) {
+      at::Tensor a = at::randn({m, 384}), w = at::randn({1000, 384}), bias = at::randn({1000});
+      at::set_num_threads(1);
+      at::Tensor one = Gemm(a, w, bias, kernel).clone();
+      at::set_num_threads(2);
+      at::Tensor two = Gemm(a, w, bias, kernel).clone();
+      // Each result is one thread's sum in a fixed order, whoever computes it.
+      EXPECT_TRUE(at::equal(one, two)) << Float32KernelName(kernel) << " " << m;
+      EXPECT_LT(MaxAbsDiff(one, Reference(a, w, bias)), 5e-4) << Float32KernelName(kernel) << " " << m;
+    }
   }
   at::set_num_threads(before);
 }
