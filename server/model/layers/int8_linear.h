@@ -49,8 +49,8 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x);
 // of products saturate at 16 bits (2 x 255 x 127 > 32767), which left 8-bit weights far off
 // float32 (token cosine 0.945 on the references); 2 x 255 x 63 fits. (PyTorch reduces the
 // activations' range instead, apply_dynamic's reduce_range: on the references its worst token
-// measured 0.9925 against 0.991 here, but T5, DeBERTa and both BERTs stayed further from float32;
-// per-feature weight scales lose less to the lost bit than one scale for the whole batch does.)
+// measured 0.9925 against 0.991 here (MPNet), but T5, DeBERTa and both BERTs stayed further from
+// float32 than with 7-bit weights.)
 // With either, side-by-side batches were not bit for bit those of each batch alone on an AMD Zen
 // 3 (with 8-bit weights they were), hence concurrent_batches_test's skip there.
 bool OneDnnInt8SevenBitWeights();
