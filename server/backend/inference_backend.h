@@ -70,8 +70,9 @@ struct ModelInfo {
   std::string device;        // "cpu", "cuda:0"
   // What runs the encoder layers' projections: "relserve-amx" (bfloat16 weights packed once for
   // relserve's AMX GEMM), "relserve-avx512" / "relserve-avx2" (float32 weights packed once for
-  // relserve's GEMM in AVX-512 or AVX2 registers, up to its row limit; longer batches take LibTorch's), "relserve-amx-int8" (int8 weights
-  // packed once for relserve's AMX int8 GEMM, each token quantized with its own scale),
+  // relserve's GEMM in AVX-512 or AVX2 registers, up to its row limit; longer batches take
+  // LibTorch's), "relserve-amx-int8" (int8 weights packed once for relserve's AMX int8 GEMM, each
+  // token quantized with its own scale),
   // "onednn-int8" (LibTorch's oneDNN dynamic int8 linear) or "libtorch" (LibTorch's linear:
   // OpenBLAS, oneDNN or cuBLAS).
   std::string projections = "libtorch";

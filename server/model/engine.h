@@ -20,8 +20,8 @@ namespace relserve {
 enum class BatchRounding { kOnDevice, kRounded, kExact };
 
 // Which float32 batches run attention's products head by head in relserve's register tiles on a
-// CPU with AVX-512F or AVX2 (AttentionKernels::cpu_tiled_max_tokens) rather than in ATen's batched products
-// (OpenBLAS):
+// CPU with AVX-512F or AVX2 (AttentionKernels::cpu_tiled_max_tokens) rather than in ATen's batched
+// products (OpenBLAS):
 //   kWithPackedGemm: the batches the packed float32 GEMM takes (EngineKernels::packed_float32_gemm
 //                    on, at most packed_gemm_max_rows tokens), so that a short batch's forward calls
 //                    no BLAS at all: OpenBLAS's threads, once woken, spin on the cores the tiles'
@@ -47,8 +47,9 @@ struct EngineKernels {
   // each replay (device_graph.h), so that what is built around graphs is tested without a GPU.
   bool device_graphs_on_cpu = false;
   // float32 on a CPU with AVX-512F, or AVX2 and FMA: the encoder layers' weights are also packed
-  // once at load for relserve's GEMM (kernels/packed_gemm.h, in the registers of the widest), which inputs of at most packed_gemm_max_rows tokens
-  // take (layers/packed_linear.h: where it is ahead of OpenBLAS); false: LibTorch's linear
+  // once at load for relserve's GEMM (kernels/packed_gemm.h, in the registers of the widest), which
+  // inputs of at most packed_gemm_max_rows tokens take (layers/packed_linear.h: where it is ahead of
+  // OpenBLAS); false: LibTorch's linear
   // (OpenBLAS) on the weights as loaded, always.
   bool packed_float32_gemm = true;
   int64_t packed_gemm_max_rows = 192;
@@ -61,8 +62,8 @@ struct EngineKernels {
   // are, else in VNNI registers; each token's activation quantized with its own scale); false, or
   // a CPU with neither: LibTorch's oneDNN quantized linear (one scale per call's activation tensor).
   bool packed_int8_gemm = true;
-  // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence as a
-  // task of its own, its products in relserve's register tiles (TiledAttention above).
+  // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence
+  // as a task of its own, its products in relserve's register tiles (TiledAttention above).
   TiledAttention tiled_attention = TiledAttention::kWithPackedGemm;
 };
 

@@ -278,6 +278,25 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
   }
 }
 
+// A buffer of at least `floats` floats, 64-byte aligned for the tiles' loads, of the calling thread
+// (one per slot), grown as needed and kept between calls.
+enum class Scratch { kPanels, kRows };
+float* ThreadScratch(Scratch slot, size_t floats) {
+  struct Buffer {
+    std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* q) { std::free(q); }};
+    size_t capacity = 0;
+  };
+  thread_local Buffer buffers[2];
+  Buffer& buffer = buffers[static_cast<int>(slot)];
+  if (floats > buffer.capacity) {
+    void* q = std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    if (q == nullptr) throw std::bad_alloc();
+    buffer.data.reset(static_cast<float*>(q));
+    buffer.capacity = floats;
+  }
+  return buffer.data.get();
+}
+
 }  // namespace
 
 bool PackedWeights::Supports(Float32Kernel kernel) {
@@ -341,16 +360,7 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
   float* packed = nullptr;
   const int64_t block_floats = PackedRowsFloats(block_rows, w.k());
   if (kernel == Float32Kernel::kAvx2) {
-    thread_local std::unique_ptr<float[], void (*)(float*)> rows(nullptr, [](float* q) { std::free(q); });
-    thread_local size_t capacity = 0;
-    const size_t floats = static_cast<size_t>(blocks * block_floats);
-    if (floats > capacity) {
-      void* q = std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-      if (q == nullptr) throw std::bad_alloc();
-      rows.reset(static_cast<float*>(q));
-      capacity = floats;
-    }
-    packed = rows.get();
+    packed = ThreadScratch(Scratch::kRows, static_cast<size_t>(blocks * block_floats));
     const int64_t tiles = RowTiles(block_rows);
     at::parallel_for(0, blocks * tiles, 1, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end;) {
@@ -394,22 +404,14 @@ void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t 
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.f);
     return;
   }
-  // The thread's own panels, grown as needed and kept (64-byte aligned for the tiles' loads).
-  thread_local std::unique_ptr<float[], void (*)(float*)> scratch(nullptr, [](float* p) { std::free(p); });
-  thread_local size_t capacity = 0;
+  // The thread's own panels.
   const int64_t panels = (n + kNr - 1) / kNr;
-  const size_t floats = static_cast<size_t>(panels * k * kNr);
-  if (floats > capacity) {
-    void* p = std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    if (p == nullptr) throw std::bad_alloc();
-    scratch.reset(static_cast<float*>(p));
-    capacity = floats;
-  }
-  PackPanels(b, n, k, b_row, b_col, scratch.get());
+  float* scratch = ThreadScratch(Scratch::kPanels, static_cast<size_t>(panels * k * kNr));
+  PackPanels(b, n, k, b_row, b_col, scratch);
   const BlockFn block_times_panel = BlockFor(kernel);
   for (int64_t m0 = 0; m0 < m; m0 += kMc) {
     for (int64_t p = 0; p < panels; ++p) {
-      block_times_panel(a, lda, nullptr, m0, std::min(kMc, m - m0), scratch.get(), n, k, p, nullptr, c, ldc);
+      block_times_panel(a, lda, nullptr, m0, std::min(kMc, m - m0), scratch, n, k, p, nullptr, c, ldc);
     }
   }
 #else

@@ -83,7 +83,8 @@ TEST(PackedGemmTest, BestIsAvx512WhereTheCpuHasIt) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   EXPECT_EQ(PackedWeights::Best(), PackedWeights::Supports(Float32Kernel::kAvx512) ? Float32Kernel::kAvx512
                                                                                      : Float32Kernel::kAvx2);
-  EXPECT_EQ(PackedWeights::Supports(Float32Kernel::kAvx2), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  EXPECT_EQ(PackedWeights::Supports(Float32Kernel::kAvx2),
+            __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
 }
 
 TEST(PackedGemmTest, StridedRowsAndWiderOutput) {
