@@ -76,8 +76,8 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                         .In(kModelOptions));
   }
   flags.push_back(CliString("float32-attention", "auto|blas|tiles",
-                            "under --dtype float32 on a CPU with AVX-512F or AVX2, what runs attention's products: auto, "
-                            "relserve's register tiles head by head for the batches the packed GEMM takes (so they "
+                            "under --dtype float32 on a CPU with AVX-512F or AVX2, what runs attention's products: "
+                            "auto, relserve's register tiles head by head for the batches the packed GEMM takes (so they "
                             "make no BLAS call) and OpenBLAS's batched products for longer ones; blas, OpenBLAS "
                             "always; tiles, the tiles always (for measuring)",
                             "auto", {"auto", "blas", "tiles"})

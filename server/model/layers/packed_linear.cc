@@ -40,7 +40,8 @@ bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {
 
 absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_rows) {
   if (!PackedWeights::Supported()) {
-    return absl::FailedPreconditionError("the packed float32 GEMM needs a CPU with AVX-512F, or AVX2 and FMA");
+    return absl::FailedPreconditionError(
+        "the packed float32 GEMM needs a CPU with AVX-512F, or AVX2 and FMA");
   }
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->packed != nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;
