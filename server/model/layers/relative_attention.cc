@@ -11,6 +11,7 @@
 #include "server/model/layers/table_attention.h"
 #include "server/model/runtime/device.h"
 #include "server/model/kernels/packed_gemm.h"
+#include "server/model/kernels/parallel_for.h"
 #include "server/model/kernels/relative_softmax.h"
 
 namespace relserve {
@@ -78,7 +79,9 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   const float* vp = v.data_ptr<float>();
   const float* cqp = cq.data_ptr<float>();
   float* out = context.data_ptr<float>();
-  at::parallel_for(0, heads * B, 1, [&](int64_t begin, int64_t end) {
+  // On LibTorch's threads through ParallelFor: at::parallel_for here, in a file built without
+  // OpenMP, ran every head on the calling thread.
+  ParallelFor(0, heads * B, 1, [&](int64_t begin, int64_t end) {
     c10::InferenceMode guard;
     const int64_t t = std::min<int64_t>(at::get_thread_num(), threads - 1);
     at::Tensor probs = scores[t];
