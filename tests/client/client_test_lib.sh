@@ -41,9 +41,22 @@ start_server() {
   metrics_port=$(sed -n 's/.*metrics on port \([0-9]*\).*/\1/p' "$log")
 }
 
+# stop_server PID: SIGTERM, then waits for the server to exit (its exit status is not checked).
 stop_server() {
-  kill -TERM "$1"
-  wait "$1" || true
+  local pid="$1" status=0 watchdog
+  kill -TERM "$pid" 2> /dev/null || true
+  # A server still running a minute after SIGTERM is killed and fails the test, instead of
+  # holding it until CTest's timeout. The watchdog's output goes nowhere, so that its sleep,
+  # left behind when the watchdog is stopped, holds no pipe of the test open.
+  ( exec > /dev/null 2>&1; sleep 60; kill -KILL "$pid" ) &
+  watchdog=$!
+  wait "$pid" || status=$?
+  kill "$watchdog" 2> /dev/null || true
+  wait "$watchdog" 2> /dev/null || true
+  if [ "$status" = 137 ]; then
+    echo "FAILED: relserve (pid $pid) was still running 60 s after SIGTERM"
+    exit 1
+  fi
 }
 
 # expect_exit CODE COMMAND...: runs COMMAND, fails the test unless it exits with CODE; its
