@@ -55,8 +55,9 @@ class EncoderModel {
   // tables and projections, pooling and task heads are not among them and stay in float.
   virtual std::vector<Linear*> EncoderLinears() = 0;
   // The projections beside the layers: an embedding projection, a pooler, a classifier (undefined
-  // ones included). bfloat16 on relserve's AMX GEMM packs them with the layers' (packed_linear.h),
-  // so that no projection of the model runs in LibTorch's oneDNN linear; int8 leaves them in float.
+  // ones included). bfloat16 on relserve's AMX GEMM and float32 on its packed GEMM pack them with
+  // the layers' (packed_linear.h), so that no projection of the model runs in LibTorch's linear
+  // (oneDNN, OpenBLAS); int8 leaves them in float.
   virtual std::vector<Linear*> HeadLinears() { return {}; }
 };
 
