@@ -328,7 +328,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
                PackedWeights::Supported()) {
       // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h),
       // the heads' beside them, so that a short batch's forward wakes no OpenBLAS thread (whose
-      // yielding, after a pooler's one row, took a tenth of a core from the two computing).
+      // yielding, after a pooler's one row, took 6-18% of a core beside the two computing).
       std::vector<Linear*> linears = engine->impl_->model->EncoderLinears();
       for (Linear* head : engine->impl_->model->HeadLinears()) linears.push_back(head);
       RETURN_IF_ERROR(PackLinearsFloat32(linears, options.kernels.packed_gemm_max_rows));

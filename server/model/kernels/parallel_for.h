@@ -6,8 +6,8 @@
 
 namespace relserve {
 
-// at::parallel_for for code outside this folder: fn(b, e) over chunks of [begin, end) (at least
-// `grain` items each) on LibTorch's intra-op threads, inline where called from one of them.
+// at::parallel_for for code outside this folder: fn(b, e) over chunks of [begin, end) on LibTorch's
+// intra-op threads, inline where called from one of them.
 // at::parallel_for is a header template, and with LibTorch's OpenMP backend it runs in parallel
 // only in files compiled with OpenMP, as this folder's are; called from a file built without it,
 // it silently runs every chunk on the calling thread. The chunks are at most
