@@ -320,18 +320,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
       // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).
-      std::vector<Linear*> linears = engine->impl_->model->EncoderLinears();
-      for (Linear* head : engine->impl_->model->HeadLinears()) linears.push_back(head);
-      RETURN_IF_ERROR(PackLinearsBFloat16(linears));
+      RETURN_IF_ERROR(PackLinearsBFloat16(engine->impl_->model->ProjectionLinears()));
       projections = "relserve-amx";
     } else if (engine->impl_->dtype == at::kFloat && device.is_cpu() && options.kernels.packed_float32_gemm &&
                PackedWeights::Supported()) {
       // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h),
       // the heads' beside them, so that a short batch's forward wakes no OpenBLAS thread (whose
       // yielding, after a pooler's one row, took 6-18% of a core beside the two computing).
-      std::vector<Linear*> linears = engine->impl_->model->EncoderLinears();
-      for (Linear* head : engine->impl_->model->HeadLinears()) linears.push_back(head);
-      RETURN_IF_ERROR(PackLinearsFloat32(linears, options.kernels.packed_gemm_max_rows));
+      RETURN_IF_ERROR(
+          PackLinearsFloat32(engine->impl_->model->ProjectionLinears(), options.kernels.packed_gemm_max_rows));
       projections = absl::StrCat("relserve-", Float32KernelName(PackedWeights::Best()));
       packed_float32_rows = options.kernels.packed_gemm_max_rows;
     }

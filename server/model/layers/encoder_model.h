@@ -59,6 +59,12 @@ class EncoderModel {
   // the layers' (packed_linear.h), so that no projection of the model runs in LibTorch's linear
   // (oneDNN, OpenBLAS); int8 leaves them in float.
   virtual std::vector<Linear*> HeadLinears() { return {}; }
+  // EncoderLinears() then HeadLinears(): every projection a packed GEMM takes.
+  std::vector<Linear*> ProjectionLinears() {
+    std::vector<Linear*> linears = EncoderLinears();
+    for (Linear* head : HeadLinears()) linears.push_back(head);
+    return linears;
+  }
 };
 
 }  // namespace relserve
