@@ -16,12 +16,13 @@
 namespace relserve {
 namespace {
 
-// Position tables grow in steps of this many distances, so that a server whose batches get
-// longer rebuilds them a few times only.
-constexpr int64_t kReachStep = 128;
-// Distances kept at most: (2 x 1023 + 1) rows of heads x d_head per layer, 200 MB for
-// xlnet-large in float32. Longer batches project the rows they reach in each forward, which
-// costs about 1/(6 x batch) of the forward's own projections.
+// Distances kept: (2 x 1023 + 1) rows of heads x d_head per layer (75 MB for xlnet-base, 200 MB
+// for xlnet-large in float32), built whole at the first forward (clamp_len bounds it). Longer
+// batches project the rows they reach in each forward, which costs about 1/(6 x batch) of the
+// forward's own projections.
+// The table is not grown with the batches' lengths: rows built at different table sizes differed
+// in their last bits (the sinusoids' and projection's kernels split their work by size), so a
+// text's answer changed with the batches a server had run before (concurrent_batches_test).
 constexpr int64_t kMaxKeptReach = 1023;
 
 }  // namespace
@@ -148,11 +149,11 @@ std::shared_ptr<const XlnetModel::PositionKeys> XlnetModel::PositionKeysFor(int6
     std::lock_guard<std::mutex> lock(cache_mu_);
     if (position_keys_ && position_keys_->reach >= reach) return position_keys_;
   }
-  // Built outside the lock; a thread that built a larger table meanwhile wins.
-  int64_t rows = (reach + kReachStep) / kReachStep * kReachStep - 1;
-  if (c_.clamp_len > 0) rows = std::min<int64_t>(rows, c_.clamp_len);
-  rows = std::max(reach, std::min(rows, kMaxKeptReach));
-  const bool keep = rows <= kMaxKeptReach;
+  // Built outside the lock; the first thread to build the kept table wins.
+  int64_t kept = kMaxKeptReach;
+  if (c_.clamp_len > 0) kept = std::min<int64_t>(kept, c_.clamp_len);
+  const bool keep = reach <= kept;
+  const int64_t rows = keep ? kept : reach;
   auto keys = std::make_shared<PositionKeys>();
   keys->reach = rows;
   const at::Tensor& any = word_embedding_;
