@@ -16,7 +16,7 @@ namespace relserve {
 // other divides the CPUs. Both given: taken as they are.
 // `own_projections`: the dtype's projections run in relserve's own kernels on the CPU (bfloat16 with
 // EngineKernels::packed_bfloat16_gemm on a CPU with AMX-BF16; int8 with EngineKernels::packed_int8_gemm
-// on a CPU with AMX-INT8 or AVX-512 VNNI). bfloat16 and int8 then take float32's rules: their batches run side by side
+// on an x86-64 CPU with AMX-INT8, AVX-512 VNNI or AVX2). bfloat16 and int8 then take float32's rules: their batches run side by side
 // (two single-thread bfloat16 workers serve 1.7x one two-thread worker at 8 callers;
 // docs/PERFORMANCE.md). Otherwise bfloat16, and float16, run one worker over every CPU, and more
 // workers (or more CPU copies of the model, ResolveWorkersPerCopy) are refused (INVALID_ARGUMENT):

@@ -28,15 +28,15 @@ absl::Status NamingModel(const absl::Status& status, const std::string& name, co
 
 // Whether the dtype's projections run in relserve's own kernels on the CPU (then its batches run side
 // by side; worker_count.h): bfloat16's AMX GEMM, which every projection of the model's layers and
-// heads is packed for (packed_linear.h, EncoderModel::HeadLinears), or int8's GEMM in AMX tiles or
-// AVX-512 VNNI registers (int8_linear.h, ChooseInt8Gemm).
+// heads is packed for (packed_linear.h, EncoderModel::HeadLinears), or int8's GEMM in AMX tiles,
+// AVX-512 VNNI or AVX2 registers (int8_linear.h, ChooseInt8Gemm).
 bool OwnProjections(const EngineOptions& engine) {
   switch (engine.dtype) {
     case DType::kBFloat16:
       return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
     case DType::kInt8:
-      return engine.kernels.packed_int8_gemm &&
-             (PackedInt8Weights::Supported() || PackedInt8Weights::VnniSupported());
+      return engine.kernels.packed_int8_gemm && (PackedInt8Weights::Supported() || PackedInt8Weights::VnniSupported() ||
+                                                 PackedInt8Weights::Avx2Supported());
     default:
       return false;
   }

@@ -310,13 +310,20 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     if (!model.ok()) return absl::Status(model.status().code(), absl::StrCat(dir, ": ", model.status().message()));
     engine->impl_->model = std::move(*model);
     if (engine->impl_->int8) {
-      // int8: relserve's GEMM in AMX tiles or VNNI registers where the CPU has them (int8_linear.h),
-      // else oneDNN's.
+      // int8: relserve's GEMM in AMX tiles, VNNI or AVX2 registers where the CPU has them
+      // (int8_linear.h), else oneDNN's.
       const Int8Gemm gemm = ChooseInt8Gemm(options.kernels.packed_int8_gemm);
       RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears(), gemm));
-      projections = gemm == Int8Gemm::kAmx    ? "relserve-amx-int8"
-                    : gemm == Int8Gemm::kVnni ? "relserve-vnni-int8"
-                                              : "onednn-int8";
+      projections = Int8GemmName(gemm);
+      if (gemm != Int8Gemm::kOneDnn && !engine->impl_->kernels.cpu_products_in_bfloat16 &&
+          options.kernels.packed_float32_gemm && PackedWeights::Supported()) {
+        // With relserve's int8 GEMM and attention's products in float32, the rest of a short batch's
+        // forward leaves OpenBLAS too, as in float32: the heads (float32) packed for relserve's
+        // float32 GEMM, attention's products in the tiles (TiledAttention). OpenBLAS's threads, once
+        // woken, yield on the cores the int8 GEMM's threads need.
+        RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), options.kernels.packed_gemm_max_rows));
+        packed_float32_rows = options.kernels.packed_gemm_max_rows;
+      }
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
       // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).

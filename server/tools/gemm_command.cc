@@ -71,12 +71,12 @@ absl::Status PrepareSides(const std::string& dtype, int64_t max_rows, Side& own,
     const Int8Gemm gemm = ChooseInt8Gemm(/*own=*/true);
     if (gemm == Int8Gemm::kOneDnn) {
       return absl::FailedPreconditionError(
-          "this CPU has neither AMX-INT8 nor AVX-512 VNNI, so relserve's int8 GEMM does not run here (oneDNN's does)");
+          "this CPU has none of AMX-INT8, AVX-512 VNNI and AVX2, so relserve's int8 GEMM does not run here (oneDNN's does)");
     }
     RETURN_IF_ERROR(EnableInt8Engine());
     RETURN_IF_ERROR(QuantizeLinearsInt8(Pointers(own.linears), gemm));
     RETURN_IF_ERROR(QuantizeLinearsInt8(Pointers(library.linears), Int8Gemm::kOneDnn));
-    own.gemm = gemm == Int8Gemm::kAmx ? "relserve-amx-int8" : "relserve-vnni-int8";
+    own.gemm = Int8GemmName(gemm);
     library.gemm = "onednn-int8";
   }
   return absl::OkStatus();

@@ -119,19 +119,20 @@ TEST(ModelHostTest, BFloat16WorkersFollowWhatRunsItsProjections) {
   EXPECT_EQ(ModelHost::Create(options, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-// int8 likewise: side by side where its projections run in relserve's int8 GEMM (AMX tiles or
-// AVX-512 VNNI), one worker over both CPUs through oneDNN's.
+// int8 likewise: side by side where its projections run in relserve's int8 GEMM (AMX tiles,
+// AVX-512 VNNI or AVX2), one worker over both CPUs through oneDNN's.
 TEST(ModelHostTest, Int8WorkersFollowWhatRunsItsProjections) {
   HostOptions options = QuietOptions();
   options.engine.dtype = DType::kInt8;
   auto own = ModelHost::Create(options, nullptr);
   ASSERT_TRUE(own.ok()) << own.status();
-  if (PackedInt8Weights::Supported() || PackedInt8Weights::VnniSupported()) {
+  if (PackedInt8Weights::Supported() || PackedInt8Weights::VnniSupported() || PackedInt8Weights::Avx2Supported()) {
     EXPECT_EQ((*own)->workers().workers, 2);
     EXPECT_EQ((*own)->workers().threads, 1);
     ASSERT_TRUE((*own)->Add({"m", kModel}).ok());
-    EXPECT_EQ((*own)->backends("m")[0]->info().projections,
-              PackedInt8Weights::Supported() ? "relserve-amx-int8" : "relserve-vnni-int8");
+    EXPECT_EQ((*own)->backends("m")[0]->info().projections, PackedInt8Weights::Supported()       ? "relserve-amx-int8"
+                                                            : PackedInt8Weights::VnniSupported() ? "relserve-vnni-int8"
+                                                                                                 : "relserve-avx2-int8");
   } else {
     EXPECT_EQ((*own)->workers().workers, 1);
   }

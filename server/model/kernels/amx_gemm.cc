@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -18,6 +19,7 @@
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
   __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
+#define RELSERVE_INT8_AVX2_FN __attribute__((target("avx2,fma")))
 #else
 #define RELSERVE_AMX_GEMM 0
 #endif
@@ -167,6 +169,41 @@ RELSERVE_AMX_FN void StoreInt8Block(const int32_t* block, int64_t rows, int64_t 
     const __m512 fhi = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(0xFFFF, hi), _mm512_mul_ps(scale, ws1), b1);
     _mm512_mask_storeu_ps(c + i * ldc, m0, flo);
     _mm512_mask_storeu_ps(c + i * ldc + 16, m1, fhi);
+  }
+}
+
+// Lanes [0, count) of an AVX2 mask (count clamped to [0, 8]).
+RELSERVE_INT8_AVX2_FN inline __m256i Int8LaneMask(int64_t count) {
+  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// StoreInt8Block in AVX2, with the same arithmetic (the zero point's share taken out in int32, then
+// one fused multiply-add of the two scales' product and the bias).
+RELSERVE_INT8_AVX2_FN void StoreInt8BlockAvx2(const int32_t* block, int64_t rows, int64_t cols, RowQuantization q,
+                                              const PackedInt8Weights& w, int64_t n0, const float* bias, float* c,
+                                              int64_t ldc) {
+  __m256i masks[4], sums[4];
+  __m256 scales[4], biases[4];
+  for (int h = 0; h < 4; ++h) {
+    masks[h] = Int8LaneMask(cols - 8 * h);
+    scales[h] = _mm256_loadu_ps(w.scales() + n0 + 8 * h);  // kept for whole panels
+    sums[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.sums() + n0 + 8 * h));
+    biases[h] = bias != nullptr ? _mm256_maskload_ps(bias + n0 + 8 * h, masks[h]) : _mm256_setzero_ps();
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    const __m256i zero = _mm256_set1_epi32(q.zero[i]);
+    const __m256 scale = _mm256_set1_ps(q.scale[i]);
+    for (int h = 0; h < 4; ++h) {
+      const __m256i sum = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + i * kNr + 8 * h)),
+                                           _mm256_mullo_epi32(zero, sums[h]));
+      const __m256 out = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_mul_ps(scale, scales[h]), biases[h]);
+      if (cols >= 8 * (h + 1)) {
+        _mm256_storeu_ps(c + i * ldc + 8 * h, out);
+      } else if (cols > 8 * h) {
+        _mm256_maskstore_ps(c + i * ldc + 8 * h, masks[h], out);
+      }
+    }
   }
 }
 
@@ -339,6 +376,82 @@ RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, ui
   }
 }
 
+// The int8 product on AVX2 alone (Int8Kernel::kAvx2), from the same packed panels as VnniRows: each
+// 64-byte row of a B tile (16 features x 4 depths) is two registers of 8 features. VPMADDUBSW
+// multiplies a row's 4 uint8 values (broadcast) by each feature's 4 int8 weights and adds them in
+// pairs in int16 (exact: the weights keep within +-63), VPMADDWD by ones adds the pairs in int32.
+// Rows [0, kVnniRows) of q (rows padded_k bytes apart) times the panel, into block (rows kNr int32
+// apart), 4 rows x 16 features at a time: 8 accumulators, 2 weight registers, the broadcast, the
+// ones and the products' temporaries fit AVX2's 16 registers. (Summing the two int16 halves of each
+// lane without VPMADDWD, a sign flip, a shift and two additions in place of the second multiply,
+// ran at 0.7x this on an AMD Zen 3: the simple operations, not the multiplier, bound it there.)
+constexpr int64_t kAvx2Rows = 4;
+RELSERVE_INT8_AVX2_FN void Avx2Rows(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int64_t steps = padded_k / PackedInt8Weights::kDepthStep;
+  for (int64_t r0 = 0; r0 < kVnniRows; r0 += kAvx2Rows) {
+    const uint8_t* rows = q + r0 * padded_k;
+    for (int64_t t = 0; t < 2; ++t) {  // B tile t: the panel's features 16t .. 16t + 15
+      __m256i acc[kAvx2Rows][2];
+      for (int i = 0; i < kAvx2Rows; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+      for (int64_t s = 0; s < steps; ++s) {
+        const int8_t* tile = panel + (s * 2 + t) * kTileBytes;
+        for (int64_t r = 0; r < 16; ++r) {
+          const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64));
+          const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64 + 32));
+          const int64_t d = s * PackedInt8Weights::kDepthStep + 4 * r;
+          for (int i = 0; i < kAvx2Rows; ++i) {
+            int32_t four;
+            std::memcpy(&four, rows + i * padded_k + d, sizeof(four));
+            const __m256i a = _mm256_set1_epi32(four);
+            acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b0), ones));
+            acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b1), ones));
+          }
+        }
+      }
+      for (int i = 0; i < kAvx2Rows; ++i) {
+        int32_t* out = block + (r0 + i) * kNr + 16 * t;
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), acc[i][0]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), acc[i][1]);
+      }
+    }
+  }
+}
+
+// QuantizeRow in AVX2, with the same results (the same range, scale, zero point and rounding: to
+// nearest even, the default MXCSR mode).
+RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,
+                                           int32_t* zero) {
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int64_t j = 0; j < k; j += 8) {
+    const __m256 v = _mm256_maskload_ps(x + j, Int8LaneMask(k - j));  // zeros past k leave the range as it is
+    lo = _mm256_min_ps(lo, v);
+    hi = _mm256_max_ps(hi, v);
+  }
+  alignas(32) float lows[8], highs[8];
+  _mm256_store_ps(lows, lo);
+  _mm256_store_ps(highs, hi);
+  const float min = *std::min_element(lows, lows + 8), max = *std::max_element(highs, highs + 8);
+  float s = (max - min) / 255.0f;
+  if (!(s > 0) || !std::isfinite(s)) s = 1.0f;
+  const int32_t z = static_cast<int32_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(-min / s))));
+  *scale = s;
+  *zero = z;
+  const __m256 inverse = _mm256_set1_ps(1.0f / s);
+  const __m256i zv = _mm256_set1_epi32(z), floor = _mm256_setzero_si256(), ceiling = _mm256_set1_epi32(255);
+  for (int64_t j = 0; j < padded_k; j += 16) {  // padded_k is a multiple of 64
+    const __m256i m0 = Int8LaneMask(k - j), m1 = Int8LaneMask(k - j - 8);
+    __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(x + j, m0), inverse));
+    __m256i r1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(x + j + 8, m1), inverse));
+    r0 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r0, zv), floor), ceiling), m0);
+    r1 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r1, zv), floor), ceiling), m1);
+    // 16 int32 in [0, 255] -> 16 bytes in order (the packs work within 128-bit lanes).
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xD8);
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), bytes);
+  }
+}
+
 #endif  // RELSERVE_AMX_GEMM
 
 // src (n rows of k values, rows `ld` apart) into AMX B tiles, panel by panel (kNr features), step by
@@ -371,17 +484,17 @@ void PackBTiles(const T* src, int64_t n, int64_t k, int64_t ld, int64_t panels, 
   });
 }
 
-// One feature's k weights w quantized as PackedInt8Weights keeps them: its scale (max |w| / 127, 1
+// One feature's k weights w quantized as PackedInt8Weights keeps them: its scale (max |w| / level, 1
 // for all zeros; NaN is passed over), its values w / scale rounded to nearest (ties to even) and
-// held within [-127, 127] into q, and their sum into *sum. Returns the scale.
-float QuantizeFeature(const float* w, int64_t k, int8_t* q, int32_t* sum) {
+// held within [-level, level] into q, and their sum into *sum. Returns the scale.
+float QuantizeFeature(const float* w, int64_t k, float level, int8_t* q, int32_t* sum) {
   float amax = 0;
   for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(w[j]));
-  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+  const float scale = amax > 0 ? amax / level : 1.0f;
   int32_t total = 0;
   for (int64_t j = 0; j < k; ++j) {
     const float v = std::nearbyint(w[j] / scale);
-    q[j] = static_cast<int8_t>(std::min(127.0f, std::max(-127.0f, v)));
+    q[j] = static_cast<int8_t>(std::min(level, std::max(-level, v)));
     total += q[j];
   }
   *sum = total;
@@ -391,7 +504,7 @@ float QuantizeFeature(const float* w, int64_t k, int8_t* q, int32_t* sum) {
 #if RELSERVE_AMX_GEMM
 // QuantizeFeature in AVX-512, with the same results: the same division, rounding and bounds, lane
 // by lane (the operands of max are ordered so that a NaN lane gives what std::max gives).
-RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, int8_t* q, int32_t* sum) {
+RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, float level, int8_t* q, int32_t* sum) {
   __m512 vmax = _mm512_setzero_ps();
   for (int64_t j = 0; j < k; j += 16) {
     const __mmask16 m = k - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - j)) - 1);
@@ -403,8 +516,8 @@ RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, int8_t* q
   _mm512_store_ps(lanes, vmax);
   float amax = 0;
   for (float lane : lanes) amax = std::max(amax, lane);
-  const float scale = amax > 0 ? amax / 127.0f : 1.0f;
-  const __m512 vscale = _mm512_set1_ps(scale), low = _mm512_set1_ps(-127.0f), high = _mm512_set1_ps(127.0f);
+  const float scale = amax > 0 ? amax / level : 1.0f;
+  const __m512 vscale = _mm512_set1_ps(scale), low = _mm512_set1_ps(-level), high = _mm512_set1_ps(level);
   __m512i total = _mm512_setzero_si512();
   for (int64_t j = 0; j < k; j += 16) {
     const __mmask16 m = k - j >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (k - j)) - 1);
@@ -464,10 +577,11 @@ void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFlo
 #endif
 }
 
-PackedInt8Weights::PackedInt8Weights(int64_t n, int64_t k)
+PackedInt8Weights::PackedInt8Weights(int64_t n, int64_t k, int max_level)
     : PackedPanels(n, k),
       scales_(static_cast<size_t>(panels() * kPanelWidth), 0.0f),
-      sums_(static_cast<size_t>(panels() * kPanelWidth), 0) {}
+      sums_(static_cast<size_t>(panels() * kPanelWidth), 0),
+      max_level_(max_level) {}
 
 bool PackedInt8Weights::Supported() {
 #if RELSERVE_AMX_GEMM
@@ -487,9 +601,32 @@ bool PackedInt8Weights::VnniSupported() {
 #endif
 }
 
-std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld) {
+bool PackedInt8Weights::Avx2Supported() {
+#if RELSERVE_AMX_GEMM
+  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool PackedInt8Weights::Supports(Int8Kernel kernel) {
+  switch (kernel) {
+    case Int8Kernel::kAmx:
+      return Supported();
+    case Int8Kernel::kVnni:
+      return VnniSupported();
+    case Int8Kernel::kAvx2:
+      return Avx2Supported();
+  }
+  return false;
+}
+
+std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld,
+                                                                     Int8Kernel kernel) {
   (void)Supported();  // asks for the tile registers once (where there are any), before any GEMM on what is packed here
-  std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k));
+  const int level = MaxLevel(kernel);
+  std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k, level));
   // Feature by feature, on LibTorch's threads: the scale, the int8 values and their sum.
   std::vector<int8_t> q(static_cast<size_t>(n * k));
 #if RELSERVE_AMX_GEMM
@@ -501,11 +638,11 @@ std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float
     for (int64_t f = begin; f < end; ++f) {
 #if RELSERVE_AMX_GEMM
       if (avx512) {
-        packed->scales_[f] = QuantizeFeatureAvx512(w + f * ld, k, q.data() + f * k, &packed->sums_[f]);
+        packed->scales_[f] = QuantizeFeatureAvx512(w + f * ld, k, level, q.data() + f * k, &packed->sums_[f]);
         continue;
       }
 #endif
-      packed->scales_[f] = QuantizeFeature(w + f * ld, k, q.data() + f * k, &packed->sums_[f]);
+      packed->scales_[f] = QuantizeFeature(w + f * ld, k, level, q.data() + f * k, &packed->sums_[f]);
     }
   });
   static_assert(kDepthStep == 64, "four int8 values per tile-row dword");
@@ -524,6 +661,11 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
               int64_t ldc, Int8Kernel kernel) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
+  if (kernel == Int8Kernel::kAvx2 && w.max_level() > PackedInt8Weights::MaxLevel(Int8Kernel::kAvx2)) {
+    std::fputs("GemmInt8: Int8Kernel::kAvx2 on weights not quantized for it (their sums would saturate)\n", stderr);
+    std::abort();
+  }
+  const bool avx2 = kernel == Int8Kernel::kAvx2;
   const int64_t k = w.k(), padded_k = w.padded_k();
   // The rows quantized, whole tiles of them: the rows past m stay zero, so no block needs copying.
   const int64_t rows = (m + kMr - 1) / kMr * kMr;
@@ -538,7 +680,13 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
   float* row_scales = scales.data();
   int32_t* row_zeros = zeros.data();
   at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) QuantizeRow(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
+    for (int64_t i = begin; i < end; ++i) {
+      if (avx2) {
+        QuantizeRowAvx2(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
+      } else {
+        QuantizeRow(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
+      }
+    }
   });
   const bool tiles = kernel == Int8Kernel::kAmx;
   ParallelTasks(
@@ -547,8 +695,12 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
         const int64_t n0 = p * kNr;
         const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
         auto store = [&](const int32_t* block, int64_t r, int64_t n_rows) {
-          StoreInt8Block(block, n_rows, cols, RowQuantization{row_scales + r, row_zeros + r}, w, n0, bias,
-                         c + r * ldc + n0, ldc);
+          const RowQuantization rq{row_scales + r, row_zeros + r};
+          if (avx2) {
+            StoreInt8BlockAvx2(block, n_rows, cols, rq, w, n0, bias, c + r * ldc + n0, ldc);
+          } else {
+            StoreInt8Block(block, n_rows, cols, rq, w, n0, bias, c + r * ldc + n0, ldc);
+          }
         };
         if (tiles) {
           Task<Int8Product>(q, rows, padded_k, padded_k, w.panel(p), r0, r1, store);
@@ -556,7 +708,11 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
         }
         alignas(64) int32_t block[kVnniRows * kNr];
         for (int64_t r = r0; r < r1; r += kVnniRows) {  // q holds whole blocks of 8 rows past r1
-          VnniRows(q + r * padded_k, padded_k, w.panel(p), block);
+          if (avx2) {
+            Avx2Rows(q + r * padded_k, padded_k, w.panel(p), block);
+          } else {
+            VnniRows(q + r * padded_k, padded_k, w.panel(p), block);
+          }
           store(block, r, std::min<int64_t>(kVnniRows, r1 - r));
         }
       },

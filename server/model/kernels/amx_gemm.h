@@ -37,13 +37,24 @@ class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
 void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
                      const uint16_t* bias, uint16_t* c, int64_t ldc);
 
+// Which instructions GemmInt8 multiplies with, from the same packed weights:
+//  - kAmx: AMX tiles (TDPBUSD, 32 x 32 blocks);
+//  - kVnni: AVX-512 VNNI (VPDPBUSD, 8 rows x 32 features in registers), the same results as kAmx,
+//    bit for bit (the int32 sums are exact);
+//  - kAvx2: AVX2 (VPMADDUBSW, then VPMADDWD by ones into int32; 4 rows x 16 features in registers), for
+//    x86-64 CPUs with neither (AMD Zen 2 and 3, Intel before Cascade Lake, Intel client cores).
+//    VPMADDUBSW adds each pair of u8 x s8 products in int16 with saturation, and 2 x 255 x 127 does
+//    not fit, so its weights are quantized to 7 bits (max |w| / 63; 2 x 255 x 63 fits) and its sums
+//    stay exact. The activations keep their 8 bits.
+enum class Int8Kernel { kAmx, kVnni, kAvx2 };
+
 // A float32 weight [n, k] quantized once, at load, to int8 for GemmInt8: one symmetric scale per
-// output feature (max |w| / 127, zero point 0, as torch.ao.quantization.quantize_dynamic's per-channel
-// weights), and packed as AMX B tiles: panels of kPanelWidth features; each panel, for each step of
-// kDepthStep along k, holds two tiles of 16 features (16 rows of 64 bytes: row r of tile t holds
-// w[f, kk + 4r .. kk + 4r + 3] for the features f = 16t .. 16t + 15 of the panel, side by side). The
-// last panel and k are padded with zeros. Each feature's sum of its int8 values is kept for the
-// activations' zero points.
+// output feature (max |w| / max_level(), zero point 0, as torch.ao.quantization.quantize_dynamic's
+// per-channel weights, whose max_level is 127), and packed as AMX B tiles: panels of kPanelWidth
+// features; each panel, for each step of kDepthStep along k, holds two tiles of 16 features (16 rows
+// of 64 bytes: row r of tile t holds w[f, kk + 4r .. kk + 4r + 3] for the features f = 16t .. 16t + 15
+// of the panel, side by side). The last panel and k are padded with zeros. Each feature's sum of its
+// int8 values is kept for the activations' zero points.
 class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
  public:
   // Whether this CPU and kernel run GemmInt8's Int8Kernel::kAmx: x86-64 with AMX-TILE, AMX-INT8 and
@@ -52,26 +63,32 @@ class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
   // Whether this CPU runs Int8Kernel::kVnni: x86-64 with AVX-512 F, BW, VL and VNNI (every CPU with
   // AMX-INT8 has them, and so do Cascade Lake and later Xeons and AMD's Zen 4).
   static bool VnniSupported();
-  // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0.
-  static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld);
+  // Whether this CPU runs Int8Kernel::kAvx2: x86-64 with AVX2 and FMA.
+  static bool Avx2Supported();
+  // Whether this CPU runs `kernel`.
+  static bool Supports(Int8Kernel kernel);
+  // The largest |int8 value| `kernel` takes: 63 for kAvx2, else 127.
+  static int MaxLevel(Int8Kernel kernel) { return kernel == Int8Kernel::kAvx2 ? 63 : 127; }
+  // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0. Quantized for
+  // `kernel` (its MaxLevel); kAmx and kVnni share what they run.
+  static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld,
+                                                           Int8Kernel kernel);
 
   // Per feature (panels() * kPanelWidth of them, zero past n): the weight's scale, and the sum of
   // its int8 values.
   const float* scales() const { return scales_.data(); }
   const int32_t* sums() const { return sums_.data(); }
+  // The int8 values lie within [-max_level(), max_level()].
+  int max_level() const { return max_level_; }
   // The weight as the GEMM sees it, feature f at depth j: int8 value times scale.
   float Dequantized(int64_t f, int64_t j) const;
 
  private:
-  PackedInt8Weights(int64_t n, int64_t k);
+  PackedInt8Weights(int64_t n, int64_t k, int max_level);
   std::vector<float> scales_;
   std::vector<int32_t> sums_;
+  int max_level_ = 127;
 };
-
-// Which instructions GemmInt8 multiplies with: AMX tiles (TDPBUSD, 32 x 32 blocks) or AVX-512
-// VNNI (VPDPBUSD, 8 rows x 32 features in registers), both from the same packed weights and with
-// the same results, bit for bit (the int32 sums are exact).
-enum class Int8Kernel { kAmx, kVnni };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), float32 in and out, as dynamic int8
 // quantization runs it: each row of a is quantized at the call to uint8 with its own affine scale
@@ -80,8 +97,9 @@ enum class Int8Kernel { kAmx, kVnni };
 // with the weight's sums, and the sum rescaled to float32 by the row's and the feature's scales
 // before the bias is added. Because each row (token) has its own scale, a row's result does not
 // depend on the other rows of the call. a's rows are lda values apart, c's ldc apart. Rows and
-// panels are shared among LibTorch's intra-op threads. Call kAmx only where
-// PackedInt8Weights::Supported(), kVnni only where PackedInt8Weights::VnniSupported().
+// panels are shared among LibTorch's intra-op threads. Call a kernel only where
+// PackedInt8Weights::Supports(kernel), and kAvx2 only on weights quantized for it (max_level() 63:
+// with more, its sums would saturate; it aborts rather than answer wrong).
 void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
               int64_t ldc, Int8Kernel kernel);
 

@@ -13,9 +13,9 @@ namespace relserve {
 
 struct Int8Weights {
   c10::intrusive_ptr<LinearPackedParamsBase> packed;  // Int8Gemm::kOneDnn
-  std::shared_ptr<const PackedInt8Weights> packed_int8;  // Int8Gemm::kAmx and kVnni
+  std::shared_ptr<const PackedInt8Weights> packed_int8;  // Int8Gemm::kAmx, kVnni and kAvx2
   Int8Kernel kernel = Int8Kernel::kAmx;
-  at::Tensor bias;  // kAmx, kVnni: float32, contiguous, or undefined
+  at::Tensor bias;  // kAmx, kVnni, kAvx2: float32, contiguous, or undefined
 };
 
 absl::Status EnableInt8Engine() {
@@ -30,12 +30,20 @@ absl::Status EnableInt8Engine() {
       "int8 needs LibTorch's oneDNN quantized engine, which this LibTorch was built without");
 }
 
+namespace {
+
+Int8Kernel KernelOf(Int8Gemm gemm) {
+  return gemm == Int8Gemm::kAmx ? Int8Kernel::kAmx : gemm == Int8Gemm::kVnni ? Int8Kernel::kVnni : Int8Kernel::kAvx2;
+}
+
+}  // namespace
+
 std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm) {
   const at::Tensor w = weight.to(at::kFloat).contiguous();
   if (gemm != Int8Gemm::kOneDnn) {
     auto out = std::make_shared<Int8Weights>();
-    out->packed_int8 = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1));
-    out->kernel = gemm == Int8Gemm::kAmx ? Int8Kernel::kAmx : Int8Kernel::kVnni;
+    out->kernel = KernelOf(gemm);
+    out->packed_int8 = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1), out->kernel);
     if (bias.defined()) out->bias = bias.to(at::kFloat).contiguous();
     return out;
   }
@@ -85,7 +93,22 @@ Int8Gemm ChooseInt8Gemm(bool own) {
   if (!own) return Int8Gemm::kOneDnn;
   if (PackedInt8Weights::Supported()) return Int8Gemm::kAmx;
   if (PackedInt8Weights::VnniSupported()) return Int8Gemm::kVnni;
+  if (PackedInt8Weights::Avx2Supported()) return Int8Gemm::kAvx2;
   return Int8Gemm::kOneDnn;
+}
+
+const char* Int8GemmName(Int8Gemm gemm) {
+  switch (gemm) {
+    case Int8Gemm::kAmx:
+      return "relserve-amx-int8";
+    case Int8Gemm::kVnni:
+      return "relserve-vnni-int8";
+    case Int8Gemm::kAvx2:
+      return "relserve-avx2-int8";
+    case Int8Gemm::kOneDnn:
+      break;
+  }
+  return "onednn-int8";
 }
 
 absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm) {
@@ -94,6 +117,9 @@ absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm ge
   }
   if (gemm == Int8Gemm::kVnni && !PackedInt8Weights::VnniSupported()) {
     return absl::FailedPreconditionError("the int8 GEMM on AVX-512 VNNI needs a CPU with AVX-512 VNNI");
+  }
+  if (gemm == Int8Gemm::kAvx2 && !PackedInt8Weights::Avx2Supported()) {
+    return absl::FailedPreconditionError("the int8 GEMM on AVX2 needs an x86-64 CPU with AVX2 and FMA");
   }
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;

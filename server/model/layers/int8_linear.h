@@ -17,28 +17,34 @@ struct Linear;
 // per output channel (max |w| / 127, zero point 0); at each call the activation is quantized
 // to uint8 with an affine scale (its min and max), the product is accumulated in int32 and
 // rescaled to float32, and the float32 bias is added. Activations in and out are float32.
-// Three GEMMs run it (Int8Gemm):
-//  - kAmx and kVnni: relserve's GEMM (kernels/amx_gemm.h, GemmInt8) in AMX tiles on CPUs with
-//    AMX-INT8, or in AVX-512 VNNI registers on CPUs with that (the same answers, bit for bit).
-//    Each row (token) of the activation has its own scale, so a sequence's output does not depend
-//    on the other sequences of its batch, and the weights are quantized and packed once.
+// Four GEMMs run it (Int8Gemm):
+//  - kAmx, kVnni and kAvx2: relserve's GEMM (kernels/amx_gemm.h, GemmInt8) in AMX tiles on CPUs with
+//    AMX-INT8, in AVX-512 VNNI registers on CPUs with that (the same answers, bit for bit), or in
+//    AVX2 registers on other x86-64 CPUs (weights in 7 bits, max |w| / 63, as oneDNN's there: see
+//    Int8Kernel). Each row (token) of the activation has its own scale, so a sequence's output does
+//    not depend on the other sequences of its batch, and the weights are quantized and packed once.
 //  - kOneDnn: LibTorch's oneDNN quantized engine (VNNI where the CPU has it), with one scale for
 //    the whole activation tensor: a sequence's output depends slightly on the other sequences of
 //    its batch (as ONNX Runtime's DynamicQuantizeLinear does).
 struct Int8Weights;
 
-enum class Int8Gemm { kAmx, kVnni, kOneDnn };
+enum class Int8Gemm { kAmx, kVnni, kAvx2, kOneDnn };
 
 // The GEMM int8 runs: with `own` (EngineKernels::packed_int8_gemm), kAmx where the CPU has AMX-INT8,
-// else kVnni where it has AVX-512 VNNI; kOneDnn without `own` or either.
+// else kVnni where it has AVX-512 VNNI, else kAvx2 where it has AVX2 and FMA; kOneDnn without `own`
+// or any of them.
 Int8Gemm ChooseInt8Gemm(bool own);
+
+// The name ModelInfo::projections and relserve-model give `gemm`: "relserve-amx-int8",
+// "relserve-vnni-int8", "relserve-avx2-int8" or "onednn-int8".
+const char* Int8GemmName(Int8Gemm gemm);
 
 // Selects LibTorch's oneDNN quantized engine; FAILED_PRECONDITION when this LibTorch has none.
 absl::Status EnableInt8Engine();
 
 // Packs `weight` [out, in] (float) and `bias` [out] (float or undefined) for Int8Apply through
-// `gemm` (kAmx only where PackedInt8Weights::Supported(), kVnni where VnniSupported(); kOneDnn only
-// after EnableInt8Engine()).
+// `gemm` (relserve's only where its kernel runs: PackedInt8Weights::Supports; kOneDnn only after
+// EnableInt8Engine()).
 std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm);
 
 // x [..., in] float32 -> [..., out] float32.
@@ -51,13 +57,11 @@ at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x);
 // activations' range instead, apply_dynamic's reduce_range: on the references its worst token
 // measured 0.9925 against 0.991 here (MPNet), but T5, DeBERTa and both BERTs stayed further from
 // float32 than with 7-bit weights.)
-// With either, side-by-side batches were not bit for bit those of each batch alone on an AMD Zen
-// 3 (with 8-bit weights they were), hence concurrent_batches_test's skip there.
 bool OneDnnInt8SevenBitWeights();
 
 // Replaces each layer's float weight by its int8 form for `gemm` (Linear::int8); the float weight
 // is released. Layers already quantized (and empty weights) are left as they are.
-// FAILED_PRECONDITION for kAmx or kVnni on a CPU without it.
+// FAILED_PRECONDITION for kAmx, kVnni or kAvx2 on a CPU without it.
 absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm);
 
 }  // namespace relserve

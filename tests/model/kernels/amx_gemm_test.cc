@@ -206,27 +206,25 @@ at::Tensor GemmInt8(const at::Tensor& a, const PackedInt8Weights& w, const at::T
   return c.narrow(1, 0, w.n());
 }
 
-std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w) {
-  return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0));
+std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w, Int8Kernel kernel) {
+  return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0), kernel);
 }
 
-// Both kernels: AMX tiles and AVX-512 VNNI registers.
+std::string KernelName(Int8Kernel kernel) {
+  return kernel == Int8Kernel::kAmx ? "Amx" : kernel == Int8Kernel::kVnni ? "Vnni" : "Avx2";
+}
+
+// Every kernel: AMX tiles, AVX-512 VNNI registers and AVX2 registers, each on weights quantized for it.
 class Int8GemmTest : public ::testing::TestWithParam<Int8Kernel> {
  protected:
   void SetUp() override {
-    if (GetParam() == Int8Kernel::kAmx && !PackedInt8Weights::Supported()) {
-      GTEST_SKIP() << "no AMX-INT8 on this CPU (or not permitted)";
-    }
-    if (GetParam() == Int8Kernel::kVnni && !PackedInt8Weights::VnniSupported()) {
-      GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-    }
+    if (!PackedInt8Weights::Supports(GetParam())) GTEST_SKIP() << "this CPU does not run " << KernelName(GetParam());
   }
+  std::shared_ptr<const PackedInt8Weights> Quantize(const at::Tensor& w) { return QuantizeWeight(w, GetParam()); }
 };
 
-INSTANTIATE_TEST_SUITE_P(BothKernels, Int8GemmTest, ::testing::Values(Int8Kernel::kAmx, Int8Kernel::kVnni),
-                         [](const ::testing::TestParamInfo<Int8Kernel>& info) {
-                           return std::string(info.param == Int8Kernel::kAmx ? "Amx" : "Vnni");
-                         });
+INSTANTIATE_TEST_SUITE_P(EveryKernel, Int8GemmTest, ::testing::Values(Int8Kernel::kAmx, Int8Kernel::kVnni, Int8Kernel::kAvx2),
+                         [](const ::testing::TestParamInfo<Int8Kernel>& info) { return KernelName(info.param); });
 
 TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
   c10::InferenceMode guard;
@@ -238,7 +236,7 @@ TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
       at::Tensor a = at::randn({m, k}) * (at::rand({m, 1}) * 4 + 0.01);
       if (m > 2) a[1] = a[1].abs(), a[2] = -a[2].abs();
       const at::Tensor w = at::randn({n, k}) * 0.1, bias = at::randn({n});
-      auto packed = QuantizeWeight(w);
+      auto packed = Quantize(w);
       EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, GetParam()), a, *packed, bias))
           << m << "x" << n << "x" << k;
       EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor(), 0, GetParam()), a, *packed, at::Tensor()))
@@ -247,30 +245,41 @@ TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
   }
 }
 
-// The weight's int8 values: one symmetric scale per feature (max |w| / 127), each value within
-// half a step of the float weight; an all-zero feature keeps scale 1.
+// The weight's int8 values: one symmetric scale per feature (max |w| / 127; / 63 for the AVX2
+// kernel), each value within half a step of the float weight and within the level; an all-zero
+// feature keeps scale 1.
 TEST(Int8WeightsTest, WeightsAreQuantizedPerFeature) {
+  for (Int8Kernel kernel : {Int8Kernel::kAmx, Int8Kernel::kAvx2}) {
+  SCOPED_TRACE(KernelName(kernel));
   c10::InferenceMode guard;
   at::manual_seed(12);
   at::Tensor w = at::randn({40, 100});
   w[3] = w[3] * 1e-3;
   w[5].zero_();
-  auto packed = QuantizeWeight(w);
+  auto packed = QuantizeWeight(w, kernel);
+  const float level = kernel == Int8Kernel::kAvx2 ? 63.0f : 127.0f;
+  EXPECT_EQ(packed->max_level(), static_cast<int>(level));
   EXPECT_EQ(packed->padded_k(), 128);
   EXPECT_EQ(packed->panels(), 2);
+  bool reached = false;
   for (int64_t f = 0; f < 40; ++f) {
     const float amax = w[f].abs().max().item<float>();
-    const float scale = amax > 0 ? amax / 127.0f : 1.0f;
+    const float scale = amax > 0 ? amax / level : 1.0f;
     EXPECT_FLOAT_EQ(packed->scales()[f], scale) << f;
     int32_t sum = 0;
     for (int64_t j = 0; j < 100; ++j) {
       const float v = packed->Dequantized(f, j);
       EXPECT_LE(std::abs(v - w[f][j].item<float>()), scale * 0.5f + 1e-9f) << f << "," << j;
-      sum += static_cast<int32_t>(std::nearbyint(v / scale));
+      const int32_t value = static_cast<int32_t>(std::nearbyint(v / scale));
+      EXPECT_LE(std::abs(value), static_cast<int32_t>(level)) << f << "," << j;
+      reached = reached || std::abs(value) == static_cast<int32_t>(level);
+      sum += value;
     }
     EXPECT_EQ(packed->sums()[f], sum) << f;
   }
+  EXPECT_TRUE(reached);  // each feature's largest |w| takes the whole level
   for (int64_t f = 40; f < 64; ++f) EXPECT_EQ(packed->sums()[f], 0);
+  }
 }
 
 // Halfway values round to even (nearbyint), every length of k (whole vectors of 16 and the masked
@@ -284,7 +293,7 @@ TEST(Int8WeightsTest, TiesRoundToEvenAtEveryDepth) {
       w[j] = j == 0 ? 127.0f : cycle[j % cycle.size()];  // feature 0: scale 1
       w[k + j] = 2.0f * w[j];                             // feature 1: scale 2, the same values
     }
-    const auto packed = PackedInt8Weights::Quantize(w.data(), 2, k, k);
+    const auto packed = PackedInt8Weights::Quantize(w.data(), 2, k, k, Int8Kernel::kAmx);
     EXPECT_EQ(packed->scales()[0], 1.0f);
     EXPECT_EQ(packed->scales()[1], 2.0f);
     for (int64_t f = 0; f < 2; ++f) {
@@ -312,7 +321,7 @@ TEST_P(Int8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   a[4] = a[4] * 1000;
   a[6].zero_();
   const at::Tensor w = at::randn({n, k}) * 0.05, bias = at::randn({n});
-  auto packed = QuantizeWeight(w);
+  auto packed = Quantize(w);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
   const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5, GetParam());
@@ -334,18 +343,58 @@ TEST_P(Int8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   EXPECT_GT(err, 1e-6);
 }
 
-// The int32 sums are exact, so the two kernels give the same float32 results, bit for bit.
-TEST(Int8GemmKernelsTest, AmxAndVnniGiveTheSameBits) {
-  if (!PackedInt8Weights::Supported() || !PackedInt8Weights::VnniSupported()) {
-    GTEST_SKIP() << "needs both AMX-INT8 and AVX-512 VNNI";
+// Where the sums come nearest int16's bound in the AVX2 kernel: rows of the largest uint8 values
+// (255, and 0 beside them) against weights at +-63, so that each pair of products VPMADDUBSW adds
+// is 2 x 255 x 63 = 32130 (or its negative); any saturation, or 8-bit weights there, would be far
+// off the exact result.
+TEST_P(Int8GemmTest, TheLargestProductsAreExact) {
+  c10::InferenceMode guard;
+  const int64_t m = 9, n = 40, k = 256;
+  at::Tensor a = at::full({m, k}, 3.0f);  // all positive: zero point 0, every value 255
+  a[1] = -a[1];                            // all negative: zero point 255, every value 0
+  a[2].narrow(0, 0, k / 2).fill_(-3.0f);   // half and half
+  at::Tensor w = at::ones({n, k});
+  w[1] = -w[1];
+  w[2].narrow(0, 0, k / 2).fill_(-1.0f);
+  w[3].narrow(0, 1, k - 1).fill_(0.5f);  // one value at the level, the rest at half of it
+  const at::Tensor bias = at::randn({n});
+  auto packed = Quantize(w);
+  EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, GetParam()), a, *packed, bias));
+  // Row 0 times feature 0 is k x 3 x 1.
+  EXPECT_NEAR(GemmInt8(a, *packed, at::Tensor(), 0, GetParam())[0][0].item<float>(), 3.0f * k, 1e-3 * k);
+}
+
+// The AVX2 kernel takes only weights quantized for it: on 8-bit weights its sums could saturate, so
+// it stops the process rather than answer wrong.
+TEST(Int8GemmKernelsTest, Avx2RefusesEightBitWeights) {
+  if (!PackedInt8Weights::Avx2Supported()) GTEST_SKIP() << "no AVX2 on this CPU";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  c10::InferenceMode guard;
+  const at::Tensor a = at::randn({2, 64}), w = at::randn({8, 64});
+  auto eight_bit = QuantizeWeight(w, Int8Kernel::kAmx);
+  EXPECT_DEATH(GemmInt8(a, *eight_bit, at::Tensor(), 0, Int8Kernel::kAvx2), "not quantized for it");
+}
+
+// The int32 sums are exact, so every kernel the CPU runs gives the same float32 results on the
+// same weights, bit for bit (AMX and VNNI on 8-bit weights; all three on the AVX2 kernel's 7-bit).
+TEST(Int8GemmKernelsTest, EveryKernelGivesTheSameBits) {
+  std::vector<Int8Kernel> kernels;
+  for (Int8Kernel kernel : {Int8Kernel::kAmx, Int8Kernel::kVnni, Int8Kernel::kAvx2}) {
+    if (PackedInt8Weights::Supports(kernel)) kernels.push_back(kernel);
   }
+  if (kernels.size() < 2) GTEST_SKIP() << "this CPU runs only one int8 kernel";
   c10::InferenceMode guard;
   at::manual_seed(14);
   for (int64_t m : {1, 9, 40, 300}) {
     const at::Tensor a = at::randn({m, 768}), w = at::randn({200, 768}) * 0.05, bias = at::randn({200});
-    auto packed = QuantizeWeight(w);
-    EXPECT_TRUE(at::equal(GemmInt8(a, *packed, bias, 0, Int8Kernel::kAmx), GemmInt8(a, *packed, bias, 0, Int8Kernel::kVnni)))
-        << m;
+    for (Int8Kernel weights_for : {Int8Kernel::kAmx, Int8Kernel::kAvx2}) {
+      auto packed = QuantizeWeight(w, weights_for);
+      const at::Tensor first = GemmInt8(a, *packed, bias, 0, kernels[0]);
+      for (Int8Kernel kernel : kernels) {
+        if (kernel == Int8Kernel::kAvx2 && weights_for != Int8Kernel::kAvx2) continue;
+        EXPECT_TRUE(at::equal(first, GemmInt8(a, *packed, bias, 0, kernel))) << m << " " << KernelName(kernel);
+      }
+    }
   }
 }
 
