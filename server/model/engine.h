@@ -57,10 +57,11 @@ struct EngineKernels {
   // of the weights as loaded, for relserve's GEMM in AMX tiles (kernels/amx_gemm.h), which every
   // input takes; false: LibTorch's linear (oneDNN, which reorders the weight on every call).
   bool packed_bfloat16_gemm = true;
-  // int8 on a CPU with AMX-INT8 or AVX-512 VNNI: the encoder layers' weights are quantized and packed
-  // once at load for relserve's int8 GEMM (kernels/amx_gemm.h, GemmInt8: in AMX tiles where there
-  // are, else in VNNI registers; each token's activation quantized with its own scale); false, or
-  // a CPU with neither: LibTorch's oneDNN quantized linear (one scale per call's activation tensor).
+  // int8 on an x86-64 CPU with AMX-INT8, AVX-512 VNNI or AVX2: the encoder layers' weights are
+  // quantized and packed once at load for relserve's int8 GEMM (kernels/amx_gemm.h, GemmInt8: in AMX
+  // tiles where there are, else in VNNI registers, else in AVX2 ones with 7-bit weights; each token's
+  // activation quantized with its own scale); false, or a CPU with none of them: LibTorch's oneDNN
+  // quantized linear (one scale per call's activation tensor).
   bool packed_int8_gemm = true;
   // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence
   // as a task of its own, its products in relserve's register tiles (TiledAttention above).
