@@ -435,13 +435,17 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
   {
     // relserve's int8 GEMM in AMX tiles where the CPU has AMX-INT8, in VNNI registers where it has
-    // AVX-512 VNNI (as Linux names them), oneDNN's elsewhere.
+    // AVX-512 VNNI, in AVX2 registers where it has AVX2 and FMA (as Linux names them), oneDNN's
+    // elsewhere.
     std::ifstream cpuinfo("/proc/cpuinfo");
     const std::string flags((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
     const bool amx_int8 = flags.find(" amx_int8") != std::string::npos;
     const bool vnni = flags.find(" avx512_vnni") != std::string::npos;
-    EXPECT_EQ(nlohmann::json::parse(r.output)["projections"],
-              amx_int8 ? "relserve-amx-int8" : vnni ? "relserve-vnni-int8" : "onednn-int8");
+    const bool avx2 = flags.find(" avx2") != std::string::npos && flags.find(" fma") != std::string::npos;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], amx_int8 ? "relserve-amx-int8"
+                                                              : vnni   ? "relserve-vnni-int8"
+                                                              : avx2   ? "relserve-avx2-int8"
+                                                                       : "onednn-int8");
   }
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --int8-gemm vnni");
   EXPECT_EQ(r.exit_code, 2) << r.output;
@@ -466,8 +470,11 @@ TEST_F(CliTest, GemmTimesTheOwnKernelAgainstTheLibrarysOnTheSameWeights) {
       {"float32", has("avx512f") ? "relserve-avx512" : "relserve-avx2", "blas", "AVX2 and FMA",
        has("avx512f") || (has("avx2") && has("fma")), 1e-5},
       {"bfloat16", "relserve-amx", "onednn", "AMX-BF16", has("amx_bf16"), 2e-2},
-      {"int8", has("amx_int8") ? "relserve-amx-int8" : "relserve-vnni-int8", "onednn-int8", "AVX-512 VNNI",
-       has("amx_int8") || has("avx512_vnni"), 5e-2},
+      {"int8",
+       has("amx_int8")      ? "relserve-amx-int8"
+       : has("avx512_vnni") ? "relserve-vnni-int8"
+                            : "relserve-avx2-int8",
+       "onednn-int8", "AVX2", has("amx_int8") || has("avx512_vnni") || (has("avx2") && has("fma")), 5e-2},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.dtype);
