@@ -384,7 +384,7 @@ RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, ui
 // apart), 4 rows x 16 features at a time: 8 accumulators, 2 weight registers, the broadcast, the
 // ones and the products' temporaries fit AVX2's 16 registers. (Summing the two int16 halves of each
 // lane without VPMADDWD, a sign flip, a shift and two additions in place of the second multiply,
-// ran at 0.7x this on an AMD Zen 3: the simple operations, not the multiplier, bound it there.)
+// ran at 0.63x this on an AMD Zen 3: the simple operations, not the multiplier, bound it there.)
 constexpr int64_t kAvx2Rows = 4;
 RELSERVE_INT8_AVX2_FN void Avx2Rows(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
   const __m256i ones = _mm256_set1_epi16(1);

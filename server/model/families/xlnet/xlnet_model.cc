@@ -21,8 +21,8 @@ namespace {
 // batches project the rows they reach in each forward, which costs about 1/(6 x batch) of the
 // forward's own projections.
 // The table is not grown with the batches' lengths: rows built at different table sizes differed
-// in their last bits (the sinusoids' and projection's kernels split their work by size), so a
-// text's answer changed with the batches a server had run before (concurrent_batches_test).
+// in their last bits (outputs about 2e-6 apart), so a text's answer changed with the batches a
+// server had run before (HistoryTest in concurrent_batches_test).
 constexpr int64_t kMaxKeptReach = 1023;
 
 }  // namespace
