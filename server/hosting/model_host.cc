@@ -35,8 +35,7 @@ bool OwnProjections(const EngineOptions& engine) {
     case DType::kBFloat16:
       return engine.kernels.packed_bfloat16_gemm && PackedBFloat16Weights::Supported();
     case DType::kInt8:
-      return engine.kernels.packed_int8_gemm && (PackedInt8Weights::Supported() || PackedInt8Weights::VnniSupported() ||
-                                                 PackedInt8Weights::Avx2Supported());
+      return engine.kernels.packed_int8_gemm && PackedInt8Weights::AnySupported();
     default:
       return false;
   }

@@ -16,6 +16,8 @@
 #include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "server/model/kernels/avx2_lanes.h"
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
   __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
@@ -172,12 +174,6 @@ RELSERVE_AMX_FN void StoreInt8Block(const int32_t* block, int64_t rows, int64_t 
   }
 }
 
-// Lanes [0, count) of an AVX2 mask (count clamped to [0, 8]).
-RELSERVE_INT8_AVX2_FN inline __m256i Int8LaneMask(int64_t count) {
-  const int lanes = static_cast<int>(std::min<int64_t>(8, std::max<int64_t>(0, count)));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // StoreInt8Block in AVX2, with the same arithmetic (the zero point's share taken out in int32, then
 // one fused multiply-add of the two scales' product and the bias).
 RELSERVE_INT8_AVX2_FN void StoreInt8BlockAvx2(const int32_t* block, int64_t rows, int64_t cols, RowQuantization q,
@@ -186,7 +182,7 @@ RELSERVE_INT8_AVX2_FN void StoreInt8BlockAvx2(const int32_t* block, int64_t rows
   __m256i masks[4], sums[4];
   __m256 scales[4], biases[4];
   for (int h = 0; h < 4; ++h) {
-    masks[h] = Int8LaneMask(cols - 8 * h);
+    masks[h] = Avx2LaneMask(cols - 8 * h);
     scales[h] = _mm256_loadu_ps(w.scales() + n0 + 8 * h);  // kept for whole panels
     sums[h] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.sums() + n0 + 8 * h));
     biases[h] = bias != nullptr ? _mm256_maskload_ps(bias + n0 + 8 * h, masks[h]) : _mm256_setzero_ps();
@@ -424,7 +420,7 @@ RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t pa
                                            int32_t* zero) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int64_t j = 0; j < k; j += 8) {
-    const __m256 v = _mm256_maskload_ps(x + j, Int8LaneMask(k - j));  // zeros past k leave the range as it is
+    const __m256 v = _mm256_maskload_ps(x + j, Avx2LaneMask(k - j));  // zeros past k leave the range as it is
     lo = _mm256_min_ps(lo, v);
     hi = _mm256_max_ps(hi, v);
   }
@@ -440,7 +436,7 @@ RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t pa
   const __m256 inverse = _mm256_set1_ps(1.0f / s);
   const __m256i zv = _mm256_set1_epi32(z), floor = _mm256_setzero_si256(), ceiling = _mm256_set1_epi32(255);
   for (int64_t j = 0; j < padded_k; j += 16) {  // padded_k is a multiple of 64
-    const __m256i m0 = Int8LaneMask(k - j), m1 = Int8LaneMask(k - j - 8);
+    const __m256i m0 = Avx2LaneMask(k - j), m1 = Avx2LaneMask(k - j - 8);
     __m256i r0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(x + j, m0), inverse));
     __m256i r1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(x + j + 8, m1), inverse));
     r0 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r0, zv), floor), ceiling), m0);
@@ -621,6 +617,8 @@ bool PackedInt8Weights::Supports(Int8Kernel kernel) {
   }
   return false;
 }
+
+bool PackedInt8Weights::AnySupported() { return Supported() || VnniSupported() || Avx2Supported(); }
 
 std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld,
                                                                      Int8Kernel kernel) {

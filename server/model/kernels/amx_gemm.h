@@ -67,6 +67,8 @@ class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
   static bool Avx2Supported();
   // Whether this CPU runs `kernel`.
   static bool Supports(Int8Kernel kernel);
+  // Whether this CPU runs any of the kernels (then int8 projections run in relserve's own GEMM).
+  static bool AnySupported();
   // The largest |int8 value| `kernel` takes: 63 for kAvx2, else 127.
   static int MaxLevel(Int8Kernel kernel) { return kernel == Int8Kernel::kAvx2 ? 63 : 127; }
   // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0. Quantized for

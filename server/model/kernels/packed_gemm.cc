@@ -9,6 +9,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "server/model/kernels/avx2_lanes.h"
 #define RELSERVE_PACKED_GEMM_X86 1
 #define RELSERVE_AVX512_FN __attribute__((target("avx512f,fma")))
 #define RELSERVE_AVX2_FN __attribute__((target("avx2,fma")))
@@ -108,12 +110,6 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
 // same packed weights, and each result is the same sum in the same order (so the same bits, FMA
 // for FMA).
 
-// Lanes [0, count) of an AVX2 mask (count clamped to [0, 8]).
-RELSERVE_AVX2_FN inline __m256i LaneMask(int64_t count) {
-  const int32_t n = static_cast<int32_t>(std::max<int64_t>(0, std::min<int64_t>(8, count)));
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // One tile: rows [0, MR) of a (element (i, kk) at a[i * a_row + kk * a_col]: rows as they lie, or
 // packed by PackRowTiles) times the half panel b (kc steps, kNr floats apart) into c, `cols` of its
 // 16 columns: all of them where kFull, else 1-15 (masked loads and stores). Whether the
@@ -122,7 +118,7 @@ RELSERVE_AVX2_FN inline __m256i LaneMask(int64_t count) {
 template <int MR, bool kFull>
 RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t kc, float* c,
                             int64_t ldc, int64_t cols, const float* bias, bool first, const char* prefetch) {
-  const __m256i m0 = LaneMask(kFull ? 8 : cols), m1 = LaneMask(kFull ? 8 : cols - 8);
+  const __m256i m0 = Avx2LaneMask(kFull ? 8 : cols), m1 = Avx2LaneMask(kFull ? 8 : cols - 8);
   __m256 acc0[MR], acc1[MR];
   if (first) {
     __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps();

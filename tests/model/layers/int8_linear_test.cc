@@ -131,6 +131,19 @@ TEST_P(Int8LinearTest, TokensAreQuantizedOnTheirOwn) {
   EXPECT_LT(RelativeError(alone, at::linear(quiet, w, b)), 0.02);
 }
 
+// ChooseInt8Gemm and PackedInt8Weights::AnySupported (which the model host asks whether int8 batches
+// run side by side) agree: relserve's GEMM exactly where one of its kernels runs, the first of AMX,
+// VNNI and AVX2 the CPU has; oneDNN's when relserve's is switched off.
+TEST(Int8GemmChoiceTest, RelservesGemmExactlyWhereAKernelRuns) {
+  EXPECT_EQ(ChooseInt8Gemm(false), Int8Gemm::kOneDnn);
+  EXPECT_EQ(ChooseInt8Gemm(true) != Int8Gemm::kOneDnn, PackedInt8Weights::AnySupported());
+  const Int8Gemm want = PackedInt8Weights::Supports(Int8Kernel::kAmx)    ? Int8Gemm::kAmx
+                        : PackedInt8Weights::Supports(Int8Kernel::kVnni) ? Int8Gemm::kVnni
+                        : PackedInt8Weights::Supports(Int8Kernel::kAvx2) ? Int8Gemm::kAvx2
+                                                                         : Int8Gemm::kOneDnn;
+  EXPECT_EQ(ChooseInt8Gemm(true), want);
+}
+
 // ---- The engine with --dtype int8, on the transformers references.
 
 struct Int8Distance {
