@@ -3,6 +3,9 @@
 // most negative value, softmax, and zeroed rows for padded queries where DeBERTa asks for them.
 #include "server/model/kernels/relative_softmax.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
@@ -266,6 +269,45 @@ TEST_P(RelativeSoftmaxTest, RowWithEveryKeyPaddedIsUniform) {
   at::Tensor got = in.scores.clone();
   RelativeSoftmaxInPlace(got, c.batch, in.terms);
   EXPECT_LT(MaxAbsDiff(got, at::full_like(got, 1.0 / c.length)), 1e-7);
+}
+
+// The exponential across its whole range, on every vector width and the tail: each key's score
+// below the row's largest by 0 to 97.5 (the -87 cut included, on both sides of it). Within the
+// cut, every probability within 1e-6 relative of float64's; past it, exactly 0.
+TEST_P(RelativeSoftmaxTest, ExponentialAcrossItsRangeAndExactlyZeroPastTheCut) {
+  const int64_t L = 41;
+  at::Tensor scores = at::empty({1, L, L}, at::kFloat);
+  float* s = scores.data_ptr<float>();
+  for (int64_t i = 0; i < L; ++i) {
+    for (int64_t j = 0; j < L; ++j) s[i * L + j] = -2.4375f * static_cast<float>((i + j) % L);
+  }
+  s[0] = 0.0f, s[1] = -87.0f, s[2] = std::nextafter(-87.0f, -100.0f), s[3] = -86.99f;  // row 0: the cut
+  RelativeScoreTerms terms;
+  terms.avx512 = GetParam();
+  at::Tensor expected = at::softmax(scores.to(at::kDouble), -1);
+  at::Tensor got = scores.clone();
+  RelativeSoftmaxInPlace(got, 1, terms);
+  const double* e = expected.data_ptr<double>();
+  const float* g = got.data_ptr<float>();
+  int64_t zeros = 0, kept = 0;
+  for (int64_t i = 0; i < L; ++i) {
+    float max = s[i * L];
+    for (int64_t j = 1; j < L; ++j) max = std::max(max, s[i * L + j]);
+    for (int64_t j = 0; j < L; ++j) {
+      const int64_t k = i * L + j;
+      if (s[k] - max < -87.0f) {
+        EXPECT_EQ(g[k], 0.0f) << "row " << i << " key " << j << " at " << s[k] - max;
+        ++zeros;
+      } else {
+        EXPECT_NEAR(g[k], e[k], 1e-6 * e[k]) << "row " << i << " key " << j << " at " << s[k] - max;
+        ++kept;
+      }
+    }
+  }
+  EXPECT_GT(g[1], 0.0f);                   // exactly -87: kept
+  EXPECT_EQ(g[2], 0.0f);                   // just below: cut
+  EXPECT_GT(zeros, L) << "the cut is reached in many rows";
+  EXPECT_GT(kept, L * 20) << "and most keys are within it";
 }
 
 TEST_P(RelativeSoftmaxTest, ReducedPrecisionWithinRounding) {
