@@ -418,13 +418,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   engine->impl_->kernels.device_path_on_cpu = options.kernels.gpu_attention_on_cpu;
   engine->impl_->kernels.fused = options.kernels.fused_attention;
   engine->impl_->kernels.avx512 = options.kernels.avx512_softmax;
-  switch (options.kernels.tiled_attention) {
-    case TiledAttention::kNever: engine->impl_->kernels.cpu_tiled_max_tokens = 0; break;
-    case TiledAttention::kWithPackedGemm: engine->impl_->kernels.cpu_tiled_max_tokens = packed_float32_rows; break;
-    case TiledAttention::kAlways:
-      engine->impl_->kernels.cpu_tiled_max_tokens = std::numeric_limits<int64_t>::max();
-      break;
-  }
+  engine->impl_->kernels.cpu_tiled_max_tokens =
+      TiledAttentionMaxTokens(options.kernels.tiled_attention, packed_float32_rows,
+                              PackedWeights::Supported() && PackedWeights::Best() == Float32Kernel::kAvx2);
   engine->impl_->batch_rounding = options.batch_rounding;
   if (!device.is_cpu()) {
     if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {

@@ -10,6 +10,7 @@
 #include "server/backend/device_shapes.h"
 #include "server/backend/inference_backend.h"
 #include "server/model/layers/attention_options.h"
+#include "server/model/tiled_attention.h"
 #include "server/model_config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/process_tuning.h"
@@ -18,16 +19,6 @@ namespace relserve {
 
 
 enum class BatchRounding { kOnDevice, kRounded, kExact };
-
-// Which float32 batches run attention's products head by head in relserve's register tiles on a
-// CPU with AVX-512F or AVX2 (AttentionKernels::cpu_tiled_max_tokens) rather than in ATen's batched
-// products (OpenBLAS):
-//   kWithPackedGemm: the batches the packed float32 GEMM takes (EngineKernels::packed_float32_gemm
-//                    on, at most packed_gemm_max_rows tokens), so that a short batch's forward calls
-//                    no BLAS at all: OpenBLAS's threads, once woken, spin on the cores the tiles'
-//                    threads need (docs/PERFORMANCE.md, "Short batches without OpenBLAS").
-//   kNever, kAlways: for tests and measurements.
-enum class TiledAttention { kNever, kWithPackedGemm, kAlways };
 
 // Which implementation an engine's forwards take where the serving one is not the only one:
 // the defaults are what serves; tests set the others per engine, to check on the CPU what GPUs
@@ -64,8 +55,8 @@ struct EngineKernels {
   // quantized linear (one scale per call's activation tensor).
   bool packed_int8_gemm = true;
   // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence
-  // as a task of its own, its products in relserve's register tiles (TiledAttention above).
-  TiledAttention tiled_attention = TiledAttention::kWithPackedGemm;
+  // as a task of its own, its products in relserve's register tiles (tiled_attention.h).
+  TiledAttention tiled_attention = TiledAttention::kAuto;
 };
 
 struct EngineOptions {

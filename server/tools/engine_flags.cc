@@ -78,8 +78,9 @@ std::vector<Flag<CliArgs>> EngineFlags() {
   flags.push_back(CliString("float32-attention", "auto|blas|tiles",
                             "under --dtype float32 on a CPU with AVX-512F or AVX2, what runs attention's products: "
                             "auto, relserve's register tiles head by head for the batches the packed GEMM takes (so they "
-                            "make no BLAS call) and OpenBLAS's batched products for longer ones; blas, OpenBLAS "
-                            "always; tiles, the tiles always (for measuring)",
+                            "make no BLAS call) and, with AVX-512, OpenBLAS's batched products for longer ones (with "
+                            "AVX2 only, the tiles for those too: faster there); blas, OpenBLAS always; tiles, the tiles "
+                            "always (for measuring)",
                             "auto", {"auto", "blas", "tiles"})
                       .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
@@ -130,7 +131,7 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   const std::string float32_attention = args.String("float32-attention");
   options.kernels.tiled_attention = float32_attention == "tiles"  ? TiledAttention::kAlways
                                     : float32_attention == "blas" ? TiledAttention::kNever
-                                                                  : TiledAttention::kWithPackedGemm;
+                                                                  : TiledAttention::kAuto;
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

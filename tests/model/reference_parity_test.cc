@@ -128,14 +128,18 @@ TEST(ReferenceParityTest, PackedAndBlasGemmsOnEveryFamily) {
   EXPECT_LT(diff, kTolerance);
 }
 
-// Which batches run attention's products in the tiles (EngineKernels::tiled_attention): by
-// default those the packed float32 GEMM takes (packed_gemm_max_rows tokens, here the reference
-// batch's padded size exactly, then one fewer), never with OpenBLAS's projections, and every or
-// none when asked; every layer alike, each within the reference's tolerance.
+// Which batches run attention's products in the tiles (EngineKernels::tiled_attention,
+// tiled_attention.h): with kWithPackedGemm those the packed float32 GEMM takes (packed_gemm_max_rows
+// tokens, here the reference batch's padded size exactly, then one fewer), with
+// kWithPackedProjections every batch of an engine whose projections are packed, never with
+// OpenBLAS's projections, by default (kAuto) the one or the other as the tiles are AVX-512's or
+// AVX2's, and every or none when asked; every layer alike, each within the reference's tolerance.
 TEST(ReferenceParityTest, TiledAttentionWhereThePackedGemmRuns) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   const EngineOptions base = testing::TestEngineOptions();
   if (base.device != "cpu" || base.kernels.gpu_attention_on_cpu) GTEST_SKIP() << "the CPU's own attention path only";
+  EXPECT_EQ(EngineKernels{}.tiled_attention, TiledAttention::kAuto);
+  const bool avx2_tiles = PackedWeights::Best() == Float32Kernel::kAvx2;
   const std::string dir = ReferenceDir("deberta_v3_like");
   const PaddedBatch batch = ReadReferenceInputs(dir + "/inputs.json");
   const int64_t tokens = batch.batch * batch.length;
@@ -147,9 +151,16 @@ TEST(ReferenceParityTest, TiledAttentionWhereThePackedGemmRuns) {
     bool expect_tiled;
   };
   const Case cases[] = {
-      {"default options, the batch at the packed GEMM's bound", true, tokens, TiledAttention::kWithPackedGemm, true},
-      {"default options, the batch past the bound", true, tokens - 1, TiledAttention::kWithPackedGemm, false},
-      {"OpenBLAS's projections", false, tokens, TiledAttention::kWithPackedGemm, false},
+      {"with the packed GEMM, the batch at its bound", true, tokens, TiledAttention::kWithPackedGemm, true},
+      {"with the packed GEMM, the batch past the bound", true, tokens - 1, TiledAttention::kWithPackedGemm, false},
+      {"with the packed GEMM, OpenBLAS's projections", false, tokens, TiledAttention::kWithPackedGemm, false},
+      {"with packed projections, the batch past the bound", true, tokens - 1, TiledAttention::kWithPackedProjections,
+       true},
+      {"with packed projections, OpenBLAS's projections", false, tokens, TiledAttention::kWithPackedProjections,
+       false},
+      {"default, the batch at the bound", true, tokens, TiledAttention::kAuto, true},
+      {"default, the batch past the bound: the tiles where they are AVX2's", true, tokens - 1, TiledAttention::kAuto,
+       avx2_tiles},
       {"never", true, tokens, TiledAttention::kNever, false},
       {"always, with OpenBLAS's projections", false, tokens, TiledAttention::kAlways, true},
   };

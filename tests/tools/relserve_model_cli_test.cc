@@ -411,6 +411,15 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
     EXPECT_EQ(tiled, 0);
     std::tie(cpu, tiled) = attention("--float32-gemm blas --float32-attention tiles");
     EXPECT_EQ(tiled, packed ? cpu : 0);
+    // Past the packed GEMM's 192 tokens (13 x 16): by default the tiles only where they are AVX2's
+    // (tiled_attention.h, kAuto), OpenBLAS's batched products where they are AVX-512's.
+    Result longer = RunCli("bench --model " + model + " --batch 13 --seq 16 --iters 1 --warmup 0 --no-gemm");
+    ASSERT_EQ(longer.exit_code, 0) << longer.output;
+    auto longer_calls = nlohmann::json::parse(longer.output)["attention_calls"];
+    EXPECT_GT(longer_calls["cpu"].get<int64_t>(), 0);
+    EXPECT_EQ(longer_calls["cpu_tiled"].get<int64_t>(),
+              default_projections == "relserve-avx2" ? longer_calls["cpu"].get<int64_t>() : 0)
+        << default_projections;
     r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --float32-attention some");
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("float32-attention"), std::string::npos) << r.output;

@@ -1,0 +1,27 @@
+#include "server/model/tiled_attention.h"
+
+#include <limits>
+
+namespace relserve {
+
+int64_t TiledAttentionMaxTokens(TiledAttention tiled, int64_t packed_float32_rows, bool avx2_tiles) {
+  constexpr int64_t kEvery = std::numeric_limits<int64_t>::max();
+  if (tiled == TiledAttention::kAuto) {
+    tiled = avx2_tiles ? TiledAttention::kWithPackedProjections : TiledAttention::kWithPackedGemm;
+  }
+  switch (tiled) {
+    case TiledAttention::kNever:
+      return 0;
+    case TiledAttention::kWithPackedGemm:
+      return packed_float32_rows;
+    case TiledAttention::kWithPackedProjections:
+      return packed_float32_rows > 0 ? kEvery : 0;
+    case TiledAttention::kAlways:
+      return kEvery;
+    case TiledAttention::kAuto:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace relserve
