@@ -6,10 +6,11 @@ namespace relserve {
 
 int64_t TiledAttentionMaxTokens(TiledAttention tiled, int64_t packed_float32_rows, bool avx2_tiles) {
   constexpr int64_t kEvery = std::numeric_limits<int64_t>::max();
-  if (tiled == TiledAttention::kAuto) {
-    tiled = avx2_tiles ? TiledAttention::kWithPackedProjections : TiledAttention::kWithPackedGemm;
-  }
   switch (tiled) {
+    case TiledAttention::kAuto:
+      return TiledAttentionMaxTokens(
+          avx2_tiles ? TiledAttention::kWithPackedProjections : TiledAttention::kWithPackedGemm,
+          packed_float32_rows, avx2_tiles);
     case TiledAttention::kNever:
       return 0;
     case TiledAttention::kWithPackedGemm:
@@ -18,8 +19,6 @@ int64_t TiledAttentionMaxTokens(TiledAttention tiled, int64_t packed_float32_row
       return packed_float32_rows > 0 ? kEvery : 0;
     case TiledAttention::kAlways:
       return kEvery;
-    case TiledAttention::kAuto:
-      break;
   }
   return 0;
 }
