@@ -76,6 +76,8 @@ struct ModelInfo {
   // "onednn-int8" (LibTorch's oneDNN dynamic int8 linear) or "libtorch" (LibTorch's linear:
   // OpenBLAS, oneDNN or cuBLAS).
   std::string projections = "libtorch";
+  // Under int8, the bits of the projections' weights (7 or 8: --int8-weight-bits); 0 otherwise.
+  int int8_weight_bits = 0;
   bool has_tokenizer = false;
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
   // ...); empty without a tokenizer.

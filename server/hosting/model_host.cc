@@ -71,6 +71,7 @@ std::string DescribeLoaded(const std::string& name, const std::string& dir, cons
       info.has_tokenizer ? ", tokenizer from " + info.tokenizer_file : ", no tokenizer",
       info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason,
       info.projections == "libtorch" ? "" : ", projections " + info.projections,
+      info.int8_weight_bits == 0 ? "" : absl::StrCat(", ", info.int8_weight_bits, "-bit weights"),
       info.sparse_kind.empty() ? "" : ", sparse vectors (" + info.sparse_kind + ")",
       info.multi_vector_kind.empty() ? ""
                                      : absl::StrCat(", multi-vector (", info.multi_vector_kind, ", ",

@@ -53,6 +53,8 @@ struct ServerConfig {
   AttentionOptions gpu_attention;
   // Under --dtype int8, the precision of attention's products (EngineOptions::int8_attention).
   Int8Attention int8_attention = Int8Attention::kAuto;
+  // Under --dtype int8, the bits of the weights (EngineOptions::int8_weight_bits).
+  Int8WeightBits int8_weight_bits = Int8WeightBits::kAuto;
   // --float32-gemm, --bfloat16-gemm, --int8-gemm (model/cpu_gemm_choice.h): the fields of
   // CpuGemmChoices() only, which HostOptionsFromFlags hands to the engine; the other fields are not
   // read.

@@ -14,6 +14,7 @@ absl::StatusOr<HostOptions> HostOptionsFromFlags(const ServerConfig& config) {
   options.engine.cuda_graph_tokens = config.cuda_graph_tokens;
   options.engine.gpu_attention = config.gpu_attention;
   options.engine.int8_attention = config.int8_attention;
+  options.engine.int8_weight_bits = config.int8_weight_bits;
   for (const CpuGemmChoice& choice : CpuGemmChoices()) options.engine.kernels.*choice.own = config.kernels.*choice.own;
   options.engine.log_shape_times = config.log_shape_times;
   options.engine.batch_rounding =

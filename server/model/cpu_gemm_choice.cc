@@ -15,9 +15,9 @@ const std::vector<CpuGemmChoice>& CpuGemmChoices() {
       {"int8-gemm", "onednn", &EngineKernels::packed_int8_gemm,
        "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "
        "int8 GEMM, in AMX tiles where the CPU has AMX-INT8, else in AVX-512 VNNI registers where it has those, else "
-       "in AVX2 registers with 7-bit weights (each token quantized with its own scale, so a sequence's answer does "
-       "not depend on its batch); onednn, or a CPU with none of them: LibTorch's oneDNN quantized linear (one scale "
-       "per batch)"},
+       "in AVX2 registers with 7-bit weights unless --int8-weight-bits 8 (each token quantized with its own scale, so "
+       "a sequence's answer does not depend on its batch); onednn, or a CPU with none of them: LibTorch's oneDNN "
+       "quantized linear (one scale per batch)"},
   };
   return kChoices;
 }

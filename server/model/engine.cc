@@ -29,6 +29,7 @@
 #include "server/model/families/family_registry.h"
 #include "server/model/families/model_tokenizer.h"
 #include "server/model_config/max_length.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/int8_linear.h"
 #include "server/model/layers/packed_linear.h"
 #include "server/model/layers/layers.h"
@@ -282,6 +283,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     engine->impl_->kernels.cpu_products_in_bfloat16 =
         options.int8_attention == Int8Attention::kBfloat16 ||
         (options.int8_attention == Int8Attention::kAuto && CpuHasBfloat16Products());
+    // Weight bits the GEMM cannot take are refused before any weight is read.
+    RETURN_IF_ERROR(Int8WeightLevel(ChooseInt8Gemm(options.kernels.packed_int8_gemm), options.int8_weight_bits).status());
   }
 
   // The sentence-transformers files: pooling, and the Transformer module's max_seq_length and
@@ -302,6 +305,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
 
   ASSIGN_OR_RETURN(auto checkpoint, OpenModelCheckpoint(dir));
   std::string projections = "libtorch";  // ModelInfo::projections
+  int int8_weight_bits = 0;              // ModelInfo::int8_weight_bits
   int64_t packed_float32_rows = 0;       // the most tokens the packed float32 GEMM takes (0: none)
   try {
     c10::InferenceMode guard;
@@ -313,8 +317,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       // int8: relserve's GEMM in AMX tiles, VNNI or AVX2 registers where the CPU has them
       // (int8_linear.h), else oneDNN's.
       const Int8Gemm gemm = ChooseInt8Gemm(options.kernels.packed_int8_gemm);
-      RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears(), gemm));
+      RETURN_IF_ERROR(QuantizeLinearsInt8(engine->impl_->model->EncoderLinears(), gemm, options.int8_weight_bits));
       projections = Int8GemmName(gemm);
+      int8_weight_bits =
+          *Int8WeightLevel(gemm, options.int8_weight_bits) == PackedInt8Weights::kSevenBitLevel ? 7 : 8;
       if (gemm != Int8Gemm::kOneDnn && !engine->impl_->kernels.cpu_products_in_bfloat16 &&
           options.kernels.packed_float32_gemm && PackedWeights::Supported()) {
         // With relserve's int8 GEMM and attention's products in float32, the rest of a short batch's
@@ -403,6 +409,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.dtype = engine->impl_->int8 ? DType::kInt8 : DTypeOf(engine->impl_->dtype);
   info.device = device.str();
   info.projections = projections;
+  info.int8_weight_bits = int8_weight_bits;
   info.has_tokenizer = options.tokenizer != nullptr;
   if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
   info.no_tokenizer_reason = options.no_tokenizer_reason;

@@ -10,13 +10,13 @@
 #include "server/backend/device_shapes.h"
 #include "server/backend/inference_backend.h"
 #include "server/model/layers/attention_options.h"
+#include "server/model/layers/int8_weight_bits.h"
 #include "server/model/tiled_attention.h"
 #include "server/model_config/model_config.h"
 #include "server/tokenizer/tokenizer.h"
 #include "server/util/process_tuning.h"
 
 namespace relserve {
-
 
 enum class BatchRounding { kOnDevice, kRounded, kExact };
 
@@ -50,8 +50,8 @@ struct EngineKernels {
   bool packed_bfloat16_gemm = true;
   // int8 on an x86-64 CPU with AMX-INT8, AVX-512 VNNI or AVX2: the encoder layers' weights are
   // quantized and packed once at load for relserve's int8 GEMM (kernels/amx_gemm.h, GemmInt8: in AMX
-  // tiles where there are, else in VNNI registers, else in AVX2 ones with 7-bit weights; each token's
-  // activation quantized with its own scale); false, or a CPU with none of them: LibTorch's oneDNN
+  // tiles where there are, else in VNNI registers, else in AVX2 ones, with 7-bit weights by default
+  // there, int8_weight_bits below; each token's activation quantized with its own scale); false, or a CPU with none of them: LibTorch's oneDNN
   // quantized linear (one scale per call's activation tensor).
   bool packed_int8_gemm = true;
   // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence
@@ -87,6 +87,9 @@ struct EngineOptions {
   // Under dtype int8 on the CPU, the precision of attention's products (attention_options.h:
   // auto = bfloat16 where the CPU has bfloat16 instructions); unused under other dtypes.
   Int8Attention int8_attention = Int8Attention::kAuto;
+  // Under dtype int8 on the CPU, the bits of the weights (int8_weight_bits.h: auto = 8 where that
+  // runs as fast, 7 on relserve's AVX2 kernel and on oneDNN's without VNNI).
+  Int8WeightBits int8_weight_bits = Int8WeightBits::kAuto;
   // Logs the host time of forwards per (thread, batch, length) (shape_time_log.h): the first two
   // of each, and any much slower than the shape's mean, so that a cold shape shows.
   bool log_shape_times = false;

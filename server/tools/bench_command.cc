@@ -69,6 +69,7 @@ absl::Status RunBench(const CliArgs& args) {
         args.String("float32-gemm") == "auto" && PackedWeights::Supported() ? "relserve" : "blas";
   }
   out["projections"] = info.projections;  // what runs the encoder's projections (ModelInfo)
+  if (info.int8_weight_bits != 0) out["int8_weight_bits"] = info.int8_weight_bits;
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;

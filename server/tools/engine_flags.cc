@@ -71,6 +71,13 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
                             "auto")
                       .In(kModelOptions));
+  flags.push_back(CliString("int8-weight-bits", "auto|7|8",
+                            "under --dtype int8 on the CPU, the bits of the weights: auto is 8 where the GEMM multiplies them as "
+                            "fast (AMX, AVX-512 VNNI) and 7 on CPUs without VNNI (AVX2, such as AMD Zen 2 and 3); 8 there runs "
+                            "relserve's exact 8-bit AVX2 kernel, about 4 times closer to float32 at 0.73-0.85 times "
+                            "int8's speed (refused with --int8-gemm onednn there, whose 8-bit sums would saturate); 7 anywhere",
+                            "auto", {"auto", "7", "8"})
+                      .In(kModelOptions));
   for (const CpuGemmChoice& choice : CpuGemmChoices()) {
     flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.fallback})
                         .In(kModelOptions));
@@ -126,6 +133,11 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
     return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", int8_attention.status().message()));
   }
   options.int8_attention = *int8_attention;
+  absl::StatusOr<Int8WeightBits> int8_weight_bits = ParseInt8WeightBits(args.String("int8-weight-bits"));
+  if (!int8_weight_bits.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--int8-weight-bits: ", int8_weight_bits.status().message()));
+  }
+  options.int8_weight_bits = *int8_weight_bits;
   // The flag table allows only "auto" and the library's word (CliString's choices).
   for (const CpuGemmChoice& choice : CpuGemmChoices()) options.kernels.*choice.own = args.String(choice.flag) == "auto";
   const std::string float32_attention = args.String("float32-attention");

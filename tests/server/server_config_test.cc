@@ -328,6 +328,23 @@ TEST(ServerConfigTest, Int8AttentionFlag) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, float32, bfloat16"));
 }
 
+// --int8-weight-bits: auto by default; each word, and a refusal naming the flag and the words.
+TEST(ServerConfigTest, Int8WeightBitsFlag) {
+  auto d = ParseServerFlags({"--model", "a=/x"});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->int8_weight_bits, Int8WeightBits::kAuto);
+  auto eight = ParseServerFlags({"--model", "a=/x", "--dtype", "int8", "--int8-weight-bits", "8"});
+  ASSERT_TRUE(eight.ok()) << eight.status();
+  EXPECT_EQ(eight->int8_weight_bits, Int8WeightBits::kEight);
+  auto seven = ParseServerFlags({"--model", "a=/x", "--int8-weight-bits=7"});
+  ASSERT_TRUE(seven.ok()) << seven.status();
+  EXPECT_EQ(seven->int8_weight_bits, Int8WeightBits::kSeven);
+  auto bad = ParseServerFlags({"--model", "a=/x", "--int8-weight-bits", "4"});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("--int8-weight-bits"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("auto, 7, 8"));
+}
+
 // --float32-gemm: auto (packed where the CPU has AVX-512F) by default, blas, and a refusal naming
 // the flag and the words.
 TEST(ServerConfigTest, Float32GemmFlag) {

@@ -50,7 +50,7 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
              "--threads-per-worker", "2", "--gpu-batch-sizes", "exact", "--max-input-length", "128",
              "--cuda-graph-tokens", "0", "--pooling", "cls", "--warmup-workers=false", "--offline",
              "--int8-attention", "float32", "--float32-gemm", "blas", "--bfloat16-gemm", "onednn",
-             "--int8-gemm", "onednn"}));
+             "--int8-gemm", "onednn", "--int8-weight-bits", "8"}));
   ASSERT_TRUE(options.ok()) << options.status();
   EXPECT_THAT(options->devices, ElementsAre("cpu", "cpu"));
   EXPECT_EQ(options->engine.dtype, DType::kFloat16);
@@ -58,6 +58,7 @@ TEST(ServerOptionsTest, FlagsReachTheHostAndItsBatchers) {
   EXPECT_EQ(options->engine.cuda_graph_tokens, 0);
   EXPECT_EQ(options->engine.pooling, "cls");
   EXPECT_EQ(options->engine.int8_attention, Int8Attention::kFloat32);
+  EXPECT_EQ(options->engine.int8_weight_bits, Int8WeightBits::kEight);
   EXPECT_FALSE(options->engine.kernels.packed_float32_gemm);
   EXPECT_FALSE(options->engine.kernels.packed_bfloat16_gemm);
   EXPECT_FALSE(options->engine.kernels.packed_int8_gemm);

@@ -372,17 +372,18 @@ RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, ui
   }
 }
 
-// The int8 product on AVX2 alone (Int8Kernel::kAvx2), from the same packed panels as VnniRows: each
-// 64-byte row of a B tile (16 features x 4 depths) is two registers of 8 features. VPMADDUBSW
-// multiplies a row's 4 uint8 values (broadcast) by each feature's 4 int8 weights and adds them in
-// pairs in int16 (exact: the weights keep within +-63), VPMADDWD by ones adds the pairs in int32.
+// The int8 product on AVX2 alone (Int8Kernel::kAvx2) on 7-bit weights, from the same packed panels
+// as VnniRows: each 64-byte row of a B tile (16 features x 4 depths) is two registers of 8
+// features. VPMADDUBSW multiplies a row's 4 uint8 values (broadcast) by each feature's 4 int8
+// weights and adds them in pairs in int16 (exact: the weights keep within +-63), VPMADDWD by ones
+// adds the pairs in int32.
 // Rows [0, kVnniRows) of q (rows padded_k bytes apart) times the panel, into block (rows kNr int32
 // apart), 4 rows x 16 features at a time: 8 accumulators, 2 weight registers, the broadcast, the
 // ones and the products' temporaries fit AVX2's 16 registers. (Summing the two int16 halves of each
 // lane without VPMADDWD, a sign flip, a shift and two additions in place of the second multiply,
 // ran at 0.63x this on an AMD Zen 3: the simple operations, not the multiplier, bound it there.)
 constexpr int64_t kAvx2Rows = 4;
-RELSERVE_INT8_AVX2_FN void Avx2Rows(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
+RELSERVE_INT8_AVX2_FN void Avx2RowsSevenBit(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t steps = padded_k / PackedInt8Weights::kDepthStep;
   for (int64_t r0 = 0; r0 < kVnniRows; r0 += kAvx2Rows) {
@@ -414,9 +415,57 @@ RELSERVE_INT8_AVX2_FN void Avx2Rows(const uint8_t* q, int64_t padded_k, const in
   }
 }
 
+// The same on 8-bit weights (whose pairs of products VPMADDUBSW would saturate), with the
+// activations widened to 16 bits (QuantizeRowAvx2): each 64-byte row of a B tile (16 features x
+// 4 depths) is read 16 bytes at a time and sign-extended (VPMOVSXBW) to 4 features x 4 depths in
+// int16. VPMADDWD multiplies them by the row's 4 values (broadcast) and adds the products in pairs
+// into int32, each lane holding a feature's depths 0-1 or 2-3 (the two summed at the end, VPHADDD).
+// The products and their sums are exact for every int8 weight, so the results are VnniRows' bit for
+// bit. Rows [0, kVnniRows) of q (rows padded_k values apart) times the panel, into block (rows kNr
+// int32 apart), 4 rows x 8 features at a time: 8 accumulators, the two weight registers and the 4
+// broadcasts fit AVX2's 16 registers. Both kernels take two multiplies per 32 products, but this
+// one half again as many instructions in all, and on an AMD Zen 3 it ran at about 0.75 times
+// Avx2RowsSevenBit's rate (docs/PERFORMANCE.md).
+RELSERVE_INT8_AVX2_FN void Avx2RowsEightBit(const uint16_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
+  const int64_t steps = padded_k / PackedInt8Weights::kDepthStep;
+  for (int64_t r0 = 0; r0 < kVnniRows; r0 += kAvx2Rows) {
+    const uint16_t* rows = q + r0 * padded_k;
+    for (int64_t e = 0; e < 4; ++e) {  // the panel's features 8e .. 8e + 7: half e % 2 of B tile e / 2
+      const int64_t t = e / 2, half = (e % 2) * 32;
+      __m256i acc[kAvx2Rows][2];
+      for (int i = 0; i < kAvx2Rows; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+      for (int64_t s = 0; s < steps; ++s) {
+        const int8_t* tile = panel + (s * 2 + t) * kTileBytes + half;
+#pragma GCC unroll 4
+        for (int64_t r = 0; r < 16; ++r) {
+          const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + r * 64)));
+          const __m256i w1 =
+              _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + r * 64 + 16)));
+          const int64_t d = s * PackedInt8Weights::kDepthStep + 4 * r;
+          for (int i = 0; i < kAvx2Rows; ++i) {
+            int64_t four;
+            std::memcpy(&four, rows + i * padded_k + d, sizeof(four));
+            const __m256i a = _mm256_set1_epi64x(four);
+            acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(w0, a));
+            acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(w1, a));
+          }
+        }
+      }
+      // Lanes (2f, 2f + 1) of acc[i][0] are feature f's depths 0-1 and 2-3 (f = 0..3), of acc[i][1]
+      // feature 4 + f's: VPHADDD adds them within 128-bit halves (features 0 1 4 5 | 2 3 6 7).
+      for (int i = 0; i < kAvx2Rows; ++i) {
+        const __m256i sums = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(block + (r0 + i) * kNr + 8 * e), sums);
+      }
+    }
+  }
+}
+
 // QuantizeRow in AVX2, with the same results (the same range, scale, zero point and rounding: to
-// nearest even, the default MXCSR mode).
-RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,
+// nearest even, the default MXCSR mode), into bytes (Q = uint8_t, for Avx2RowsSevenBit) or each
+// value widened to 16 bits (uint16_t, for Avx2RowsEightBit).
+template <typename Q>
+RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t padded_k, Q* q, float* scale,
                                            int32_t* zero) {
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int64_t j = 0; j < k; j += 8) {
@@ -441,10 +490,14 @@ RELSERVE_INT8_AVX2_FN void QuantizeRowAvx2(const float* x, int64_t k, int64_t pa
     __m256i r1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_maskload_ps(x + j + 8, m1), inverse));
     r0 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r0, zv), floor), ceiling), m0);
     r1 = _mm256_and_si256(_mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r1, zv), floor), ceiling), m1);
-    // 16 int32 in [0, 255] -> 16 bytes in order (the packs work within 128-bit lanes).
+    // 16 int32 in [0, 255] -> 16 uint16 in order, then bytes (the packs work within 128-bit lanes).
     const __m256i words = _mm256_permute4x64_epi64(_mm256_packus_epi32(r0, r1), 0xD8);
-    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), bytes);
+    if constexpr (sizeof(Q) == 2) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + j), words);
+    } else {
+      const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + j), bytes);
+    }
   }
 }
 
@@ -621,10 +674,11 @@ bool PackedInt8Weights::Supports(Int8Kernel kernel) {
 bool PackedInt8Weights::AnySupported() { return Supported() || VnniSupported() || Avx2Supported(); }
 
 std::shared_ptr<const PackedInt8Weights> PackedInt8Weights::Quantize(const float* w, int64_t n, int64_t k, int64_t ld,
-                                                                     Int8Kernel kernel) {
+                                                                     int max_level) {
   (void)Supported();  // asks for the tile registers once (where there are any), before any GEMM on what is packed here
-  const int level = MaxLevel(kernel);
-  std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k, level));
+  if (max_level != kSevenBitLevel && max_level != kEightBitLevel) std::abort();  // never asked otherwise
+  const float level = static_cast<float>(max_level);
+  std::shared_ptr<PackedInt8Weights> packed(new PackedInt8Weights(n, k, max_level));
   // Feature by feature, on LibTorch's threads: the scale, the int8 values and their sum.
   std::vector<int8_t> q(static_cast<size_t>(n * k));
 #if RELSERVE_AMX_GEMM
@@ -659,27 +713,36 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
               int64_t ldc, Int8Kernel kernel) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
-  if (kernel == Int8Kernel::kAvx2 && w.max_level() > PackedInt8Weights::MaxLevel(Int8Kernel::kAvx2)) {
-    std::fputs("GemmInt8: Int8Kernel::kAvx2 on weights not quantized for it (their sums would saturate)\n", stderr);
-    std::abort();
-  }
   const bool avx2 = kernel == Int8Kernel::kAvx2;
+  // On AVX2, 7-bit weights take VPMADDUBSW's kernel; 8-bit ones the rows widened to 16 bits (q16).
+  const bool wide = avx2 && w.max_level() > PackedInt8Weights::kSevenBitLevel;
   const int64_t k = w.k(), padded_k = w.padded_k();
   // The rows quantized, whole tiles of them: the rows past m stay zero, so no block needs copying.
   const int64_t rows = (m + kMr - 1) / kMr * kMr;
   thread_local std::vector<uint8_t> quantized;
+  thread_local std::vector<uint16_t> widened;
   thread_local std::vector<float> scales;
   thread_local std::vector<int32_t> zeros;
-  if (quantized.size() < static_cast<size_t>(rows * padded_k)) quantized.resize(static_cast<size_t>(rows * padded_k));
+  uint8_t* q = nullptr;
+  uint16_t* q16 = nullptr;
+  if (wide) {
+    if (widened.size() < static_cast<size_t>(rows * padded_k)) widened.resize(static_cast<size_t>(rows * padded_k));
+    q16 = widened.data();
+    std::fill(q16 + m * padded_k, q16 + rows * padded_k, uint16_t{0});
+  } else {
+    if (quantized.size() < static_cast<size_t>(rows * padded_k)) quantized.resize(static_cast<size_t>(rows * padded_k));
+    q = quantized.data();
+    std::memset(q + m * padded_k, 0, static_cast<size_t>((rows - m) * padded_k));
+  }
   scales.resize(static_cast<size_t>(m));
   zeros.resize(static_cast<size_t>(m));
-  uint8_t* q = quantized.data();
-  std::memset(q + m * padded_k, 0, static_cast<size_t>((rows - m) * padded_k));
   float* row_scales = scales.data();
   int32_t* row_zeros = zeros.data();
   at::parallel_for(0, m, 16, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      if (avx2) {
+      if (wide) {
+        QuantizeRowAvx2(a + i * lda, k, padded_k, q16 + i * padded_k, row_scales + i, row_zeros + i);
+      } else if (avx2) {
         QuantizeRowAvx2(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
       } else {
         QuantizeRow(a + i * lda, k, padded_k, q + i * padded_k, row_scales + i, row_zeros + i);
@@ -707,7 +770,11 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
         alignas(64) int32_t block[kVnniRows * kNr];
         for (int64_t r = r0; r < r1; r += kVnniRows) {  // q holds whole blocks of 8 rows past r1
           if (avx2) {
-            Avx2Rows(q + r * padded_k, padded_k, w.panel(p), block);
+            if (wide) {
+              Avx2RowsEightBit(q16 + r * padded_k, padded_k, w.panel(p), block);
+            } else {
+              Avx2RowsSevenBit(q + r * padded_k, padded_k, w.panel(p), block);
+            }
           } else {
             VnniRows(q + r * padded_k, padded_k, w.panel(p), block);
           }

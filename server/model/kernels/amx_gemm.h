@@ -41,20 +41,24 @@ void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFlo
 //  - kAmx: AMX tiles (TDPBUSD, 32 x 32 blocks);
 //  - kVnni: AVX-512 VNNI (VPDPBUSD, 8 rows x 32 features in registers), the same results as kAmx,
 //    bit for bit (the int32 sums are exact);
-//  - kAvx2: AVX2 (VPMADDUBSW, then VPMADDWD by ones into int32; 4 rows x 16 features in registers), for
-//    x86-64 CPUs with neither (AMD Zen 2 and 3, Intel before Cascade Lake, Intel client cores).
-//    VPMADDUBSW adds each pair of u8 x s8 products in int16 with saturation, and 2 x 255 x 127 does
-//    not fit, so its weights are quantized to 7 bits (max |w| / 63; 2 x 255 x 63 fits) and its sums
-//    stay exact. The activations keep their 8 bits.
+//  - kAvx2: AVX2, for x86-64 CPUs with neither (AMD Zen 2 and 3, Intel before Cascade Lake, Intel
+//    client cores), in one of two ways by the weights' level:
+//    - on 7-bit weights (max_level() 63), VPMADDUBSW then VPMADDWD by ones into int32, 4 rows x 16
+//      features in registers. VPMADDUBSW adds each pair of u8 x s8 products in int16 with
+//      saturation; 2 x 255 x 63 fits, 2 x 255 x 127 would not;
+//    - on 8-bit weights, the weights sign-extended to int16 (VPMOVSXBW) and the activations
+//      widened to 16 bits, multiplied and summed in pairs into int32 by VPMADDWD, 4 rows x 8
+//      features: about 0.75 times the 7-bit kernel's rate on an AMD Zen 3.
+//    Either way its sums are exact, so on the same weights it gives the others' results, bit for bit.
 enum class Int8Kernel { kAmx, kVnni, kAvx2 };
 
 // A float32 weight [n, k] quantized once, at load, to int8 for GemmInt8: one symmetric scale per
-// output feature (max |w| / max_level(), zero point 0, as torch.ao.quantization.quantize_dynamic's
-// per-channel weights, whose max_level is 127), and packed as AMX B tiles: panels of kPanelWidth
-// features; each panel, for each step of kDepthStep along k, holds two tiles of 16 features (16 rows
-// of 64 bytes: row r of tile t holds w[f, kk + 4r .. kk + 4r + 3] for the features f = 16t .. 16t + 15
-// of the panel, side by side). The last panel and k are padded with zeros. Each feature's sum of its
-// int8 values is kept for the activations' zero points.
+// output feature (max |w| / 127, zero point 0, as torch.ao.quantization.quantize_dynamic's
+// per-channel weights; max |w| / 63 for 7-bit weights), and packed as AMX B tiles: panels of
+// kPanelWidth features; each panel, for each step of kDepthStep along k, holds two tiles of 16
+// features (16 rows of 64 bytes: row r of tile t holds w[f, kk + 4r .. kk + 4r + 3] for the
+// features f = 16t .. 16t + 15 of the panel, side by side). The last panel and k are padded with
+// zeros. Each feature's sum of its int8 values is kept for the activations' zero points.
 class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
  public:
   // Whether this CPU and kernel run GemmInt8's Int8Kernel::kAmx: x86-64 with AMX-TILE, AMX-INT8 and
@@ -69,12 +73,14 @@ class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
   static bool Supports(Int8Kernel kernel);
   // Whether this CPU runs any of the kernels (then int8 projections run in relserve's own GEMM).
   static bool AnySupported();
-  // The largest |int8 value| `kernel` takes: 63 for kAvx2, else 127.
-  static int MaxLevel(Int8Kernel kernel) { return kernel == Int8Kernel::kAvx2 ? 63 : 127; }
-  // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0. Quantized for
-  // `kernel` (its MaxLevel); kAmx and kVnni share what they run.
+  // The largest |int8 value| of 8-bit weights, and of 7-bit ones.
+  static constexpr int kEightBitLevel = 127;
+  static constexpr int kSevenBitLevel = 63;
+  // w: n rows of k float32 values, rows `ld` values apart (ld >= k); n, k > 0. Each feature's scale
+  // is its max |w| / max_level, which is kEightBitLevel or kSevenBitLevel. Every kernel runs what
+  // this packs.
   static std::shared_ptr<const PackedInt8Weights> Quantize(const float* w, int64_t n, int64_t k, int64_t ld,
-                                                           Int8Kernel kernel);
+                                                           int max_level = kEightBitLevel);
 
   // Per feature (panels() * kPanelWidth of them, zero past n): the weight's scale, and the sum of
   // its int8 values.
@@ -89,7 +95,7 @@ class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
   PackedInt8Weights(int64_t n, int64_t k, int max_level);
   std::vector<float> scales_;
   std::vector<int32_t> sums_;
-  int max_level_ = 127;
+  int max_level_ = kEightBitLevel;
 };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), float32 in and out, as dynamic int8
@@ -100,8 +106,7 @@ class PackedInt8Weights : public PackedPanels<int8_t, 32, 64> {
 // before the bias is added. Because each row (token) has its own scale, a row's result does not
 // depend on the other rows of the call. a's rows are lda values apart, c's ldc apart. Rows and
 // panels are shared among LibTorch's intra-op threads. Call a kernel only where
-// PackedInt8Weights::Supports(kernel), and kAvx2 only on weights quantized for it (max_level() 63:
-// with more, its sums would saturate; it aborts rather than answer wrong).
+// PackedInt8Weights::Supports(kernel).
 void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w, const float* bias, float* c,
               int64_t ldc, Int8Kernel kernel);
 

@@ -8,6 +8,7 @@
 #include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/gemm_rows.h"
 #include "server/model/layers/layers.h"
+#include "server/util/status_macros.h"
 
 namespace relserve {
 
@@ -38,19 +39,40 @@ Int8Kernel KernelOf(Int8Gemm gemm) {
 
 }  // namespace
 
-std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm) {
+absl::StatusOr<int> Int8WeightLevel(Int8Gemm gemm, Int8WeightBits bits) {
+  const bool seven_bit_gemm = gemm == Int8Gemm::kAvx2 || (gemm == Int8Gemm::kOneDnn && OneDnnInt8SevenBitWeights());
+  switch (bits) {
+    case Int8WeightBits::kSeven:
+      return PackedInt8Weights::kSevenBitLevel;
+    case Int8WeightBits::kEight:
+      if (gemm == Int8Gemm::kOneDnn && OneDnnInt8SevenBitWeights()) {
+        return absl::InvalidArgumentError(
+            "--int8-weight-bits 8: oneDNN's int8 linear on this CPU (no VNNI) sums pairs of products in 16 bits, "
+            "which 8-bit weights would saturate; use --int8-gemm auto (relserve's exact AVX2 kernel) or 7 or auto bits");
+      }
+      return PackedInt8Weights::kEightBitLevel;
+    case Int8WeightBits::kAuto:
+      break;
+  }
+  return seven_bit_gemm ? PackedInt8Weights::kSevenBitLevel : PackedInt8Weights::kEightBitLevel;
+}
+
+std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm,
+                                                Int8WeightBits bits) {
+  const absl::StatusOr<int> level = Int8WeightLevel(gemm, bits);
+  TORCH_CHECK(level.ok(), std::string(level.status().message()));
   const at::Tensor w = weight.to(at::kFloat).contiguous();
   if (gemm != Int8Gemm::kOneDnn) {
     auto out = std::make_shared<Int8Weights>();
     out->kernel = KernelOf(gemm);
-    out->packed_int8 = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1), out->kernel);
+    out->packed_int8 = PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.size(1), *level);
     if (bias.defined()) out->bias = bias.to(at::kFloat).contiguous();
     return out;
   }
   // One symmetric scale per output channel; an all-zero row keeps scale 1 (its int8 is 0). Without
   // VNNI the weights take 7 bits (OneDnnInt8SevenBitWeights).
   at::Tensor amax = w.abs().amax({1});
-  const double qmax = OneDnnInt8SevenBitWeights() ? 63.0 : 127.0;
+  const double qmax = *level;
   at::Tensor scales = at::where(amax > 0, amax / qmax, at::ones_like(amax)).to(at::kDouble);
   at::Tensor zero_points = at::zeros({w.size(0)}, at::kLong);
   at::Tensor qw = at::quantize_per_channel(w, scales, zero_points, /*axis=*/0, at::kQInt8);
@@ -111,7 +133,7 @@ const char* Int8GemmName(Int8Gemm gemm) {
   return "onednn-int8";
 }
 
-absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm) {
+absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm, Int8WeightBits bits) {
   if (gemm == Int8Gemm::kAmx && !PackedInt8Weights::Supported()) {
     return absl::FailedPreconditionError("the int8 GEMM in AMX tiles needs a CPU with AMX-INT8 that the kernel lets this process use");
   }
@@ -121,6 +143,7 @@ absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm ge
   if (gemm == Int8Gemm::kAvx2 && !PackedInt8Weights::Avx2Supported()) {
     return absl::FailedPreconditionError("the int8 GEMM on AVX2 needs an x86-64 CPU with AVX2 and FMA");
   }
+  RETURN_IF_ERROR(Int8WeightLevel(gemm, bits).status());
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;
     if (!layer->weight.device().is_cpu()) {
@@ -128,7 +151,7 @@ absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm ge
           absl::StrCat("int8 runs on the CPU only; the weights are on ", layer->weight.device().str()));
     }
     if (layer->weight.dim() != 2 || layer->weight.size(0) == 0 || layer->weight.size(1) == 0) continue;
-    layer->int8 = QuantizeInt8(layer->weight, layer->bias, gemm);
+    layer->int8 = QuantizeInt8(layer->weight, layer->bias, gemm, bits);
     layer->weight = at::Tensor();
     layer->bias = at::Tensor();
   }

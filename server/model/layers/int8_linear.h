@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/status.h"
+#include "server/model/layers/int8_weight_bits.h"
 
 namespace relserve {
 
@@ -19,9 +20,10 @@ struct Linear;
 // rescaled to float32, and the float32 bias is added. Activations in and out are float32.
 // Four GEMMs run it (Int8Gemm):
 //  - kAmx, kVnni and kAvx2: relserve's GEMM (kernels/amx_gemm.h, GemmInt8) in AMX tiles on CPUs with
-//    AMX-INT8, in AVX-512 VNNI registers on CPUs with that (the same answers, bit for bit), or in
-//    AVX2 registers on other x86-64 CPUs (weights in 7 bits, max |w| / 63, as oneDNN's there: see
-//    Int8Kernel). Each row (token) of the activation has its own scale, so a sequence's output does
+//    AMX-INT8, in AVX-512 VNNI registers on CPUs with that, or in AVX2 registers on other x86-64
+//    CPUs (all three the same answers, bit for bit, on the same weights: see Int8Kernel; the AVX2
+//    kernel's weights take 7 bits by default, Int8WeightBits). Each row (token) of the activation
+//    has its own scale, so a sequence's output does
 //    not depend on the other sequences of its batch, and the weights are quantized and packed once.
 //  - kOneDnn: LibTorch's oneDNN quantized engine (VNNI where the CPU has it), with one scale for
 //    the whole activation tensor: a sequence's output depends slightly on the other sequences of
@@ -42,10 +44,15 @@ const char* Int8GemmName(Int8Gemm gemm);
 // Selects LibTorch's oneDNN quantized engine; FAILED_PRECONDITION when this LibTorch has none.
 absl::Status EnableInt8Engine();
 
+// The largest |int8 weight| `gemm` quantizes to under `bits` (int8_weight_bits.h): 127 or 63.
+// INVALID_ARGUMENT for kEight on kOneDnn where OneDnnInt8SevenBitWeights() (its sums would saturate).
+absl::StatusOr<int> Int8WeightLevel(Int8Gemm gemm, Int8WeightBits bits);
+
 // Packs `weight` [out, in] (float) and `bias` [out] (float or undefined) for Int8Apply through
 // `gemm` (relserve's only where its kernel runs: PackedInt8Weights::Supports; kOneDnn only after
-// EnableInt8Engine()).
-std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm);
+// EnableInt8Engine()), its weights in Int8WeightLevel(gemm, bits) (which must be ok).
+std::shared_ptr<const Int8Weights> QuantizeInt8(const at::Tensor& weight, const at::Tensor& bias, Int8Gemm gemm,
+                                                Int8WeightBits bits = Int8WeightBits::kAuto);
 
 // x [..., in] float32 -> [..., out] float32.
 at::Tensor Int8Apply(const Int8Weights& weights, const at::Tensor& x);
@@ -61,8 +68,10 @@ bool OneDnnInt8SevenBitWeights();
 
 // Replaces each layer's float weight by its int8 form for `gemm` (Linear::int8); the float weight
 // is released. Layers already quantized (and empty weights) are left as they are.
-// FAILED_PRECONDITION for kAmx, kVnni or kAvx2 on a CPU without it.
-absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm);
+// FAILED_PRECONDITION for kAmx, kVnni or kAvx2 on a CPU without it; Int8WeightLevel's error for
+// `bits` that `gemm` cannot take.
+absl::Status QuantizeLinearsInt8(const std::vector<Linear*>& layers, Int8Gemm gemm,
+                                 Int8WeightBits bits = Int8WeightBits::kAuto);
 
 }  // namespace relserve
 

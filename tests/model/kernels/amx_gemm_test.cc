@@ -206,25 +206,40 @@ at::Tensor GemmInt8(const at::Tensor& a, const PackedInt8Weights& w, const at::T
   return c.narrow(1, 0, w.n());
 }
 
-std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w, Int8Kernel kernel) {
-  return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0), kernel);
+std::shared_ptr<const PackedInt8Weights> QuantizeWeight(const at::Tensor& w,
+                                                        int level = PackedInt8Weights::kEightBitLevel) {
+  return PackedInt8Weights::Quantize(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0), level);
 }
 
 std::string KernelName(Int8Kernel kernel) {
   return kernel == Int8Kernel::kAmx ? "Amx" : kernel == Int8Kernel::kVnni ? "Vnni" : "Avx2";
 }
 
-// Every kernel: AMX tiles, AVX-512 VNNI registers and AVX2 registers, each on weights quantized for it.
-class Int8GemmTest : public ::testing::TestWithParam<Int8Kernel> {
+// Every kernel: AMX tiles, AVX-512 VNNI registers and AVX2 registers, each on 8-bit and on 7-bit
+// weights (the AVX2 kernel runs a kernel of its own for each).
+struct KernelAndLevel {
+  Int8Kernel kernel;
+  int level;
+};
+void PrintTo(const KernelAndLevel& p, std::ostream* os) { *os << KernelName(p.kernel) << " at level " << p.level; }
+
+class Int8GemmTest : public ::testing::TestWithParam<KernelAndLevel> {
  protected:
   void SetUp() override {
-    if (!PackedInt8Weights::Supports(GetParam())) GTEST_SKIP() << "this CPU does not run " << KernelName(GetParam());
+    if (!PackedInt8Weights::Supports(kernel())) GTEST_SKIP() << "this CPU does not run " << KernelName(kernel());
   }
-  std::shared_ptr<const PackedInt8Weights> Quantize(const at::Tensor& w) { return QuantizeWeight(w, GetParam()); }
+  Int8Kernel kernel() const { return GetParam().kernel; }
+  std::shared_ptr<const PackedInt8Weights> Quantize(const at::Tensor& w) { return QuantizeWeight(w, GetParam().level); }
 };
 
-INSTANTIATE_TEST_SUITE_P(EveryKernel, Int8GemmTest, ::testing::Values(Int8Kernel::kAmx, Int8Kernel::kVnni, Int8Kernel::kAvx2),
-                         [](const ::testing::TestParamInfo<Int8Kernel>& info) { return KernelName(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    EveryKernel, Int8GemmTest,
+    ::testing::Values(KernelAndLevel{Int8Kernel::kAmx, 127}, KernelAndLevel{Int8Kernel::kVnni, 127},
+                      KernelAndLevel{Int8Kernel::kAvx2, 127}, KernelAndLevel{Int8Kernel::kAmx, 63},
+                      KernelAndLevel{Int8Kernel::kVnni, 63}, KernelAndLevel{Int8Kernel::kAvx2, 63}),
+    [](const ::testing::TestParamInfo<KernelAndLevel>& info) {
+      return KernelName(info.param.kernel) + (info.param.level == 127 ? "EightBit" : "SevenBit");
+    });
 
 TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
   c10::InferenceMode guard;
@@ -237,27 +252,28 @@ TEST_P(Int8GemmTest, MatchesTheExactProductOfItsQuantizedValuesOnEveryEdge) {
       if (m > 2) a[1] = a[1].abs(), a[2] = -a[2].abs();
       const at::Tensor w = at::randn({n, k}) * 0.1, bias = at::randn({n});
       auto packed = Quantize(w);
-      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, GetParam()), a, *packed, bias))
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, kernel()), a, *packed, bias))
           << m << "x" << n << "x" << k;
-      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor(), 0, GetParam()), a, *packed, at::Tensor()))
+      EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, at::Tensor(), 0, kernel()), a, *packed, at::Tensor()))
           << m << "x" << n << "x" << k;
     }
   }
 }
 
-// The weight's int8 values: one symmetric scale per feature (max |w| / 127; / 63 for the AVX2
-// kernel), each value within half a step of the float weight and within the level; an all-zero
+// The weight's int8 values: one symmetric scale per feature (max |w| / 127, or / 63 for 7-bit
+// weights), each value within half a step of the float weight and within the level; an all-zero
 // feature keeps scale 1.
 TEST(Int8WeightsTest, WeightsAreQuantizedPerFeature) {
-  for (Int8Kernel kernel : {Int8Kernel::kAmx, Int8Kernel::kAvx2}) {
-  SCOPED_TRACE(KernelName(kernel));
+  for (int bits : {8, 7}) {
+  SCOPED_TRACE(bits);
   c10::InferenceMode guard;
   at::manual_seed(12);
   at::Tensor w = at::randn({40, 100});
   w[3] = w[3] * 1e-3;
   w[5].zero_();
-  auto packed = QuantizeWeight(w, kernel);
-  const float level = kernel == Int8Kernel::kAvx2 ? 63.0f : 127.0f;
+  const int max_level = bits == 8 ? PackedInt8Weights::kEightBitLevel : PackedInt8Weights::kSevenBitLevel;
+  auto packed = QuantizeWeight(w, max_level);
+  const float level = bits == 8 ? 127.0f : 63.0f;
   EXPECT_EQ(packed->max_level(), static_cast<int>(level));
   EXPECT_EQ(packed->padded_k(), 128);
   EXPECT_EQ(packed->panels(), 2);
@@ -293,7 +309,7 @@ TEST(Int8WeightsTest, TiesRoundToEvenAtEveryDepth) {
       w[j] = j == 0 ? 127.0f : cycle[j % cycle.size()];  // feature 0: scale 1
       w[k + j] = 2.0f * w[j];                             // feature 1: scale 2, the same values
     }
-    const auto packed = PackedInt8Weights::Quantize(w.data(), 2, k, k, Int8Kernel::kAmx);
+    const auto packed = PackedInt8Weights::Quantize(w.data(), 2, k, k);
     EXPECT_EQ(packed->scales()[0], 1.0f);
     EXPECT_EQ(packed->scales()[1], 2.0f);
     for (int64_t f = 0; f < 2; ++f) {
@@ -324,16 +340,16 @@ TEST_P(Int8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   auto packed = Quantize(w);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5, GetParam());
+  const at::Tensor one = GemmInt8(a, *packed, bias, /*extra_c_columns=*/5, kernel());
   at::set_num_threads(2);
-  const at::Tensor two = GemmInt8(a, *packed, bias, 0, GetParam());
+  const at::Tensor two = GemmInt8(a, *packed, bias, 0, kernel());
   at::set_num_threads(threads);
   EXPECT_FALSE(at::any(at::isnan(one)).item<bool>());
   EXPECT_TRUE(at::equal(one, two));
   EXPECT_TRUE(ExactAfterQuantizing(one, a.contiguous(), *packed, bias));
   EXPECT_TRUE(at::equal(one[6], bias));
   for (int64_t i : {0, 5, 7, 69}) {
-    const at::Tensor alone = GemmInt8(a.narrow(0, i, 1).contiguous(), *packed, bias, 0, GetParam());
+    const at::Tensor alone = GemmInt8(a.narrow(0, i, 1).contiguous(), *packed, bias, 0, kernel());
     EXPECT_TRUE(at::equal(alone[0], one[i])) << i;
   }
   // Against the float product: about 1% of the output's norm (8 bits each side), not exact.
@@ -343,10 +359,10 @@ TEST_P(Int8GemmTest, RowsAreIndependentAndNothingPastARowIsRead) {
   EXPECT_GT(err, 1e-6);
 }
 
-// Where the sums come nearest int16's bound in the AVX2 kernel: rows of the largest uint8 values
-// (255, and 0 beside them) against weights at +-63, so that each pair of products VPMADDUBSW adds
-// is 2 x 255 x 63 = 32130 (or its negative); any saturation, or 8-bit weights there, would be far
-// off the exact result.
+// The largest products: rows of the largest uint8 values (255, and 0 beside them) against weights
+// at the level, so that each pair of products is 2 x 255 x 127 = 64770 (past int16: a kernel that
+// added such pairs in 16 bits, as VPMADDUBSW does, would saturate and be far off the exact result)
+// or, on 7-bit weights, 2 x 255 x 63 = 32130, just inside it.
 TEST_P(Int8GemmTest, TheLargestProductsAreExact) {
   c10::InferenceMode guard;
   const int64_t m = 9, n = 40, k = 256;
@@ -359,24 +375,13 @@ TEST_P(Int8GemmTest, TheLargestProductsAreExact) {
   w[3].narrow(0, 1, k - 1).fill_(0.5f);  // one value at the level, the rest at half of it
   const at::Tensor bias = at::randn({n});
   auto packed = Quantize(w);
-  EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, GetParam()), a, *packed, bias));
+  EXPECT_TRUE(ExactAfterQuantizing(GemmInt8(a, *packed, bias, 0, kernel()), a, *packed, bias));
   // Row 0 times feature 0 is k x 3 x 1.
-  EXPECT_NEAR(GemmInt8(a, *packed, at::Tensor(), 0, GetParam())[0][0].item<float>(), 3.0f * k, 1e-3 * k);
-}
-
-// The AVX2 kernel takes only weights quantized for it: on 8-bit weights its sums could saturate, so
-// it stops the process rather than answer wrong.
-TEST(Int8GemmKernelsTest, Avx2RefusesEightBitWeights) {
-  if (!PackedInt8Weights::Avx2Supported()) GTEST_SKIP() << "no AVX2 on this CPU";
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  c10::InferenceMode guard;
-  const at::Tensor a = at::randn({2, 64}), w = at::randn({8, 64});
-  auto eight_bit = QuantizeWeight(w, Int8Kernel::kAmx);
-  EXPECT_DEATH(GemmInt8(a, *eight_bit, at::Tensor(), 0, Int8Kernel::kAvx2), "not quantized for it");
+  EXPECT_NEAR(GemmInt8(a, *packed, at::Tensor(), 0, kernel())[0][0].item<float>(), 3.0f * k, 1e-3 * k);
 }
 
 // The int32 sums are exact, so every kernel the CPU runs gives the same float32 results on the
-// same weights, bit for bit (AMX and VNNI on 8-bit weights; all three on the AVX2 kernel's 7-bit).
+// same weights, 8-bit or 7-bit, bit for bit.
 TEST(Int8GemmKernelsTest, EveryKernelGivesTheSameBits) {
   std::vector<Int8Kernel> kernels;
   for (Int8Kernel kernel : {Int8Kernel::kAmx, Int8Kernel::kVnni, Int8Kernel::kAvx2}) {
@@ -387,11 +392,10 @@ TEST(Int8GemmKernelsTest, EveryKernelGivesTheSameBits) {
   at::manual_seed(14);
   for (int64_t m : {1, 9, 40, 300}) {
     const at::Tensor a = at::randn({m, 768}), w = at::randn({200, 768}) * 0.05, bias = at::randn({200});
-    for (Int8Kernel weights_for : {Int8Kernel::kAmx, Int8Kernel::kAvx2}) {
-      auto packed = QuantizeWeight(w, weights_for);
+    for (int level : {PackedInt8Weights::kEightBitLevel, PackedInt8Weights::kSevenBitLevel}) {
+      auto packed = QuantizeWeight(w, level);
       const at::Tensor first = GemmInt8(a, *packed, bias, 0, kernels[0]);
       for (Int8Kernel kernel : kernels) {
-        if (kernel == Int8Kernel::kAvx2 && weights_for != Int8Kernel::kAvx2) continue;
         EXPECT_TRUE(at::equal(first, GemmInt8(a, *packed, bias, 0, kernel))) << m << " " << KernelName(kernel);
       }
     }

@@ -144,6 +144,26 @@ TEST(Int8GemmChoiceTest, RelservesGemmExactlyWhereAKernelRuns) {
   EXPECT_EQ(ChooseInt8Gemm(true), want);
 }
 
+// --int8-weight-bits: 7 bits is 63 for every GEMM; 8 is 127, refused only where oneDNN's sums would
+// saturate; auto is 7 where multiplying 8 bits is slower or wrong (relserve's AVX2 kernel, oneDNN's
+// without VNNI), 8 elsewhere.
+TEST(Int8WeightLevelTest, EachGemmAndSetting) {
+  for (Int8Gemm gemm : {Int8Gemm::kAmx, Int8Gemm::kVnni, Int8Gemm::kAvx2, Int8Gemm::kOneDnn}) {
+    SCOPED_TRACE(Int8GemmName(gemm));
+    const bool onednn_seven = gemm == Int8Gemm::kOneDnn && OneDnnInt8SevenBitWeights();
+    EXPECT_EQ(*Int8WeightLevel(gemm, Int8WeightBits::kSeven), 63);
+    EXPECT_EQ(*Int8WeightLevel(gemm, Int8WeightBits::kAuto), gemm == Int8Gemm::kAvx2 || onednn_seven ? 63 : 127);
+    const absl::StatusOr<int> eight = Int8WeightLevel(gemm, Int8WeightBits::kEight);
+    if (onednn_seven) {
+      ASSERT_FALSE(eight.ok());
+      EXPECT_EQ(eight.status().code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_THAT(std::string(eight.status().message()), HasSubstr("--int8-weight-bits 8"));
+    } else {
+      EXPECT_EQ(*eight, 127);
+    }
+  }
+}
+
 // ---- The engine with --dtype int8, on the transformers references.
 
 struct Int8Distance {
@@ -152,12 +172,14 @@ struct Int8Distance {
   double max_diff_from_f32 = 0;  // last_hidden_state: int8 engine against the float32 engine
 };
 
-Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8Gemm gemm) {
+Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8Gemm gemm,
+                         Int8WeightBits bits = Int8WeightBits::kAuto) {
   Int8Distance d;
   const std::string dir = testing::ReferenceDir(name);
   EngineOptions options;
   options.dtype = DType::kInt8;
   options.int8_attention = attention;
+  options.int8_weight_bits = bits;
   options.kernels.packed_int8_gemm = gemm != Int8Gemm::kOneDnn;
   auto int8 = Engine::Load(dir, options);
   EXPECT_TRUE(int8.ok()) << int8.status();
@@ -213,9 +235,9 @@ Int8Distance MeasureInt8(const std::string& name, Int8Attention attention, Int8G
 // Both precisions of attention's products under int8 (--int8-attention float32 and, where the CPU
 // has bfloat16 instructions, bfloat16) are held to the same bounds.
 // Both GEMMs (oneDNN's and relserve's, where the CPU has AMX-INT8, AVX-512 VNNI or AVX2) are held to the same bounds too,
-// except where the weights are quantized to 7 bits: oneDNN's on a CPU without VNNI
-// (OneDnnInt8SevenBitWeights), whose worst token measured 0.99099 (MPNet; with 8 bits its products
-// saturated and the worst measured 0.945), and relserve's AVX2 kernel (Int8Kernel::kAvx2), whose
+// except where the weights are quantized to 7 bits (--int8-weight-bits auto on a CPU without
+// VNNI): oneDNN's (OneDnnInt8SevenBitWeights), whose worst token measured 0.99099 (MPNet; with 8
+// bits its products saturated and the worst measured 0.945), and relserve's AVX2 kernel, whose
 // worst measured 0.99279 (MPNet; each token's own activation scale brings every family a little
 // nearer than oneDNN's on the same CPU); 0.99 for both.
 TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
@@ -232,7 +254,7 @@ TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
               << Int8AttentionName(attention) << "): min token cosine "
               << d.min_token_cosine << ", max |logit diff| " << d.max_logit_diff
               << ", max |int8 - float32| " << d.max_diff_from_f32 << "\n";
-    const bool seven_bit = gemm == Int8Gemm::kAvx2 || (gemm == Int8Gemm::kOneDnn && OneDnnInt8SevenBitWeights());
+    const bool seven_bit = *Int8WeightLevel(gemm, Int8WeightBits::kAuto) == PackedInt8Weights::kSevenBitLevel;
     EXPECT_GT(d.min_token_cosine, seven_bit ? 0.99 : 0.995) << name;
     EXPECT_GT(d.max_diff_from_f32, 1e-4) << name << ": the int8 path did not run";
     if (std::string(name) == "deberta_v3_cls") {
@@ -279,6 +301,72 @@ TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
     ASSERT_FALSE(bf16.ok());
     EXPECT_EQ(bf16.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(bf16.status().message()), HasSubstr("AVX512-BF16"));
+  }
+}
+
+// --int8-weight-bits reaches relserve's GEMM: on the references, 8-bit weights come closer to
+// transformers' answers than 7-bit ones for each family (about 4 times closer to float32 on
+// base-sized models, docs/PERFORMANCE.md), both within the bounds above, and auto gives exactly
+// the answers of the bits it stands for on this CPU (7 on AVX2 alone, 8 with VNNI or AMX).
+TEST(Int8EngineTest, EightBitWeightsComeCloserThanSeven) {
+  const Int8Gemm gemm = ChooseInt8Gemm(true);
+  if (gemm == Int8Gemm::kOneDnn) GTEST_SKIP() << "relserve's int8 GEMM does not run on this CPU";
+  const bool auto_is_seven = *Int8WeightLevel(gemm, Int8WeightBits::kAuto) == PackedInt8Weights::kSevenBitLevel;
+  for (const char* name : {"deberta_v3_cls", "t5_v1_0", "mpnet_like"}) {
+    SCOPED_TRACE(name);
+    const Int8Distance seven = MeasureInt8(name, Int8Attention::kFloat32, gemm, Int8WeightBits::kSeven);
+    const Int8Distance eight = MeasureInt8(name, Int8Attention::kFloat32, gemm, Int8WeightBits::kEight);
+    const Int8Distance automatic = MeasureInt8(name, Int8Attention::kFloat32, gemm, Int8WeightBits::kAuto);
+    std::cout << name << ": min token cosine 7 bits " << seven.min_token_cosine << ", 8 bits "
+              << eight.min_token_cosine << "\n";
+    EXPECT_GT(eight.min_token_cosine, 0.995);
+    EXPECT_GT(seven.min_token_cosine, 0.99);
+    EXPECT_LT(eight.max_diff_from_f32, seven.max_diff_from_f32);
+    EXPECT_GT(eight.min_token_cosine, seven.min_token_cosine);
+    const Int8Distance& same = auto_is_seven ? seven : eight;
+    EXPECT_EQ(automatic.min_token_cosine, same.min_token_cosine);
+    EXPECT_EQ(automatic.max_diff_from_f32, same.max_diff_from_f32);
+    EXPECT_EQ(automatic.max_logit_diff, same.max_logit_diff);
+  }
+}
+
+// 8-bit weights where only oneDNN's int8 linear would run them without VNNI are refused at load,
+// naming the flag, before any weight is read.
+TEST(Int8EngineTest, EightBitWeightsOnOneDnnWithoutVnniAreRefused) {
+  if (!OneDnnInt8SevenBitWeights()) GTEST_SKIP() << "oneDNN multiplies 8-bit weights exactly on this CPU";
+  EngineOptions options;
+  options.dtype = DType::kInt8;
+  options.kernels.packed_int8_gemm = false;
+  options.int8_weight_bits = Int8WeightBits::kEight;
+  auto e = Engine::Load(testing::ReferenceDir("deberta_v3_like"), options);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("--int8-weight-bits 8"));
+  options.int8_weight_bits = Int8WeightBits::kSeven;
+  auto seven = Engine::Load(testing::ReferenceDir("deberta_v3_like"), options);
+  ASSERT_TRUE(seven.ok()) << seven.status();
+  EXPECT_EQ((*seven)->info().int8_weight_bits, 7);
+}
+
+// The engine says which bits its int8 weights took (ModelInfo::int8_weight_bits, in the load log
+// and relserve-model's output): what the setting resolves to for its GEMM, and 0 outside int8.
+TEST(Int8EngineTest, InfoNamesTheWeightBits) {
+  const std::string dir = testing::ReferenceDir("deberta_v3_like");
+  auto f32 = Engine::Load(dir, EngineOptions{});
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  EXPECT_EQ((*f32)->info().int8_weight_bits, 0);
+  const Int8Gemm gemm = ChooseInt8Gemm(true);
+  for (Int8WeightBits bits : {Int8WeightBits::kAuto, Int8WeightBits::kSeven, Int8WeightBits::kEight}) {
+    if (!Int8WeightLevel(gemm, bits).ok()) continue;
+    EngineOptions options;
+    options.dtype = DType::kInt8;
+    options.int8_weight_bits = bits;
+    auto e = Engine::Load(dir, options);
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ((*e)->info().int8_weight_bits, *Int8WeightLevel(gemm, bits) == 63 ? 7 : 8) << Int8WeightBitsName(bits);
+    if (bits != Int8WeightBits::kAuto) {
+      EXPECT_EQ((*e)->info().int8_weight_bits, bits == Int8WeightBits::kSeven ? 7 : 8);
+    }
   }
 }
 
