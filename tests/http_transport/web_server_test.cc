@@ -145,8 +145,27 @@ TEST(WebServerTest, ACompleteRequestFollowedByAHalfCloseIsAnswered) {
   ::close(fd);
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "POST /x hi");
-  EXPECT_EQ(r.Header("connection"), "close");
+  // The Connection header says close when the loop had read the half-close before the answer
+  // was written, keep-alive when the answer raced ahead of it (seen in CI on 2 loaded cores).
+  // Either way the server closes its side after the answer, which is what the client needs.
+  const std::string connection = r.Header("connection");
+  EXPECT_TRUE(connection == "close" || connection == "keep-alive") << connection;
   EXPECT_TRUE(eof);
+  EXPECT_EQ(seen.handled.load(), 1);
+
+  // Where the half-close is surely read before the answer (/slow answers once it sees the
+  // client gone), the answer says close.
+  const int slow = ConnectLoopback(server->port());
+  ASSERT_TRUE(SendAll(slow, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ::shutdown(slow, SHUT_WR);
+  eof = false;
+  const HttpResponse s = ParseResponse(ReadUntilClose(slow, 5000, &eof));
+  ::close(slow);
+  EXPECT_EQ(s.status, 200);
+  EXPECT_EQ(s.body, "GET /slow ");
+  EXPECT_EQ(s.Header("connection"), "close");
+  EXPECT_TRUE(eof);
+  EXPECT_TRUE(seen.saw_gone.load());
 }
 
 // A client that pipelines requests and then closes its side still gets every answer, in turn,
@@ -214,7 +233,9 @@ TEST(WebServerTest, RequestsArrivingAtStopAreAnsweredNotReset) {
     EXPECT_TRUE(r.status == 200 || r.status == 503) << r.raw;
     ok += r.status == 200;
     refused += r.status == 503;
-    if (r.status == 503) EXPECT_EQ(r.Header("connection"), "close");
+    if (r.status == 503) {
+      EXPECT_EQ(r.Header("connection"), "close");
+    }
   }
   stopper.join();
   EXPECT_EQ(ok + refused, 24);
