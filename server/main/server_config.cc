@@ -217,11 +217,7 @@ const FlagTable<ServerConfig>& Flags() {
          return absl::OkStatus();
        },
        [](const ServerConfig& c) { return std::string(Int8AttentionName(c.int8_attention)); }),
-      CustomFlag<C>("int8-weight-bits", "auto|7|8",
-       "under --dtype int8 on the CPU, the bits of the weights: auto is 8 where the GEMM multiplies them as "
-       "fast (AMX, AVX-512 VNNI) and 7 on CPUs without VNNI (AVX2, such as AMD Zen 2 and 3); 8 there runs "
-       "relserve's exact 8-bit AVX2 kernel, about 4 times closer to float32 at 0.73-0.85 times "
-       "int8's speed (refused with --int8-gemm onednn there, whose 8-bit sums would saturate); 7 anywhere",
+      CustomFlag<C>("int8-weight-bits", "auto|7|8", std::string(Int8WeightBitsHelp()),
        [](const std::string& v, ServerConfig* c) {
          absl::StatusOr<Int8WeightBits> parsed = ParseInt8WeightBits(v);
          if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--int8-weight-bits: ", parsed.status().message()));

@@ -71,12 +71,8 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
                             "auto")
                       .In(kModelOptions));
-  flags.push_back(CliString("int8-weight-bits", "auto|7|8",
-                            "under --dtype int8 on the CPU, the bits of the weights: auto is 8 where the GEMM multiplies them as "
-                            "fast (AMX, AVX-512 VNNI) and 7 on CPUs without VNNI (AVX2, such as AMD Zen 2 and 3); 8 there runs "
-                            "relserve's exact 8-bit AVX2 kernel, about 4 times closer to float32 at 0.73-0.85 times "
-                            "int8's speed (refused with --int8-gemm onednn there, whose 8-bit sums would saturate); 7 anywhere",
-                            "auto", {"auto", "7", "8"})
+  flags.push_back(CliString("int8-weight-bits", "auto|7|8", std::string(Int8WeightBitsHelp()), "auto",
+                            {"auto", "7", "8"})
                       .In(kModelOptions));
   for (const CpuGemmChoice& choice : CpuGemmChoices()) {
     flags.push_back(CliString(choice.flag, CpuGemmValueName(choice), choice.help, "auto", {"auto", choice.fallback})

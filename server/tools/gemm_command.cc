@@ -18,7 +18,9 @@
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
 #include "server/model/engine.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/layers/int8_linear.h"
+#include "server/model/layers/int8_weight_bits.h"
 #include "server/model/layers/layers.h"
 #include "server/model/layers/packed_linear.h"
 #include "server/tools/commands.h"
@@ -43,6 +45,7 @@ absl::StatusOr<std::vector<int64_t>> ParseRows(const std::string& text) {
 struct Side {
   std::vector<Linear> linears;
   std::string gemm;
+  int int8_weight_bits = 0;  // 7 or 8 under int8, else 0
 };
 
 std::vector<Linear*> Pointers(std::vector<Linear>& linears) {
@@ -52,7 +55,8 @@ std::vector<Linear*> Pointers(std::vector<Linear>& linears) {
 }
 
 // Both sides from the same random weights: relserve's kernel on `own`, the library on `library`.
-absl::Status PrepareSides(const std::string& dtype, int64_t max_rows, Side& own, Side& library) {
+absl::Status PrepareSides(const std::string& dtype, Int8WeightBits bits, int64_t max_rows, Side& own,
+                          Side& library) {
   if (dtype == "float32") {
     RETURN_IF_ERROR(PackLinearsFloat32(Pointers(own.linears), max_rows));
     own.gemm = absl::StrCat("relserve-", Float32KernelName(PackedWeights::Best()));
@@ -74,16 +78,21 @@ absl::Status PrepareSides(const std::string& dtype, int64_t max_rows, Side& own,
           "this CPU has none of AMX-INT8, AVX-512 VNNI and AVX2, so relserve's int8 GEMM does not run here (oneDNN's does)");
     }
     RETURN_IF_ERROR(EnableInt8Engine());
-    RETURN_IF_ERROR(QuantizeLinearsInt8(Pointers(own.linears), gemm));
+    // --int8-weight-bits sets the own side's; oneDNN's stay at what it takes (8 bits only with VNNI).
+    ASSIGN_OR_RETURN(const int own_level, Int8WeightLevel(gemm, bits));
+    ASSIGN_OR_RETURN(const int library_level, Int8WeightLevel(Int8Gemm::kOneDnn, Int8WeightBits::kAuto));
+    RETURN_IF_ERROR(QuantizeLinearsInt8(Pointers(own.linears), gemm, bits));
     RETURN_IF_ERROR(QuantizeLinearsInt8(Pointers(library.linears), Int8Gemm::kOneDnn));
+    own.int8_weight_bits = own_level > PackedInt8Weights::kSevenBitLevel ? 8 : 7;
+    library.int8_weight_bits = library_level > PackedInt8Weights::kSevenBitLevel ? 8 : 7;
     own.gemm = Int8GemmName(gemm);
     library.gemm = "onednn-int8";
   }
   return absl::OkStatus();
 }
 
-absl::Status Prepare(const std::string& dtype, int64_t max_rows, Side& own, Side& library) {
-  absl::Status status = PrepareSides(dtype, max_rows, own, library);
+absl::Status Prepare(const std::string& dtype, Int8WeightBits bits, int64_t max_rows, Side& own, Side& library) {
+  absl::Status status = PrepareSides(dtype, bits, max_rows, own, library);
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat("--dtype ", dtype, ": ", status.message()));
 }
@@ -96,6 +105,8 @@ double Quantile(std::vector<double> v, double q) {
 
 absl::Status RunGemm(const CliArgs& args) {
   const std::string dtype = args.String("dtype");
+  // The flag table allows only the three words.
+  ASSIGN_OR_RETURN(const Int8WeightBits bits, ParseInt8WeightBits(args.String("int8-weight-bits")));
   ASSIGN_OR_RETURN(const std::vector<int64_t> rows, ParseRows(args.String("rows")));
   const int64_t hidden = args.Int("hidden"), intermediate = args.Int("intermediate");
   const int64_t layers = args.Int("layers"), pairs = args.Int("pairs");
@@ -119,7 +130,7 @@ absl::Status RunGemm(const CliArgs& args) {
       flops_per_row += 2.0 * static_cast<double>(out * in);
     }
   }
-  RETURN_IF_ERROR(Prepare(dtype, *std::max_element(rows.begin(), rows.end()), own, library));
+  RETURN_IF_ERROR(Prepare(dtype, bits, *std::max_element(rows.begin(), rows.end()), own, library));
   const at::ScalarType activations = dtype == "bfloat16" ? at::kBFloat16 : at::kFloat;
 
   using Clock = std::chrono::steady_clock;
@@ -168,6 +179,10 @@ absl::Status RunGemm(const CliArgs& args) {
     out["pairs"] = pairs;
     out["own_gemm"] = own.gemm;
     out["library_gemm"] = library.gemm;
+    if (dtype == "int8") {
+      out["own_int8_weight_bits"] = own.int8_weight_bits;
+      out["library_int8_weight_bits"] = library.int8_weight_bits;
+    }
     out["own_gflops_median"] = Quantile(own_rate, 0.5);
     out["library_gflops_median"] = Quantile(library_rate, 0.5);
     out["own_over_library_median"] = Quantile(ratio, 0.5);
@@ -189,6 +204,10 @@ ModelCommand GemmCommand() {
           "above which the engine hands float32 to OpenBLAS",
           CliFlags({{CliString("dtype", "float32|bfloat16|int8", "the projections' precision", "float32",
                                {"float32", "bfloat16", "int8"}),
+                     CliString("int8-weight-bits", "auto|7|8",
+                               "under --dtype int8, the bits of the own side's weights (as in bench and on the "
+                               "server; oneDNN's side takes its own default)",
+                               "auto", {"auto", "7", "8"}),
                      CliString("rows", "N[,N...]", "rows (tokens) per product, one line each", "128"),
                      CliInt("hidden", "the model's hidden size", 768, 1),
                      CliInt("intermediate", "the feed-forward's inner size", 3072, 1),

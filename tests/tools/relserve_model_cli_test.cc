@@ -513,9 +513,31 @@ TEST_F(CliTest, GemmTimesTheOwnKernelAgainstTheLibrarysOnTheSameWeights) {
       EXPECT_LE(row["own_over_library_q1"].get<double>(), row["own_over_library_median"].get<double>());
       EXPECT_LE(row["own_over_library_median"].get<double>(), row["own_over_library_q3"].get<double>());
       EXPECT_LT(row["max_relative_difference"].get<double>(), c.tolerance);
+      if (c.dtype == "int8") {
+        // auto: 8 bits where the kernel multiplies them as fast (AMX, VNNI), 7 on AVX2 alone;
+        // oneDNN's 8 only with VNNI.
+        EXPECT_EQ(row["own_int8_weight_bits"], has("amx_int8") || has("avx512_vnni") ? 8 : 7);
+        EXPECT_EQ(row["library_int8_weight_bits"], has("avx512_vnni") || has("avx_vnni") ? 8 : 7);
+      } else {
+        EXPECT_FALSE(row.contains("own_int8_weight_bits"));
+      }
+    }
+    if (c.dtype == "int8") {
+      // The own side's bits as asked, whatever the kernel.
+      for (int bits : {7, 8}) {
+        const Result b = RunCli("gemm --dtype int8 --int8-weight-bits " + std::to_string(bits) +
+                                " --rows 24 --hidden 64 --intermediate 96 --layers 1 --pairs 1 --threads 1");
+        ASSERT_EQ(b.exit_code, 0) << b.output;
+        const nlohmann::json row = nlohmann::json::parse(b.output.substr(0, b.output.find('\n')));
+        EXPECT_EQ(row["own_int8_weight_bits"], bits);
+        EXPECT_LT(row["max_relative_difference"].get<double>(), c.tolerance);
+      }
     }
   }
-  Result r = RunCli("gemm --rows 128,x");
+  Result r = RunCli("gemm --dtype int8 --int8-weight-bits 9");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--int8-weight-bits: \"9\" is not one of auto, 7, 8"), std::string::npos) << r.output;
+  r = RunCli("gemm --rows 128,x");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--rows: \"x\" is not an integer >= 1"), std::string::npos) << r.output;
   r = RunCli("gemm --dtype float16");

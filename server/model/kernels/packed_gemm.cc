@@ -26,6 +26,7 @@ constexpr int64_t kMr = 12;                           // rows per AVX-512 regist
 constexpr int64_t kMr2 = 6;                           // rows per AVX2 register tile (half a panel): 12
 constexpr int64_t kKc = 256;                          // k per pass: a panel's slice is 32 KiB, in L1
 constexpr int64_t kMc = 192;                          // rows per block: a block's slice of a stays in L2
+constexpr int64_t kHalf = kNr / 2;                    // features per AVX2 tile: half a panel
 
 #if RELSERVE_PACKED_GEMM_X86
 
@@ -106,18 +107,22 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
 // The same GEMM in AVX2 registers, for x86-64 CPUs without AVX-512F (AMD Zen 2 and 3, Intel client
 // cores): sixteen 256-bit registers hold a tile of up to 6 rows times half a panel (16 features,
 // one cache line of each step of the panel), 12 accumulators, the half panel's two vectors of the
-// step and the broadcast value of a. The panels are PackedWeights' own, so both kernels read the
-// same packed weights, and each result is the same sum in the same order (so the same bits, FMA
-// for FMA).
+// step and the broadcast value of a. The panels hold the same values as the AVX-512 tiles' but lie
+// in half-slices (PanelOffset), and each result is the same sum in the same order (so the same
+// bits, FMA for FMA).
 
-// One tile: rows [0, MR) of a (element (i, kk) at a[i * a_row + kk * a_col]: rows as they lie, or
-// packed by PackRowTiles) times the half panel b (kc steps, kNr floats apart) into c, `cols` of its
-// 16 columns: all of them where kFull, else 1-15 (masked loads and stores). Whether the
-// columns are whole is a template parameter, not a branch, so that GCC keeps the accumulators in
-// registers throughout.
-template <int MR, bool kFull>
+// One tile: rows [0, MR) of a (element (i, kk) at a[i * a_row + kk * a_col]: rows as they lie, or,
+// where kPackedRows, packed by PackRowTiles, a_row 1 and a_col 6 known to the compiler) times the
+// half-slice b (kc steps of 16 features, one after another) into c, `cols` of its 16 columns: all
+// of them where kFull, else 1-15 (masked loads and stores). Whether the columns are whole is a
+// template parameter, not a branch, so that GCC keeps the accumulators in registers throughout.
+template <int MR, bool kFull, bool kPackedRows>
 RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t kc, float* c,
                             int64_t ldc, int64_t cols, const float* bias, bool first, const char* prefetch) {
+  if (kPackedRows) {
+    a_row = 1;
+    a_col = kMr2;
+  }
   const __m256i m0 = Avx2LaneMask(kFull ? 8 : cols), m1 = Avx2LaneMask(kFull ? 8 : cols - 8);
   __m256 acc0[MR], acc1[MR];
   if (first) {
@@ -141,9 +146,12 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
   // Without a next slice, the lines prefetched are this one's own (in L1 already): a branch in the
   // loop would keep GCC from holding the accumulators in registers.
   const char* ahead = prefetch != nullptr ? prefetch : reinterpret_cast<const char*>(b);
+  // Four steps per turn of the loop (with the rows packed, its loads then take fixed offsets from
+  // pointers moved once a step): about 1.08 times the rate at 128 rows (docs/PERFORMANCE.md).
+#pragma GCC unroll 4
   for (int64_t kk = 0; kk < kc; ++kk) {
-    const __m256 b0 = _mm256_load_ps(b + kk * kNr);
-    const __m256 b1 = _mm256_load_ps(b + kk * kNr + 8);
+    const __m256 b0 = _mm256_load_ps(b + kk * kHalf);
+    const __m256 b1 = _mm256_load_ps(b + kk * kHalf + 8);
     _mm_prefetch(ahead + kk * 64, _MM_HINT_T0);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
@@ -167,11 +175,16 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
 using Tile2Fn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t,
                          const float*, bool, const char*);
 
-// [whole columns][rows]
-constexpr Tile2Fn kTiles2[2][kMr2 + 1] = {
-    {nullptr, &Tile2<1, false>, &Tile2<2, false>, &Tile2<3, false>, &Tile2<4, false>, &Tile2<5, false>,
-     &Tile2<6, false>},
-    {nullptr, &Tile2<1, true>, &Tile2<2, true>, &Tile2<3, true>, &Tile2<4, true>, &Tile2<5, true>, &Tile2<6, true>}};
+// [rows packed][whole columns][rows]
+constexpr Tile2Fn kTiles2[2][2][kMr2 + 1] = {
+    {{nullptr, &Tile2<1, false, false>, &Tile2<2, false, false>, &Tile2<3, false, false>, &Tile2<4, false, false>,
+      &Tile2<5, false, false>, &Tile2<6, false, false>},
+     {nullptr, &Tile2<1, true, false>, &Tile2<2, true, false>, &Tile2<3, true, false>, &Tile2<4, true, false>,
+      &Tile2<5, true, false>, &Tile2<6, true, false>}},
+    {{nullptr, &Tile2<1, false, true>, &Tile2<2, false, true>, &Tile2<3, false, true>, &Tile2<4, false, true>,
+      &Tile2<5, false, true>, &Tile2<6, false, true>},
+     {nullptr, &Tile2<1, true, true>, &Tile2<2, true, true>, &Tile2<3, true, true>, &Tile2<4, true, true>,
+      &Tile2<5, true, true>, &Tile2<6, true, true>}}};
 
 // Rows [m0, m0 + mc) of a, k deep, as the AVX2 tiles read them fastest: for each pass s over k and
 // each tile t of 6 rows, kKc * 6 floats at out + (s * tiles + t) * kKc * 6 holding step kk of row
@@ -227,9 +240,9 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
         const float* rows_a = packed != nullptr
                                   ? packed + ((k0 / kKc) * tiles_per_half + i / kMr2) * kKc * kMr2
                                   : a + (m0 + i) * lda + k0;
-        kTiles2[half_cols == 16][rows](rows_a, packed != nullptr ? 1 : lda, packed != nullptr ? kMr2 : 1,
-                                       panel + k0 * kNr + half * 16, kc, c + (m0 + i) * ldc + n0 + half * 16, ldc,
-                                       half_cols, half_bias, k0 == 0, prefetch);
+        kTiles2[packed != nullptr][half_cols == 16][rows](
+            rows_a, packed != nullptr ? 1 : lda, packed != nullptr ? kMr2 : 1, panel + k0 * kNr + half * kc * kHalf,
+            kc, c + (m0 + i) * ldc + n0 + half * kHalf, ldc, half_cols, half_bias, k0 == 0, prefetch);
       }
     }
   }
@@ -251,25 +264,33 @@ BlockFn BlockFor(Float32Kernel kernel) {
 
 #endif  // RELSERVE_PACKED_GEMM_X86
 
-// Element (j, kk) of b into panel layout: out[(j / kNr) * k * kNr + kk * kNr + j % kNr].
-void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_col, float* out) {
+// Element (j, kk) of b into panels for `kernel`'s tiles: panel p holds features [p * kNr, (p + 1) *
+// kNr) in k * kNr floats, cut into slices of kKc steps (the last one what is left of k), each
+// slice holding runs of `width` features, a run's steps one after another: for the AVX-512 tiles
+// one run of the whole panel (row kk of the panel at kk * kNr, as if there were no slices); for
+// the AVX2 tiles two runs of half a panel, so that the half-slice a tile reads is 16 KiB in a row
+// rather than every other line of 32 KiB, which used only half of L1's sets (1.10-1.18 times the
+// rate, docs/PERFORMANCE.md). Element (j, kk) of b is b[j * b_row + kk * b_col].
+void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_col, float* out,
+                Float32Kernel kernel) {
   const int64_t panels = (n + kNr - 1) / kNr;
+  const int64_t width = kernel == Float32Kernel::kAvx512 ? kNr : kHalf;
   if (n % kNr != 0) std::memset(out + (panels - 1) * k * kNr, 0, static_cast<size_t>(k * kNr) * sizeof(float));
-  if (b_col == 1) {
-    // Step by step along k within a panel: each row of the panel is written whole, from its
-    // features' rows read in order, so that both the panel's row and the features' lines stay
-    // in L1 (writing one feature down a whole panel instead missed L1 on every store).
-    for (int64_t p = 0; p < panels; ++p) {
-      const int64_t j0 = p * kNr, cols = std::min(kNr, n - j0);
-      float* panel = out + p * k * kNr;
-      for (int64_t kk = 0; kk < k; ++kk) {
-        for (int64_t j = 0; j < cols; ++j) panel[kk * kNr + j] = b[(j0 + j) * b_row + kk];
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t j0 = p * kNr, cols = std::min(kNr, n - j0);
+    float* panel = out + p * k * kNr;
+    for (int64_t k0 = 0; k0 < k; k0 += kKc) {
+      const int64_t kc = std::min(kKc, k - k0);
+      for (int64_t f0 = 0; f0 < cols; f0 += width) {
+        const int64_t features = std::min(width, cols - f0);
+        float* run = panel + k0 * kNr + f0 * kc;
+        const float* src = b + (j0 + f0) * b_row + k0 * b_col;
+        // A step's features at a time: the run's row is written whole, and where b is [n, k]
+        // (b_col 1) each feature's steps are read in order, so both stay in L1.
+        for (int64_t kk = 0; kk < kc; ++kk) {
+          for (int64_t f = 0; f < features; ++f) run[kk * width + f] = src[f * b_row + kk * b_col];
+        }
       }
-    }
-  } else {
-    for (int64_t kk = 0; kk < k; ++kk) {
-      const float* src = b + kk * b_col;
-      for (int64_t j = 0; j < n; ++j) out[(j / kNr) * k * kNr + kk * kNr + j % kNr] = src[j * b_row];
     }
   }
 }
@@ -306,6 +327,10 @@ bool PackedWeights::Supports(Float32Kernel kernel) {
 #endif
 }
 
+std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
+  return Pack(w, n, k, ld, Best());
+}
+
 bool PackedWeights::Supported() { return Supports(Float32Kernel::kAvx512) || Supports(Float32Kernel::kAvx2); }
 
 Float32Kernel PackedWeights::Best() {
@@ -316,25 +341,22 @@ const char* Float32KernelName(Float32Kernel kernel) {
   return kernel == Float32Kernel::kAvx512 ? "avx512" : "avx2";
 }
 
-std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld) {
-  std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k));
+std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t n, int64_t k, int64_t ld,
+                                                         Float32Kernel kernel) {
+  std::shared_ptr<PackedWeights> packed(new PackedWeights(n, k, kernel));
   // Panel by panel on LibTorch's threads: each panel's features into its own part of the storage.
   const int64_t panels = packed->panels();
   at::parallel_for(0, panels, 1, [&](int64_t begin, int64_t end) {
     const int64_t f0 = begin * kNr, f1 = std::min(n, end * kNr);
-    PackPanels(w + f0 * ld, f1 - f0, k, ld, 1, packed->data() + begin * k * kNr);
+    PackPanels(w + f0 * ld, f1 - f0, k, ld, 1, packed->data() + begin * k * kNr, kernel);
   });
   return packed;
 }
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc) {
-  PackedGemm(a, m, lda, w, bias, c, ldc, PackedWeights::Best());
-}
-
-void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
-                int64_t ldc, Float32Kernel kernel) {
 #if RELSERVE_PACKED_GEMM_X86
+  const Float32Kernel kernel = w.kernel();
   if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
   if (m <= 0 || w.n() <= 0) return;
   if (w.k() == 0) {
@@ -381,7 +403,7 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
     }
   });
 #else
-  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel;
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
   std::abort();  // never packed where unsupported (PackedWeights::Supported)
 #endif
 }
@@ -403,7 +425,7 @@ void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t 
   // The thread's own panels.
   const int64_t panels = (n + kNr - 1) / kNr;
   float* scratch = ThreadScratch(Scratch::kPanels, static_cast<size_t>(panels * k * kNr));
-  PackPanels(b, n, k, b_row, b_col, scratch);
+  PackPanels(b, n, k, b_row, b_col, scratch, kernel);
   const BlockFn block_times_panel = BlockFor(kernel);
   for (int64_t m0 = 0; m0 < m; m0 += kMc) {
     for (int64_t p = 0; p < panels; ++p) {

@@ -17,11 +17,13 @@ enum class Float32Kernel { kAvx512, kAvx2 };
 // "avx512" or "avx2".
 const char* Float32KernelName(Float32Kernel kernel);
 
-// A float32 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for PackedGemm: panels of
-// kPanelWidth output features, each stored k-major (row kk of a panel holds w[p * kPanelWidth + j, kk]
-// for j = 0 .. kPanelWidth - 1, contiguous and 64-byte aligned; the last panel is padded with
-// zeros). The GEMM then reads the weight as it lies, never repacking it per call as a BLAS does
-// (ONNX Runtime's MLAS does the same at load).
+// A float32 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for one kernel's tiles:
+// panels of kPanelWidth output features, k * kPanelWidth floats each, 64-byte aligned, the last
+// one padded with zeros. Inside a panel the AVX-512 tiles read it k-major (row kk holds w[p *
+// kPanelWidth + j, kk] for j = 0 .. kPanelWidth - 1), the AVX2 tiles half a panel at a time, so
+// for them each slice of 256 steps holds its first 16 features' rows, then the other 16's. The
+// GEMM then reads the weight as it lies, never repacking it per call as a BLAS does (ONNX
+// Runtime's MLAS does the same at load).
 class PackedWeights : public PackedPanels<float, 32, 1> {
  public:
   // Whether this CPU and build run PackedGemm with some kernel (x86-64 with AVX-512F, or AVX2 and
@@ -33,11 +35,20 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
   // Meaningful only where Supported().
   static Float32Kernel Best();
 
-  // w: n rows of k floats, rows `ld` floats apart (ld >= k).
+  // w: n rows of k floats, rows `ld` floats apart (ld >= k), packed for Best()'s tiles, or for
+  // `kernel`'s (which PackedGemm then runs; packing works on any CPU, running only where
+  // Supports(kernel)).
   static std::shared_ptr<const PackedWeights> Pack(const float* w, int64_t n, int64_t k, int64_t ld);
+  static std::shared_ptr<const PackedWeights> Pack(const float* w, int64_t n, int64_t k, int64_t ld,
+                                                   Float32Kernel kernel);
+
+  // The kernel whose tiles the panels are laid out for, and which PackedGemm runs on them.
+  Float32Kernel kernel() const { return kernel_; }
 
  private:
-  PackedWeights(int64_t n, int64_t k) : PackedPanels(n, k) {}
+  PackedWeights(int64_t n, int64_t k, Float32Kernel kernel) : PackedPanels(n, k), kernel_(kernel) {}
+
+  Float32Kernel kernel_;
 };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), in float32: a's rows lda floats apart,
@@ -46,12 +57,9 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place). The AVX2
 // kernel first copies a's rows into tiles of 6 (one buffer per calling thread, kept between calls,
 // m x k floats), so that each step of a tile reads them from one line.
-// Runs PackedWeights::Best(); the overload with a kernel runs that one (call only where
-// PackedWeights::Supports(kernel)). Call only where PackedWeights::Supported().
+// Runs the kernel w was packed for (w.kernel()); call only where PackedWeights::Supports(it).
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc);
-void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
-                int64_t ldc, Float32Kernel kernel);
 
 // c[m, n] = a[m, k] · b, on the calling thread alone, where b's element (j, kk) (column j of the
 // result, step kk of the sum) is b[j * b_row + kk * b_col]: a matrix [n, k] with b_row = its row

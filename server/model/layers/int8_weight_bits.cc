@@ -27,4 +27,11 @@ std::string_view Int8WeightBitsName(Int8WeightBits value) {
   return "auto";
 }
 
+std::string_view Int8WeightBitsHelp() {
+  return "under --dtype int8 on the CPU, the bits of the weights: auto is 8 where the GEMM multiplies them as "
+         "fast (AMX, AVX-512 VNNI) and 7 on CPUs without VNNI (AVX2, such as AMD Zen 2 and 3); 8 there runs "
+         "relserve's exact 8-bit AVX2 kernel, about 4 times closer to float32 at 0.73-0.85 times "
+         "int8's speed (refused with --int8-gemm onednn there, whose 8-bit sums would saturate); 7 anywhere";
+}
+
 }  // namespace relserve

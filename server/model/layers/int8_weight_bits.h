@@ -22,6 +22,9 @@ enum class Int8WeightBits { kAuto, kSeven, kEight };
 absl::StatusOr<Int8WeightBits> ParseInt8WeightBits(std::string_view name);
 std::string_view Int8WeightBitsName(Int8WeightBits value);
 
+// The help of --int8-weight-bits, the same on the server and in relserve-model.
+std::string_view Int8WeightBitsHelp();
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_LAYERS_INT8_WEIGHT_BITS_H_

@@ -37,10 +37,11 @@ at::Tensor Reference(const at::Tensor& a, const at::Tensor& w, const at::Tensor&
 // a [m, k] may be a strided view; c is written into a wider buffer, so that ldc > n.
 at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, Float32Kernel kernel,
                 int64_t extra_c_columns = 0) {
-  auto packed = PackedWeights::Pack(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0));
+  auto packed = PackedWeights::Pack(w.data_ptr<float>(), w.size(0), w.size(1), w.stride(0), kernel);
+  EXPECT_EQ(packed->kernel(), kernel);
   at::Tensor c = at::full({a.size(0), w.size(0) + extra_c_columns}, 7.0f);
   PackedGemm(a.data_ptr<float>(), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), *packed,
-             bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0), kernel);
+             bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), c.stride(0));
   if (extra_c_columns > 0) {
     // Columns past n are never written.
     EXPECT_TRUE(at::all(c.narrow(1, w.size(0), extra_c_columns) == 7.0f).item<bool>());
@@ -85,6 +86,42 @@ TEST(PackedGemmTest, BestIsAvx512WhereTheCpuHasIt) {
                                                                                      : Float32Kernel::kAvx2);
   EXPECT_EQ(PackedWeights::Supports(Float32Kernel::kAvx2),
             __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  // Weights are packed for Best()'s tiles unless told otherwise.
+  const float w[6] = {1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(PackedWeights::Pack(w, 2, 3, 3)->kernel(), PackedWeights::Best());
+}
+
+// The two kernels' panels hold the same values in different places: the AVX-512 tiles read a
+// panel row by row, the AVX2 tiles each 256-step slice half a panel at a time. Packing works on
+// any CPU, so the places are checked here whatever runs.
+TEST(PackedGemmTest, EachKernelsPanelsLieAsItsTilesReadThem) {
+  c10::InferenceMode guard;
+  const int64_t n = 40, k = 300;  // two panels, the second of 8 features; slices of 256 and 44
+  at::Tensor w = at::arange(n * k, at::kFloat).reshape({n, k});
+  const float* v = w.data_ptr<float>();
+  auto wide = PackedWeights::Pack(v, n, k, k, Float32Kernel::kAvx512);
+  auto halves = PackedWeights::Pack(v, n, k, k, Float32Kernel::kAvx2);
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t p = j / 32, f = j % 32;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      ASSERT_EQ(wide->panel(p)[kk * 32 + f], v[j * k + kk]) << j << " " << kk;
+      const int64_t k0 = kk / 256 * 256, kc = std::min<int64_t>(256, k - k0);
+      ASSERT_EQ(halves->panel(p)[k0 * 32 + (f / 16) * kc * 16 + (kk - k0) * 16 + f % 16], v[j * k + kk])
+          << j << " " << kk;
+    }
+  }
+  // The padding of the last panel is zero in both.
+  for (int64_t f = n % 32; f < 32; ++f) {
+    for (int64_t kk = 0; kk < k; ++kk) ASSERT_EQ(wide->panel(1)[kk * 32 + f], 0.f) << f << " " << kk;
+  }
+  for (int64_t i = 0; i < k * 32; ++i) {
+    // Features 8-15 of the second panel's first half and all of its second half.
+    const int64_t k0 = i / (256 * 32) * 256, kc = std::min<int64_t>(256, k - k0), in_slice = i - k0 * 32;
+    const int64_t f = in_slice / (kc * 16) * 16 + in_slice % 16;
+    if (f >= n % 32) {
+      ASSERT_EQ(halves->panel(1)[i], 0.f) << i;
+    }
+  }
 }
 
 TEST(PackedGemmTest, StridedRowsAndWiderOutput) {
