@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -70,14 +71,17 @@ struct ModelInfo {
   std::string device;        // "cpu", "cuda:0"
   // What runs the encoder layers' projections: "relserve-amx" (bfloat16 weights packed once for
   // relserve's AMX GEMM), "relserve-avx512" / "relserve-avx2" (float32 weights packed once for
-  // relserve's GEMM in AVX-512 or AVX2 registers, up to its row limit; longer batches take
-  // LibTorch's), "relserve-amx-int8" (int8 weights packed once for relserve's AMX int8 GEMM, each
+  // relserve's GEMM in AVX-512 or AVX2 registers, up to packed_float32_max_tokens; longer batches
+  // take LibTorch's), "relserve-amx-int8" (int8 weights packed once for relserve's AMX int8 GEMM, each
   // token quantized with its own scale),
   // "onednn-int8" (LibTorch's oneDNN dynamic int8 linear) or "libtorch" (LibTorch's linear:
   // OpenBLAS, oneDNN or cuBLAS).
   std::string projections = "libtorch";
   // Under int8, the bits of the projections' weights (7 or 8: --int8-weight-bits); 0 otherwise.
   int int8_weight_bits = 0;
+  // Where float32 weights are packed for relserve's GEMM: the most tokens a batch may have to run
+  // on them (std::numeric_limits<int64_t>::max(): every batch, as on AVX2 CPUs); 0 otherwise.
+  int64_t packed_float32_max_tokens = 0;
   bool has_tokenizer = false;
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
   // ...); empty without a tokenizer.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -72,6 +73,10 @@ std::string DescribeLoaded(const std::string& name, const std::string& dir, cons
       info.no_tokenizer_reason.empty() ? "" : ": " + info.no_tokenizer_reason,
       info.projections == "libtorch" ? "" : ", projections " + info.projections,
       info.int8_weight_bits == 0 ? "" : absl::StrCat(", ", info.int8_weight_bits, "-bit weights"),
+      info.packed_float32_max_tokens == 0 || info.dtype != DType::kFloat32 ? ""
+      : info.packed_float32_max_tokens == std::numeric_limits<int64_t>::max()
+          ? std::string(" for every batch")
+          : absl::StrCat(" for batches of at most ", info.packed_float32_max_tokens, " tokens"),
       info.sparse_kind.empty() ? "" : ", sparse vectors (" + info.sparse_kind + ")",
       info.multi_vector_kind.empty() ? ""
                                      : absl::StrCat(", multi-vector (", info.multi_vector_kind, ", ",

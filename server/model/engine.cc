@@ -307,6 +307,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   std::string projections = "libtorch";  // ModelInfo::projections
   int int8_weight_bits = 0;              // ModelInfo::int8_weight_bits
   int64_t packed_float32_rows = 0;       // the most tokens the packed float32 GEMM takes (0: none)
+  // The bound it would take: the engine's option, or the tiles' default.
+  const int64_t packed_rows = options.kernels.packed_gemm_max_rows > 0
+                                  ? options.kernels.packed_gemm_max_rows
+                                  : DefaultPackedLinearMaxRows(PackedWeights::Best());
   try {
     c10::InferenceMode guard;
     WeightLoader weights(*checkpoint, engine->impl_->dtype, device);
@@ -327,8 +331,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
         // forward leaves OpenBLAS too, as in float32: the heads (float32) packed for relserve's
         // float32 GEMM, attention's products in the tiles (TiledAttention). OpenBLAS's threads, once
         // woken, yield on the cores the int8 GEMM's threads need.
-        RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), options.kernels.packed_gemm_max_rows));
-        packed_float32_rows = options.kernels.packed_gemm_max_rows;
+        RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), packed_rows));
+        packed_float32_rows = packed_rows;
       }
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
@@ -341,9 +345,9 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       // the heads' beside them, so that a short batch's forward wakes no OpenBLAS thread (whose
       // yielding, after a pooler's one row, took 6-18% of a core beside the two computing).
       RETURN_IF_ERROR(
-          PackLinearsFloat32(engine->impl_->model->ProjectionLinears(), options.kernels.packed_gemm_max_rows));
+          PackLinearsFloat32(engine->impl_->model->ProjectionLinears(), packed_rows));
       projections = absl::StrCat("relserve-", Float32KernelName(PackedWeights::Best()));
-      packed_float32_rows = options.kernels.packed_gemm_max_rows;
+      packed_float32_rows = packed_rows;
     }
     // The heads beside the encoder that the checkpoint holds (heads/output_heads.h).
     RETURN_IF_ERROR(engine->impl_->heads.LoadFromWeights(config, colbert, weights, engine->impl_->model->word_embeddings(),
@@ -410,6 +414,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.device = device.str();
   info.projections = projections;
   info.int8_weight_bits = int8_weight_bits;
+  info.packed_float32_max_tokens = packed_float32_rows;
   info.has_tokenizer = options.tokenizer != nullptr;
   if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
   info.no_tokenizer_reason = options.no_tokenizer_reason;

@@ -39,11 +39,11 @@ struct EngineKernels {
   bool device_graphs_on_cpu = false;
   // float32 on a CPU with AVX-512F, or AVX2 and FMA: the encoder layers' weights are also packed
   // once at load for relserve's GEMM (kernels/packed_gemm.h, in the registers of the widest), which
-  // inputs of at most packed_gemm_max_rows tokens take (layers/packed_linear.h: where it is ahead of
-  // OpenBLAS); false: LibTorch's linear
-  // (OpenBLAS) on the weights as loaded, always.
+  // inputs of at most packed_gemm_max_rows tokens take (0: DefaultPackedLinearMaxRows of the tiles,
+  // layers/packed_linear.h: 192 for AVX-512's, where the GEMM is ahead of OpenBLAS, every input for
+  // AVX2's); false: LibTorch's linear (OpenBLAS) on the weights as loaded, always.
   bool packed_float32_gemm = true;
-  int64_t packed_gemm_max_rows = 192;
+  int64_t packed_gemm_max_rows = 0;
   // bfloat16 on a CPU with AMX-BF16: the encoder layers' weights are packed once at load, in place
   // of the weights as loaded, for relserve's GEMM in AMX tiles (kernels/amx_gemm.h), which every
   // input takes; false: LibTorch's linear (oneDNN, which reorders the weight on every call).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -70,6 +71,14 @@ absl::Status RunBench(const CliArgs& args) {
   }
   out["projections"] = info.projections;  // what runs the encoder's projections (ModelInfo)
   if (info.int8_weight_bits != 0) out["int8_weight_bits"] = info.int8_weight_bits;
+  if (info.packed_float32_max_tokens != 0) {
+    // The longest batch float32's packed GEMM takes: a number, or "every".
+    if (info.packed_float32_max_tokens == std::numeric_limits<int64_t>::max()) {
+      out["packed_float32_max_tokens"] = "every";
+    } else {
+      out["packed_float32_max_tokens"] = info.packed_float32_max_tokens;
+    }
+  }
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;

@@ -201,7 +201,7 @@ ModelCommand GemmCommand() {
           "relserve's own GEMM against the library's (OpenBLAS for float32, oneDNN for bfloat16 and int8) on "
           "an encoder's projections, in alternating pairs in one process: GFLOP/s and their ratio per row "
           "count, one JSON line each. The own side runs its kernel at every --rows, also past the 192 rows "
-          "above which the engine hands float32 to OpenBLAS",
+          "above which the engine hands float32 to OpenBLAS on AVX-512 CPUs",
           CliFlags({{CliString("dtype", "float32|bfloat16|int8", "the projections' precision", "float32",
                                {"float32", "bfloat16", "int8"}),
                      CliString("int8-weight-bits", "auto|7|8",

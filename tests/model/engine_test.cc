@@ -7,6 +7,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
+#include "server/model/kernels/packed_gemm.h"
+#include "server/model/layers/packed_linear.h"
 #include "tests/model/model_dir_builder.h"
 #include "tests/model/reference_fixture.h"
 #include "tests/testing/max_abs_diff.h"
@@ -202,6 +204,41 @@ TEST(EngineTest, KernelChoicesArePerEngine) {
   EXPECT_EQ(on_bias.cpu, 0);
   EXPECT_EQ(on_cpu.cpu, 6);
   EXPECT_EQ(on_cpu.bias, 0);
+}
+
+// float32's packed GEMM takes batches up to a bound: by default its tiles' (192 tokens for
+// AVX-512's, every batch for AVX2's), else the engine's option; ModelInfo says which. Nothing is
+// packed with --float32-gemm blas or under another dtype's projections.
+TEST(EngineTest, InfoNamesThePackedGemmsBound) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  const std::string dir = ReferenceDir("t5_v1_0");
+  auto by_default = LoadOrDie(dir);
+  ASSERT_NE(by_default, nullptr);
+  EXPECT_EQ(by_default->info().packed_float32_max_tokens, DefaultPackedLinearMaxRows(PackedWeights::Best()));
+  EngineOptions bounded;
+  bounded.kernels.packed_gemm_max_rows = 5;
+  auto five = LoadOrDie(dir, bounded);
+  ASSERT_NE(five, nullptr);
+  EXPECT_EQ(five->info().packed_float32_max_tokens, 5);
+  EngineOptions blas;
+  blas.kernels.packed_float32_gemm = false;
+  auto none = LoadOrDie(dir, blas);
+  ASSERT_NE(none, nullptr);
+  EXPECT_EQ(none->info().packed_float32_max_tokens, 0);
+  // A batch past any bound gives the same answers on the packed GEMM as on OpenBLAS.
+  std::vector<SequenceInput> batch = ReferenceSequences("t5_v1_0");
+  for (int copy = 0; copy < 3; ++copy) {
+    std::vector<SequenceInput> more = ReferenceSequences("t5_v1_0");
+    batch.insert(batch.end(), more.begin(), more.end());
+  }
+  auto packed = five->Run(batch, kOutputPooled);
+  auto every = by_default->Run(batch, kOutputPooled);
+  auto loaded = none->Run(batch, kOutputPooled);
+  ASSERT_TRUE(packed.ok() && every.ok() && loaded.ok());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_LE(MaxAbsDiff((*every)[i].pooled, (*loaded)[i].pooled), 1e-4) << i;
+    EXPECT_LE(MaxAbsDiff((*packed)[i].pooled, (*loaded)[i].pooled), 1e-4) << i;
+  }
 }
 
 // Batch sizes rounded (as on a GPU, here asked for on the CPU): a batch of five runs as six, the

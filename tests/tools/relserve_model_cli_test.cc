@@ -416,6 +416,15 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
     Result longer = RunCli("bench --model " + model + " --batch 13 --seq 16 --iters 1 --warmup 0 --no-gemm");
     ASSERT_EQ(longer.exit_code, 0) << longer.output;
     auto longer_calls = nlohmann::json::parse(longer.output)["attention_calls"];
+    // The packed GEMM's bound: 192 tokens for AVX-512's tiles, every batch for AVX2's.
+    const nlohmann::json longer_result = nlohmann::json::parse(longer.output);
+    if (default_projections == "relserve-avx2") {
+      EXPECT_EQ(longer_result["packed_float32_max_tokens"], "every");
+    } else if (default_projections == "relserve-avx512") {
+      EXPECT_EQ(longer_result["packed_float32_max_tokens"], 192);
+    } else {
+      EXPECT_FALSE(longer_result.contains("packed_float32_max_tokens"));
+    }
     EXPECT_GT(longer_calls["cpu"].get<int64_t>(), 0);
     EXPECT_EQ(longer_calls["cpu_tiled"].get<int64_t>(),
               default_projections == "relserve-avx2" ? longer_calls["cpu"].get<int64_t>() : 0)

@@ -56,7 +56,8 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // LibTorch's intra-op threads (at::parallel_for); each result is a sum over k in float32, taken in
 // chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place). The AVX2
 // kernel first copies a's rows into tiles of 6 (one buffer per calling thread, kept between calls,
-// m x k floats), so that each step of a tile reads them from one line.
+// at most 768 x k floats: longer inputs run 768 rows at a time), so that each step of a tile reads
+// them from one line.
 // Runs the kernel w was packed for (w.kernel()); call only where PackedWeights::Supports(it).
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc);

@@ -1,5 +1,7 @@
 #include "server/model/layers/packed_linear.h"
 
+#include <limits>
+
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
@@ -30,6 +32,10 @@ at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const
                   b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
                   reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n());
   return out.view(g.out_sizes).to(x.scalar_type());
+}
+
+int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel) {
+  return kernel == Float32Kernel::kAvx512 ? kPackedLinearMaxRows : std::numeric_limits<int64_t>::max();
 }
 
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {

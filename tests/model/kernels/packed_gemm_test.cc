@@ -171,6 +171,26 @@ TEST(PackedGemmTest, ThreadsGiveTheSameBits) {
   at::set_num_threads(before);
 }
 
+// Inputs past 768 rows run 768 at a time on the AVX2 tiles (so that the rows' buffer stays
+// bounded): the answers are those of each row on its own, across every chunk's edge.
+TEST(PackedGemmTest, LongInputsGiveEachRowsOwnAnswer) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  c10::InferenceMode guard;
+  at::manual_seed(8);
+  const int64_t m = 1700;  // 768 + 768 + 164
+  at::Tensor a = at::randn({m, 300}), w = at::randn({70, 300}), bias = at::randn({70});
+  for (Float32Kernel kernel : Kernels()) {
+    const at::Tensor all = Gemm(a, w, bias, kernel).clone();
+    EXPECT_LT(MaxAbsDiff(all, Reference(a, w, bias)), 2e-4) << Float32KernelName(kernel);
+    for (int64_t r0 : {int64_t{760}, int64_t{1530}}) {
+      // Rows on both sides of a chunk's edge, multiplied on their own: the same bits.
+      const at::Tensor rows = a.narrow(0, r0, 12).contiguous();
+      EXPECT_TRUE(at::equal(Gemm(rows, w, bias, kernel), all.narrow(0, r0, 12)))
+          << Float32KernelName(kernel) << " rows from " << r0;
+    }
+  }
+}
+
 // SerialGemm reads b either as [n, k] rows (a · bᵀ, attention's q · kᵀ) or as [k, n] (a · b, the
 // probabilities times v), packs it on the calling thread and runs the same tiles.
 TEST(PackedGemmTest, SerialGemmInBothLayouts) {

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <limits>
+
 #include "gtest/gtest.h"
 #include "server/model/kernels/amx_gemm.h"
 #include "server/model/kernels/packed_gemm.h"
@@ -25,6 +27,14 @@ class PackedLinearTest : public ::testing::Test {
   }
   c10::InferenceMode guard_;
 };
+
+// AVX-512's tiles take 192 rows by default (OpenBLAS is ahead past about 240 there), AVX2's every
+// input. Plain numbers: no CPU needed.
+TEST(PackedLinearDefaultsTest, EachKernelsRowBound) {
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512), kPackedLinearMaxRows);
+  EXPECT_EQ(kPackedLinearMaxRows, 192);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2), std::numeric_limits<int64_t>::max());
+}
 
 TEST_F(PackedLinearTest, RowLimitChoosesThePackedWeights) {
   at::manual_seed(1);
