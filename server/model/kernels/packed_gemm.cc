@@ -109,7 +109,7 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
 // cores): sixteen 256-bit registers hold a tile of up to 6 rows times half a panel (16 features,
 // one cache line of each step of the panel), 12 accumulators, the half panel's two vectors of the
 // step and the broadcast value of a. The panels hold the same values as the AVX-512 tiles' but lie
-// in half-slices (PanelOffset), and each result is the same sum in the same order (so the same
+// in half-slices (PackPanels), and each result is the same sum in the same order (so the same
 // bits, FMA for FMA).
 
 // One tile: rows [0, MR) of a (element (i, kk) at a[i * a_row + kk * a_col]: rows as they lie, or,
@@ -147,8 +147,9 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
   // Without a next slice, the lines prefetched are this one's own (in L1 already): a branch in the
   // loop would keep GCC from holding the accumulators in registers.
   const char* ahead = prefetch != nullptr ? prefetch : reinterpret_cast<const char*>(b);
-  // Four steps per turn of the loop (with the rows packed, its loads then take fixed offsets from
-  // pointers moved once a step): about 1.08 times the rate at 128 rows (docs/PERFORMANCE.md).
+  // Four steps per turn of the loop, and with the rows packed their strides are constants, so the
+  // loop is little more than its loads and FMAs: about 1.08 times the rate at 128 rows
+  // (docs/PERFORMANCE.md).
 #pragma GCC unroll 4
   for (int64_t kk = 0; kk < kc; ++kk) {
     const __m256 b0 = _mm256_load_ps(b + kk * kHalf);
