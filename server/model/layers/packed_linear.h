@@ -24,8 +24,9 @@ inline constexpr int64_t kPackedLinearMaxRows = 192;
 
 // The row bound an engine takes by default for `kernel`'s tiles (EngineKernels::packed_gemm_max_rows
 // 0): kPackedLinearMaxRows for AVX-512; every input for AVX2, whose tiles on half-panel slices ran
-// level with or ahead of OpenBLAS's Zen kernels past 192 rows too, and whose forward then makes no
-// BLAS call (1.05-1.12 times the speed at 8 x 128 and 2 x 512, docs/PERFORMANCE.md).
+// past 192 rows level with or ahead of OpenBLAS's Zen kernels on two threads (0.96-1.04 on one),
+// and whose forward then makes no BLAS call (1.04-1.12 times the speed at 8 x 128 and 2 x 512,
+// docs/PERFORMANCE.md).
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel);
 
 // A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
