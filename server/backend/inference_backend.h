@@ -80,8 +80,12 @@ struct ModelInfo {
   // Under int8, the bits of the projections' weights (7 or 8: --int8-weight-bits); 0 otherwise.
   int int8_weight_bits = 0;
   // Where float32 weights are packed for relserve's GEMM: the most tokens a batch may have to run
-  // on them (std::numeric_limits<int64_t>::max(): every batch, as on AVX2 CPUs); 0 otherwise.
+  // on them (kEveryBatch: every batch, as on AVX2 CPUs); 0 otherwise.
+  static constexpr int64_t kEveryBatch = std::numeric_limits<int64_t>::max();
   int64_t packed_float32_max_tokens = 0;
+  // How many of the layers beside the encoder (output heads' projections, the Dense modules after
+  // pooling) run on relserve's packed float32 GEMM with the encoder's projections.
+  int packed_float32_heads = 0;
   bool has_tokenizer = false;
   // The file the tokenizer's vocabulary came from ("spm.model", "vocab.txt", "tokenizer.json"
   // ...); empty without a tokenizer.

@@ -2,7 +2,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -74,7 +73,7 @@ std::string DescribeLoaded(const std::string& name, const std::string& dir, cons
       info.projections == "libtorch" ? "" : ", projections " + info.projections,
       info.int8_weight_bits == 0 ? "" : absl::StrCat(", ", info.int8_weight_bits, "-bit weights"),
       info.packed_float32_max_tokens == 0 || info.dtype != DType::kFloat32 ? ""
-      : info.packed_float32_max_tokens == std::numeric_limits<int64_t>::max()
+      : info.packed_float32_max_tokens == ModelInfo::kEveryBatch
           ? std::string(" for every batch")
           : absl::StrCat(" for batches of at most ", info.packed_float32_max_tokens, " tokens"),
       info.sparse_kind.empty() ? "" : ", sparse vectors (" + info.sparse_kind + ")",

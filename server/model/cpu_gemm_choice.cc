@@ -5,9 +5,11 @@ namespace relserve {
 const std::vector<CpuGemmChoice>& CpuGemmChoices() {
   static const std::vector<CpuGemmChoice> kChoices = {
       {"float32-gemm", "blas", &EngineKernels::packed_float32_gemm,
-       "under --dtype float32 on the CPU: auto packs the encoder's weights once at load for relserve's AVX-512 GEMM "
-       "where the CPU has AVX-512F, which batches of at most 192 tokens take (longer ones: LibTorch's BLAS); blas: "
-       "LibTorch's BLAS (OpenBLAS) always, and no packed copy of the weights"},
+       "under --dtype float32 on the CPU: auto packs the encoder's and the output heads' weights once at load for "
+       "relserve's GEMM: in AVX-512 registers where the CPU has AVX-512F, which batches of at most 192 tokens take "
+       "(longer ones: LibTorch's BLAS, on the weights as loaded, kept beside); else in AVX2 registers where it has "
+       "AVX2 and FMA, which every batch takes (the weights as loaded are released); blas: LibTorch's BLAS (OpenBLAS) "
+       "always, and no packed copy of the weights"},
       {"bfloat16-gemm", "onednn", &EngineKernels::packed_bfloat16_gemm,
        "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the weights as "
        "loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's linear (oneDNN, "

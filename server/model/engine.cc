@@ -307,6 +307,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   std::string projections = "libtorch";  // ModelInfo::projections
   int int8_weight_bits = 0;              // ModelInfo::int8_weight_bits
   int64_t packed_float32_rows = 0;       // the most tokens the packed float32 GEMM takes (0: none)
+  static_assert(kPackedLinearEveryRow == ModelInfo::kEveryBatch, "one bound means every batch");
+  int packed_float32_heads = 0;          // ModelInfo::packed_float32_heads
   // The bound it would take: the engine's option, or the tiles' default.
   const int64_t packed_rows = options.kernels.packed_gemm_max_rows > 0
                                   ? options.kernels.packed_gemm_max_rows
@@ -384,6 +386,26 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   }
   // bge-m3's heads beside the weights.
   RETURN_IF_ERROR(engine->impl_->heads.LoadBesideWeights(dir, config.hidden_size, device));
+  if (packed_float32_rows != 0) {
+    // The output heads (a token classifier, ColBERT's and bge-m3's projections) and the Dense
+    // modules after pooling, float32 wherever the encoder's weights are packed, take the packed
+    // GEMM too: a forward that asks for them then wakes no OpenBLAS thread either.
+    std::vector<Linear*> heads = engine->impl_->heads.Linears();
+    for (Linear* dense : engine->impl_->pooler->Linears()) heads.push_back(dense);
+    std::vector<Linear*> float32_heads;
+    for (Linear* head : heads) {
+      if (head->weight.defined() && head->weight.scalar_type() == at::kFloat) float32_heads.push_back(head);
+    }
+    try {
+      RETURN_IF_ERROR(PackLinearsFloat32(float32_heads, packed_float32_rows));
+    } catch (const std::exception& e) {
+      return TorchError(e, "packing the output heads");
+    }
+    packed_float32_heads = static_cast<int>(float32_heads.size());
+  }
+  // What loading freed (copies converted to another type, the weights as loaded where every batch
+  // takes the packed copy) goes back to the system rather than waiting in the buffer cache.
+  if (device.is_cpu()) ClearCpuTensorCache();
 
   ModelInfo& info = engine->info_;
   info.architecture = config.architecture;
@@ -415,6 +437,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   info.projections = projections;
   info.int8_weight_bits = int8_weight_bits;
   info.packed_float32_max_tokens = packed_float32_rows;
+  info.packed_float32_heads = packed_float32_heads;
   info.has_tokenizer = options.tokenizer != nullptr;
   if (options.tokenizer != nullptr) info.tokenizer_file = options.tokenizer->source_file();
   info.no_tokenizer_reason = options.no_tokenizer_reason;

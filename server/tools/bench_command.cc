@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
-#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -39,13 +38,19 @@ absl::Status RunBench(const CliArgs& args) {
     s.input_ids.resize(seq);
     for (int& id : s.input_ids) id = token(rng);
   }
+  // What each batch returns (--output): the pooled embedding, or a head's per-token output.
+  const std::string output_name = args.String("output");
+  const uint32_t outputs = output_name == "token-logits"   ? kOutputTokenLogits
+                           : output_name == "multi-vector" ? kOutputMultiVector
+                           : output_name == "sparse"       ? kOutputSparse
+                                                           : kOutputPooled;
   using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
+  for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(engine->Run(inputs, outputs).status());
   const std::optional<BufferCacheStats> cache_before = CpuTensorCacheStats();
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
     const auto t0 = Clock::now();
-    RETURN_IF_ERROR(engine->Run(inputs, kOutputPooled).status());
+    RETURN_IF_ERROR(engine->Run(inputs, outputs).status());
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   const std::optional<BufferCacheStats> cache_after = CpuTensorCacheStats();
@@ -73,12 +78,14 @@ absl::Status RunBench(const CliArgs& args) {
   if (info.int8_weight_bits != 0) out["int8_weight_bits"] = info.int8_weight_bits;
   if (info.packed_float32_max_tokens != 0) {
     // The longest batch float32's packed GEMM takes: a number, or "every".
-    if (info.packed_float32_max_tokens == std::numeric_limits<int64_t>::max()) {
+    if (info.packed_float32_max_tokens == ModelInfo::kEveryBatch) {
       out["packed_float32_max_tokens"] = "every";
     } else {
       out["packed_float32_max_tokens"] = info.packed_float32_max_tokens;
     }
+    out["packed_float32_heads"] = info.packed_float32_heads;  // output heads and Dense modules on it
   }
+  out["output"] = output_name;
   out["batch"] = batch;
   out["seq"] = seq;
   out["iters"] = iters;
@@ -120,7 +127,11 @@ ModelCommand BenchCommand() {
                      CliInt("iters", "timed batches", 10, 1),
                      CliInt("warmup", "batches run before the timed ones", 2, 0),
                      CliInt("gemm-size", "the side of the square matmul that measures the machine", 2048, 1),
-                     CliBool("no-gemm", "no matmul measurement (and no efficiency)")},
+                     CliBool("no-gemm", "no matmul measurement (and no efficiency)"),
+                     CliString("output", "pooled|token-logits|multi-vector|sparse",
+                               "what each batch returns: the pooled embedding, or the per-token output of the "
+                               "model's token classifier, ColBERT projection or sparse head",
+                               "pooled", {"pooled", "token-logits", "multi-vector", "sparse"})},
                     EngineFlags()}),
           RunBench};
 }

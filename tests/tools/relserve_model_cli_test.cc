@@ -301,6 +301,7 @@ TEST(CliHelpTest, HelpIsGeneratedFromTheTableOfOptions) {
   EXPECT_THAT(bench.at("--warmup"), HasSubstr("(default: 2)"));
   EXPECT_THAT(bench.at("--gemm-size"), HasSubstr("(default: 2048)"));
   EXPECT_THAT(bench.at("--no-gemm"), HasSubstr("(default: false)"));
+  EXPECT_THAT(bench.at("--output"), HasSubstr("(default: pooled)"));
   const std::map<std::string, std::string> create = HelpOptions(RunCliSplit("create --help").out);
   EXPECT_THAT(create.at("--seed"), HasSubstr("(default: 1)"));
   EXPECT_THAT(create.at("--dtype"), HasSubstr("(default: float32)"));
@@ -309,7 +310,7 @@ TEST(CliHelpTest, HelpIsGeneratedFromTheTableOfOptions) {
   // The top-level help lists the model options with their defaults, as a command's does.
   const std::string top = RunCliSplit("--help").out;
   EXPECT_THAT(top, HasSubstr(engine_section.substr(std::string("\nmodel options:\n").size())));
-  EXPECT_THAT(top, HasSubstr("--batch --seq --iters --warmup --gemm-size --no-gemm, and the model options"));
+  EXPECT_THAT(top, HasSubstr("--batch --seq --iters --warmup --gemm-size --no-gemm --output, and the model\n"));
 
   // Typed values: a usage error (exit 2) naming the option and the value, before any model is read.
   struct Case {
@@ -391,6 +392,31 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
   r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --float32-gemm blas");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(nlohmann::json::parse(r.output)["projections"], "libtorch");
+  EXPECT_EQ(bench["output"], "pooled");
+  {
+    // --output times a head's output: a token classifier's logits (packed with the encoder where
+    // it is); a model without the head says so, and an unknown output is a usage error.
+    const std::string ner = (dir_ / "ner").string();
+    r = RunCli("create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 64 --config "
+               "'{\"architectures\": [\"DebertaV2ForTokenClassification\"], \"id2label\": {\"0\": \"O\", "
+               "\"1\": \"B-PER\"}}' --out " + ner);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = RunCli("bench --model " + ner + " --batch 2 --seq 8 --iters 1 --warmup 0 --no-gemm --output token-logits");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const nlohmann::json tokens = nlohmann::json::parse(r.output);
+    EXPECT_EQ(tokens["output"], "token-logits");
+    if (default_projections == "libtorch") {
+      EXPECT_FALSE(tokens.contains("packed_float32_heads"));
+    } else {
+      EXPECT_EQ(tokens["packed_float32_heads"], 1);
+    }
+    r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --output token-logits");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("no token-classification head"), std::string::npos) << r.output;
+    r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --output hidden");
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("output"), std::string::npos) << r.output;
+  }
   {
     // Attention's products (--float32-attention): in the tiles where the packed GEMM runs (every
     // layer of a 2 x 16 batch by default), in OpenBLAS with OpenBLAS's projections or when asked,

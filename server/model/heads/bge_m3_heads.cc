@@ -68,6 +68,13 @@ absl::StatusOr<BgeM3Heads> BgeM3Heads::Load(const std::string& dir, int64_t hidd
   return heads;
 }
 
+std::vector<Linear*> BgeM3Heads::Linears() {
+  std::vector<Linear*> out;
+  if (has_sparse()) out.push_back(&sparse_);
+  if (has_colbert()) out.push_back(&colbert_);
+  return out;
+}
+
 at::Tensor BgeM3Heads::TokenWeights(const at::Tensor& tokens) const {
   return at::relu(sparse_(tokens.to(at::kFloat))).squeeze(-1);
 }

@@ -29,9 +29,11 @@ class BgeM3Heads {
   // them; the reader's errors, prefixed with the file, for a file it cannot read.
   static absl::StatusOr<BgeM3Heads> Load(const std::string& dir, int64_t hidden_size, const c10::Device& device);
 
-  bool has_sparse() const { return sparse_.weight.defined(); }
-  bool has_colbert() const { return colbert_.weight.defined(); }
-  int64_t colbert_dim() const { return has_colbert() ? colbert_.weight.size(0) : 0; }
+  bool has_sparse() const { return sparse_.defined(); }
+  bool has_colbert() const { return colbert_.defined(); }
+  int64_t colbert_dim() const { return has_colbert() ? colbert_.out_features() : 0; }
+  // The heads present, for a packed GEMM to take (OutputHeads::Linears).
+  std::vector<Linear*> Linears();
 
   // The sparse head's token weights relu(sparse_linear(h)): token states [N, H] -> [N].
   at::Tensor TokenWeights(const at::Tensor& tokens) const;

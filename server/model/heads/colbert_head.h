@@ -29,10 +29,12 @@ class ColbertHead {
   static absl::StatusOr<ColbertHead> Load(const ColbertConfig& config, int64_t hidden_size, WeightLoader& checkpoint,
                                           const c10::Device& device);
 
-  int64_t dim() const { return linear_.weight.size(0); }
+  int64_t dim() const { return linear_.out_features(); }
   // Rows of token states [N, hidden] -> [N, dim], float32, each row of unit length.
   at::Tensor Vectors(const at::Tensor& tokens) const;
   std::string Describe() const;  // "PyLate Dense (32 -> 24)", for the load log
+  // The projection, for a packed GEMM to take (OutputHeads::Linears).
+  Linear* linear() { return &linear_; }
 
  private:
   Linear linear_;

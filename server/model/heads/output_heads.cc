@@ -137,6 +137,13 @@ absl::Status OutputHeads::CheckOutputs(uint32_t outputs, const std::string& arch
   return absl::OkStatus();
 }
 
+std::vector<Linear*> OutputHeads::Linears() {
+  std::vector<Linear*> out = bge_m3_.Linears();
+  if (colbert_.has_value()) out.push_back(colbert_->linear());
+  if (token_classifier_.defined()) out.push_back(&token_classifier_);
+  return out;
+}
+
 at::Tensor OutputHeads::TokenLogits(const at::Tensor& last_hidden_state) const {
   return token_classifier_(last_hidden_state);
 }

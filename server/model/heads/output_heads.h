@@ -60,6 +60,12 @@ class OutputHeads {
   // or token-logits output the model has no head for.
   absl::Status CheckOutputs(uint32_t outputs, const std::string& architecture) const;
 
+  // The projections of the heads loaded (bge-m3's, a ColBERT checkpoint's, the token classifier),
+  // for a packed GEMM to take, as the encoder's do, so that a forward asking for them wakes no
+  // BLAS thread. The masked-LM head is not among them: its decoder is the word embeddings' own
+  // tensor, which a packed copy would double.
+  std::vector<Linear*> Linears();
+
   // The token classifier on [B, L, hidden] states: [B, L, labels].
   at::Tensor TokenLogits(const at::Tensor& last_hidden_state) const;
 

@@ -41,15 +41,21 @@ absl::StatusOr<Pooler> Pooler::Create(const PoolingConfig& pooling, const std::v
 
 void Pooler::MoveTo(const c10::Device& device) {
   for (Dense& d : dense_) {
-    d.linear.weight = d.linear.weight.to(device);
+    if (d.linear.weight.defined()) d.linear.weight = d.linear.weight.to(device);
     if (d.linear.bias.defined()) d.linear.bias = d.linear.bias.to(device);
   }
+}
+
+std::vector<Linear*> Pooler::Linears() {
+  std::vector<Linear*> out;
+  for (Dense& d : dense_) out.push_back(&d.linear);
+  return out;
 }
 
 PoolingInfo Pooler::Info() const {
   PoolingInfo info;
   info.modes = pooling_.Modes();
-  for (const Dense& d : dense_) info.dense_out_features.push_back(static_cast<int>(d.linear.weight.size(0)));
+  for (const Dense& d : dense_) info.dense_out_features.push_back(static_cast<int>(d.linear.out_features()));
   info.normalize = normalize_;
   return info;
 }

@@ -29,6 +29,9 @@ class Pooler {
 
   // Moves the Dense modules' weights to `device`, where the hidden states will be.
   void MoveTo(const c10::Device& device);
+  // The Dense modules' projections (float32), for a packed GEMM to take once they are where they
+  // run (after MoveTo).
+  std::vector<Linear*> Linears();
 
   int output_dim() const { return output_dim_; }
   // The modes, the Dense widths and Normalize, for ModelInfo.

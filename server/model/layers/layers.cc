@@ -18,6 +18,12 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
 }
 
+int64_t Linear::out_features() const {
+  if (weight.defined()) return weight.size(0);
+  TORCH_CHECK(packed != nullptr, "Linear::out_features: a quantized or empty layer");
+  return packed->bfloat16 != nullptr ? packed->bfloat16->n() : packed->weights->n();
+}
+
 at::Tensor LayerNorm::operator()(const at::Tensor& x) const { return (*this)(x, at::Tensor()); }
 
 at::Tensor LayerNorm::operator()(const at::Tensor& x, const at::Tensor& residual) const {

@@ -17,14 +17,17 @@ struct PackedLinear;   // packed_linear.h
 
 // nn.Linear: weight [out, in], optional bias [out]. After QuantizeLinearsInt8 (--dtype int8)
 // `int8` holds the layer instead and weight and bias are undefined. After PackLinearsFloat32
-// (float32 on a CPU with AVX-512, packed_linear.h) `packed` holds the weight packed once for
-// relserve's GEMM, which short inputs take, beside the weight as loaded.
+// (float32 on a CPU with AVX-512 or AVX2, packed_linear.h) `packed` holds the weight packed once
+// for relserve's GEMM, which inputs up to its row bound take, beside the weight as loaded (or in
+// its place, released, where every input takes it); after PackLinearsBFloat16 in its place.
 struct Linear {
   at::Tensor weight;
   at::Tensor bias;
   std::shared_ptr<const Int8Weights> int8;
   std::shared_ptr<const PackedLinear> packed;
   bool defined() const { return weight.defined() || int8 != nullptr || packed != nullptr; }
+  // The weight's `out` wherever it is held, as loaded or packed (not for a quantized layer).
+  int64_t out_features() const;
   at::Tensor operator()(const at::Tensor& x) const;
 };
 

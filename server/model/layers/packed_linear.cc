@@ -1,7 +1,5 @@
 #include "server/model/layers/packed_linear.h"
 
-#include <limits>
-
 #include <ATen/ATen.h>
 
 #include "absl/strings/str_cat.h"
@@ -35,7 +33,7 @@ at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const
 }
 
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel) {
-  return kernel == Float32Kernel::kAvx512 ? kPackedLinearMaxRows : std::numeric_limits<int64_t>::max();
+  return kernel == Float32Kernel::kAvx512 ? kPackedLinearMaxRows : kPackedLinearEveryRow;
 }
 
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {
@@ -62,6 +60,7 @@ absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_
     packed->weights = PackedWeights::Pack(dense.data_ptr<float>(), dense.size(0), dense.size(1), dense.size(1));
     packed->max_rows = max_rows;
     layer->packed = std::move(packed);
+    if (max_rows == kPackedLinearEveryRow) layer->weight = at::Tensor();  // no input reads it again
     if (layer->bias.defined()) layer->bias = layer->bias.contiguous();
   }
   return absl::OkStatus();

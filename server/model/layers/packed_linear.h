@@ -2,6 +2,7 @@
 #define RELSERVE_SERVER_MODEL_LAYERS_PACKED_LINEAR_H_
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -22,8 +23,11 @@ struct Linear;
 // 240 rows.
 inline constexpr int64_t kPackedLinearMaxRows = 192;
 
+// The row bound under which every input takes the packed weights (ModelInfo::kEveryBatch).
+inline constexpr int64_t kPackedLinearEveryRow = std::numeric_limits<int64_t>::max();
+
 // The row bound an engine takes by default for `kernel`'s tiles (EngineKernels::packed_gemm_max_rows
-// 0): kPackedLinearMaxRows for AVX-512; every input for AVX2, whose tiles on half-panel slices ran
+// 0): kPackedLinearMaxRows for AVX-512; kPackedLinearEveryRow for AVX2, whose tiles on half-panel slices ran
 // past 192 rows level with or ahead of OpenBLAS's Zen kernels on two threads (0.96-1.04 on one),
 // and whose forward then makes no BLAS call (1.04-1.12 times the speed at 8 x 128 and 2 x 512,
 // docs/PERFORMANCE.md).
@@ -50,8 +54,11 @@ at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x);
 
 // Packs each float32 CPU layer's weight once for PackedGemm (Linear::packed), beside the weight
-// as loaded (which longer inputs still take); the bias is made contiguous. Layers already packed
-// or quantized are left as they are. Call only where PackedWeights::Supported().
+// as loaded, which inputs of more than max_rows rows still take. Under kPackedLinearEveryRow no
+// input takes it, so it is released (its reference dropped: a weight tied to another tensor, such
+// as the word embeddings, stays with that one), as bfloat16's is. The bias is made contiguous.
+// Layers already packed or quantized are left as they are. Call only where
+// PackedWeights::Supported().
 absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_rows = kPackedLinearMaxRows);
 
 // Packs each bfloat16 CPU layer's weight once for AmxGemmBFloat16 (Linear::packed) in place of the

@@ -36,6 +36,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &Delete; }
 
   BufferCacheStats Stats() const { return cache_.Stats(); }
+  void Clear() { cache_.Clear(); }
 
  private:
   c10::DataPtr Allocate(size_t n) const {
@@ -84,6 +85,11 @@ std::optional<BufferCacheStats> CpuTensorCacheStats() {
   CachingCpuAllocator* a = g_allocator.load(std::memory_order_acquire);
   if (a == nullptr) return std::nullopt;
   return a->Stats();
+}
+
+void ClearCpuTensorCache() {
+  CachingCpuAllocator* a = g_allocator.load(std::memory_order_acquire);
+  if (a != nullptr) a->Clear();
 }
 
 }  // namespace relserve

@@ -22,6 +22,12 @@ void UseBufferCacheForCpuTensors();
 // The cache's counters; nullopt until UseBufferCacheForCpuTensors ran.
 std::optional<BufferCacheStats> CpuTensorCacheStats();
 
+// Unmaps the blocks the cache holds released (BufferCache::Clear); blocks in use stay. The engine
+// calls it once its weights are loaded and packed, so that what loading freed (copies converted
+// to another type, weights whose packed copy every batch takes) goes back to the system instead
+// of waiting in the cache. Nothing before UseBufferCacheForCpuTensors ran.
+void ClearCpuTensorCache();
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_RUNTIME_CPU_TENSOR_ALLOCATOR_H_

@@ -180,6 +180,9 @@ TEST_F(BgeM3HeadsTest, SparseAndColbertMatchFlagEmbeddingInDouble) {
   EXPECT_EQ(info.sparse_kind, "bge-m3");
   EXPECT_EQ(info.multi_vector_kind, "colbert");
   EXPECT_EQ(info.multi_vector_dim, kColbertDim);
+  // Both heads on the packed float32 GEMM wherever the encoder's projections are (the answers
+  // below are then its).
+  EXPECT_EQ(info.packed_float32_heads, info.packed_float32_max_tokens != 0 ? 2 : 0);
   EXPECT_THAT(engine->heads_description(), HasSubstr("sparse_linear.pt"));
   EXPECT_THAT(engine->heads_description(), HasSubstr("colbert_linear.pt"));
   ASSERT_NE(loaded->tokenizer, nullptr);

@@ -17,6 +17,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "server/tools/model_creator.h"
 #include "tests/model/switch_test_support.h"
 #include "tests/testing/max_abs_diff.h"
@@ -140,6 +141,32 @@ TEST_F(TokenClassifierTest, EveryFamilysClassifierRunsOnTheLastHiddenState) {
     // A token classifier has no sequence head.
     auto logits = (*engine)->Run(batch, kOutputLogits);
     EXPECT_EQ(logits.status().code(), absl::StatusCode::kFailedPrecondition);
+  }
+}
+
+// In float32 on a CPU the packed GEMM runs on, the classifier is packed with the encoder's
+// projections (so that a forward asking for token logits wakes no BLAS thread), and answers as
+// LibTorch's linear does; --float32-gemm blas packs nothing.
+TEST_F(TokenClassifierTest, TheClassifierRunsOnThePackedGemmWithTheEncoder) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  const HeadCase& c = kCases[4];  // DeBERTa-v3
+  const std::string dir = Create(c, Overrides(c));
+  const std::vector<SequenceInput> batch = Sequences({9, 23, 2}, 8);
+  EngineOptions options = testing::TestEngineOptions();
+  options.device = "cpu";
+  auto packed = Engine::Load(dir, options);
+  ASSERT_TRUE(packed.ok()) << packed.status();
+  EXPECT_EQ((*packed)->info().packed_float32_heads, 1);
+  options.kernels.packed_float32_gemm = false;
+  auto blas = Engine::Load(dir, options);
+  ASSERT_TRUE(blas.ok()) << blas.status();
+  EXPECT_EQ((*blas)->info().packed_float32_heads, 0);
+  auto got = (*packed)->Run(batch, kOutputTokenLogits);
+  auto want = (*blas)->Run(batch, kOutputTokenLogits);
+  ASSERT_TRUE(got.ok() && want.ok());
+  for (size_t b = 0; b < batch.size(); ++b) {
+    ASSERT_EQ((*got)[b].token_logits.size(), batch[b].input_ids.size() * kLabels.size());
+    EXPECT_LE(testing::MaxAbsDiff((*got)[b].token_logits, (*want)[b].token_logits), 1e-4) << b;
   }
 }
 

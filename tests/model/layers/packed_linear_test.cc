@@ -33,7 +33,30 @@ class PackedLinearTest : public ::testing::Test {
 TEST(PackedLinearDefaultsTest, EachKernelsRowBound) {
   EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512), kPackedLinearMaxRows);
   EXPECT_EQ(kPackedLinearMaxRows, 192);
-  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2), kPackedLinearEveryRow);
+  EXPECT_EQ(kPackedLinearEveryRow, std::numeric_limits<int64_t>::max());
+}
+
+// Where every input takes the packed weights, the weight as loaded is released (its memory goes
+// back when nothing else holds it), and the layer still answers at::linear's and knows its width.
+TEST_F(PackedLinearTest, EveryRowReleasesTheWeightAsLoaded) {
+  at::manual_seed(4);
+  const at::Tensor w = at::randn({40, 24}), b = at::randn({40});
+  Linear every{w.clone(), b, nullptr, nullptr}, bounded{w.clone(), b, nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsFloat32({&every}, kPackedLinearEveryRow).ok());
+  ASSERT_TRUE(PackLinearsFloat32({&bounded}, /*max_rows=*/10).ok());
+  EXPECT_FALSE(every.weight.defined());
+  EXPECT_TRUE(bounded.weight.defined());
+  EXPECT_TRUE(every.defined());
+  EXPECT_EQ(every.out_features(), 40);
+  EXPECT_EQ(bounded.out_features(), 40);
+  for (const at::Tensor& x : {at::randn({3, 24}), at::randn({300, 24}), at::randn({2, 100, 24})}) {
+    EXPECT_LT(MaxAbsDiff(every(x), at::linear(x, w, b)), 1e-4) << x.sizes();
+  }
+  // Packed again: left as it is.
+  const auto first = every.packed;
+  ASSERT_TRUE(PackLinearsFloat32({&every}, kPackedLinearEveryRow).ok());
+  EXPECT_EQ(every.packed, first);
 }
 
 TEST_F(PackedLinearTest, RowLimitChoosesThePackedWeights) {

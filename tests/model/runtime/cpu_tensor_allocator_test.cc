@@ -36,6 +36,19 @@ TEST_F(CpuTensorAllocatorTest, LargeTensorsComeFromTheCacheAndAreReused) {
   EXPECT_GT(Stats().hits, before.hits);
 }
 
+// ClearCpuTensorCache unmaps what was released (the engine calls it once loaded), and leaves
+// tensors in use as they are.
+TEST_F(CpuTensorAllocatorTest, ClearingUnmapsReleasedBlocksOnly) {
+  at::Tensor kept = at::full({kMiB}, 2.f, at::kFloat);  // 4 MiB in use
+  { at::Tensor released = at::empty({2 * kMiB}, at::kFloat); }  // 8 MiB released
+  EXPECT_GE(Stats().cached_bytes, 8 * kMiB);
+  const int64_t in_use = Stats().in_use_bytes;
+  ClearCpuTensorCache();
+  EXPECT_EQ(Stats().cached_bytes, 0);
+  EXPECT_EQ(Stats().in_use_bytes, in_use);
+  EXPECT_FLOAT_EQ(kept.sum().item<float>(), 2.f * static_cast<float>(kMiB));
+}
+
 TEST_F(CpuTensorAllocatorTest, SmallTensorsKeepLibTorchsAllocator) {
   const BufferCacheStats before = Stats();
   at::Tensor small = at::ones({1000}, at::kFloat);  // 4 KB
