@@ -191,6 +191,33 @@ TEST(PackedGemmTest, LongInputsGiveEachRowsOwnAnswer) {
   }
 }
 
+// Every row's answer is its own, bit for bit, whatever the rows beside it: at every count of rows
+// from 1 to 40 (every way a block of tiles can end) and at 128 and 130, the rows multiplied
+// together equal each row multiplied alone. Strided rows (lda > k) and a depth of two passes and a
+// part (600).
+TEST(PackedGemmTest, EachRowsAnswerIsItsOwnAtEveryBlockEnd) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  c10::InferenceMode guard;
+  at::manual_seed(9);
+  const at::Tensor w = at::randn({40, 600}), bias = at::randn({40});
+  const at::Tensor wide = at::randn({130, 610});
+  const at::Tensor a = wide.narrow(1, 3, 600);  // rows 610 floats apart
+  for (Float32Kernel kernel : Kernels()) {
+    std::vector<at::Tensor> alone;
+    for (int64_t r = 0; r < 130; ++r) alone.push_back(Gemm(a.narrow(0, r, 1), w, bias, kernel).clone());
+    std::vector<int64_t> counts = {128, 130};
+    for (int64_t m = 1; m <= 40; ++m) counts.push_back(m);
+    for (int64_t m : counts) {
+      const at::Tensor together = Gemm(a.narrow(0, 0, m), w, bias, kernel);
+      for (int64_t r = 0; r < m; ++r) {
+        ASSERT_TRUE(at::equal(together.narrow(0, r, 1), alone[r]))
+            << Float32KernelName(kernel) << " row " << r << " of " << m;
+      }
+    }
+    EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias, kernel), Reference(a, w, bias)), 5e-4) << Float32KernelName(kernel);
+  }
+}
+
 // SerialGemm reads b either as [n, k] rows (a · bᵀ, attention's q · kᵀ) or as [k, n] (a · b, the
 // probabilities times v), packs it on the calling thread and runs the same tiles.
 TEST(PackedGemmTest, SerialGemmInBothLayouts) {
