@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -135,6 +136,27 @@ inline EngineOutputs RunEngine(const std::string& dir, const PaddedBatch& batch)
   EngineOutputs out;
   for (NamedTensor& t : *outputs) out[t.name] = std::move(t);
   return out;
+}
+
+// The model at `dir` loaded on the CPU twice: with float32's packed GEMM, the default, and with
+// OpenBLAS alone (--float32-gemm blas), for tests that compare an output of the two. Throws where
+// either fails to load.
+struct PackedAndBlasEngines {
+  std::unique_ptr<Engine> packed;
+  std::unique_ptr<Engine> blas;
+};
+
+inline PackedAndBlasEngines LoadPackedAndBlas(const std::string& dir) {
+  EngineOptions options = testing::TestEngineOptions();
+  options.device = "cpu";
+  PackedAndBlasEngines engines;
+  for (const bool packed : {true, false}) {
+    options.kernels.packed_float32_gemm = packed;
+    auto engine = Engine::Load(dir, options);
+    if (!engine.ok()) throw std::runtime_error("Engine::Load: " + std::string(engine.status().message()));
+    (packed ? engines.packed : engines.blas) = std::move(*engine);
+  }
+  return engines;
 }
 
 inline naive::Outputs RunNaive(const std::string& dir, const PaddedBatch& batch) {

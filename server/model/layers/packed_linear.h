@@ -26,11 +26,11 @@ inline constexpr int64_t kPackedLinearMaxRows = 192;
 // The row bound under which every input takes the packed weights (ModelInfo::kEveryBatch).
 inline constexpr int64_t kPackedLinearEveryRow = std::numeric_limits<int64_t>::max();
 
-// The row bound an engine takes by default for `kernel`'s tiles (EngineKernels::packed_gemm_max_rows
-// 0): kPackedLinearMaxRows for AVX-512; kPackedLinearEveryRow for AVX2, whose tiles on half-panel slices ran
-// past 192 rows level with or ahead of OpenBLAS's Zen kernels on two threads (0.96-1.04 on one),
-// and whose forward then makes no BLAS call (1.04-1.12 times the speed at 8 x 128 and 2 x 512,
-// docs/PERFORMANCE.md).
+// The row bound an engine takes by default for `kernel`'s tiles
+// (EngineKernels::packed_gemm_max_rows 0): kPackedLinearMaxRows for AVX-512; kPackedLinearEveryRow
+// for AVX2, whose tiles on half-panel slices ran past 192 rows level with or ahead of OpenBLAS's
+// Zen kernels on two threads (0.96-1.04 on one), and whose forward then makes no BLAS call
+// (1.04-1.12 times the speed at 8 x 128 and 2 x 512, docs/PERFORMANCE.md).
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel);
 
 // A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
@@ -45,8 +45,8 @@ struct PackedLinear {
 // contiguous, or undefined), through PackedGemm (kernels/packed_gemm.h).
 at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x);
 
-// x [..., in] on the CPU -> [..., out] in x's type: x · wᵀ + bias in bfloat16 (x and bias, [out] and
-// contiguous or undefined, taken as bfloat16), through AmxGemmBFloat16 (kernels/amx_gemm.h).
+// x [..., in] on the CPU -> [..., out] in x's type: x · wᵀ + bias in bfloat16 (x and bias, [out]
+// and contiguous or undefined, taken as bfloat16), through AmxGemmBFloat16 (kernels/amx_gemm.h).
 at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x);
 
 // Whether Linear runs x on `packed`: always for bfloat16; for float32 where x has at most

@@ -144,19 +144,13 @@ TEST_F(PooledUnnormalizedTest, DenseStillApplies) {
 TEST_F(PooledUnnormalizedTest, DenseRunsOnThePackedGemm) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   const std::string dir = Create("dense_packed", 8);
-  EngineOptions options = testing::TestEngineOptions();
-  options.device = "cpu";
-  auto packed = Engine::Load(dir, options);
-  ASSERT_TRUE(packed.ok()) << packed.status();
-  EXPECT_EQ((*packed)->info().packed_float32_heads, 1);
-  EXPECT_EQ((*packed)->info().pooling.dense_out_features, std::vector<int>{8});
-  EXPECT_EQ((*packed)->info().embedding_dim, 8);
-  options.kernels.packed_float32_gemm = false;
-  auto blas = Engine::Load(dir, options);
-  ASSERT_TRUE(blas.ok()) << blas.status();
-  EXPECT_EQ((*blas)->info().packed_float32_heads, 0);
-  auto got = (*packed)->Run(batch_, kOutputPooledUnnormalized);
-  auto want = (*blas)->Run(batch_, kOutputPooledUnnormalized);
+  const testing::PackedAndBlasEngines engines = testing::LoadPackedAndBlas(dir);
+  EXPECT_EQ(engines.packed->info().packed_float32_heads, 1);
+  EXPECT_EQ(engines.packed->info().pooling.dense_out_features, std::vector<int>{8});
+  EXPECT_EQ(engines.packed->info().embedding_dim, 8);
+  EXPECT_EQ(engines.blas->info().packed_float32_heads, 0);
+  auto got = engines.packed->Run(batch_, kOutputPooledUnnormalized);
+  auto want = engines.blas->Run(batch_, kOutputPooledUnnormalized);
   ASSERT_TRUE(got.ok() && want.ok());
   for (size_t b = 0; b < batch_.size(); ++b) {
     EXPECT_LE(MaxAbsDiff((*got)[b].pooled_unnormalized, (*want)[b].pooled_unnormalized), 1e-5) << b;

@@ -152,17 +152,11 @@ TEST_F(TokenClassifierTest, TheClassifierRunsOnThePackedGemmWithTheEncoder) {
   const HeadCase& c = kCases[4];  // DeBERTa-v3
   const std::string dir = Create(c, Overrides(c));
   const std::vector<SequenceInput> batch = Sequences({9, 23, 2}, 8);
-  EngineOptions options = testing::TestEngineOptions();
-  options.device = "cpu";
-  auto packed = Engine::Load(dir, options);
-  ASSERT_TRUE(packed.ok()) << packed.status();
-  EXPECT_EQ((*packed)->info().packed_float32_heads, 1);
-  options.kernels.packed_float32_gemm = false;
-  auto blas = Engine::Load(dir, options);
-  ASSERT_TRUE(blas.ok()) << blas.status();
-  EXPECT_EQ((*blas)->info().packed_float32_heads, 0);
-  auto got = (*packed)->Run(batch, kOutputTokenLogits);
-  auto want = (*blas)->Run(batch, kOutputTokenLogits);
+  const testing::PackedAndBlasEngines engines = testing::LoadPackedAndBlas(dir);
+  EXPECT_EQ(engines.packed->info().packed_float32_heads, 1);
+  EXPECT_EQ(engines.blas->info().packed_float32_heads, 0);
+  auto got = engines.packed->Run(batch, kOutputTokenLogits);
+  auto want = engines.blas->Run(batch, kOutputTokenLogits);
   ASSERT_TRUE(got.ok() && want.ok());
   for (size_t b = 0; b < batch.size(); ++b) {
     ASSERT_EQ((*got)[b].token_logits.size(), batch[b].input_ids.size() * kLabels.size());
