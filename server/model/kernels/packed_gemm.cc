@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include "server/model/kernels/avx2_lanes.h"
+#include "server/model/kernels/prefetch_spread.h"
 #define RELSERVE_PACKED_GEMM_X86 1
 #define RELSERVE_AVX512_FN __attribute__((target("avx512f,fma")))
 #define RELSERVE_AVX2_FN __attribute__((target("avx2,fma")))
@@ -117,9 +118,12 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
 // half-slice b (kc steps of 16 features, one after another) into c, `cols` of its 16 columns: all
 // of them where kFull, else 1-15 (masked loads and stores). Whether the columns are whole is a
 // template parameter, not a branch, so that GCC keeps the accumulators in registers throughout.
+// Where `prefetch` is not null, each step prefetches the line at prefetch + kk * prefetch_stride:
+// into L2 where the rows are packed (PackedGemm's weights, from memory), else into L1.
 template <int MR, bool kFull, bool kPackedRows>
 RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t kc, float* c,
-                            int64_t ldc, int64_t cols, const float* bias, bool first, const char* prefetch) {
+                            int64_t ldc, int64_t cols, const float* bias, bool first, const char* prefetch,
+                            int64_t prefetch_stride) {
   if (kPackedRows) {
     a_row = 1;
     a_col = kMr2;
@@ -147,6 +151,7 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
   // Without a next slice, the lines prefetched are this one's own (in L1 already): a branch in the
   // loop would keep GCC from holding the accumulators in registers.
   const char* ahead = prefetch != nullptr ? prefetch : reinterpret_cast<const char*>(b);
+  const int64_t stride = prefetch != nullptr ? prefetch_stride : kHalf * static_cast<int64_t>(sizeof(float));
   // Four steps per turn of the loop, and with the rows packed their strides are constants, so the
   // loop is little more than its loads and FMAs: about 1.08 times the rate at 128 rows
   // (docs/PERFORMANCE.md).
@@ -154,7 +159,7 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
   for (int64_t kk = 0; kk < kc; ++kk) {
     const __m256 b0 = _mm256_load_ps(b + kk * kHalf);
     const __m256 b1 = _mm256_load_ps(b + kk * kHalf + 8);
-    _mm_prefetch(ahead + kk * 64, _MM_HINT_T0);
+    _mm_prefetch(ahead + kk * stride, kPackedRows ? _MM_HINT_T1 : _MM_HINT_T0);
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
       const __m256 x = _mm256_broadcast_ss(a + i * a_row + kk * a_col);
@@ -175,7 +180,7 @@ RELSERVE_AVX2_FN void Tile2(const float* a, int64_t a_row, int64_t a_col, const 
 }
 
 using Tile2Fn = void (*)(const float*, int64_t, int64_t, const float*, int64_t, float*, int64_t, int64_t,
-                         const float*, bool, const char*);
+                         const float*, bool, const char*, int64_t);
 
 // [rows packed][whole columns][rows]
 constexpr Tile2Fn kTiles2[2][2][kMr2 + 1] = {
@@ -216,9 +221,9 @@ void PackRowTiles(const float* a, int64_t lda, int64_t m0, int64_t mc, int64_t k
 }
 
 // BlockTimesPanel's AVX2 counterpart: per pass over k, each half panel against every tile of rows
-// (a half panel's slice, 16 KiB, stays in L1 while the tiles of the block read it), the first
-// tiles of the pass prefetching the next slice as above. The rows come from `packed` where it is
-// not null (PackRowTiles of this block), else from a as they lie.
+// (a half panel's slice, 16 KiB, stays in L1 while the tiles of the block read it), the tiles of
+// the pass prefetching the next slice (below). The rows come from `packed` where it is not null
+// (PackRowTiles of this block), else from a as they lie.
 RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const float* packed, int64_t m0, int64_t mc,
                                           const float* panels, int64_t n, int64_t k, int64_t p, const float* bias,
                                           float* c, int64_t ldc) {
@@ -226,9 +231,17 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
   const int64_t cols = std::min(kNr, n - n0);
   const float* panel = panels + p * k * kNr;
   const int64_t tiles_per_half = (mc + kMr2 - 1) / kMr2;
+  const int64_t tiles_per_pass = (cols > kHalf ? 2 : 1) * tiles_per_half;
+  // The weights packed at load (rows packed: PackedGemm) stream from memory, and their next slice
+  // is spread over the pass into L2 (prefetch_spread.h); SerialGemm's panels, packed by the thread
+  // just before, have the first tiles of the pass bring the next slice into L1.
+  const bool spread_weights = packed != nullptr;
   for (int64_t k0 = 0; k0 < k; k0 += kKc) {
     const int64_t kc = std::min(kKc, k - k0);
     const bool more = k0 + kc < k || n0 + kNr < n;
+    const char* next = more ? reinterpret_cast<const char*>(panel + (k0 + kc) * kNr) : nullptr;
+    const PrefetchSpread spread =
+        SpreadPrefetch(kc * kNr * static_cast<int64_t>(sizeof(float)), tiles_per_pass, kc);
     for (int64_t half = 0; half < 2 && half * 16 < cols; ++half) {
       const int64_t half_cols = std::min<int64_t>(16, cols - half * 16);
       const float* half_bias = bias != nullptr ? bias + n0 + half * 16 : nullptr;
@@ -236,15 +249,18 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
         const int64_t rows = std::min(kMr2, mc - i);
         const int64_t tile = half * tiles_per_half + i / kMr2;
         const char* prefetch = nullptr;
-        if (more && tile * kc < kc * kNr / 16) {
-          prefetch = reinterpret_cast<const char*>(panel + (k0 + kc) * kNr) + tile * kc * 64;
+        if (next != nullptr && spread_weights) {
+          prefetch = next + tile * spread.share;
+        } else if (next != nullptr && tile * kc < kc * kNr / 16) {
+          prefetch = next + tile * kc * kCacheLineBytes;
         }
         const float* rows_a = packed != nullptr
                                   ? packed + ((k0 / kKc) * tiles_per_half + i / kMr2) * kKc * kMr2
                                   : a + (m0 + i) * lda + k0;
         kTiles2[packed != nullptr][half_cols == 16][rows](
             rows_a, packed != nullptr ? 1 : lda, packed != nullptr ? kMr2 : 1, panel + k0 * kNr + half * kc * kHalf,
-            kc, c + (m0 + i) * ldc + n0 + half * kHalf, ldc, half_cols, half_bias, k0 == 0, prefetch);
+            kc, c + (m0 + i) * ldc + n0 + half * kHalf, ldc, half_cols, half_bias, k0 == 0, prefetch,
+            spread_weights ? spread.stride : kCacheLineBytes);
       }
     }
   }
