@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "server/model/kernels/avx2_lanes.h"
+#include "server/model/kernels/prefetch_spread.h"
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
   __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
@@ -382,10 +383,18 @@ RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, ui
 // ones and the products' temporaries fit AVX2's 16 registers. (Summing the two int16 halves of each
 // lane without VPMADDWD, a sign flip, a shift and two additions in place of the second multiply,
 // ran at 0.63x this on an AMD Zen 3: the simple operations, not the multiplier, bound it there.)
+// Each turn of the innermost loop (a tile's 16 rows) prefetches one line, at prefetch + turn *
+// prefetch_stride, into L2 where `prefetch` is not null: 2 groups of rows x 2 tiles x 16 rows per
+// step of 64 depths, so padded_k turns in all.
 constexpr int64_t kAvx2Rows = 4;
-RELSERVE_INT8_AVX2_FN void Avx2RowsSevenBit(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block) {
+RELSERVE_INT8_AVX2_FN void Avx2RowsSevenBit(const uint8_t* q, int64_t padded_k, const int8_t* panel, int32_t* block,
+                                            const char* prefetch, int64_t prefetch_stride) {
   const __m256i ones = _mm256_set1_epi16(1);
   const int64_t steps = padded_k / PackedInt8Weights::kDepthStep;
+  // Without a next panel, the line prefetched is this panel's first, again and again (in L1).
+  const char* ahead = prefetch != nullptr ? prefetch : reinterpret_cast<const char*>(panel);
+  const int64_t stride = prefetch != nullptr ? prefetch_stride : 0;
+  int64_t turn = 0;
   for (int64_t r0 = 0; r0 < kVnniRows; r0 += kAvx2Rows) {
     const uint8_t* rows = q + r0 * padded_k;
     for (int64_t t = 0; t < 2; ++t) {  // B tile t: the panel's features 16t .. 16t + 15
@@ -396,6 +405,7 @@ RELSERVE_INT8_AVX2_FN void Avx2RowsSevenBit(const uint8_t* q, int64_t padded_k, 
         for (int64_t r = 0; r < 16; ++r) {
           const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64));
           const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + r * 64 + 32));
+          _mm_prefetch(ahead + (turn++) * stride, _MM_HINT_T1);
           const int64_t d = s * PackedInt8Weights::kDepthStep + 4 * r;
           for (int i = 0; i < kAvx2Rows; ++i) {
             int32_t four;
@@ -768,12 +778,18 @@ void GemmInt8(const float* a, int64_t m, int64_t lda, const PackedInt8Weights& w
           return;
         }
         alignas(64) int32_t block[kVnniRows * kNr];
+        // Avx2RowsSevenBit brings the next panel (the thread's next task's, as ParallelTasks
+        // orders them) into L2 while it works, an even share per block of rows (prefetch_spread.h).
+        const char* next = p + 1 < w.panels() ? reinterpret_cast<const char*>(w.panel(p + 1)) : nullptr;
+        const PrefetchSpread spread =
+            SpreadPrefetch(padded_k * kNr, (r1 - r0 + kVnniRows - 1) / kVnniRows, /*steps=*/padded_k);
         for (int64_t r = r0; r < r1; r += kVnniRows) {  // q holds whole blocks of 8 rows past r1
           if (avx2) {
             if (wide) {
               Avx2RowsEightBit(q16 + r * padded_k, padded_k, w.panel(p), block);
             } else {
-              Avx2RowsSevenBit(q + r * padded_k, padded_k, w.panel(p), block);
+              const char* prefetch = next != nullptr ? next + (r - r0) / kVnniRows * spread.share : nullptr;
+              Avx2RowsSevenBit(q + r * padded_k, padded_k, w.panel(p), block, prefetch, spread.stride);
             }
           } else {
             VnniRows(q + r * padded_k, padded_k, w.panel(p), block);
