@@ -11,8 +11,9 @@ namespace relserve {
 // tile t at t * share + step * stride. The slice is shared evenly among the tiles, so that its
 // lines arrive throughout the pass rather than all at its start, where they would push out the
 // slice the pass is reading (the AVX2 GEMMs' short batches, float32's and int8's, ran 1.1-1.2
-// times as fast, docs/PERFORMANCE.md). The stride is at most a line, so no line of a share is skipped; where
-// the tiles' steps are fewer than the slice's lines, the first tiles * steps lines are covered.
+// times as fast, docs/PERFORMANCE.md). The stride is at most a line, so no line of a share is
+// skipped; where the tiles' steps are fewer than the slice's lines, the first tiles * steps lines
+// are covered.
 struct PrefetchSpread {
   int64_t share = 0;   // bytes of the slice per tile
   int64_t stride = 0;  // bytes between one step's line and the next (1-64)
