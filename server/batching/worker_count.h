@@ -15,7 +15,7 @@ namespace relserve {
 // CPUs better than one batch spread over all of them; docs/PERFORMANCE.md). One automatic: the
 // other divides the CPUs. Both given: taken as they are.
 // `own_projections`: the dtype's projections run in relserve's own kernels on the CPU (bfloat16 with
-// EngineKernels::packed_bfloat16_gemm on a CPU with AMX-BF16; int8 with EngineKernels::packed_int8_gemm
+// EngineKernels::packed_bfloat16_gemm on a CPU with AMX-BF16 or AVX512-BF16; int8 with EngineKernels::packed_int8_gemm
 // on an x86-64 CPU with AMX-INT8, AVX-512 VNNI or AVX2). bfloat16 and int8 then take float32's rules: their batches run side by side
 // (two single-thread bfloat16 workers serve 1.7x one two-thread worker at 8 callers;
 // docs/PERFORMANCE.md). Otherwise bfloat16, and float16, run one worker over every CPU, and more

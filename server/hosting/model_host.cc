@@ -27,7 +27,7 @@ absl::Status NamingModel(const absl::Status& status, const std::string& name, co
 }
 
 // Whether the dtype's projections run in relserve's own kernels on the CPU (then its batches run side
-// by side; worker_count.h): bfloat16's AMX GEMM, which every projection of the model's layers and
+// by side; worker_count.h): bfloat16's GEMM (AMX tiles or AVX512-BF16), which every projection of the model's layers and
 // heads is packed for (packed_linear.h, EncoderModel::HeadLinears), or int8's GEMM in AMX tiles,
 // AVX-512 VNNI or AVX2 registers (int8_linear.h, ChooseInt8Gemm).
 bool OwnProjections(const EngineOptions& engine) {

@@ -12,7 +12,8 @@ const std::vector<CpuGemmChoice>& CpuGemmChoices() {
        "always, and no packed copy of the weights"},
       {"bfloat16-gemm", "onednn", &EngineKernels::packed_bfloat16_gemm,
        "under --dtype bfloat16 on the CPU: auto packs the encoder's weights once at load, in place of the weights as "
-       "loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16; onednn: LibTorch's linear (oneDNN, "
+       "loaded, for relserve's GEMM in AMX tiles where the CPU has AMX-BF16, else in AVX-512 registers where it has "
+       "AVX512-BF16 (AMD Zen 4, Intel Cooper Lake); onednn: LibTorch's linear (oneDNN, "
        "which reorders the weights on every call)"},
       {"int8-gemm", "onednn", &EngineKernels::packed_int8_gemm,
        "under --dtype int8 on the CPU: auto quantizes and packs the encoder's weights once at load for relserve's "

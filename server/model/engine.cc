@@ -338,9 +338,10 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       }
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {
-      // bfloat16 on the CPU: the encoder's weights packed once for relserve's AMX GEMM (packed_linear.h).
+      // bfloat16 on the CPU: the encoder's weights packed once for relserve's GEMM, in AMX tiles or
+      // AVX512-BF16 registers (packed_linear.h).
       RETURN_IF_ERROR(PackLinearsBFloat16(engine->impl_->model->ProjectionLinears()));
-      projections = "relserve-amx";
+      projections = absl::StrCat("relserve-", BFloat16KernelName(PackedBFloat16Weights::Best()));
     } else if (engine->impl_->dtype == at::kFloat && device.is_cpu() && options.kernels.packed_float32_gemm &&
                PackedWeights::Supported()) {
       // float32 on the CPU: the encoder's weights packed once for relserve's GEMM (packed_linear.h),

@@ -69,7 +69,7 @@ absl::Status PrepareSides(const std::string& dtype, Int8WeightBits bits, int64_t
       }
     }
     RETURN_IF_ERROR(PackLinearsBFloat16(Pointers(own.linears)));
-    own.gemm = "relserve-amx";
+    own.gemm = absl::StrCat("relserve-", BFloat16KernelName(PackedBFloat16Weights::Best()));
     library.gemm = "onednn";
   } else {
     const Int8Gemm gemm = ChooseInt8Gemm(/*own=*/true);

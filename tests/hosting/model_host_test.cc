@@ -106,7 +106,8 @@ TEST(ModelHostTest, BFloat16WorkersFollowWhatRunsItsProjections) {
     EXPECT_EQ((*own)->workers().workers, 2);
     EXPECT_EQ((*own)->workers().threads, 1);
     ASSERT_TRUE((*own)->Add({"m", kModel}).ok());
-    EXPECT_EQ((*own)->backends("m")[0]->info().projections, "relserve-amx");
+    EXPECT_EQ((*own)->backends("m")[0]->info().projections,
+              std::string("relserve-") + BFloat16KernelName(PackedBFloat16Weights::Best()));
   } else {
     EXPECT_EQ((*own)->workers().workers, 1);
   }

@@ -48,7 +48,7 @@ TEST_P(ConcurrentBatchesTest, SideBySideGiveTheAnswersOfOneAtATime) {
   options.dtype = ParseDType(c.dtype).value();
   // bfloat16 runs side by side only on relserve's AMX GEMM (worker_count.h).
   if (options.dtype == DType::kBFloat16 && !PackedBFloat16Weights::Supported()) {
-    GTEST_SKIP() << "no AMX-BF16 on this CPU: bfloat16 runs one batch at a time";
+    GTEST_SKIP() << "neither AMX-BF16 nor AVX512-BF16 on this CPU: bfloat16 runs one batch at a time";
   }
   auto engine = Engine::Load(testing::ReferenceDir(c.model), options);
   ASSERT_TRUE(engine.ok()) << engine.status();

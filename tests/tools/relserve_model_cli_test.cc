@@ -515,7 +515,8 @@ TEST_F(CliTest, GemmTimesTheOwnKernelAgainstTheLibrarysOnTheSameWeights) {
   const std::vector<Case> cases = {
       {"float32", has("avx512f") ? "relserve-avx512" : "relserve-avx2", "blas", "AVX2 and FMA",
        has("avx512f") || (has("avx2") && has("fma")), 1e-5},
-      {"bfloat16", "relserve-amx", "onednn", "AMX-BF16", has("amx_bf16"), 2e-2},
+      {"bfloat16", has("amx_bf16") ? "relserve-amx" : "relserve-avx512-bf16", "onednn", "AVX512-BF16",
+       has("amx_bf16") || (has("avx512_bf16") && has("avx512bw") && has("avx512vl")), 2e-2},
       {"int8",
        has("amx_int8")      ? "relserve-amx-int8"
        : has("avx512_vnni") ? "relserve-vnni-int8"

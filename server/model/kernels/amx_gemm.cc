@@ -76,6 +76,17 @@ bool CpuHasAvx512Vnni() {
   return avx512f && avx512bw && avx512vl && avx512_vnni;
 }
 
+// CPUID leaf 7: AVX-512 F, BW, VL, and (sub-leaf 1) AVX512-BF16.
+bool CpuHasAvx512BFloat16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid_max(0, nullptr) < 7) return false;
+  __cpuid_count(7, 0, eax, ebx, ecx, edx);
+  const bool avx512f = (ebx >> 16) & 1, avx512bw = (ebx >> 30) & 1, avx512vl = (ebx >> 31) & 1;
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  const bool avx512_bf16 = (eax >> 5) & 1;
+  return avx512f && avx512bw && avx512vl && avx512_bf16;
+}
+
 // Linux keeps the tile data out of a process's state until it asks (arch_prctl); the answer
 // holds for every thread of the process.
 bool TileDataPermitted() {
@@ -339,6 +350,53 @@ RELSERVE_AMX_FN void VnniRows(const uint8_t* q, int64_t padded_k, const int8_t* 
   }
 }
 
+// The bfloat16 product without tiles, on AVX512-BF16 (VDPBF16PS), from the same packed panels: row
+// r of B tile t at step s is 16 features x 2 depths, one register, and each of ROWS rows of a
+// broadcasts its pair of values at those depths. Rows [0, ROWS) of a (lda values apart, k of them
+// read: never past a row's end) times the panel, summed in float32 into block (rows kNr floats
+// apart). Where `prefetch` is not null, each pair of depths prefetches the line at prefetch + d *
+// prefetch_stride into L2 (the next panel, prefetch_spread.h).
+constexpr int64_t kBFloat16Rows = 12;  // 24 accumulators of the 32 registers
+template <int ROWS>
+RELSERVE_AMX_FN void BFloat16Rows(const uint16_t* a, int64_t lda, int64_t k, const uint16_t* panel, float* block,
+                                  const char* prefetch, int64_t prefetch_stride) {
+  __m512 acc[ROWS][2];
+  for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const char* tiles = reinterpret_cast<const char*>(panel);
+  if (prefetch == nullptr) prefetch = tiles, prefetch_stride = 0;  // no branch in the loop
+  // Pairs of depths d < k / 2, then an odd k's last value alone, its pair's other half zero (the
+  // weight's is zero too): never past a row's end.
+  const int64_t pairs = k / 2;
+  for (int64_t d = 0; d < (k + 1) / 2; ++d) {
+    const char* b = tiles + (d / 16) * 2 * kTileBytes + (d % 16) * 64;
+    const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_load_si512(b));
+    const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kTileBytes));
+    _mm_prefetch(prefetch + d * prefetch_stride, _MM_HINT_T1);
+    int32_t two[ROWS];
+    if (d < pairs) {
+      for (int i = 0; i < ROWS; ++i) std::memcpy(&two[i], a + i * lda + 2 * d, sizeof(int32_t));
+    } else {
+      for (int i = 0; i < ROWS; ++i) two[i] = a[i * lda + 2 * d];
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < ROWS; ++i) {
+      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(two[i]));
+      acc[i][0] = _mm512_dpbf16_ps(acc[i][0], x, b0);
+      acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, b1);
+    }
+  }
+  for (int i = 0; i < ROWS; ++i) {
+    _mm512_storeu_ps(block + i * kNr, acc[i][0]);
+    _mm512_storeu_ps(block + i * kNr + 16, acc[i][1]);
+  }
+}
+
+using BFloat16RowsFn = void (*)(const uint16_t*, int64_t, int64_t, const uint16_t*, float*, const char*, int64_t);
+constexpr BFloat16RowsFn kBFloat16RowsFns[kBFloat16Rows + 1] = {
+    nullptr,          &BFloat16Rows<1>, &BFloat16Rows<2>, &BFloat16Rows<3>,  &BFloat16Rows<4>,
+    &BFloat16Rows<5>, &BFloat16Rows<6>, &BFloat16Rows<7>, &BFloat16Rows<8>,  &BFloat16Rows<9>,
+    &BFloat16Rows<10>, &BFloat16Rows<11>, &BFloat16Rows<12>};
+
 // Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
 // scale and zero point: the range [min(x, 0), max(x, 0)] over 255 steps.
 RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,
@@ -598,7 +656,7 @@ RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, float lev
 
 }  // namespace
 
-bool PackedBFloat16Weights::Supported() {
+bool PackedBFloat16Weights::AmxSupported() {
 #if RELSERVE_AMX_GEMM
   static const bool supported = CpuHasAmx(/*bfloat16=*/true) && TileDataPermitted();
   return supported;
@@ -607,31 +665,74 @@ bool PackedBFloat16Weights::Supported() {
 #endif
 }
 
+bool PackedBFloat16Weights::Avx512Supported() {
+#if RELSERVE_AMX_GEMM
+  static const bool supported = CpuHasAvx512BFloat16();
+  return supported;
+#else
+  return false;
+#endif
+}
+
+bool PackedBFloat16Weights::Supports(BFloat16Kernel kernel) {
+  return kernel == BFloat16Kernel::kAmx ? AmxSupported() : Avx512Supported();
+}
+
+bool PackedBFloat16Weights::Supported() { return AmxSupported() || Avx512Supported(); }
+
+BFloat16Kernel PackedBFloat16Weights::Best() {
+  return AmxSupported() ? BFloat16Kernel::kAmx : BFloat16Kernel::kAvx512;
+}
+
+const char* BFloat16KernelName(BFloat16Kernel kernel) {
+  return kernel == BFloat16Kernel::kAmx ? "amx" : "avx512-bf16";
+}
+
 std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const uint16_t* w, int64_t n, int64_t k,
                                                                          int64_t ld) {
-  (void)Supported();  // asks for the tile registers once, before any GEMM on what is packed here
+  (void)AmxSupported();  // asks for the tile registers once, before any GEMM on what is packed here
   std::shared_ptr<PackedBFloat16Weights> packed(new PackedBFloat16Weights(n, k));
   static_assert(kDepthStep == 32, "two bfloat16 values per tile-row dword");
   PackBTiles<uint16_t>(w, n, k, ld, packed->panels(), packed->padded_k(), packed->data());
   return packed;
 }
 
-void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
-                     uint16_t* c, int64_t ldc) {
+void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
+                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
   const int64_t k = w.k();
-  ParallelTasks(m, w.panels(), [&](int64_t r0, int64_t r1, int64_t p) {
-    const int64_t n0 = p * kNr;
-    const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
-    const uint16_t* panel_bias = bias != nullptr ? bias + n0 : nullptr;
-    Task<BFloat16Product>(a, m, lda, k, reinterpret_cast<const int8_t*>(w.panel(p)), r0, r1,
-                          [&](const float* block, int64_t r, int64_t rows) {
-                            StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
-                          });
-  });
+  const bool tiles = kernel == BFloat16Kernel::kAmx;
+  ParallelTasks(
+      m, w.panels(),
+      [&](int64_t r0, int64_t r1, int64_t p) {
+        const int64_t n0 = p * kNr;
+        const int64_t cols = std::min<int64_t>(kNr, w.n() - n0);
+        const uint16_t* panel_bias = bias != nullptr ? bias + n0 : nullptr;
+        if (tiles) {
+          Task<BFloat16Product>(a, m, lda, k, reinterpret_cast<const int8_t*>(w.panel(p)), r0, r1,
+                                [&](const float* block, int64_t r, int64_t rows) {
+                                  StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+                                });
+          return;
+        }
+        // Blocks of kBFloat16Rows rows, each bringing an even share of the next panel (the thread's
+        // next task's, as ParallelTasks orders them) into L2 while it works (prefetch_spread.h).
+        alignas(64) float block[kBFloat16Rows * kNr];
+        const char* next = p + 1 < w.panels() ? reinterpret_cast<const char*>(w.panel(p + 1)) : nullptr;
+        const PrefetchSpread spread =
+            SpreadPrefetch(w.padded_k() * kNr * static_cast<int64_t>(sizeof(uint16_t)),
+                           (r1 - r0 + kBFloat16Rows - 1) / kBFloat16Rows, /*steps=*/std::max<int64_t>(1, k / 2));
+        for (int64_t r = r0; r < r1; r += kBFloat16Rows) {
+          const int64_t rows = std::min<int64_t>(kBFloat16Rows, r1 - r);
+          const char* prefetch = next != nullptr ? next + (r - r0) / kBFloat16Rows * spread.share : nullptr;
+          kBFloat16RowsFns[rows](a + r * lda, lda, k, w.panel(p), block, prefetch, spread.stride);
+          StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+        }
+      },
+      tiles);
 #else
-  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel;
   std::abort();  // Supported() is false
 #endif
 }

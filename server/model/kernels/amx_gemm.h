@@ -9,7 +9,18 @@
 
 namespace relserve {
 
-// A bfloat16 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for AmxGemmBFloat16: panels of
+// Which instructions GemmBFloat16 multiplies with, from the same packed weights:
+//  - kAmx: AMX tiles (TDPBF16PS, 32 x 32 blocks), on Intel Xeons from Sapphire Rapids;
+//  - kAvx512: AVX512-BF16 (VDPBF16PS, 12 rows x 32 features in registers), on CPUs with it and
+//    without AMX: AMD Zen 4 and later, Intel Cooper Lake.
+// Both sum each feature's products in float32, pair by pair along k; their results agree to the
+// float32 sums' rounding, not bit for bit.
+enum class BFloat16Kernel { kAmx, kAvx512 };
+
+// The kernel's name, as ModelInfo and the benchmarks report it.
+const char* BFloat16KernelName(BFloat16Kernel kernel);
+
+// A bfloat16 weight [n, k] (nn.Linear's [out, in]) packed once, at load, for GemmBFloat16: panels of
 // kPanelWidth output features; each panel, for each step of kDepthStep along k, holds two AMX B tiles
 // of 16 features (16 rows of k pairs, 1 KiB each: row r of tile t holds w[f, kk + 2r] and
 // w[f, kk + 2r + 1] for the features f = 16t .. 16t + 15 of the panel, side by side). The last panel
@@ -17,10 +28,16 @@ namespace relserve {
 // the weight as it lies, where a BLAS (oneDNN's, through LibTorch) reorders it on every call.
 class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
  public:
-  // Whether this CPU and kernel run AmxGemmBFloat16: x86-64 with AMX-TILE, AMX-BF16 and AVX512-BF16,
-  // and the kernel lets this process use the tile registers (asked once, here). Nothing should be
-  // packed where they do not.
+  // Whether this CPU and kernel run BFloat16Kernel::kAmx: x86-64 with AMX-TILE, AMX-BF16 and
+  // AVX512-BF16, and the kernel lets this process use the tile registers (asked once, here).
+  static bool AmxSupported();
+  // Whether this CPU runs BFloat16Kernel::kAvx512: x86-64 with AVX-512 F, BW, VL and AVX512-BF16.
+  static bool Avx512Supported();
+  static bool Supports(BFloat16Kernel kernel);
+  // Whether this CPU runs either kernel. Nothing should be packed where it does not.
   static bool Supported();
+  // AMX where the CPU runs it, else AVX512-BF16.
+  static BFloat16Kernel Best();
   // w: n rows of k bfloat16 values (their bits), rows `ld` values apart (ld >= k); n, k > 0.
   static std::shared_ptr<const PackedBFloat16Weights> Pack(const uint16_t* w, int64_t n, int64_t k, int64_t ld);
 
@@ -29,13 +46,13 @@ class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
 };
 
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), all bfloat16 (their bits): products summed
-// in float32 in the AMX tiles, the bias added in float32, then rounded once to bfloat16 (to nearest,
-// ties to even), as oneDNN's bfloat16 matmul does. a's rows are lda values apart, c's ldc apart (c must
-// not overlap a). Blocks of rows and weight panels are shared among LibTorch's intra-op threads
-// (at::parallel_for); each thread loads its tile configuration itself. Call only where
-// PackedBFloat16Weights::Supported().
-void AmxGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w,
-                     const uint16_t* bias, uint16_t* c, int64_t ldc);
+// in float32 (in AMX tiles or AVX-512 registers, by `kernel`), the bias added in float32, then
+// rounded once to bfloat16 (to nearest, ties to even), as oneDNN's bfloat16 matmul does. a's rows
+// are lda values apart, c's ldc apart (c must not overlap a). Blocks of rows and weight panels are
+// shared among LibTorch's intra-op threads (at::parallel_for); under kAmx each thread loads its
+// tile configuration itself. Call only where PackedBFloat16Weights::Supports(kernel).
+void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
+                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel);
 
 // Which instructions GemmInt8 multiplies with, from the same packed weights:
 //  - kAmx: AMX tiles (TDPBUSD, 32 x 32 blocks);

@@ -26,9 +26,9 @@ at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const
   const GemmRows g = AsGemmRows(x.to(at::kBFloat16), weights.k(), weights.n());
   const at::Tensor b = bias.defined() ? bias.to(at::kBFloat16).contiguous() : at::Tensor();
   at::Tensor out = at::empty({g.rows, weights.n()}, g.a.options());
-  AmxGemmBFloat16(reinterpret_cast<const uint16_t*>(g.a.data_ptr<at::BFloat16>()), g.rows, g.lda, weights,
-                  b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
-                  reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n());
+  GemmBFloat16(reinterpret_cast<const uint16_t*>(g.a.data_ptr<at::BFloat16>()), g.rows, g.lda, weights,
+               b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
+               reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n(), PackedBFloat16Weights::Best());
   return out.view(g.out_sizes).to(x.scalar_type());
 }
 
@@ -68,7 +68,7 @@ absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_
 
 absl::Status PackLinearsBFloat16(const std::vector<Linear*>& layers) {
   if (!PackedBFloat16Weights::Supported()) {
-    return absl::FailedPreconditionError("the bfloat16 GEMM needs a CPU with AMX-BF16 that the kernel lets this process use");
+    return absl::FailedPreconditionError("the bfloat16 GEMM needs a CPU with AVX512-BF16, or AMX-BF16 that the kernel lets this process use");
   }
   for (Linear* layer : layers) {
     if (layer == nullptr || layer->packed != nullptr || layer->int8 != nullptr || !layer->weight.defined()) continue;

@@ -34,7 +34,7 @@ inline constexpr int64_t kPackedLinearEveryRow = std::numeric_limits<int64_t>::m
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel);
 
 // A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
-// that takes it, or for AmxGemmBFloat16 (bfloat16), which every input takes.
+// that takes it, or for GemmBFloat16 (bfloat16), which every input takes.
 struct PackedLinear {
   std::shared_ptr<const PackedWeights> weights;            // float32; null for bfloat16
   int64_t max_rows = kPackedLinearMaxRows;                  // float32 only
@@ -46,7 +46,8 @@ struct PackedLinear {
 at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x);
 
 // x [..., in] on the CPU -> [..., out] in x's type: x · wᵀ + bias in bfloat16 (x and bias, [out]
-// and contiguous or undefined, taken as bfloat16), through AmxGemmBFloat16 (kernels/amx_gemm.h).
+// and contiguous or undefined, taken as bfloat16), through GemmBFloat16 (kernels/amx_gemm.h) on the
+// CPU's best kernel (PackedBFloat16Weights::Best()).
 at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x);
 
 // Whether Linear runs x on `packed`: always for bfloat16; for float32 where x has at most
@@ -61,7 +62,7 @@ bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x);
 // PackedWeights::Supported().
 absl::Status PackLinearsFloat32(const std::vector<Linear*>& layers, int64_t max_rows = kPackedLinearMaxRows);
 
-// Packs each bfloat16 CPU layer's weight once for AmxGemmBFloat16 (Linear::packed) in place of the
+// Packs each bfloat16 CPU layer's weight once for GemmBFloat16 (Linear::packed) in place of the
 // weight as loaded, which is released (every input takes the packed one); the bias is made
 // contiguous. Layers already packed or quantized (and empty weights) are left as they are. Call
 // only where PackedBFloat16Weights::Supported().

@@ -1,5 +1,5 @@
-// The bfloat16 GEMM in AMX tiles against the same product in float64 from the same bfloat16
-// values, rounded once to bfloat16: on shapes that exercise every row block (1-16 rows, 17-32,
+// The bfloat16 GEMM, in AMX tiles and in AVX512-BF16 registers, against the same product in float64
+// from the same bfloat16 values, rounded once to bfloat16: on shapes that exercise every row block (1-16 rows, 17-32,
 // several blocks and tasks of rows), partial panels, strided inputs and outputs, with and
 // without bias; and against LibTorch's own bfloat16 linear (oneDNN).
 // The int8 GEMM in AMX tiles against the exact product of the values it quantizes to (each row's
@@ -46,12 +46,13 @@ at::Tensor Exact(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bia
 }
 
 // a [m, k] bfloat16 may be a strided view; c is written into a wider buffer, so that ldc > n.
-at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, int64_t extra_c_columns = 0) {
+at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, BFloat16Kernel kernel,
+                int64_t extra_c_columns = 0) {
   auto packed = PackedBFloat16Weights::Pack(Bits(w), w.size(0), w.size(1), w.stride(0));
   at::Tensor c = at::full({a.size(0), w.size(0) + extra_c_columns}, 7.0f, at::kBFloat16);
-  AmxGemmBFloat16(Bits(a), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), *packed,
-                  bias.defined() ? Bits(bias) : nullptr, reinterpret_cast<uint16_t*>(c.data_ptr<at::BFloat16>()),
-                  c.stride(0));
+  GemmBFloat16(Bits(a), a.size(0), a.size(0) > 1 ? a.stride(0) : a.size(1), *packed,
+               bias.defined() ? Bits(bias) : nullptr, reinterpret_cast<uint16_t*>(c.data_ptr<at::BFloat16>()),
+               c.stride(0), kernel);
   if (extra_c_columns > 0) {
     // Columns past n are never written.
     EXPECT_TRUE(at::all(c.narrow(1, w.size(0), extra_c_columns) == 7.0f).item<bool>());
@@ -61,22 +62,43 @@ at::Tensor Gemm(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias
 
 at::Tensor RandomBFloat16(std::initializer_list<int64_t> sizes) { return at::randn(sizes).to(at::kBFloat16); }
 
-TEST(AmxGemmTest, MatchesTheExactProductOnEveryBlockAndPanelEdge) {
-  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+void PrintTo(BFloat16Kernel kernel, std::ostream* os) { *os << BFloat16KernelName(kernel); }
+
+// Every bfloat16 kernel: AMX tiles and AVX512-BF16 registers, each where the CPU runs it.
+class BFloat16KernelTest : public ::testing::TestWithParam<BFloat16Kernel> {
+ protected:
+  void SetUp() override {
+    if (!PackedBFloat16Weights::Supports(kernel())) {
+      GTEST_SKIP() << "this CPU does not run " << BFloat16KernelName(kernel()) << " (or it is not permitted)";
+    }
+  }
+  BFloat16Kernel kernel() const { return GetParam(); }
+  at::Tensor Run(const at::Tensor& a, const at::Tensor& w, const at::Tensor& bias, int64_t extra_c_columns = 0) {
+    return Gemm(a, w, bias, kernel(), extra_c_columns);
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(EveryKernel, BFloat16KernelTest,
+                         ::testing::Values(BFloat16Kernel::kAmx, BFloat16Kernel::kAvx512),
+                         [](const ::testing::TestParamInfo<BFloat16Kernel>& info) {
+                           return info.param == BFloat16Kernel::kAmx ? std::string("Amx") : std::string("Avx512");
+                         });
+
+TEST_P(BFloat16KernelTest, MatchesTheExactProductOnEveryBlockAndPanelEdge) {
   c10::InferenceMode guard;
   at::manual_seed(3);
-  for (int64_t m : {1, 2, 15, 16, 17, 31, 32, 33, 48, 100, 255, 256, 257, 530}) {
+  // 12 and 13 rows: the AVX512-BF16 kernel's row blocks; 16, 32: the tiles'.
+  for (int64_t m : {1, 2, 11, 12, 13, 15, 16, 17, 24, 25, 31, 32, 33, 48, 100, 255, 256, 257, 530}) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{1, 32}, {7, 64}, {16, 32}, {31, 96}, {32, 128}, {33, 256},
                         {50, 320}, {96, 768}}) {
       at::Tensor a = RandomBFloat16({m, k}), w = RandomBFloat16({n, k}), bias = RandomBFloat16({n});
-      EXPECT_TRUE(RoundedOnce(Gemm(a, w, bias), a, w, bias)) << m << "x" << n << "x" << k;
-      EXPECT_TRUE(RoundedOnce(Gemm(a, w, at::Tensor()), a, w, at::Tensor())) << m << "x" << n << "x" << k;
+      EXPECT_TRUE(RoundedOnce(Run(a, w, bias), a, w, bias)) << m << "x" << n << "x" << k;
+      EXPECT_TRUE(RoundedOnce(Run(a, w, at::Tensor()), a, w, at::Tensor())) << m << "x" << n << "x" << k;
     }
   }
 }
 
-TEST(AmxGemmTest, StridedRowsAndWiderOutput) {
-  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+TEST_P(BFloat16KernelTest, StridedRowsAndWiderOutput) {
   c10::InferenceMode guard;
   at::manual_seed(4);
   at::Tensor wide = RandomBFloat16({37, 300});
@@ -84,32 +106,30 @@ TEST(AmxGemmTest, StridedRowsAndWiderOutput) {
   at::Tensor w_wide = RandomBFloat16({70, 280});
   at::Tensor w = w_wide.narrow(1, 5, 256);       // weight rows 280 apart
   at::Tensor bias = RandomBFloat16({70});
-  EXPECT_TRUE(RoundedOnce(Gemm(a, w, bias, /*extra_c_columns=*/9), a, w, bias));
+  EXPECT_TRUE(RoundedOnce(Run(a, w, bias, /*extra_c_columns=*/9), a, w, bias));
 }
 
-TEST(AmxGemmTest, ZerosInAndInfinitiesCarry) {
-  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+TEST_P(BFloat16KernelTest, ZerosInAndInfinitiesCarry) {
   c10::InferenceMode guard;
   at::Tensor a = at::zeros({20, 64}, at::kBFloat16), w = RandomBFloat16({40, 64}), bias = RandomBFloat16({40});
   // Zero rows give exactly the bias.
-  EXPECT_TRUE(at::equal(Gemm(a, w, bias), bias.expand({20, 40})));
+  EXPECT_TRUE(at::equal(Run(a, w, bias), bias.expand({20, 40})));
   a[3][5] = std::numeric_limits<float>::infinity();
   w.fill_(1.0);
-  const at::Tensor c = Gemm(a, w, at::Tensor());
+  const at::Tensor c = Run(a, w, at::Tensor());
   EXPECT_TRUE(at::all(at::isinf(c[3])).item<bool>());
   EXPECT_TRUE(at::all(c[2] == 0).item<bool>());
 }
 
-TEST(AmxGemmTest, CloseToLibTorchsBFloat16LinearAndTheSameOnOneOrTwoThreads) {
-  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+TEST_P(BFloat16KernelTest, CloseToLibTorchsBFloat16LinearAndTheSameOnOneOrTwoThreads) {
   c10::InferenceMode guard;
   at::manual_seed(5);
   at::Tensor a = RandomBFloat16({300, 768}), w = RandomBFloat16({3072, 768}), bias = RandomBFloat16({3072});
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  const at::Tensor one = Gemm(a, w, bias);
+  const at::Tensor one = Run(a, w, bias);
   at::set_num_threads(2);
-  const at::Tensor two = Gemm(a, w, bias);
+  const at::Tensor two = Run(a, w, bias);
   at::set_num_threads(threads);
   EXPECT_TRUE(at::equal(one, two));
   EXPECT_TRUE(RoundedOnce(one, a, w, bias));
@@ -120,26 +140,52 @@ TEST(AmxGemmTest, CloseToLibTorchsBFloat16LinearAndTheSameOnOneOrTwoThreads) {
   EXPECT_LE((apart - libtorch.to(at::kDouble).abs() * std::ldexp(1.0, -7)).max().item<double>(), 0.05);
 }
 
-// k that is not a multiple of the tiles' 32: the weight is padded with zeros, and the last columns
-// of a are copied out before the tiles read them (never past a row's end: NaN past it stays out).
-TEST(AmxGemmTest, DepthsThatAreNotAMultipleOf32) {
-  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+// k that is not a multiple of the tiles' 32, odd k among them: the weight is padded with zeros, and
+// no kernel reads past a row's end (the tiles copy the last columns out first; the AVX512-BF16
+// kernel takes an odd k's last value alone): NaN past it stays out.
+TEST_P(BFloat16KernelTest, DepthsThatAreNotAMultipleOf32) {
   c10::InferenceMode guard;
   at::manual_seed(7);
-  for (int64_t m : {1, 16, 20, 33, 300}) {
-    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 1}, {32, 17}, {40, 48}, {70, 100}, {64, 312}}) {
+  for (int64_t m : {1, 12, 16, 20, 33, 300}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 1}, {32, 17}, {40, 48}, {70, 100}, {64, 312}, {33, 771}}) {
       // Each row of a is followed by NaN, which a read past the row's end would carry into c.
       at::Tensor wide = at::full({m, k + 8}, std::numeric_limits<float>::quiet_NaN(), at::kBFloat16);
       at::Tensor a = wide.narrow(1, 0, k);
       a.copy_(RandomBFloat16({m, k}));
       at::Tensor w = RandomBFloat16({n, k}), bias = RandomBFloat16({n});
-      const at::Tensor c = Gemm(a, w, bias);
+      const at::Tensor c = Run(a, w, bias);
       EXPECT_FALSE(at::any(at::isnan(c)).item<bool>()) << m << "x" << n << "x" << k;
       EXPECT_TRUE(RoundedOnce(c, a, w, bias)) << m << "x" << n << "x" << k;
       auto packed = PackedBFloat16Weights::Pack(Bits(w), n, k, k);
       EXPECT_EQ(packed->padded_k() % PackedBFloat16Weights::kDepthStep, 0);
       EXPECT_GE(packed->padded_k(), k);
     }
+  }
+}
+
+// Where the CPU runs both kernels, they round the same float32 sums (up to their order) once: the
+// two answers are at most a unit in the last place apart.
+TEST(BFloat16KernelsTest, TheKernelsAgreeToAUnitInTheLastPlace) {
+  if (!PackedBFloat16Weights::Supports(BFloat16Kernel::kAmx) ||
+      !PackedBFloat16Weights::Supports(BFloat16Kernel::kAvx512)) {
+    GTEST_SKIP() << "this CPU runs at most one bfloat16 kernel";
+  }
+  c10::InferenceMode guard;
+  at::manual_seed(8);
+  const at::Tensor a = RandomBFloat16({77, 768}), w = RandomBFloat16({200, 768}), bias = RandomBFloat16({200});
+  const at::Tensor amx = Gemm(a, w, bias, BFloat16Kernel::kAmx).to(at::kDouble);
+  const at::Tensor avx512 = Gemm(a, w, bias, BFloat16Kernel::kAvx512).to(at::kDouble);
+  EXPECT_LE(((amx - avx512).abs() - amx.abs() * std::ldexp(1.0, -7)).max().item<double>(), 0.0);
+}
+
+// The kernel the CPU's projections take: AMX where it runs, else AVX512-BF16.
+TEST(BFloat16KernelsTest, TheBestKernelIsOneTheCpuRuns) {
+  EXPECT_EQ(PackedBFloat16Weights::Supported(), PackedBFloat16Weights::Supports(BFloat16Kernel::kAmx) ||
+                                                    PackedBFloat16Weights::Supports(BFloat16Kernel::kAvx512));
+  if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "this CPU runs neither bfloat16 kernel";
+  EXPECT_TRUE(PackedBFloat16Weights::Supports(PackedBFloat16Weights::Best()));
+  if (PackedBFloat16Weights::Supports(BFloat16Kernel::kAmx)) {
+    EXPECT_EQ(PackedBFloat16Weights::Best(), BFloat16Kernel::kAmx);
   }
 }
 

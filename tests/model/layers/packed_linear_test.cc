@@ -125,7 +125,7 @@ TEST_F(PackedLinearTest, RefusesWeightsItCannotPack) {
 class PackedBFloat16LinearTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "no AMX-BF16 on this CPU (or not permitted)";
+    if (!PackedBFloat16Weights::Supported()) GTEST_SKIP() << "neither AMX-BF16 nor AVX512-BF16 on this CPU";
   }
   c10::InferenceMode guard_;
 };
