@@ -209,7 +209,8 @@ const FlagTable<ServerConfig>& Flags() {
        [](const ServerConfig& c) { return AttentionOptionsName(c.gpu_attention); }),
       CustomFlag<C>("int8-attention", "auto|float32|bfloat16",
        "under --dtype int8, the precision of attention's products (q.k, the relative terms, probabilities x v): "
-       "auto is bfloat16 where the CPU has AVX512-BF16, else float32; bfloat16 is refused on a CPU without it",
+       "auto is bfloat16 where the CPU has AVX512-BF16, except in the batches relserve's float32 tiles take (at most "
+       "192 tokens on AVX-512 CPUs, with relserve's int8 GEMM), else float32; bfloat16 is refused on a CPU without it",
        [](const std::string& v, ServerConfig* c) {
          absl::StatusOr<Int8Attention> parsed = ParseInt8Attention(v);
          if (!parsed.ok()) return absl::InvalidArgumentError(absl::StrCat("--int8-attention: ", parsed.status().message()));

@@ -283,6 +283,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
     engine->impl_->kernels.cpu_products_in_bfloat16 =
         options.int8_attention == Int8Attention::kBfloat16 ||
         (options.int8_attention == Int8Attention::kAuto && CpuHasBfloat16Products());
+    engine->impl_->kernels.cpu_tiles_before_bfloat16 =
+        options.int8_attention == Int8Attention::kAuto && engine->impl_->kernels.cpu_products_in_bfloat16;
     // Weight bits the GEMM cannot take are refused before any weight is read.
     RETURN_IF_ERROR(Int8WeightLevel(ChooseInt8Gemm(options.kernels.packed_int8_gemm), options.int8_weight_bits).status());
   }
@@ -327,12 +329,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
       projections = Int8GemmName(gemm);
       int8_weight_bits =
           *Int8WeightLevel(gemm, options.int8_weight_bits) == PackedInt8Weights::kSevenBitLevel ? 7 : 8;
-      if (gemm != Int8Gemm::kOneDnn && !engine->impl_->kernels.cpu_products_in_bfloat16 &&
+      if (gemm != Int8Gemm::kOneDnn &&
+          (!engine->impl_->kernels.cpu_products_in_bfloat16 || engine->impl_->kernels.cpu_tiles_before_bfloat16) &&
           options.kernels.packed_float32_gemm && PackedWeights::Supported()) {
-        // With relserve's int8 GEMM and attention's products in float32, the rest of a short batch's
-        // forward leaves OpenBLAS too, as in float32: the heads (float32) packed for relserve's
-        // float32 GEMM, attention's products in the tiles (TiledAttention). OpenBLAS's threads, once
-        // woken, yield on the cores the int8 GEMM's threads need.
+        // With relserve's int8 GEMM and attention's products in float32 (in short batches at least:
+        // cpu_tiles_before_bfloat16), the rest of a short batch's forward leaves OpenBLAS too, as in
+        // float32: the heads (float32) packed for relserve's float32 GEMM, attention's products in the
+        // tiles (TiledAttention). OpenBLAS's threads, once woken, yield on the cores the int8 GEMM's
+        // threads need.
         RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), packed_rows));
         packed_float32_rows = packed_rows;
       }

@@ -68,7 +68,9 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                       .In(kModelOptions));
   flags.push_back(CliString("int8-attention", "auto|float32|bfloat16",
                             "under --dtype int8, the precision of attention's products (q.k, the relative terms, "
-                            "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, else float32",
+                            "probabilities x v): auto is bfloat16 where the CPU has AVX512-BF16, except in the batches relserve's "
+                            "float32 tiles take (at most 192 tokens on AVX-512 CPUs, with relserve's int8 GEMM), else "
+                            "float32",
                             "auto")
                       .In(kModelOptions));
   flags.push_back(CliString("int8-weight-bits", "auto|7|8", std::string(Int8WeightBitsHelp()), "auto",

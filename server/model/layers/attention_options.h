@@ -51,6 +51,10 @@ struct AttentionKernels {
   // On the CPU, with float32 q, k and v: the products in bfloat16 (EngineOptions::int8_attention
   // resolved by the engine under --dtype int8: Int8Attention below). The context comes back in float32.
   bool cpu_products_in_bfloat16 = false;
+  // With cpu_products_in_bfloat16: the batches the tiles take (cpu_tiled_max_tokens, below) keep
+  // their products in float32, in the tiles (Int8Attention::kAuto: in a short batch bfloat16's
+  // products, through oneDNN, cost more than they save, docs/PERFORMANCE.md).
+  bool cpu_tiles_before_bfloat16 = false;
   // On the CPU, with float32 q, k and v, on a CPU with AVX-512F or AVX2, for a call whose batch holds at
   // most this many tokens (batch x length, padding included): each head of each sequence a task
   // of its own, its products in relserve's register tiles (relative_attention.cc, AttendTiled);
@@ -71,7 +75,10 @@ absl::StatusOr<DeviceAttention> ParseDeviceAttention(std::string_view name);
 // The precision of the CPU's attention products (q.k, DeBERTa's c2p and p2c terms, probabilities
 // times v) when the activations are float32 but the projections are not (--dtype int8; from
 // --int8-attention, EngineOptions::int8_attention):
-//   kAuto:     kBfloat16 where the CPU has bfloat16 instructions (AVX512-BF16 or AMX-BF16),
+//   kAuto:     where the CPU has bfloat16 instructions (AVX512-BF16 or AMX-BF16), kFloat32 for
+//              the batches relserve's float32 tiles take (at most 192 tokens on AVX-512 CPUs,
+//              with relserve's int8 GEMM: AttentionKernels::cpu_tiles_before_bfloat16; the
+//              forward then calls no BLAS and oneDNN at all) and kBfloat16 for longer ones;
 //              kFloat32 elsewhere.
 //   kFloat32:  the products in float32, as the activations.
 //   kBfloat16: q, k, v and the relative tables rounded to bfloat16 for the products (oneDNN's

@@ -147,7 +147,11 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
     if (in.stats != nullptr) in.stats->bias_calls.fetch_add(1, std::memory_order_relaxed);
     return BiasedAttention(in);
   }
-  if (in.kernels.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat) {
+  const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
+  const bool tiles_take_it =
+      B * L <= in.kernels.cpu_tiled_max_tokens && in.q.scalar_type() == at::kFloat && PackedWeights::Supported();
+  if (in.kernels.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat &&
+      !(in.kernels.cpu_tiles_before_bfloat16 && tiles_take_it)) {
     // The same path on bfloat16 copies of the product operands; the relative softmax sums its
     // terms in float32 either way (kernels/relative_softmax.h).
     RelativeAttentionInputs half = in;
@@ -158,8 +162,7 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
     return AttendOn(half).to(at::kFloat);
   }
   if (in.stats != nullptr) in.stats->cpu_calls.fetch_add(1, std::memory_order_relaxed);
-  const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
-  if (B * L <= in.kernels.cpu_tiled_max_tokens && in.q.scalar_type() == at::kFloat && PackedWeights::Supported()) {
+  if (tiles_take_it) {
     if (in.stats != nullptr) in.stats->cpu_tiled_calls.fetch_add(1, std::memory_order_relaxed);
     at::Tensor context = at::empty(in.q.sizes(), in.q.options());
     AttendTiled(in, context);

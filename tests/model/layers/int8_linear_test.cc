@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "server/model/engine.h"
 #include "server/model/kernels/amx_gemm.h"
+#include "server/model/kernels/packed_gemm.h"
 #include "server/model/layers/attention_options.h"
 #include "server/model/layers/layers.h"
 #include "server/safetensors/safetensors_file.h"
@@ -267,25 +268,29 @@ TEST(Int8EngineTest, EveryFamilyStaysCloseToTheReference) {
 }
 
 // --int8-attention: auto is bfloat16 where the CPU has bfloat16 instructions and float32 elsewhere
-// (the same answers, bit for bit, as the precision it stands for); the two precisions give
-// different answers (the switch reaches the products); bfloat16 on a CPU without the
-// instructions is refused at load.
+// (the same answers, bit for bit, as the precision it stands for), except that with relserve's
+// int8 GEMM the batches the float32 tiles take (at most 192 tokens on AVX-512 CPUs) keep float32
+// there (the next test); the two precisions give different answers (the switch reaches the
+// products); bfloat16 on a CPU without the instructions is refused at load.
+absl::StatusOr<std::vector<float>> RunInt8(const std::string& dir, const PaddedBatch& batch, Int8Attention attention) {
+  EngineOptions options;
+  options.dtype = DType::kInt8;
+  options.int8_attention = attention;
+  auto engine = Engine::Load(dir, options);
+  if (!engine.ok()) return engine.status();
+  auto out = (*engine)->ForwardPadded(batch, false);
+  if (!out.ok()) return out.status();
+  for (const NamedTensor& t : *out) {
+    if (t.name == "last_hidden_state") return t.data;
+  }
+  return absl::NotFoundError("no last_hidden_state");
+}
+
 TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
   const std::string dir = testing::ReferenceDir("deberta_v3_like");
   const PaddedBatch batch = testing::ReadReferenceInputs(dir + "/inputs.json");
-  auto run = [&](Int8Attention attention) -> absl::StatusOr<std::vector<float>> {
-    EngineOptions options;
-    options.dtype = DType::kInt8;
-    options.int8_attention = attention;
-    auto engine = Engine::Load(dir, options);
-    if (!engine.ok()) return engine.status();
-    auto out = (*engine)->ForwardPadded(batch, false);
-    if (!out.ok()) return out.status();
-    for (const NamedTensor& t : *out) {
-      if (t.name == "last_hidden_state") return t.data;
-    }
-    return absl::NotFoundError("no last_hidden_state");
-  };
+  ASSERT_GT(batch.batch * batch.length, 192) << "a batch past the tiles' bound";
+  auto run = [&](Int8Attention attention) { return RunInt8(dir, batch, attention); };
   auto f32 = run(Int8Attention::kFloat32);
   auto automatic = run(Int8Attention::kAuto);
   auto bf16 = run(Int8Attention::kBfloat16);
@@ -301,6 +306,37 @@ TEST(Int8EngineTest, AttentionPrecisionFollowsTheOptionAndTheCpu) {
     ASSERT_FALSE(bf16.ok());
     EXPECT_EQ(bf16.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(bf16.status().message()), HasSubstr("AVX512-BF16"));
+  }
+}
+
+// Under auto, with relserve's int8 GEMM on a CPU with bfloat16 instructions, a batch the float32
+// tiles take (one sequence of the reference, at most 192 tokens) keeps attention's products in
+// float32: float32's answers bit for bit, not bfloat16's (in a short batch bfloat16's products
+// through oneDNN cost more than they save, docs/PERFORMANCE.md). Elsewhere auto is float32 anyway.
+TEST(Int8EngineTest, ShortBatchesKeepFloat32AttentionUnderAuto) {
+  if (ChooseInt8Gemm(true) == Int8Gemm::kOneDnn || !PackedWeights::Supported()) {
+    GTEST_SKIP() << "neither relserve's int8 GEMM nor its float32 tiles run on this CPU";
+  }
+  const std::string dir = testing::ReferenceDir("deberta_v3_like");
+  const PaddedBatch all = testing::ReadReferenceInputs(dir + "/inputs.json");
+  PaddedBatch one;
+  one.batch = 1;
+  for (int64_t j = 0; j < all.length && all.attention_mask[j] != 0; ++j) {
+    one.input_ids.push_back(all.input_ids[j]);
+    one.attention_mask.push_back(1);
+  }
+  one.length = static_cast<int64_t>(one.input_ids.size());
+  ASSERT_GT(one.length, 2);
+  ASSERT_LE(one.length, 192);
+  auto f32 = RunInt8(dir, one, Int8Attention::kFloat32);
+  auto automatic = RunInt8(dir, one, Int8Attention::kAuto);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  EXPECT_EQ(*automatic, *f32);
+  if (CpuHasBfloat16Products()) {
+    auto bf16 = RunInt8(dir, one, Int8Attention::kBfloat16);
+    ASSERT_TRUE(bf16.ok()) << bf16.status();
+    EXPECT_GT(testing::MaxAbsDiff(*bf16, *f32), 1e-5) << "bfloat16 products gave float32's answers";
   }
 }
 

@@ -116,19 +116,25 @@ TEST_P(RelativeAttentionTest, BatchedAndSlicedMatchFloat64) {
 
 // float32 on AVX-512: each head of each sequence a task, its products in relserve's tiles
 // (AttentionKernels::cpu_tiled_max_tokens; 0, never, by default here) against ATen's products:
-// both within 1e-5 of float64, and not the same bits (the option reaches the products).
+// both within 1e-5 of float64, each counted on its own path (the option reaches the products).
+// The bits may agree: on an AMD Zen 4, OpenBLAS's kernel sums these short products in the tiles'
+// order, FMA for FMA.
 TEST_P(RelativeAttentionTest, TiledProductsMatchAtenProducts) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   Fixture f = Make(GetParam(), at::kFloat);
   const at::Tensor expected = Reference(f);
+  AttentionStats stats;
+  f.in.stats = &stats;
   ASSERT_EQ(f.in.kernels.cpu_tiled_max_tokens, 0);
   f.in.kernels.cpu_tiled_max_tokens = kAlwaysTiled;
   const at::Tensor tiled = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
   f.in.kernels.cpu_tiled_max_tokens = 0;
   const at::Tensor aten = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 2);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
   EXPECT_LT(MaxAbsDiff(tiled, expected), 1e-5);
   EXPECT_LT(MaxAbsDiff(aten, expected), 1e-5);
-  EXPECT_GT(MaxAbsDiff(tiled, aten), 0.0);
   // A c2p query of its own (DeBERTa's share_att_key=False layout) and a mask of another dtype.
   if (f.in.pos_key.defined()) {
     f.in.c2p_query = f.in.q * 0.5;
@@ -158,8 +164,7 @@ TEST_P(RelativeAttentionTest, TiledUpToTheBatchBound) {
   EXPECT_EQ(stats.cpu_calls.load(), 2);
   EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
   EXPECT_LT(MaxAbsDiff(at_bound, expected), 1e-5);
-  EXPECT_LT(MaxAbsDiff(past_bound, expected), 1e-5);
-  EXPECT_GT(MaxAbsDiff(at_bound, past_bound), 0.0);  // two paths, not one path twice
+  EXPECT_LT(MaxAbsDiff(past_bound, expected), 1e-5);  // two paths (the counts), the bits may agree
   Fixture half = Make(GetParam(), at::kBFloat16);
   half.in.stats = &stats;
   half.in.kernels.cpu_tiled_max_tokens = kAlwaysTiled;
