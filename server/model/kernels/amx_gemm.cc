@@ -654,25 +654,35 @@ RELSERVE_AMX_FN float QuantizeFeatureAvx512(const float* w, int64_t k, float lev
 }
 #endif  // RELSERVE_AMX_GEMM
 
+// What this CPU runs of relserve's kernels here, read once (CPUID; for AMX, Linux's grant of the
+// tile registers, asked then): all false where they are not built.
+struct CpuKernels {
+  bool amx_bfloat16 = false;
+  bool amx_int8 = false;
+  bool avx512_bfloat16 = false;
+  bool avx512_vnni = false;
+  bool avx2_fma = false;
+};
+const CpuKernels& ThisCpu() {
+  static const CpuKernels kernels = [] {
+    CpuKernels k;
+#if RELSERVE_AMX_GEMM
+    k.amx_bfloat16 = CpuHasAmx(/*bfloat16=*/true) && TileDataPermitted();
+    k.amx_int8 = CpuHasAmx(/*bfloat16=*/false) && TileDataPermitted();
+    k.avx512_bfloat16 = CpuHasAvx512BFloat16();
+    k.avx512_vnni = CpuHasAvx512Vnni();
+    k.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+    return k;
+  }();
+  return kernels;
+}
+
 }  // namespace
 
-bool PackedBFloat16Weights::AmxSupported() {
-#if RELSERVE_AMX_GEMM
-  static const bool supported = CpuHasAmx(/*bfloat16=*/true) && TileDataPermitted();
-  return supported;
-#else
-  return false;
-#endif
-}
+bool PackedBFloat16Weights::AmxSupported() { return ThisCpu().amx_bfloat16; }
 
-bool PackedBFloat16Weights::Avx512Supported() {
-#if RELSERVE_AMX_GEMM
-  static const bool supported = CpuHasAvx512BFloat16();
-  return supported;
-#else
-  return false;
-#endif
-}
+bool PackedBFloat16Weights::Avx512Supported() { return ThisCpu().avx512_bfloat16; }
 
 bool PackedBFloat16Weights::Supports(BFloat16Kernel kernel) {
   return kernel == BFloat16Kernel::kAmx ? AmxSupported() : Avx512Supported();
@@ -722,7 +732,7 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
         const char* next = p + 1 < w.panels() ? reinterpret_cast<const char*>(w.panel(p + 1)) : nullptr;
         const PrefetchSpread spread =
             SpreadPrefetch(w.padded_k() * kNr * static_cast<int64_t>(sizeof(uint16_t)),
-                           (r1 - r0 + kBFloat16Rows - 1) / kBFloat16Rows, /*steps=*/std::max<int64_t>(1, k / 2));
+                           (r1 - r0 + kBFloat16Rows - 1) / kBFloat16Rows, /*steps=*/(k + 1) / 2);
         for (int64_t r = r0; r < r1; r += kBFloat16Rows) {
           const int64_t rows = std::min<int64_t>(kBFloat16Rows, r1 - r);
           const char* prefetch = next != nullptr ? next + (r - r0) / kBFloat16Rows * spread.share : nullptr;
@@ -743,32 +753,11 @@ PackedInt8Weights::PackedInt8Weights(int64_t n, int64_t k, int max_level)
       sums_(static_cast<size_t>(panels() * kPanelWidth), 0),
       max_level_(max_level) {}
 
-bool PackedInt8Weights::Supported() {
-#if RELSERVE_AMX_GEMM
-  static const bool supported = CpuHasAmx(/*bfloat16=*/false) && TileDataPermitted();
-  return supported;
-#else
-  return false;
-#endif
-}
+bool PackedInt8Weights::Supported() { return ThisCpu().amx_int8; }
 
-bool PackedInt8Weights::VnniSupported() {
-#if RELSERVE_AMX_GEMM
-  static const bool supported = CpuHasAvx512Vnni();
-  return supported;
-#else
-  return false;
-#endif
-}
+bool PackedInt8Weights::VnniSupported() { return ThisCpu().avx512_vnni; }
 
-bool PackedInt8Weights::Avx2Supported() {
-#if RELSERVE_AMX_GEMM
-  static const bool supported = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return supported;
-#else
-  return false;
-#endif
-}
+bool PackedInt8Weights::Avx2Supported() { return ThisCpu().avx2_fma; }
 
 bool PackedInt8Weights::Supports(Int8Kernel kernel) {
   switch (kernel) {
