@@ -139,7 +139,9 @@ class H(http.server.BaseHTTPRequestHandler):
 http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 PY
 server=$!
-for _ in $(seq 1 50); do
+# Up to 30 s for the stand-in to listen: under a loaded CI machine (the fuzz tests beside it) its
+# Python took more than the 5 s this loop once allowed.
+for _ in $(seq 1 300); do
   out=$(probe) && { echo "FAILED: healthy on a 503: $out"; exit 1; }
   [[ "$out" == *503* ]] && break
   sleep 0.1
