@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/util/malloc_mmap_threshold.h"
 #include "server/util/openblas_core.h"
 
 namespace relserve {
@@ -67,7 +68,7 @@ void TuneProcessForInference(char** argv, const GetEnv& getenv) {
     // glibc otherwise raises after each large free), they go back to the system when freed, and
     // the rest is spread over no more arenas than cores, so that a thread's high-water mark does
     // not stay resident (docs/PERFORMANCE.md, "Memory of long texts").
-    mallopt(M_MMAP_THRESHOLD, 128 << 10);
+    mallopt(M_MMAP_THRESHOLD, static_cast<int>(kMallocMmapThresholdBytes));
     mallopt(M_ARENA_MAX, static_cast<int>(std::max(2u, std::thread::hardware_concurrency())));
   }
 }

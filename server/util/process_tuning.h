@@ -7,10 +7,11 @@
 namespace relserve {
 
 // Where tensors' memory comes from, set by RELSERVE_ALLOCATOR:
-// - cache (default): LibTorch's CPU tensors of 256 KB and more come from relserve's buffer
+// - cache (default): LibTorch's CPU tensors of 128 KiB and more come from relserve's buffer
 //   cache (server/model/runtime/buffer_cache.h): each block its own mapping, released blocks reused,
-//   the cache bounded by the peak in use at once and a quarter more. For the rest, glibc maps
-//   blocks of 128 KiB and more on their own (a fixed M_MMAP_THRESHOLD) and keeps no more arenas
+//   the cache bounded by the peak in use at once and a quarter more. For the rest (request
+//   bodies, JSON, answers), glibc maps blocks of 128 KiB and more on their own (a fixed
+//   M_MMAP_THRESHOLD, the same number: malloc_mmap_threshold.h) and keeps no more arenas
 //   than cores (M_ARENA_MAX), so that the large short-lived buffers of long requests go back to
 //   the system instead of staying in the arena of the thread that served them.
 // - heap: the setting before the cache: glibc serves every tensor from its heap, never maps

@@ -58,6 +58,23 @@ TEST_F(CpuTensorAllocatorTest, SmallTensorsKeepLibTorchsAllocator) {
   EXPECT_FLOAT_EQ(small.sum().item<float>(), 1000.0f);
 }
 
+// Tensors from glibc's mapping threshold up come from the cache: one byte less stays with
+// glibc's heap, and nothing in between is left for glibc to map and unmap on every call.
+TEST_F(CpuTensorAllocatorTest, TheCacheStartsWhereGlibcWouldMapABlock) {
+  const int64_t threshold = static_cast<int64_t>(kMallocMmapThresholdBytes);
+  const BufferCacheStats before = Stats();
+  {
+    at::Tensor below = at::empty({threshold - 1}, at::kByte);
+    EXPECT_EQ(Stats().in_use_bytes, before.in_use_bytes);
+    at::Tensor at_threshold = at::empty({threshold}, at::kByte);
+    EXPECT_EQ(Stats().in_use_bytes - before.in_use_bytes, threshold);
+    // A 128-token sequence's hidden states of a base-sized model in bfloat16 (192 KiB).
+    at::Tensor hidden = at::empty({1, 128, 768}, at::kBFloat16);
+    EXPECT_EQ(Stats().in_use_bytes - before.in_use_bytes, threshold + 192 * 1024);
+  }
+  EXPECT_EQ(Stats().in_use_bytes, before.in_use_bytes);
+}
+
 // ideep (oneDNN) allocates through raw_allocate and frees with raw_deleter() given the data
 // pointer alone, for large and small blocks alike.
 TEST_F(CpuTensorAllocatorTest, RawAllocationsOfBothKindsAreFreed) {
