@@ -59,10 +59,14 @@ void TuneProcessForInference(char** argv, const GetEnv& getenv) {
     execv("/proc/self/exe", argv);
     // execv failed: carry on with the spinning policy.
   }
-  if (*mode == AllocatorMode::kHeap) {
+  TuneMalloc(*mode);
+}
+
+void TuneMalloc(AllocatorMode mode) {
+  if (mode == AllocatorMode::kHeap) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, INT_MAX);
-  } else if (*mode == AllocatorMode::kCache) {
+  } else if (mode == AllocatorMode::kCache) {
     // Request bodies, parsed JSON and answers of long texts are large and short-lived, and come
     // from whichever HTTP thread took the call: mapped on their own (a fixed threshold, which
     // glibc otherwise raises after each large free), they go back to the system when freed, and

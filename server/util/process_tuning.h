@@ -10,8 +10,8 @@ namespace relserve {
 // - cache (default): LibTorch's CPU tensors of 128 KiB and more come from relserve's buffer
 //   cache (server/model/runtime/buffer_cache.h): each block its own mapping, released blocks reused,
 //   the cache bounded by the peak in use at once and a quarter more. For the rest (request
-//   bodies, JSON, answers), glibc maps blocks of 128 KiB and more on their own (a fixed
-//   M_MMAP_THRESHOLD, the same number: malloc_mmap_threshold.h) and keeps no more arenas
+//   bodies, JSON, answers), glibc maps blocks of 1 MiB and more on their own (a fixed
+//   M_MMAP_THRESHOLD: malloc_mmap_threshold.h, which says why 1 MiB) and keeps no more arenas
 //   than cores (M_ARENA_MAX), so that the large short-lived buffers of long requests go back to
 //   the system instead of staying in the arena of the thread that served them.
 // - heap: the setting before the cache: glibc serves every tensor from its heap, never maps
@@ -49,9 +49,12 @@ bool AsksForInt8(char** argv, const GetEnv& getenv);
 // 3. OpenBLAS's AVX-512 or AVX2 kernels where it fell back to its generic ones on a CPU model
 //    it does not know (openblas_core.h): OPENBLAS_CORETYPE is set, with the same one
 //    re-execution; a value the user set is kept.
-// 4. glibc's malloc as RELSERVE_ALLOCATOR asks (above). A bad value prints a message naming
-//    the variable and exits with status 2, as a bad flag does.
+// 4. glibc's malloc as RELSERVE_ALLOCATOR asks (above, TuneMalloc). A bad value prints a
+//    message naming the variable and exits with status 2, as a bad flag does.
 void TuneProcessForInference(char** argv, const GetEnv& getenv);
+
+// glibc's side of `mode` (mallopt; process-wide): what TuneProcessForInference does last.
+void TuneMalloc(AllocatorMode mode);
 
 }  // namespace relserve
 

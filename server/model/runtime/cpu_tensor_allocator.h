@@ -11,12 +11,14 @@ namespace relserve {
 
 // CPU tensors of at least this size come from the buffer cache; smaller ones (token ids,
 // pooled outputs, the shortest sequences' activations) stay with LibTorch's allocator (glibc),
-// where they neither take a mapping each nor fragment much. It is glibc's own threshold for
-// mapping a block (malloc_mmap_threshold.h): with 256 KiB here, tensors of 128-256 KiB (a
-// 128-token sequence's bfloat16 hidden states, a 64-token one's float32) were mapped, faulted
-// in and unmapped by glibc on every forward pass, about 20 MiB of fresh pages per pass of a
-// base-sized model in bfloat16 at 1 x 128.
-inline constexpr size_t kMinCachedTensorBytes = kMallocMmapThresholdBytes;
+// where they neither take a mapping each nor fragment much. At most glibc's own threshold for
+// mapping a block (malloc_mmap_threshold.h): with 256 KiB here and 128 KiB there, tensors in
+// between (a 128-token sequence's bfloat16 hidden states, a 64-token one's float32) were mapped,
+// faulted in and unmapped by glibc on every forward pass, about 20 MiB of fresh pages per pass
+// of a base-sized model in bfloat16 at 1 x 128.
+inline constexpr size_t kMinCachedTensorBytes = size_t{128} << 10;
+static_assert(kMinCachedTensorBytes <= kMallocMmapThresholdBytes,
+              "a tensor glibc would map on its own must come from the cache");
 
 // Makes LibTorch's CPU allocator route tensors of kMinCachedTensorBytes and more through one
 // process-wide BufferCache (see buffer_cache.h for why). Process-wide and idempotent; the
