@@ -30,14 +30,24 @@ absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment(const GetEnv& getenv)
       absl::StrCat("RELSERVE_ALLOCATOR=\"", mode, "\": expected cache, heap or system"));
 }
 
-bool AsksForInt8(char** argv, const GetEnv& getenv) {
-  if (const char* env = getenv("RELSERVE_DTYPE"); env != nullptr && std::string(env) == "int8") return true;
+namespace {
+
+// libgomp's spin iterations before a thread sleeps (about 100,000 a millisecond, its own estimate).
+constexpr char kShortSpinCount[] = "10000";
+
+}  // namespace
+
+std::string AskedDType(char** argv, const GetEnv& getenv) {
+  std::string dtype;
   for (int i = 1; argv[i] != nullptr; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--dtype=int8") return true;
-    if (arg == "--dtype" && argv[i + 1] != nullptr && std::string(argv[i + 1]) == "int8") return true;
+    if (arg.rfind("--dtype=", 0) == 0) dtype = arg.substr(8);
+    if (arg == "--dtype" && argv[i + 1] != nullptr) dtype = argv[i + 1];
   }
-  return false;
+  if (dtype.empty()) {
+    if (const char* env = getenv("RELSERVE_DTYPE"); env != nullptr) dtype = env;
+  }
+  return dtype;
 }
 
 void TuneProcessForInference(char** argv, const GetEnv& getenv) {
@@ -46,13 +56,17 @@ void TuneProcessForInference(char** argv, const GetEnv& getenv) {
     std::cerr << (argv[0] != nullptr ? argv[0] : "relserve") << ": " << mode.status().message() << "\n";
     std::exit(2);
   }
+  const std::string dtype = AskedDType(argv, getenv);
   const bool set_wait = getenv("OMP_WAIT_POLICY") == nullptr;
-  const bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && AsksForInt8(argv, getenv);
+  const bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && dtype == "int8";
+  const bool set_spin =
+      set_wait && getenv("GOMP_SPINCOUNT") == nullptr && (dtype == "bfloat16" || dtype == "int8");
   const std::string blas_core = getenv("OPENBLAS_CORETYPE") == nullptr
                                     ? OpenBlasCoreToForce(LoadedOpenBlasCore(), DetectCpuVectorFeatures())
                                     : std::string();
   if ((set_wait || set_timeout || !blas_core.empty()) && getenv("RELSERVE_NO_REEXEC") == nullptr) {
     if (set_wait) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    if (set_spin) setenv("GOMP_SPINCOUNT", kShortSpinCount, 1);  // read by libgomp before the policy
     if (set_timeout) setenv("OPENBLAS_THREAD_TIMEOUT", "4", 1);
     if (!blas_core.empty()) setenv("OPENBLAS_CORETYPE", blas_core.c_str(), 1);
     setenv("RELSERVE_NO_REEXEC", "1", 1);  // never loop, whatever happens to the variable

@@ -1,6 +1,8 @@
 #ifndef RELSERVE_SERVER_UTIL_PROCESS_TUNING_H_
 #define RELSERVE_SERVER_UTIL_PROCESS_TUNING_H_
 
+#include <string>
+
 #include "absl/status/statusor.h"
 #include "server/util/environment_reader.h"
 
@@ -28,8 +30,9 @@ enum class AllocatorMode { kCache, kHeap, kSystem };
 // EngineOptions::allocator).
 absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment(const GetEnv& getenv);
 
-// Whether the command line (--dtype int8, --dtype=int8) or RELSERVE_DTYPE asks for int8.
-bool AsksForInt8(char** argv, const GetEnv& getenv);
+// The dtype the command line asks for (--dtype X or --dtype=X, the last one given), else
+// RELSERVE_DTYPE's, else empty: what the programs' flags will read, seen before they are parsed.
+std::string AskedDType(char** argv, const GetEnv& getenv);
 
 // Process-wide settings that make CPU inference fast; call first thing in main(), with the
 // process's environment (`getenv`: std::getenv's answers; every variable below is read through it).
@@ -46,6 +49,13 @@ bool AsksForInt8(char** argv, const GetEnv& getenv);
 //    8 x 128 batch. In float32, where OpenBLAS computes nearly everything, spinning is kept
 //    (sleeping at once made one 128-token sequence about 5% slower). A value the user set is
 //    kept; both variables are read when the libraries load, hence the one re-execution.
+//    With --dtype bfloat16 or int8 (or RELSERVE_DTYPE), LibTorch's OpenMP threads also spin
+//    briefly before they sleep (GOMP_SPINCOUNT=10000, about 0.1 ms), so that the next parallel
+//    region of the same forward pass finds them awake: a futex wake per region made one
+//    128-token sequence 6-15% slower (docs/PERFORMANCE.md). In float32 they sleep at once
+//    (the spin made batches that OpenBLAS computes, whose threads then share the cores with
+//    the spinning ones, 5-8% slower). Not set when the user set GOMP_SPINCOUNT or
+//    OMP_WAIT_POLICY.
 // 3. OpenBLAS's AVX-512 or AVX2 kernels where it fell back to its generic ones on a CPU model
 //    it does not know (openblas_core.h): OPENBLAS_CORETYPE is set, with the same one
 //    re-execution; a value the user set is kept.

@@ -62,22 +62,23 @@ TEST_F(AllocatorModeTest, AnUnknownValueNamesTheVariableAndTheChoices) {
                                ::testing::HasSubstr("cache, heap or system")));
 }
 
-TEST(AsksForInt8Test, EitherFlagFormOrTheEnvironment) {
+TEST(AskedDTypeTest, EitherFlagFormTheLastOneOrTheEnvironment) {
   std::map<std::string, std::string> env;
-  auto asks = [&env](std::vector<std::string> args) {
+  auto asked = [&env](std::vector<std::string> args) {
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    return AsksForInt8(argv.data(), MapEnvironmentReader(env));
+    return AskedDType(argv.data(), MapEnvironmentReader(env));
   };
-  EXPECT_TRUE(asks({"relserve", "--model", "m=/m", "--dtype", "int8"}));
-  EXPECT_TRUE(asks({"relserve-model", "bench", "--dtype=int8"}));
-  EXPECT_FALSE(asks({"relserve", "--dtype", "bfloat16"}));
-  EXPECT_FALSE(asks({"relserve", "--dtype"}));  // no value: the flag parser's error, not ours
-  EXPECT_FALSE(asks({"relserve", "--model", "int8"}));
-  EXPECT_FALSE(asks({"relserve"}));
+  EXPECT_EQ(asked({"relserve", "--model", "m=/m", "--dtype", "int8"}), "int8");
+  EXPECT_EQ(asked({"relserve-model", "bench", "--dtype=bfloat16"}), "bfloat16");
+  EXPECT_EQ(asked({"relserve", "--dtype", "int8", "--dtype=float32"}), "float32");
+  EXPECT_EQ(asked({"relserve", "--dtype"}), "");  // no value: the flag parser's error, not ours
+  EXPECT_EQ(asked({"relserve", "--model", "int8"}), "");
+  EXPECT_EQ(asked({"relserve"}), "");
   env["RELSERVE_DTYPE"] = "int8";
-  EXPECT_TRUE(asks({"relserve"}));
+  EXPECT_EQ(asked({"relserve"}), "int8");
+  EXPECT_EQ(asked({"relserve", "--dtype", "bfloat16"}), "bfloat16");  // the flag wins
 }
 
 // Blocks glibc mapped on its own, now.
