@@ -7,8 +7,10 @@
 // blocked almost at once; the mask and any signal that arrives meanwhile (pending) carry over
 // execve into the server, which then takes them as it does every other shutdown signal.
 //
-// It also sets OMP_WAIT_POLICY=PASSIVE unless the environment sets it: the OpenMP runtime
-// reads it when it loads, and idle OpenMP threads that spin take CPU from the other workers.
+// The OpenMP and OpenBLAS variables the server needs before its libraries load are left to the
+// server (TuneProcessForInference, util/process_tuning.h), which chooses them by the dtype the
+// command line asks for and re-executes itself once with them: a policy set here would read to
+// it as the user's choice, and keep it from adding GOMP_SPINCOUNT under bfloat16 and int8.
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -34,7 +36,6 @@ __attribute__((section(".preinit_array"), used)) void (*const block_early)(int, 
 int main(int argc, char** argv) {
   (void)argc;
   BlockShutdownSignals(0, nullptr, nullptr);
-  if (getenv("OMP_WAIT_POLICY") == nullptr) setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
   char path[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -131,6 +132,10 @@ TEST(RelserveBinaryTest, ServesInt8) {
   std::ifstream environ("/proc/" + std::to_string(p.pid) + "/environ");
   std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
   EXPECT_THAT(env, HasSubstr(std::string("OPENBLAS_THREAD_TIMEOUT=4") + '\0'));
+  // LibTorch's threads spin briefly before they sleep, unless this test's caller chose a policy.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    EXPECT_THAT(env, HasSubstr(std::string("GOMP_SPINCOUNT=10000") + '\0'));
+  }
   stub.reset();
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);
