@@ -12,7 +12,7 @@ namespace relserve {
 // allocate and free on every call stays in the arenas: OpenBLAS's threaded GEMM allocates a
 // 516 KiB job array (MAX_CPU_NUMBER 64, Debian 12's build) on every call, and at 128 KiB each of
 // a base-sized float32 model's 2,300 attention products a batch of 8 x 128 was a mapping of its
-// own, faulted in and unmapped (about 7% of T5-base's time at that shape).
+// own, faulted in and unmapped (about 5% of T5-base's time at that shape, docs/PERFORMANCE.md).
 inline constexpr size_t kMallocMmapThresholdBytes = size_t{1} << 20;
 
 }  // namespace relserve

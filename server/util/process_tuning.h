@@ -51,8 +51,8 @@ std::string AskedDType(char** argv, const GetEnv& getenv);
 //    kept; both variables are read when the libraries load, hence the one re-execution.
 //    With --dtype bfloat16 or int8 (or RELSERVE_DTYPE), LibTorch's OpenMP threads also spin
 //    briefly before they sleep (GOMP_SPINCOUNT=10000, about 0.1 ms), so that the next parallel
-//    region of the same forward pass finds them awake: a futex wake per region made one
-//    128-token sequence 6-15% slower (docs/PERFORMANCE.md). In float32 they sleep at once
+//    region of the same forward pass finds them awake: with a futex wake per region one
+//    128-token sequence took 1.14-1.35x as long (docs/PERFORMANCE.md). In float32 they sleep at once
 //    (the spin made batches that OpenBLAS computes, whose threads then share the cores with
 //    the spinning ones, 5-8% slower). Not set when the user set GOMP_SPINCOUNT or
 //    OMP_WAIT_POLICY.
