@@ -461,6 +461,8 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   engine->impl_->kernels.cpu_tiled_max_tokens =
       TiledAttentionMaxTokens(options.kernels.tiled_attention, packed_float32_rows,
                               PackedWeights::Supported() && PackedWeights::Best() == Float32Kernel::kAvx2);
+  engine->impl_->kernels.cpu_tiled_bfloat16_max_tokens =
+      BFloat16TiledAttentionMaxTokens(options.kernels.bfloat16_tiled_attention);
   engine->impl_->batch_rounding = options.batch_rounding;
   if (!device.is_cpu()) {
     if (absl::Status backend = UseSdpaBackend(options.gpu_attention.sdpa); !backend.ok()) {

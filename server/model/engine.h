@@ -57,6 +57,9 @@ struct EngineKernels {
   // float32 attention on a CPU with AVX-512F or AVX2: which batches run each head of each sequence
   // as a task of its own, its products in relserve's register tiles (tiled_attention.h).
   TiledAttention tiled_attention = TiledAttention::kAuto;
+  // bfloat16 attention on a CPU with AVX512-BF16: which batches run each head of each sequence as a
+  // task of its own, its products in relserve's AVX512-BF16 registers (tiled_attention.h).
+  BFloat16TiledAttention bfloat16_tiled_attention = BFloat16TiledAttention::kAuto;
 };
 
 struct EngineOptions {

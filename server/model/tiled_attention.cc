@@ -23,4 +23,16 @@ int64_t TiledAttentionMaxTokens(TiledAttention tiled, int64_t packed_float32_row
   return 0;
 }
 
+int64_t BFloat16TiledAttentionMaxTokens(BFloat16TiledAttention tiled) {
+  switch (tiled) {
+    case BFloat16TiledAttention::kAuto:
+      return kBFloat16TiledAttentionMaxTokens;
+    case BFloat16TiledAttention::kNever:
+      return 0;
+    case BFloat16TiledAttention::kAlways:
+      return std::numeric_limits<int64_t>::max();
+  }
+  return 0;
+}
+
 }  // namespace relserve

@@ -26,6 +26,20 @@ enum class TiledAttention { kNever, kAuto, kWithPackedGemm, kWithPackedProjectio
 // the tiles are AVX2's (PackedWeights::Best() is Float32Kernel::kAvx2), which kAuto follows.
 int64_t TiledAttentionMaxTokens(TiledAttention tiled, int64_t packed_float32_rows, bool avx2_tiles);
 
+// Which bfloat16 batches run attention's products head by head in relserve's AVX512-BF16
+// registers (AttentionKernels::cpu_tiled_bfloat16_max_tokens, on a CPU with AVX512-BF16) rather
+// than in ATen's batched products (oneDNN):
+//   kAuto: batches of at most kBFloat16TiledAttentionMaxTokens tokens. There a head's products are
+//          small and oneDNN's calls cost more than they run (docs/PERFORMANCE.md: attention
+//          0.86x at T5-base 1 x 128, 0.72x at DeBERTa-v3-base 1 x 128 on an AMD Zen 4); at
+//          T5-base 8 x 128 the tiles took 1.2x oneDNN's time, and at 2 x 512 they were level.
+//   kNever, kAlways: for measurements (--bfloat16-attention onednn, tiles) and tests.
+enum class BFloat16TiledAttention { kAuto, kNever, kAlways };
+inline constexpr int64_t kBFloat16TiledAttentionMaxTokens = 192;
+
+// The most tokens a bfloat16 batch may have for `tiled` to run it in the tiles.
+int64_t BFloat16TiledAttentionMaxTokens(BFloat16TiledAttention tiled);
+
 }  // namespace relserve
 
 #endif  // RELSERVE_SERVER_MODEL_TILED_ATTENTION_H_

@@ -47,6 +47,7 @@ absl::Status RunBench(const CliArgs& args) {
   using Clock = std::chrono::steady_clock;
   for (int i = 0; i < warmup; ++i) RETURN_IF_ERROR(engine->Run(inputs, outputs).status());
   const std::optional<BufferCacheStats> cache_before = CpuTensorCacheStats();
+  const double attention_seconds_before = engine->attention_counts().host_seconds;
   std::vector<double> ms;
   for (int i = 0; i < iters; ++i) {
     const auto t0 = Clock::now();
@@ -104,10 +105,13 @@ absl::Status RunBench(const CliArgs& args) {
                            {"peak_in_use_mib", cache_after->peak_in_use_bytes / double(1 << 20)}};
   }
   // The attention calls of every batch run (warm-up included), by the path that ran them: on the
-  // CPU, cpu_tiled of the cpu calls in relserve's register tiles (--float32-attention).
+  // CPU, cpu_tiled of the cpu calls in relserve's register tiles (--float32-attention, --bfloat16-attention).
   const Engine::AttentionCounts calls = engine->attention_counts();
   out["attention_calls"] = {
       {"cpu", calls.cpu}, {"cpu_tiled", calls.cpu_tiled}, {"bias", calls.bias}, {"tables", calls.tables}};
+  // The host time of the timed batches' attention calls, per batch (their mean): the share of
+  // ms_per_batch that attention's products and softmax take.
+  out["attention_ms_per_batch"] = 1000.0 * (calls.host_seconds - attention_seconds_before) / iters;
   if (!args.Bool("no-gemm")) {
     const double gemm = MeasureMatmulFlops(info.dtype, gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;

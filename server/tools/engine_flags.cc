@@ -88,6 +88,13 @@ std::vector<Flag<CliArgs>> EngineFlags() {
                             "always (for measuring)",
                             "auto", {"auto", "blas", "tiles"})
                       .In(kModelOptions));
+  flags.push_back(CliString("bfloat16-attention", "auto|onednn|tiles",
+                            "under --dtype bfloat16 on a CPU with AVX512-BF16, what runs attention's products: auto, "
+                            "relserve's AVX512-BF16 registers head by head for batches of at most 192 tokens (so a short "
+                            "forward calls no oneDNN) and oneDNN's batched products for longer ones; onednn, oneDNN "
+                            "always; tiles, the registers always (for measuring)",
+                            "auto", {"auto", "onednn", "tiles"})
+                      .In(kModelOptions));
   flags.push_back(CliBool("log-shape-times",
                           "log the host time of forwards and their attention per (thread, batch, length): the "
                           "first two of each and any much slower than the shape's mean")
@@ -142,6 +149,10 @@ absl::StatusOr<LoadedModel> LoadModelFromFlags(const CliArgs& args, std::string*
   options.kernels.tiled_attention = float32_attention == "tiles"  ? TiledAttention::kAlways
                                     : float32_attention == "blas" ? TiledAttention::kNever
                                                                   : TiledAttention::kAuto;
+  const std::string bfloat16_attention = args.String("bfloat16-attention");
+  options.kernels.bfloat16_tiled_attention = bfloat16_attention == "tiles"    ? BFloat16TiledAttention::kAlways
+                                             : bfloat16_attention == "onednn" ? BFloat16TiledAttention::kNever
+                                                                              : BFloat16TiledAttention::kAuto;
   options.log_shape_times = args.Bool("log-shape-times");
   options.sentencepiece.path = args.String("sentencepiece-module");
   // RELSERVE_ALLOCATOR, as the program's start read it (TuneProcessForInference, which refused a

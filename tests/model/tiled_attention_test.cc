@@ -32,5 +32,13 @@ TEST(TiledAttentionTest, AutoFollowsTheTiles) {
   EXPECT_EQ(TiledAttentionMaxTokens(TiledAttention::kAuto, 192, /*avx2_tiles=*/true), kEvery);
 }
 
+// bfloat16's tiles: short batches by default, none or every batch when asked.
+TEST(TiledAttentionTest, BFloat16Choices) {
+  EXPECT_EQ(BFloat16TiledAttentionMaxTokens(BFloat16TiledAttention::kAuto), kBFloat16TiledAttentionMaxTokens);
+  EXPECT_EQ(kBFloat16TiledAttentionMaxTokens, 192);
+  EXPECT_EQ(BFloat16TiledAttentionMaxTokens(BFloat16TiledAttention::kNever), 0);
+  EXPECT_EQ(BFloat16TiledAttentionMaxTokens(BFloat16TiledAttention::kAlways), kEvery);
+}
+
 }  // namespace
 }  // namespace relserve

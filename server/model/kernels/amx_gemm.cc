@@ -397,6 +397,66 @@ constexpr BFloat16RowsFn kBFloat16RowsFns[kBFloat16Rows + 1] = {
     &BFloat16Rows<5>, &BFloat16Rows<6>, &BFloat16Rows<7>, &BFloat16Rows<8>,  &BFloat16Rows<9>,
     &BFloat16Rows<10>, &BFloat16Rows<11>, &BFloat16Rows<12>};
 
+// b's element (feature j, depth d) at b[j * b_row + d * b_col], packed into `out` as
+// PackedBFloat16Weights packs a weight (panels of kNr features, padded_k deep; zeros past n and k),
+// every value of out written. Where the features lie side by side (b_row 1: b is [k, n]), each
+// tile row is two runs of 16 values interleaved; otherwise each dword is one feature's pair.
+RELSERVE_AMX_FN void PackBFloat16Strided(const uint16_t* b, int64_t n, int64_t k, int64_t b_row, int64_t b_col,
+                                         int64_t panels, int64_t padded_k, uint16_t* out) {
+  uint32_t* dwords = reinterpret_cast<uint32_t*>(out);  // a tile row: 16 features x one pair
+  const int64_t pairs = (k + 1) / 2, padded_pairs = padded_k / 2;
+  for (int64_t p = 0; p < panels; ++p) {
+    uint32_t* panel = dwords + p * padded_k * kNr / 2;
+    for (int64_t t = 0; t < 2; ++t) {
+      const int64_t f0 = p * kNr + t * 16;
+      const int64_t width = std::max<int64_t>(0, std::min<int64_t>(16, n - f0));
+      const __mmask16 lanes = static_cast<__mmask16>((1u << width) - 1);
+      for (int64_t q = 0; q < padded_pairs; ++q) {
+        uint32_t* row = panel + (q / 16) * (2 * kTileBytes / 4) + t * (kTileBytes / 4) + (q % 16) * 16;
+        const int64_t d = 2 * q;
+        if (q >= pairs || width == 0) {
+          _mm512_store_si512(row, _mm512_setzero_si512());
+        } else if (b_row == 1) {
+          const __m256i lo = _mm256_maskz_loadu_epi16(lanes, b + f0 + d * b_col);
+          const __m256i hi = d + 1 < k ? _mm256_maskz_loadu_epi16(lanes, b + f0 + (d + 1) * b_col)
+                                       : _mm256_setzero_si256();
+          _mm512_store_si512(row, _mm512_or_si512(_mm512_cvtepu16_epi32(lo),
+                                                  _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16)));
+        } else if (b_col == 1 && d + 1 < k) {
+          // Each feature's pair is one dword of its row: one gather of the 16 features' dwords.
+          const __m512i at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                                _mm512_set1_epi32(static_cast<int32_t>(b_row)));
+          _mm512_store_si512(row, _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, at, b + f0 * b_row + d,
+                                                              sizeof(uint16_t)));
+        } else {
+          for (int64_t j = 0; j < 16; ++j) {
+            const uint16_t* v = b + (f0 + j) * b_row + d * b_col;
+            row[j] = j < width ? static_cast<uint32_t>(v[0]) | (d + 1 < k ? static_cast<uint32_t>(v[b_col]) << 16 : 0u)
+                               : 0u;
+          }
+        }
+      }
+    }
+  }
+}
+
+// A buffer of at least `values` bfloat16 values, 64-byte aligned, of the calling thread, grown as
+// needed and kept between calls.
+uint16_t* BFloat16ThreadScratch(size_t values) {
+  struct Buffer {
+    std::unique_ptr<uint16_t[], void (*)(uint16_t*)> data{nullptr, [](uint16_t* q) { std::free(q); }};
+    size_t capacity = 0;
+  };
+  thread_local Buffer buffer;
+  if (values > buffer.capacity) {
+    void* q = std::aligned_alloc(64, (values * sizeof(uint16_t) + 63) / 64 * 64);
+    if (q == nullptr) throw std::bad_alloc();
+    buffer.data.reset(static_cast<uint16_t*>(q));
+    buffer.capacity = values;
+  }
+  return buffer.data.get();
+}
+
 // Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
 // scale and zero point: the range [min(x, 0), max(x, 0)] over 255 steps.
 RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,
@@ -744,6 +804,36 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
 #else
   (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel;
   std::abort();  // Supported() is false
+#endif
+}
+
+void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k,
+                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc) {
+#if RELSERVE_AMX_GEMM
+  if (!PackedBFloat16Weights::Avx512Supported()) std::abort();  // never called where unsupported
+  if (m <= 0 || n <= 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, uint16_t{0});
+    return;
+  }
+  // b in the thread's own panels, then each panel (in L1) times every block of rows.
+  const int64_t panels = (n + kNr - 1) / kNr;
+  const int64_t padded_k = (k + PackedBFloat16Weights::kDepthStep - 1) / PackedBFloat16Weights::kDepthStep *
+                           PackedBFloat16Weights::kDepthStep;
+  uint16_t* scratch = BFloat16ThreadScratch(static_cast<size_t>(panels * padded_k * kNr));
+  PackBFloat16Strided(b, n, k, b_row, b_col, panels, padded_k, scratch);
+  alignas(64) float block[kBFloat16Rows * kNr];
+  for (int64_t p = 0; p < panels; ++p) {
+    const int64_t cols = std::min<int64_t>(kNr, n - p * kNr);
+    for (int64_t r = 0; r < m; r += kBFloat16Rows) {
+      const int64_t rows = std::min<int64_t>(kBFloat16Rows, m - r);
+      kBFloat16RowsFns[rows](a + r * lda, lda, k, scratch + p * padded_k * kNr, block, nullptr, 0);
+      StoreBFloat16Block(block, rows, cols, nullptr, c + r * ldc + p * kNr, ldc);
+    }
+  }
+#else
+  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc;
+  std::abort();  // Avx512Supported() is false
 #endif
 }
 

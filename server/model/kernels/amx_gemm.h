@@ -54,6 +54,17 @@ class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
 void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
                   uint16_t* c, int64_t ldc, BFloat16Kernel kernel);
 
+// c[m, n] = a[m, k] · b on the calling thread alone, all bfloat16 (their bits), where b's element
+// (j, d) (column j of the result, step d of the sum) is b[j * b_row + d * b_col]: a matrix [n, k]
+// with b_row = its row stride and b_col = 1 gives a · bᵀ; a matrix [k, n] with b_row = 1 and b_col =
+// its row stride gives a · b. b is packed into the thread's own panels first (kept between calls),
+// so that the small products of attention (one head of one sequence) run in
+// BFloat16Kernel::kAvx512's registers, one thread each. Sums in float32, rounded once to bfloat16,
+// as GemmBFloat16's. a's rows are lda values apart, c's ldc apart. Call only where
+// PackedBFloat16Weights::Avx512Supported().
+void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k,
+                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc);
+
 // Which instructions GemmInt8 multiplies with, from the same packed weights:
 //  - kAmx: AMX tiles (TDPBUSD, 32 x 32 blocks);
 //  - kVnni: AVX-512 VNNI (VPDPBUSD, 8 rows x 32 features in registers), the same results as kAmx,

@@ -62,6 +62,11 @@ struct AttentionKernels {
   // EngineKernels::tiled_attention (engine.h): by default the batches the packed float32 GEMM takes,
   // so that such a forward makes no BLAS call at all.
   int64_t cpu_tiled_max_tokens = 0;
+  // The same for bfloat16 q, k and v on a CPU with AVX512-BF16: at most this many tokens, each head
+  // of each sequence a task whose products run in relserve's AVX512-BF16 registers
+  // (kernels/amx_gemm.h, SerialGemmBFloat16), the scores rounded to bfloat16 as oneDNN's batched
+  // products round them; longer batches take ATen's batched products (oneDNN). 0: never.
+  int64_t cpu_tiled_bfloat16_max_tokens = 0;
 };
 
 // --gpu-attention's value: PATH or PATH:BACKEND, PATH "bias" or "tables", BACKEND "default",

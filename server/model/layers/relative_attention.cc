@@ -10,6 +10,7 @@
 #include "server/model/layers/biased_attention.h"
 #include "server/model/layers/table_attention.h"
 #include "server/model/runtime/device.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/kernels/packed_gemm.h"
 #include "server/model/kernels/parallel_for.h"
 #include "server/model/kernels/relative_softmax.h"
@@ -56,11 +57,27 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
   at::bmm_out(out, probs, v.reshape({nh * n, L, D}));
 }
 
+// The element type of AttendTiled's products and its serial GEMM on the tiles: float32 in
+// relserve's float32 tiles (kernels/packed_gemm.h), bfloat16 in its AVX512-BF16 registers
+// (kernels/amx_gemm.h), c = a · b with b's element (j, d) at b[j * b_row + d * b_col].
+const float* Values(const at::Tensor& t, float*) { return t.data_ptr<float>(); }
+const uint16_t* Values(const at::Tensor& t, uint16_t*) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
+void TileProduct(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
+                 int64_t b_col, float* c, int64_t ldc) {
+  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc);
+}
+void TileProduct(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k, int64_t b_row,
+                 int64_t b_col, uint16_t* c, int64_t ldc) {
+  SerialGemmBFloat16(a, m, lda, b, n, k, b_row, b_col, c, ldc);
+}
+
 // Every head of every sequence as its own task on LibTorch's threads, each task's products (q.k,
 // the c2p and p2c terms, probabilities x v) in relserve's register tiles on its own thread
-// (kernels/packed_gemm.h, SerialGemm) and its softmax right after, while its scores are in the
-// core's cache: no BLAS call per head, no [heads, batch, L, L] tensor in memory. float32 on a CPU
-// with AVX-512F or AVX2, batches of at most AttentionKernels::cpu_tiled_max_tokens tokens.
+// (TileProduct above) and its softmax right after, while its scores are in the core's cache: no
+// BLAS call per head, no [heads, batch, L, L] tensor in memory. T: float (float32 on a CPU with
+// AVX-512F or AVX2) or uint16_t (bfloat16 on a CPU with AVX512-BF16), the dtype of q, k and v; the
+// scores and terms take it too, as ATen's batched products give them.
+template <typename T>
 void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2), D = in.q.size(3);
   const at::Tensor q = in.q.contiguous(), k = in.k.contiguous(), v = in.v.contiguous();
@@ -74,31 +91,34 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   at::Tensor scores = at::empty({threads, 1, L, L}, q.options());
   at::Tensor c2p = rc > 0 ? at::empty({threads, 1, L, rc}, q.options()) : at::Tensor();
   at::Tensor p2c = rp > 0 ? at::empty({threads, 1, L, rp}, q.options()) : at::Tensor();
-  const float* qp = q.data_ptr<float>();
-  const float* kp = k.data_ptr<float>();
-  const float* vp = v.data_ptr<float>();
-  const float* cqp = cq.data_ptr<float>();
-  float* out = context.data_ptr<float>();
+  const T* qp = Values(q, static_cast<T*>(nullptr));
+  const T* kp = Values(k, static_cast<T*>(nullptr));
+  const T* vp = Values(v, static_cast<T*>(nullptr));
+  const T* cqp = Values(cq, static_cast<T*>(nullptr));
+  const T* pos_key_p = rc > 0 ? Values(pos_key, static_cast<T*>(nullptr)) : nullptr;
+  const T* pos_query_p = rp > 0 ? Values(pos_query, static_cast<T*>(nullptr)) : nullptr;
+  T* out = const_cast<T*>(Values(context, static_cast<T*>(nullptr)));
   // On LibTorch's threads through ParallelFor: at::parallel_for here, in a file built without
   // OpenMP, ran every head on the calling thread.
   ParallelFor(0, heads * B, 1, [&](int64_t begin, int64_t end) {
     c10::InferenceMode guard;
     const int64_t t = std::min<int64_t>(at::get_thread_num(), threads - 1);
     at::Tensor probs = scores[t];
+    T* probs_p = const_cast<T*>(Values(probs, static_cast<T*>(nullptr)));
     for (int64_t u = begin; u < end; ++u) {
       const int64_t h = u / B, b = u % B;
       const int64_t offset = u * L * D;  // [heads, B, L, D]: head h, sequence b
       RelativeScoreTerms terms;
       if (rc > 0) {
         terms.c2p = c2p[t];
-        SerialGemm(cqp + offset, L, D, pos_key.data_ptr<float>() + h * rc * D, rc, D, D, 1,
-                   terms.c2p.data_ptr<float>(), rc);
+        TileProduct(cqp + offset, L, D, pos_key_p + h * rc * D, rc, D, D, 1,
+                    const_cast<T*>(Values(terms.c2p, static_cast<T*>(nullptr))), rc);
         terms.c2p_index = in.c2p_index;
       }
       if (rp > 0) {
         terms.p2c = p2c[t];
-        SerialGemm(kp + offset, L, D, pos_query.data_ptr<float>() + h * rp * D, rp, D, D, 1,
-                   terms.p2c.data_ptr<float>(), rp);
+        TileProduct(kp + offset, L, D, pos_query_p + h * rp * D, rp, D, D, 1,
+                    const_cast<T*>(Values(terms.p2c, static_cast<T*>(nullptr))), rp);
         terms.p2c_index = in.p2c_index;
       }
       if (in.position_bias.defined()) terms.position_bias = in.position_bias.narrow(0, h, 1);
@@ -110,9 +130,9 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
       terms.zero_padded_queries = in.zero_padded_queries;
       terms.causal = in.causal;
       terms.avx512 = in.kernels.avx512;
-      SerialGemm(qp + offset, L, D, kp + offset, L, D, D, 1, probs.data_ptr<float>(), L);
+      TileProduct(qp + offset, L, D, kp + offset, L, D, D, 1, probs_p, L);
       RelativeSoftmaxInPlace(probs, 1, terms);
-      SerialGemm(probs.data_ptr<float>(), L, L, vp + offset, D, L, 1, D, out + offset, D);
+      TileProduct(probs_p, L, L, vp + offset, D, L, 1, D, out + offset, D);
     }
   });
 }
@@ -150,6 +170,9 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2);
   const bool tiles_take_it =
       B * L <= in.kernels.cpu_tiled_max_tokens && in.q.scalar_type() == at::kFloat && PackedWeights::Supported();
+  const bool bfloat16_tiles_take_it = B * L <= in.kernels.cpu_tiled_bfloat16_max_tokens &&
+                                      in.q.scalar_type() == at::kBFloat16 &&
+                                      PackedBFloat16Weights::Avx512Supported();
   if (in.kernels.cpu_products_in_bfloat16 && in.q.scalar_type() == at::kFloat &&
       !(in.kernels.cpu_tiles_before_bfloat16 && tiles_take_it)) {
     // The same path on bfloat16 copies of the product operands; the relative softmax sums its
@@ -165,7 +188,13 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
   if (tiles_take_it) {
     if (in.stats != nullptr) in.stats->cpu_tiled_calls.fetch_add(1, std::memory_order_relaxed);
     at::Tensor context = at::empty(in.q.sizes(), in.q.options());
-    AttendTiled(in, context);
+    AttendTiled<float>(in, context);
+    return context;
+  }
+  if (bfloat16_tiles_take_it) {
+    if (in.stats != nullptr) in.stats->cpu_tiled_calls.fetch_add(1, std::memory_order_relaxed);
+    at::Tensor context = at::empty(in.q.sizes(), in.q.options());
+    AttendTiled<uint16_t>(in, context);
     return context;
   }
   at::Tensor context = at::empty_like(in.q);

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -161,6 +162,68 @@ TEST_P(BFloat16KernelTest, DepthsThatAreNotAMultipleOf32) {
       EXPECT_GE(packed->padded_k(), k);
     }
   }
+}
+
+// SerialGemmBFloat16 reads b either as [n, k] rows (a · bᵀ: attention's q · kᵀ and relative terms)
+// or as [k, n] (a · b: the probabilities times v), packs it on the calling thread and runs the
+// AVX512-BF16 kernel: the exact product rounded once, on row blocks, partial panels and odd depths,
+// with NaN just past every row of a and b (a read past a row's end would carry it into c) and c's
+// columns past n left as they were.
+TEST(SerialBFloat16GemmTest, RoundedOnceInBothLayouts) {
+  if (!PackedBFloat16Weights::Avx512Supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  c10::InferenceMode guard;
+  at::manual_seed(11);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 17, 64}, {12, 32, 64}, {13, 33, 63},
+                         {128, 128, 64}, {127, 255, 64}, {40, 64, 127}, {200, 64, 128}, {7, 512, 32}, {3, 9, 2}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
+    at::Tensor a_wide = at::full({m, k + 3}, nan, at::kBFloat16);
+    at::Tensor a = a_wide.narrow(1, 0, k);
+    a.copy_(RandomBFloat16({m, k}));
+    at::Tensor rows_wide = at::full({n, k + 5}, nan, at::kBFloat16);  // b as [n, k]
+    at::Tensor rows = rows_wide.narrow(1, 0, k);
+    rows.copy_(RandomBFloat16({n, k}));
+    at::Tensor cols_wide = at::full({k, n + 5}, nan, at::kBFloat16);  // b as [k, n]
+    at::Tensor cols = cols_wide.narrow(1, 0, n);
+    cols.copy_(RandomBFloat16({k, n}));
+    at::Tensor c = at::full({m, n + 3}, 7.0f, at::kBFloat16);
+    uint16_t* c_bits = reinterpret_cast<uint16_t*>(c.data_ptr<at::BFloat16>());
+    SerialGemmBFloat16(Bits(a_wide), m, k + 3, Bits(rows_wide), n, k, /*b_row=*/k + 5, /*b_col=*/1, c_bits, n + 3);
+    EXPECT_FALSE(at::any(at::isnan(c)).item<bool>()) << "a·bT";
+    EXPECT_TRUE(RoundedOnce(c.narrow(1, 0, n), a, rows, at::Tensor())) << "a·bT";
+    EXPECT_TRUE(at::all(c.narrow(1, n, 3) == 7.0f).item<bool>()) << "a·bT";
+    SerialGemmBFloat16(Bits(a_wide), m, k + 3, Bits(cols_wide), n, k, /*b_row=*/1, /*b_col=*/n + 5, c_bits, n + 3);
+    EXPECT_FALSE(at::any(at::isnan(c)).item<bool>()) << "a·b";
+    EXPECT_TRUE(RoundedOnce(c.narrow(1, 0, n), a, cols.t(), at::Tensor())) << "a·b";
+    EXPECT_TRUE(at::all(c.narrow(1, n, 3) == 7.0f).item<bool>()) << "a·b";
+  }
+  // No depth at all: zeros.
+  at::Tensor a = RandomBFloat16({4, 1}), b = RandomBFloat16({3, 1});
+  at::Tensor c = at::full({4, 3}, 7.0f, at::kBFloat16);
+  SerialGemmBFloat16(Bits(a), 4, 1, Bits(b), 3, 0, 1, 1, reinterpret_cast<uint16_t*>(c.data_ptr<at::BFloat16>()), 3);
+  EXPECT_TRUE(at::all(c == 0.0f).item<bool>());
+}
+
+// The thread's panels are kept between calls: a large product, then a small one, then the large
+// one again give the same answers as alone (what a smaller call leaves in the panels is
+// overwritten, padding included).
+TEST(SerialBFloat16GemmTest, PanelsReusedAcrossShapes) {
+  if (!PackedBFloat16Weights::Avx512Supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  c10::InferenceMode guard;
+  at::manual_seed(12);
+  auto run = [](const at::Tensor& a, const at::Tensor& b) {
+    at::Tensor c = at::empty({a.size(0), b.size(0)}, at::kBFloat16);
+    SerialGemmBFloat16(Bits(a), a.size(0), a.size(1), Bits(b), b.size(0), b.size(1), b.size(1), 1,
+                       reinterpret_cast<uint16_t*>(c.data_ptr<at::BFloat16>()), b.size(0));
+    return c;
+  };
+  const at::Tensor big_a = RandomBFloat16({50, 96}), big_b = RandomBFloat16({70, 96});
+  const at::Tensor small_a = RandomBFloat16({9, 33}), small_b = RandomBFloat16({5, 33});
+  const at::Tensor big = run(big_a, big_b);
+  const at::Tensor small = run(small_a, small_b);
+  EXPECT_TRUE(RoundedOnce(small, small_a, small_b, at::Tensor()));
+  EXPECT_TRUE(at::equal(run(big_a, big_b), big));
+  EXPECT_TRUE(at::equal(run(small_a, small_b), small));
 }
 
 // Where the CPU runs both kernels, they round the same float32 sums (up to their order) once: the

@@ -10,6 +10,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include "gtest/gtest.h"
+#include "server/model/kernels/amx_gemm.h"
 #include "server/model/kernels/packed_gemm.h"
 #include "tests/testing/tensor_max_abs_diff.h"
 
@@ -171,6 +172,57 @@ TEST_P(RelativeAttentionTest, TiledUpToTheBatchBound) {
   RelativeAttention(half.in);
   EXPECT_EQ(stats.cpu_calls.load(), 3);
   EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
+}
+
+// bfloat16 on a CPU with AVX512-BF16: each head of each sequence a task, its products in
+// relserve's AVX512-BF16 registers (AttentionKernels::cpu_tiled_bfloat16_max_tokens; 0, never, by
+// default here) against ATen's batched products (oneDNN). Both sum in float32 and round the scores,
+// terms and context to bfloat16, so they agree to those roundings, and both are as close to float64
+// as bfloat16 allows. The bound is the batch's tokens: at it, the tiles (counted so); one fewer,
+// ATen's. float32 inputs never take these tiles.
+TEST_P(RelativeAttentionTest, BFloat16TiledProductsMatchAtenProducts) {
+  if (!PackedBFloat16Weights::Avx512Supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  Fixture f = Make(GetParam(), at::kBFloat16);
+  const at::Tensor expected = Reference(f);
+  AttentionStats stats;
+  f.in.stats = &stats;
+  ASSERT_EQ(f.in.kernels.cpu_tiled_bfloat16_max_tokens, 0);
+  const at::Tensor aten = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 1);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 0);
+  f.in.kernels.cpu_tiled_bfloat16_max_tokens = kBatch * kLen;
+  const at::Tensor tiled = RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 2);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
+  ASSERT_EQ(tiled.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(tiled.sizes(), f.in.q.sizes());
+  EXPECT_LT(MaxAbsDiff(tiled, expected), 0.1);  // bfloat16 scores of magnitude ~10, as below
+  EXPECT_LT(MaxAbsDiff(aten, expected), 0.1);
+  EXPECT_LT(MaxAbsDiff(tiled, aten), 0.1);
+  // The mean difference is far below the worst: a misplaced key, head or term would move it by O(1).
+  EXPECT_LT((tiled.to(at::kDouble) - expected).abs().mean().item<double>(), 0.01);
+  f.in.kernels.cpu_tiled_bfloat16_max_tokens = kBatch * kLen - 1;
+  RelativeAttention(f.in);
+  EXPECT_EQ(stats.cpu_calls.load(), 3);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), 1);
+  // A c2p query of its own (DeBERTa's share_att_key=False layout) and a mask of another dtype.
+  if (f.in.pos_key.defined()) {
+    f.in.c2p_query = (f.in.q.to(at::kFloat) * 0.5).to(at::kBFloat16);
+    f.in.attention_mask = f.in.attention_mask.to(at::kFloat);
+    const at::Tensor aten_own = RelativeAttention(f.in);
+    f.in.kernels.cpu_tiled_bfloat16_max_tokens = kAlwaysTiled;
+    const at::Tensor tiled_own = RelativeAttention(f.in);
+    EXPECT_EQ(stats.cpu_tiled_calls.load(), 2);
+    EXPECT_LT(MaxAbsDiff(tiled_own, aten_own), 0.1);
+    EXPECT_LT((tiled_own.to(at::kDouble) - aten_own.to(at::kDouble)).abs().mean().item<double>(), 0.01);
+    EXPECT_GT(MaxAbsDiff(aten_own, aten), 0.1);
+  }
+  Fixture single = Make(GetParam(), at::kFloat);
+  single.in.stats = &stats;
+  single.in.kernels.cpu_tiled_bfloat16_max_tokens = kAlwaysTiled;
+  const int64_t tiled_before = stats.cpu_tiled_calls.load();
+  RelativeAttention(single.in);
+  EXPECT_EQ(stats.cpu_tiled_calls.load(), tiled_before);
 }
 
 TEST_P(RelativeAttentionTest, BFloat16CloseToFloat64) {
