@@ -28,7 +28,7 @@ constexpr int64_t kMr2 = 6;                           // rows per AVX2 register 
 constexpr int64_t kKc = 256;                          // k per pass: a panel's slice is 32 KiB, in L1
 constexpr int64_t kMc = 192;                          // rows per block: a block's slice of a stays in L2
 constexpr int64_t kHalf = kNr / 2;                    // features per AVX2 tile: half a panel
-constexpr int64_t kAvx2ChunkRows = 4 * kMc;           // rows packed at once by the AVX2 path (below)
+constexpr int64_t kPackedChunkRows = 4 * kMc;         // rows packed at once by PackedGemm (below)
 
 #if RELSERVE_PACKED_GEMM_X86
 
@@ -36,7 +36,9 @@ constexpr int64_t kAvx2ChunkRows = 4 * kMc;           // rows packed at once by 
 // c (ldc apart), columns masked by m0 / m1. The first pass over k starts from the bias (or zero),
 // the later ones from c. Where `prefetch` is not null, one cache line from it per step of k, kc in
 // all, is brought into L1 for the tiles after this one.
-template <int MR>
+// Where kPackedRows, a is the tile's rows packed by PackRowTiles (step kk of row i at kk * kMr + i)
+// and lda is unused.
+template <int MR, bool kPackedRows = false>
 RELSERVE_AVX512_FN void Tile(const float* a, int64_t lda, const float* b, int64_t kc, float* c, int64_t ldc,
                              __mmask16 m0, __mmask16 m1, const float* bias, bool first, const char* prefetch) {
   __m512 acc0[MR], acc1[MR];
@@ -59,7 +61,7 @@ RELSERVE_AVX512_FN void Tile(const float* a, int64_t lda, const float* b, int64_
     if (prefetch != nullptr) _mm_prefetch(prefetch + kk * 64, _MM_HINT_T0);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) {
-      const __m512 x = _mm512_set1_ps(a[i * lda + kk]);
+      const __m512 x = _mm512_set1_ps(kPackedRows ? a[kk * kMr + i] : a[i * lda + kk]);
       acc0[i] = _mm512_fmadd_ps(x, b0, acc0[i]);
       acc1[i] = _mm512_fmadd_ps(x, b1, acc1[i]);
     }
@@ -75,6 +77,10 @@ using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, in
 
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Tile<4>,  &Tile<5>, &Tile<6>,
                                     &Tile<7>, &Tile<8>, &Tile<9>, &Tile<10>, &Tile<11>, &Tile<12>};
+constexpr TileFn kPackedTiles[kMr + 1] = {
+    nullptr,           &Tile<1, true>,  &Tile<2, true>,  &Tile<3, true>, &Tile<4, true>,
+    &Tile<5, true>,    &Tile<6, true>,  &Tile<7, true>,  &Tile<8, true>, &Tile<9, true>,
+    &Tile<10, true>,   &Tile<11, true>, &Tile<12, true>};
 
 // Rows [m0, m0 + mc) against panel p (of a matrix of n columns, depth k, panels k * kNr floats
 // apart from `panels`), every pass over k. The first tiles of a pass prefetch the panel's next
@@ -82,8 +88,9 @@ constexpr TileFn kTiles[kMr + 1] = {nullptr,  &Tile<1>, &Tile<2>, &Tile<3>,  &Ti
 // after the last pass), so that the next pass does not wait for the weight on memory: in most runs
 // 1.06-1.15 times as fast at 128 rows, about 1.4 times at 24 (docs/PERFORMANCE.md). The last slice
 // of the last panel prefetches nothing.
-RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0, int64_t mc, const float* panels,
-                                        int64_t n, int64_t k, int64_t p, const float* bias, float* c, int64_t ldc) {
+RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, const float* packed, int64_t m0, int64_t mc,
+                                        const float* panels, int64_t n, int64_t k, int64_t p, const float* bias,
+                                        float* c, int64_t ldc) {
   const int64_t n0 = p * kNr;
   const int64_t cols = std::min(kNr, n - n0);
   const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
@@ -100,8 +107,14 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, int64_t m0,
       if (tile * kc < kc * kNr / 16 && (k0 + kc < k || n0 + kNr < n)) {
         prefetch = reinterpret_cast<const char*>(panel + (k0 + kc) * kNr) + tile * kc * 64;
       }
-      kTiles[rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr, kc, c + (m0 + i) * ldc + n0, ldc, mask0, mask1,
-                   panel_bias, k0 == 0, prefetch);
+      if (packed != nullptr) {
+        const int64_t tiles = (mc + kMr - 1) / kMr;
+        kPackedTiles[rows](packed + ((k0 / kKc) * tiles + tile) * kKc * kMr, 1, panel + k0 * kNr, kc,
+                           c + (m0 + i) * ldc + n0, ldc, mask0, mask1, panel_bias, k0 == 0, prefetch);
+      } else {
+        kTiles[rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr, kc, c + (m0 + i) * ldc + n0, ldc, mask0, mask1,
+                     panel_bias, k0 == 0, prefetch);
+      }
     }
   }
 }
@@ -193,28 +206,30 @@ constexpr Tile2Fn kTiles2[2][2][kMr2 + 1] = {
      {nullptr, &Tile2<1, true, true>, &Tile2<2, true, true>, &Tile2<3, true, true>, &Tile2<4, true, true>,
       &Tile2<5, true, true>, &Tile2<6, true, true>}}};
 
-// Rows [m0, m0 + mc) of a, k deep, as the AVX2 tiles read them fastest: for each pass s over k and
-// each tile t of 6 rows, kKc * 6 floats at out + (s * tiles + t) * kKc * 6 holding step kk of row
-// i at kk * 6 + i (rows past mc are zeros). The tile's six broadcasts per step then come from one
-// line instead of six rows lda apart: about 1.1 times the tiles' rate (docs/PERFORMANCE.md).
-int64_t RowTiles(int64_t mc) { return (mc + kMr2 - 1) / kMr2; }
-int64_t PackedRowsFloats(int64_t mc, int64_t k) { return (k + kKc - 1) / kKc * RowTiles(mc) * kKc * kMr2; }
+// Rows [m0, m0 + mc) of a, k deep, as the tiles read them fastest: for each pass s over k and each
+// tile t of R = tile_rows rows (6 for AVX2, 12 for AVX-512), kKc * R floats at out + (s * tiles + t)
+// * kKc * R holding step kk of row i at kk * R + i (rows past mc are zeros). The tile's R
+// broadcasts per step then come from one line or two instead of R rows lda apart.
+int64_t RowTiles(int64_t mc, int64_t tile_rows = kMr2) { return (mc + tile_rows - 1) / tile_rows; }
+int64_t PackedRowsFloats(int64_t mc, int64_t k, int64_t tile_rows = kMr2) {
+  return (k + kKc - 1) / kKc * RowTiles(mc, tile_rows) * kKc * tile_rows;
+}
 
 void PackRowTiles(const float* a, int64_t lda, int64_t m0, int64_t mc, int64_t k, int64_t t0, int64_t t1,
-                  float* out) {
-  const int64_t tiles = RowTiles(mc);
+                  float* out, int64_t tile_rows = kMr2) {
+  const int64_t tiles = RowTiles(mc, tile_rows);
   for (int64_t k0 = 0, s = 0; k0 < k; k0 += kKc, ++s) {
     const int64_t kc = std::min(kKc, k - k0);
     for (int64_t t = t0; t < t1; ++t) {
-      float* tile = out + (s * tiles + t) * kKc * kMr2;
-      for (int64_t i = 0; i < kMr2; ++i) {
-        const int64_t row = t * kMr2 + i;
+      float* tile = out + (s * tiles + t) * kKc * tile_rows;
+      for (int64_t i = 0; i < tile_rows; ++i) {
+        const int64_t row = t * tile_rows + i;
         if (row >= mc) {
-          for (int64_t kk = 0; kk < kc; ++kk) tile[kk * kMr2 + i] = 0.f;
+          for (int64_t kk = 0; kk < kc; ++kk) tile[kk * tile_rows + i] = 0.f;
           continue;
         }
         const float* src = a + (m0 + row) * lda + k0;
-        for (int64_t kk = 0; kk < kc; ++kk) tile[kk * kMr2 + i] = src[kk];
+        for (int64_t kk = 0; kk < kc; ++kk) tile[kk * tile_rows + i] = src[kk];
       }
     }
   }
@@ -266,11 +281,12 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
   }
 }
 
-// The AVX-512 tiles read the rows as they lie (`packed` unused).
-RELSERVE_AVX512_FN void BlockTimesPanelAvx512(const float* a, int64_t lda, const float* /*packed*/, int64_t m0,
+// The AVX-512 tiles read the rows from `packed` (PackRowTiles of this block in tiles of 12) where it
+// is not null, else as they lie (SerialGemm).
+RELSERVE_AVX512_FN void BlockTimesPanelAvx512(const float* a, int64_t lda, const float* packed, int64_t m0,
                                               int64_t mc, const float* panels, int64_t n, int64_t k, int64_t p,
                                               const float* bias, float* c, int64_t ldc) {
-  BlockTimesPanel(a, lda, m0, mc, panels, n, k, p, bias, c, ldc);
+  BlockTimesPanel(a, lda, packed, m0, mc, panels, n, k, p, bias, c, ldc);
 }
 
 using BlockFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, const float*, int64_t, int64_t,
@@ -377,12 +393,12 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
   const Float32Kernel kernel = w.kernel();
   if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
   if (m <= 0 || w.n() <= 0) return;
-  if (kernel == Float32Kernel::kAvx2 && m > kAvx2ChunkRows) {
-    // The AVX2 path packs the rows first, into a buffer the calling thread keeps: chunks of at most
-    // 4 blocks' rows bound it (768 x 3072 floats, 9 MB, for a base model's feed-forward) however
-    // long the batch. Each chunk reads the weights again; at 768 rows that is 1 byte in 384 FLOPs.
-    for (int64_t r0 = 0; r0 < m; r0 += kAvx2ChunkRows) {
-      PackedGemm(a + r0 * lda, std::min(kAvx2ChunkRows, m - r0), lda, w, bias, c + r0 * ldc, ldc);
+  if (m > kPackedChunkRows) {
+    // The rows are packed first, into a buffer the calling thread keeps: chunks of at most 4
+    // blocks' rows bound it (768 x 3072 floats, 9 MB, for a base model's feed-forward) however long
+    // the batch. Each chunk reads the weights again; at 768 rows that is 1 byte in 384 FLOPs.
+    for (int64_t r0 = 0; r0 < m; r0 += kPackedChunkRows) {
+      PackedGemm(a + r0 * lda, std::min(kPackedChunkRows, m - r0), lda, w, bias, c + r0 * ldc, ldc);
     }
     return;
   }
@@ -400,21 +416,25 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
   const int64_t block_rows = (m + blocks - 1) / blocks;
   const int64_t panels = w.panels();
   const BlockFn block_times_panel = BlockFor(kernel);
-  // AVX2: every block's rows packed first (PackRowTiles), on the threads, tile by tile, into the
-  // calling thread's buffer (kept between calls).
-  float* packed = nullptr;
-  const int64_t block_floats = PackedRowsFloats(block_rows, w.k());
-  if (kernel == Float32Kernel::kAvx2) {
-    packed = ThreadScratch(Scratch::kRows, static_cast<size_t>(blocks * block_floats));
-    const int64_t tiles = RowTiles(block_rows);
+  // Every block's rows packed first (PackRowTiles, in the kernel's tiles of rows: 6 for AVX2, 12
+  // for AVX-512), on the threads, tile by tile, into the calling thread's buffer (kept between
+  // calls): each step's broadcasts then come from one line instead of a line of each row, lda
+  // apart (on a 32 KiB L1, rows 3 or 12 KiB apart fall in a few sets, which the panel's slice
+  // needs too). AVX2 about 1.1 times the tiles' rate; AVX-512 1.02-1.04 times alone and a forward
+  // 0.94-0.96 times the time on an AMD Zen 4 (docs/PERFORMANCE.md).
+  const int64_t tile_rows = kernel == Float32Kernel::kAvx2 ? kMr2 : kMr;
+  const int64_t block_floats = PackedRowsFloats(block_rows, w.k(), tile_rows);
+  float* const packed = ThreadScratch(Scratch::kRows, static_cast<size_t>(blocks * block_floats));
+  {
+    const int64_t tiles = RowTiles(block_rows, tile_rows);
     at::parallel_for(0, blocks * tiles, 1, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end;) {
         const int64_t block = item / tiles, t0 = item % tiles, t1 = std::min(tiles, t0 + (end - item));
         const int64_t m0 = block * block_rows;
         // The last block may be shorter: its layout has RowTiles of its own rows.
-        const int64_t mc = std::min(block_rows, m - m0), own_tiles = mc > 0 ? RowTiles(mc) : 0;
+        const int64_t mc = std::min(block_rows, m - m0), own_tiles = mc > 0 ? RowTiles(mc, tile_rows) : 0;
         if (t0 < own_tiles) {
-          PackRowTiles(a, lda, m0, mc, w.k(), t0, std::min(t1, own_tiles), packed + block * block_floats);
+          PackRowTiles(a, lda, m0, mc, w.k(), t0, std::min(t1, own_tiles), packed + block * block_floats, tile_rows);
         }
         item += t1 - t0;
       }
@@ -425,7 +445,7 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
       const int64_t block = item / panels, p = item % panels;
       const int64_t m0 = block * block_rows;
       if (m0 >= m) continue;
-      block_times_panel(a, lda, packed != nullptr ? packed + block * block_floats : nullptr, m0,
+      block_times_panel(a, lda, packed + block * block_floats, m0,
                         std::min(block_rows, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
     }
   });

@@ -171,8 +171,8 @@ TEST(PackedGemmTest, ThreadsGiveTheSameBits) {
   at::set_num_threads(before);
 }
 
-// Inputs past 768 rows run 768 at a time on the AVX2 tiles (so that the rows' buffer stays
-// bounded): the answers are those of each row on its own, across every chunk's edge.
+// Inputs past 768 rows run 768 at a time on either kernel's tiles (so that the packed rows' buffer
+// stays bounded): the answers are those of each row on its own, across every chunk's edge.
 TEST(PackedGemmTest, LongInputsGiveEachRowsOwnAnswer) {
   if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
   c10::InferenceMode guard;
@@ -215,6 +215,28 @@ TEST(PackedGemmTest, EachRowsAnswerIsItsOwnAtEveryBlockEnd) {
       }
     }
     EXPECT_LT(MaxAbsDiff(Gemm(a, w, bias, kernel), Reference(a, w, bias)), 5e-4) << Float32KernelName(kernel);
+  }
+}
+
+// PackedGemm packs the rows first (PackRowTiles, in each kernel's tiles of rows); SerialGemm reads
+// them as they lie. Both sum each result in the same order, so on the same weights they give the
+// same bits: the packed rows hold exactly the rows, on every tile's and pass's edge.
+TEST(PackedGemmTest, PackedRowsAndRowsAsTheyLieGiveTheSameBits) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  c10::InferenceMode guard;
+  at::manual_seed(10);
+  for (Float32Kernel kernel : Kernels()) {
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 32, 64}, {13, 40, 300}, {128, 64, 768},
+                           {150, 33, 513}}) {
+      const at::Tensor wide = at::randn({m, k + 5});
+      const at::Tensor a = wide.narrow(1, 2, k);  // rows k + 5 floats apart
+      const at::Tensor w = at::randn({n, k});
+      const at::Tensor packed = Gemm(a, w, at::Tensor(), kernel).clone();
+      at::Tensor serial = at::empty({m, n});
+      SerialGemm(a.data_ptr<float>(), m, k + 5, w.data_ptr<float>(), n, k, /*b_row=*/k, /*b_col=*/1,
+                 serial.data_ptr<float>(), n, kernel);
+      EXPECT_TRUE(at::equal(packed, serial)) << Float32KernelName(kernel) << " " << m << "x" << n << "x" << k;
+    }
   }
 }
 
