@@ -337,8 +337,14 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
         // float32: the heads (float32) packed for relserve's float32 GEMM, attention's products in the
         // tiles (TiledAttention). OpenBLAS's threads, once woken, yield on the cores the int8 GEMM's
         // threads need.
-        RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), packed_rows));
-        packed_float32_rows = packed_rows;
+        // The bound as before AMD's every-batch default (packed_linear.h), which was measured for
+        // float32's forwards alone: past 192 tokens on AVX-512, int8's attention products stay in
+        // bfloat16 (Int8Attention::kAuto), where they measured faster than in float32.
+        const int64_t int8_rows = options.kernels.packed_gemm_max_rows > 0
+                                      ? options.kernels.packed_gemm_max_rows
+                                      : DefaultPackedLinearMaxRows(PackedWeights::Best(), /*amd_cpu=*/false);
+        RETURN_IF_ERROR(PackLinearsFloat32(engine->impl_->model->HeadLinears(), int8_rows));
+        packed_float32_rows = int8_rows;
       }
     } else if (engine->impl_->dtype == at::kBFloat16 && device.is_cpu() && options.kernels.packed_bfloat16_gemm &&
                PackedBFloat16Weights::Supported()) {

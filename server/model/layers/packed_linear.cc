@@ -1,6 +1,13 @@
 #include "server/model/layers/packed_linear.h"
 
+#include <cstring>
+#include <string>
+
 #include <ATen/ATen.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "server/model/layers/gemm_rows.h"
@@ -32,8 +39,28 @@ at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const
   return out.view(g.out_sizes).to(x.scalar_type());
 }
 
-int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel) {
-  return kernel == Float32Kernel::kAvx512 ? kPackedLinearMaxRows : kPackedLinearEveryRow;
+int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel, bool amd_cpu) {
+  return kernel == Float32Kernel::kAvx512 && !amd_cpu ? kPackedLinearMaxRows : kPackedLinearEveryRow;
+}
+
+int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel) { return DefaultPackedLinearMaxRows(kernel, ThisCpuIsAmd()); }
+
+bool ThisCpuIsAmd() {
+#if defined(__x86_64__)
+  static const bool amd = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    char vendor[13];
+    std::memcpy(vendor, &ebx, 4);
+    std::memcpy(vendor + 4, &edx, 4);
+    std::memcpy(vendor + 8, &ecx, 4);
+    vendor[12] = '\0';
+    return std::string(vendor) == "AuthenticAMD";
+  }();
+  return amd;
+#else
+  return false;
+#endif
 }
 
 bool UsePackedLinear(const PackedLinear& packed, const at::Tensor& x) {

@@ -26,12 +26,20 @@ inline constexpr int64_t kPackedLinearMaxRows = 192;
 // The row bound under which every input takes the packed weights (ModelInfo::kEveryBatch).
 inline constexpr int64_t kPackedLinearEveryRow = std::numeric_limits<int64_t>::max();
 
-// The row bound an engine takes by default for `kernel`'s tiles
-// (EngineKernels::packed_gemm_max_rows 0): kPackedLinearMaxRows for AVX-512; kPackedLinearEveryRow
-// for AVX2, whose tiles on half-panel slices ran past 192 rows level with or ahead of OpenBLAS's
-// Zen kernels on two threads (0.96-1.04 on one), and whose forward then makes no BLAS call
-// (1.04-1.12 times the speed at 8 x 128 and 2 x 512, docs/PERFORMANCE.md).
+// The row bound an engine takes by default for `kernel`'s tiles on a CPU of this vendor
+// (EngineKernels::packed_gemm_max_rows 0):
+//  - kPackedLinearMaxRows for AVX-512 on Intel CPUs (measured on a Sapphire Rapids Xeon);
+//  - kPackedLinearEveryRow for AVX-512 on AMD CPUs: on a Zen 4, with the rows packed in tiles of
+//    12, forwards on the tiles alone took 0.86-0.97 times OpenBLAS's time at 8 x 128, 2 x 512 and
+//    8 x 512 on two threads, and were level on one;
+//  - kPackedLinearEveryRow for AVX2, whose tiles on half-panel slices ran past 192 rows level
+//    with or ahead of OpenBLAS's Zen kernels on two threads (0.96-1.04 on one), and whose forward
+//    then makes no BLAS call (1.04-1.12 times the speed at 8 x 128 and 2 x 512).
+// Every input taking the packed weights also releases the weights as loaded (docs/PERFORMANCE.md).
+int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel, bool amd_cpu);
+// The same for this CPU's vendor (CPUID's vendor string "AuthenticAMD").
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel);
+bool ThisCpuIsAmd();
 
 // A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
 // that takes it, or for GemmBFloat16 (bfloat16), which every input takes.

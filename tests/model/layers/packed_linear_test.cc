@@ -6,7 +6,10 @@
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 
+#include <fstream>
+#include <iterator>
 #include <limits>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "server/model/kernels/amx_gemm.h"
@@ -28,13 +31,26 @@ class PackedLinearTest : public ::testing::Test {
   c10::InferenceMode guard_;
 };
 
-// AVX-512's tiles take 192 rows by default (OpenBLAS is ahead past about 240 there), AVX2's every
-// input. Plain numbers: no CPU needed.
+// AVX-512's tiles take 192 rows by default on Intel CPUs (OpenBLAS is ahead past about 240 on a
+// Sapphire Rapids) and every input on AMD ones (ahead of OpenBLAS at every shape on a Zen 4);
+// AVX2's every input on both. Plain numbers: no CPU needed.
 TEST(PackedLinearDefaultsTest, EachKernelsRowBound) {
-  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512), kPackedLinearMaxRows);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512, /*amd_cpu=*/false), kPackedLinearMaxRows);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512, /*amd_cpu=*/true), kPackedLinearEveryRow);
   EXPECT_EQ(kPackedLinearMaxRows, 192);
-  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2), kPackedLinearEveryRow);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2, false), kPackedLinearEveryRow);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx2, true), kPackedLinearEveryRow);
   EXPECT_EQ(kPackedLinearEveryRow, std::numeric_limits<int64_t>::max());
+}
+
+// This CPU's default follows its vendor, as /proc/cpuinfo names it.
+TEST(PackedLinearDefaultsTest, ThisCpusVendor) {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string text((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  if (text.empty()) GTEST_SKIP() << "no /proc/cpuinfo";
+  EXPECT_EQ(ThisCpuIsAmd(), text.find("AuthenticAMD") != std::string::npos);
+  EXPECT_EQ(DefaultPackedLinearMaxRows(Float32Kernel::kAvx512),
+            DefaultPackedLinearMaxRows(Float32Kernel::kAvx512, ThisCpuIsAmd()));
 }
 
 // Where every input takes the packed weights, the weight as loaded is released (its memory goes
