@@ -19,6 +19,7 @@
 
 #include "server/model/kernels/avx2_lanes.h"
 #include "server/model/kernels/prefetch_spread.h"
+#include "server/model/kernels/thread_scratch.h"
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
   __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
@@ -440,22 +441,6 @@ RELSERVE_AMX_FN void PackBFloat16Strided(const uint16_t* b, int64_t n, int64_t k
   }
 }
 
-// A buffer of at least `values` bfloat16 values, 64-byte aligned, of the calling thread, grown as
-// needed and kept between calls.
-uint16_t* BFloat16ThreadScratch(size_t values) {
-  struct Buffer {
-    std::unique_ptr<uint16_t[], void (*)(uint16_t*)> data{nullptr, [](uint16_t* q) { std::free(q); }};
-    size_t capacity = 0;
-  };
-  thread_local Buffer buffer;
-  if (values > buffer.capacity) {
-    void* q = std::aligned_alloc(64, (values * sizeof(uint16_t) + 63) / 64 * 64);
-    if (q == nullptr) throw std::bad_alloc();
-    buffer.data.reset(static_cast<uint16_t*>(q));
-    buffer.capacity = values;
-  }
-  return buffer.data.get();
-}
 
 // Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
 // scale and zero point: the range [min(x, 0), max(x, 0)] over 255 steps.
@@ -820,7 +805,8 @@ void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_
   const int64_t panels = (n + kNr - 1) / kNr;
   const int64_t padded_k = (k + PackedBFloat16Weights::kDepthStep - 1) / PackedBFloat16Weights::kDepthStep *
                            PackedBFloat16Weights::kDepthStep;
-  uint16_t* scratch = BFloat16ThreadScratch(static_cast<size_t>(panels * padded_k * kNr));
+  // The calling thread's panels (thread_scratch.h).
+  uint16_t* scratch = ThreadScratch<uint16_t, 1>(0, static_cast<size_t>(panels * padded_k * kNr));
   PackBFloat16Strided(b, n, k, b_row, b_col, panels, padded_k, scratch);
   alignas(64) float block[kBFloat16Rows * kNr];
   for (int64_t p = 0; p < panels; ++p) {

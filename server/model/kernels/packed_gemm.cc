@@ -12,6 +12,7 @@
 
 #include "server/model/kernels/avx2_lanes.h"
 #include "server/model/kernels/prefetch_spread.h"
+#include "server/model/kernels/thread_scratch.h"
 #define RELSERVE_PACKED_GEMM_X86 1
 #define RELSERVE_AVX512_FN __attribute__((target("avx512f,fma")))
 #define RELSERVE_AVX2_FN __attribute__((target("avx2,fma")))
@@ -329,23 +330,10 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
   }
 }
 
-// A buffer of at least `floats` floats, 64-byte aligned for the tiles' loads, of the calling thread
-// (one per slot), grown as needed and kept between calls.
+// The calling thread's buffers (thread_scratch.h): SerialGemm's panels, PackedGemm's packed rows.
 enum class Scratch { kPanels, kRows };
 float* ThreadScratch(Scratch slot, size_t floats) {
-  struct Buffer {
-    std::unique_ptr<float[], void (*)(float*)> data{nullptr, [](float* q) { std::free(q); }};
-    size_t capacity = 0;
-  };
-  thread_local Buffer buffers[2];
-  Buffer& buffer = buffers[static_cast<int>(slot)];
-  if (floats > buffer.capacity) {
-    void* q = std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    if (q == nullptr) throw std::bad_alloc();
-    buffer.data.reset(static_cast<float*>(q));
-    buffer.capacity = floats;
-  }
-  return buffer.data.get();
+  return relserve::ThreadScratch<float>(static_cast<int>(slot), floats);
 }
 
 }  // namespace
