@@ -441,7 +441,6 @@ RELSERVE_AMX_FN void PackBFloat16Strided(const uint16_t* b, int64_t n, int64_t k
   }
 }
 
-
 // Row x (k float32 values) quantized to uint8 into q (padded_k values: zeros past k), with its
 // scale and zero point: the range [min(x, 0), max(x, 0)] over 255 steps.
 RELSERVE_AMX_FN void QuantizeRow(const float* x, int64_t k, int64_t padded_k, uint8_t* q, float* scale,

@@ -54,10 +54,10 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // c[m, n] = a[m, k] · wᵀ (+ bias[n] when bias is not null), in float32: a's rows lda floats apart,
 // c's rows ldc apart (c must not overlap a). Blocks of rows and weight panels are shared among
 // LibTorch's intra-op threads (at::parallel_for); each result is a sum over k in float32, taken in
-// chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place). The AVX2
-// kernel first copies a's rows into tiles of 6 (one buffer per calling thread, kept between calls,
-// at most 768 x k floats: longer inputs run 768 rows at a time), so that each step of a tile reads
-// them from one line.
+// chunks of 256 (so its rounding differs from a BLAS's by a few units in the last place). Each
+// kernel first copies a's rows into its tiles of rows, 6 for AVX2 and 12 for AVX-512 (one buffer
+// per calling thread, kept between calls, at most 768 x k floats: longer inputs run 768 rows at a
+// time), so that each step of a tile reads them from one line or two.
 // Runs the kernel w was packed for (w.kernel()); call only where PackedWeights::Supports(it).
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
                 int64_t ldc);
