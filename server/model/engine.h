@@ -31,8 +31,8 @@ struct EngineKernels {
   // The bias path calls LibTorch's fused scaled_dot_product_attention where this LibTorch has it;
   // false: its unfused ATen operations (matmul, float32 softmax, matmul).
   bool fused_attention = true;
-  // The CPU's relative softmax gathers with AVX-512 where the CPU has it (relative_softmax.h);
-  // false: its portable loops.
+  // The CPU's relative softmax gathers, and normalizes each float32 or bfloat16 row, with AVX-512
+  // where the CPU has it (relative_softmax.h); false: its portable loops.
   bool avx512_softmax = true;
   // CUDA graphs (cuda_graph_tokens) stood in for on the CPU: a graph is its work, run again on
   // each replay (device_graph.h), so that what is built around graphs is tested without a GPU.

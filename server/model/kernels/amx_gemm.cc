@@ -20,6 +20,7 @@
 #include "server/model/kernels/avx2_lanes.h"
 #include "server/model/kernels/prefetch_spread.h"
 #include "server/model/kernels/thread_scratch.h"
+#include "server/model/kernels/vector_math_avx512.h"
 #define RELSERVE_AMX_GEMM 1
 #define RELSERVE_AMX_FN \
   __attribute__((target("amx-tile,amx-bf16,amx-int8,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,avx512vnni")))
@@ -140,18 +141,51 @@ inline void HalfMasks(int64_t cols, __mmask16* m0, __mmask16* m1) {
   *m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
 }
 
+// 16 bfloat16 values (their bits) as float32.
+RELSERVE_AMX_FN inline __m512 BFloat16ToFloat(__m256i bits) {
+  const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xFFFF, bits);
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, wide, 16));
+}
+
+// 16 float32 values rounded to bfloat16 (to nearest, ties to even) and back.
+RELSERVE_AMX_FN inline __m512 RoundToBFloat16(__m512 v) {
+  return BFloat16ToFloat(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(v)));
+}
+
+// One half of a row (16 results, the bias added) through the epilogue's activation and residual
+// (bfloat16 bits at `residual`, `mask` of them read), each step rounded to bfloat16 as LibTorch's
+// bfloat16 operators round: the sum first, the activation's result (ReLU's is exact), the addition.
+// The caller rounds what this returns.
+RELSERVE_AMX_FN inline __m512 EpilogueHalf(__m512 v, EpilogueActivation act, const uint16_t* residual,
+                                           __mmask16 mask) {
+  v = RoundToBFloat16(v);
+  if (act == EpilogueActivation::kRelu) v = _mm512_maskz_max_ps(0xFFFF, _mm512_setzero_ps(), v);  // NaN stays
+  if (act == EpilogueActivation::kGelu) v = RoundToBFloat16(GeluErfAvx512(v));
+  if (residual != nullptr) v = _mm512_add_ps(v, LoadBFloat16(residual, mask));
+  return v;
+}
+
 // Rows [0, rows) of the block's float32 sums (32 x 32, rows 128 bytes apart), plus the bias,
-// rounded to bfloat16 into c; `cols` of the 32 are written.
+// rounded to bfloat16 into c; `cols` of the 32 are written. Where `epilogue` has work, it runs on
+// each row before the row is stored; `residual` is then its residual at the block's first row and
+// column (or null).
 RELSERVE_AMX_FN void StoreBFloat16Block(const float* block, int64_t rows, int64_t cols, const uint16_t* bias,
-                                        uint16_t* c, int64_t ldc) {
+                                        uint16_t* c, int64_t ldc, const GemmEpilogue& epilogue = {},
+                                        const uint16_t* residual = nullptr) {
   __mmask16 m0, m1;
   HalfMasks(cols, &m0, &m1);
   const __mmask32 m = static_cast<__mmask32>(m0) | (static_cast<__mmask32>(m1) << 16);
   const __m512 b0 = bias != nullptr ? LoadBFloat16(bias, m0) : _mm512_setzero_ps();
   const __m512 b1 = bias != nullptr ? LoadBFloat16(bias + 16, m1) : _mm512_setzero_ps();
+  const bool work = !epilogue.None();
   for (int64_t i = 0; i < rows; ++i) {
-    const __m512 lo = _mm512_add_ps(_mm512_loadu_ps(block + i * kNr), b0);
-    const __m512 hi = _mm512_add_ps(_mm512_loadu_ps(block + i * kNr + 16), b1);
+    __m512 lo = _mm512_add_ps(_mm512_loadu_ps(block + i * kNr), b0);
+    __m512 hi = _mm512_add_ps(_mm512_loadu_ps(block + i * kNr + 16), b1);
+    if (work) {
+      const uint16_t* r = residual != nullptr ? residual + i * epilogue.ldr : nullptr;
+      lo = EpilogueHalf(lo, epilogue.activation, r, m0);
+      hi = EpilogueHalf(hi, epilogue.activation, r != nullptr ? r + 16 : nullptr, m1);
+    }
     const __m512bh both = _mm512_cvtne2ps_pbh(hi, lo);  // lo in the lower half
     _mm512_mask_storeu_epi16(c + i * ldc, m, reinterpret_cast<__m512i>(both));
   }
@@ -421,8 +455,9 @@ RELSERVE_AMX_FN void PackBFloat16Strided(const uint16_t* b, int64_t n, int64_t k
           const __m256i lo = _mm256_maskz_loadu_epi16(lanes, b + f0 + d * b_col);
           const __m256i hi = d + 1 < k ? _mm256_maskz_loadu_epi16(lanes, b + f0 + (d + 1) * b_col)
                                        : _mm256_setzero_si256();
-          _mm512_store_si512(row, _mm512_or_si512(_mm512_cvtepu16_epi32(lo),
-                                                  _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16)));
+          // The masked forms: GCC 12 warns of the unmasked ones' undefined start value.
+          _mm512_store_si512(row, _mm512_or_si512(_mm512_maskz_cvtepu16_epi32(0xFFFF, lo),
+                                                  _mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, hi), 16)));
         } else if (b_col == 1 && d + 1 < k) {
           // Each feature's pair is one dword of its row: one gather of the 16 features' dwords.
           const __m512i at = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
@@ -751,8 +786,17 @@ std::shared_ptr<const PackedBFloat16Weights> PackedBFloat16Weights::Pack(const u
   return packed;
 }
 
+namespace {
+
+// The epilogue's bfloat16 residual at row r, column n0 (null where it has none).
+const uint16_t* ResidualAt(const GemmEpilogue& e, int64_t r, int64_t n0) {
+  return e.residual != nullptr ? static_cast<const uint16_t*>(e.residual) + r * e.ldr + n0 : nullptr;
+}
+
+}  // namespace
+
 void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
-                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel) {
+                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel, const GemmEpilogue& epilogue) {
 #if RELSERVE_AMX_GEMM
   if (m <= 0) return;
   const int64_t k = w.k();
@@ -766,7 +810,8 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
         if (tiles) {
           Task<BFloat16Product>(a, m, lda, k, reinterpret_cast<const int8_t*>(w.panel(p)), r0, r1,
                                 [&](const float* block, int64_t r, int64_t rows) {
-                                  StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+                                  StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc, epilogue,
+                                                     ResidualAt(epilogue, r, n0));
                                 });
           return;
         }
@@ -781,12 +826,13 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
           const int64_t rows = std::min<int64_t>(kBFloat16Rows, r1 - r);
           const char* prefetch = next != nullptr ? next + (r - r0) / kBFloat16Rows * spread.share : nullptr;
           kBFloat16RowsFns[rows](a + r * lda, lda, k, w.panel(p), block, prefetch, spread.stride);
-          StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc);
+          StoreBFloat16Block(block, rows, cols, panel_bias, c + r * ldc + n0, ldc, epilogue,
+                             ResidualAt(epilogue, r, n0));
         }
       },
       tiles);
 #else
-  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel;
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)kernel, (void)epilogue;
   std::abort();  // Supported() is false
 #endif
 }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "server/model/kernels/gemm_epilogue.h"
 #include "server/model/kernels/packed_panels.h"
 
 namespace relserve {
@@ -51,8 +52,9 @@ class PackedBFloat16Weights : public PackedPanels<uint16_t, 32, 32> {
 // are lda values apart, c's ldc apart (c must not overlap a). Blocks of rows and weight panels are
 // shared among LibTorch's intra-op threads (at::parallel_for); under kAmx each thread loads its
 // tile configuration itself. Call only where PackedBFloat16Weights::Supports(kernel).
+// `epilogue` (gemm_epilogue.h) runs on each block of results as it is stored, its residual bfloat16.
 void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat16Weights& w, const uint16_t* bias,
-                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel);
+                  uint16_t* c, int64_t ldc, BFloat16Kernel kernel, const GemmEpilogue& epilogue = {});
 
 // c[m, n] = a[m, k] · b on the calling thread alone, all bfloat16 (their bits), where b's element
 // (j, d) (column j of the result, step d of the sum) is b[j * b_row + d * b_col]: a matrix [n, k]

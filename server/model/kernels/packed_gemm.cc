@@ -91,7 +91,7 @@ constexpr TileFn kPackedTiles[kMr + 1] = {
 // of the last panel prefetches nothing.
 RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, const float* packed, int64_t m0, int64_t mc,
                                         const float* panels, int64_t n, int64_t k, int64_t p, const float* bias,
-                                        float* c, int64_t ldc) {
+                                        float* c, int64_t ldc, const GemmEpilogue& epilogue) {
   const int64_t n0 = p * kNr;
   const int64_t cols = std::min(kNr, n - n0);
   const __mmask16 mask0 = cols >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << cols) - 1);
@@ -116,6 +116,8 @@ RELSERVE_AVX512_FN void BlockTimesPanel(const float* a, int64_t lda, const float
         kTiles[rows](a + (m0 + i) * lda + k0, lda, panel + k0 * kNr, kc, c + (m0 + i) * ldc + n0, ldc, mask0, mask1,
                      panel_bias, k0 == 0, prefetch);
       }
+      // The tile's sums are complete after the last pass, and in L1.
+      if (k0 + kc >= k) ApplyEpilogue(epilogue, m0 + i, n0, rows, cols, c, ldc);
     }
   }
 }
@@ -242,7 +244,7 @@ void PackRowTiles(const float* a, int64_t lda, int64_t m0, int64_t mc, int64_t k
 // (PackRowTiles of this block), else from a as they lie.
 RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const float* packed, int64_t m0, int64_t mc,
                                           const float* panels, int64_t n, int64_t k, int64_t p, const float* bias,
-                                          float* c, int64_t ldc) {
+                                          float* c, int64_t ldc, const GemmEpilogue& epilogue) {
   const int64_t n0 = p * kNr;
   const int64_t cols = std::min(kNr, n - n0);
   const float* panel = panels + p * k * kNr;
@@ -277,6 +279,7 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
             rows_a, packed != nullptr ? 1 : lda, packed != nullptr ? kMr2 : 1, panel + k0 * kNr + half * kc * kHalf,
             kc, c + (m0 + i) * ldc + n0 + half * kHalf, ldc, half_cols, half_bias, k0 == 0, prefetch,
             spread_weights ? spread.stride : kCacheLineBytes);
+        if (k0 + kc >= k) ApplyEpilogue(epilogue, m0 + i, n0 + half * kHalf, rows, half_cols, c, ldc);
       }
     }
   }
@@ -286,12 +289,12 @@ RELSERVE_AVX2_FN void BlockTimesPanelAvx2(const float* a, int64_t lda, const flo
 // is not null, else as they lie (SerialGemm).
 RELSERVE_AVX512_FN void BlockTimesPanelAvx512(const float* a, int64_t lda, const float* packed, int64_t m0,
                                               int64_t mc, const float* panels, int64_t n, int64_t k, int64_t p,
-                                              const float* bias, float* c, int64_t ldc) {
-  BlockTimesPanel(a, lda, packed, m0, mc, panels, n, k, p, bias, c, ldc);
+                                              const float* bias, float* c, int64_t ldc, const GemmEpilogue& epilogue) {
+  BlockTimesPanel(a, lda, packed, m0, mc, panels, n, k, p, bias, c, ldc, epilogue);
 }
 
 using BlockFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, const float*, int64_t, int64_t,
-                         int64_t, const float*, float*, int64_t);
+                         int64_t, const float*, float*, int64_t, const GemmEpilogue&);
 
 BlockFn BlockFor(Float32Kernel kernel) {
   return kernel == Float32Kernel::kAvx512 ? &BlockTimesPanelAvx512 : &BlockTimesPanelAvx2;
@@ -376,7 +379,7 @@ std::shared_ptr<const PackedWeights> PackedWeights::Pack(const float* w, int64_t
 }
 
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
-                int64_t ldc) {
+                int64_t ldc, const GemmEpilogue& epilogue) {
 #if RELSERVE_PACKED_GEMM_X86
   const Float32Kernel kernel = w.kernel();
   if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
@@ -386,7 +389,9 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
     // blocks' rows bound it (768 x 3072 floats, 9 MB, for a base model's feed-forward) however long
     // the batch. Each chunk reads the weights again; at 768 rows that is 1 byte in 384 FLOPs.
     for (int64_t r0 = 0; r0 < m; r0 += kPackedChunkRows) {
-      PackedGemm(a + r0 * lda, std::min(kPackedChunkRows, m - r0), lda, w, bias, c + r0 * ldc, ldc);
+      GemmEpilogue chunk = epilogue;
+      if (chunk.residual != nullptr) chunk.residual = static_cast<const float*>(chunk.residual) + r0 * chunk.ldr;
+      PackedGemm(a + r0 * lda, std::min(kPackedChunkRows, m - r0), lda, w, bias, c + r0 * ldc, ldc, chunk);
     }
     return;
   }
@@ -394,6 +399,7 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
     for (int64_t i = 0; i < m; ++i) {
       for (int64_t j = 0; j < w.n(); ++j) c[i * ldc + j] = bias != nullptr ? bias[j] : 0.f;
     }
+    ApplyEpilogue(epilogue, 0, 0, m, w.n(), c, ldc);
     return;
   }
   // Work items: (block of rows, panel), panels varying fastest, so that a thread sweeps the
@@ -433,12 +439,12 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
       const int64_t block = item / panels, p = item % panels;
       const int64_t m0 = block * block_rows;
       if (m0 >= m) continue;
-      block_times_panel(a, lda, packed + block * block_floats, m0,
-                        std::min(block_rows, m - m0), w.panel(0), w.n(), w.k(), p, bias, c, ldc);
+      block_times_panel(a, lda, packed + block * block_floats, m0, std::min(block_rows, m - m0), w.panel(0), w.n(),
+                        w.k(), p, bias, c, ldc, epilogue);
     }
   });
 #else
-  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc;
+  (void)a, (void)m, (void)lda, (void)w, (void)bias, (void)c, (void)ldc, (void)epilogue;
   std::abort();  // never packed where unsupported (PackedWeights::Supported)
 #endif
 }
@@ -464,7 +470,7 @@ void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t 
   const BlockFn block_times_panel = BlockFor(kernel);
   for (int64_t m0 = 0; m0 < m; m0 += kMc) {
     for (int64_t p = 0; p < panels; ++p) {
-      block_times_panel(a, lda, nullptr, m0, std::min(kMc, m - m0), scratch, n, k, p, nullptr, c, ldc);
+      block_times_panel(a, lda, nullptr, m0, std::min(kMc, m - m0), scratch, n, k, p, nullptr, c, ldc, GemmEpilogue());
     }
   }
 #else

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "server/model/kernels/gemm_epilogue.h"
 #include "server/model/kernels/packed_panels.h"
 
 namespace relserve {
@@ -59,8 +60,10 @@ class PackedWeights : public PackedPanels<float, 32, 1> {
 // per calling thread, kept between calls, at most 768 x k floats: longer inputs run 768 rows at a
 // time), so that each step of a tile reads them from one line or two.
 // Runs the kernel w was packed for (w.kernel()); call only where PackedWeights::Supports(it).
+// `epilogue` (gemm_epilogue.h) runs on each tile of rows once its sums are complete, while they are
+// in the core's L1.
 void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, const float* bias, float* c,
-                int64_t ldc);
+                int64_t ldc, const GemmEpilogue& epilogue = {});
 
 // c[m, n] = a[m, k] · b, on the calling thread alone, where b's element (j, kk) (column j of the
 // result, step kk of the sum) is b[j * b_row + kk * b_col]: a matrix [n, k] with b_row = its row

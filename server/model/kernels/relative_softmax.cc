@@ -17,6 +17,8 @@
 #include <c10/util/Half.h>
 
 #include "server/model/kernels/cpu_kernel_support.h"
+#include "server/model/kernels/exp_non_positive.h"
+#include "server/model/kernels/vector_math_avx512.h"
 
 namespace relserve {
 namespace {
@@ -48,42 +50,6 @@ inline float ToFloat(c10::Half v) { return static_cast<float>(v); }
 template <typename T>
 inline T FromFloat(float v) {
   return static_cast<T>(v);
-}
-
-// exp(x) for x <= 0 (and -inf), Cephes' expf: Cody-Waite reduction and a degree-5
-// polynomial, relative error below 2e-7. Written so that the compiler vectorizes it: the
-// rounding is the 1.5 * 2^23 trick, whose sum also holds the rounded integer in its low bits,
-// and the power of two is built in the exponent bits.
-// Arguments below -87 (e^-87 < 1.7e-38) give 0, which also makes padded keys (-inf) exactly 0:
-// the steps run on every argument and that 0 is chosen in the result's bits at the end. Clamping
-// the argument first (a choice between floats) or choosing between float results made GCC, whose
-// default -ftrapping-math keeps it from running floating-point steps a branch would skip, branch
-// around the polynomial, and the loop then ran scalar on every CPU without AVX-512's masks.
-__attribute__((always_inline)) inline float ExpNonPositive(float x) {
-  const float shifted = x * 1.44269504088896341f + 12582912.0f;
-  uint32_t shifted_bits;
-  std::memcpy(&shifted_bits, &shifted, sizeof(shifted_bits));
-  const float r = shifted - 12582912.0f;
-  float g = x - r * 0.693359375f;
-  g = g + r * 2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * g + 1.3981999507e-3f;
-  y = y * g + 8.3334519073e-3f;
-  y = y * g + 4.1665795894e-2f;
-  y = y * g + 1.6666665459e-1f;
-  y = y * g + 5.0000001201e-1f;
-  y = y * g * g + g + 1.0f;
-  // 2^r: r (an integer in [-126, 0] where it counts) is shifted_bits - 0x4B400000, the bits of 1.5 * 2^23.
-  const uint32_t bits = (shifted_bits - 0x4B400000u + 127u) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  const float e = y * scale;
-  uint32_t e_bits;
-  std::memcpy(&e_bits, &e, sizeof(e_bits));
-  e_bits &= 0u - static_cast<uint32_t>(!(x < -87.0f));  // all ones, or 0 below -87 (NaN stays NaN)
-  float out;
-  std::memcpy(&out, &e_bits, sizeof(out));
-  return out;
 }
 
 // out[j] = v(j) or out[j] += v(j) for j in [first, n), v(j) = base[idx[j] + j * stride] as
@@ -133,6 +99,64 @@ __attribute__((target("avx512f"))) void GatherFloatAvx512(const float* base, con
     if (add) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, out + j));
     _mm512_mask_storeu_ps(out + j, m, v);
   }
+}
+
+// A row's last steps on 16 lanes: buf[0, n) (the scores plus their terms, -inf at padded keys)
+// into out[0, L): the probabilities softmax(buf) over [0, n), 0 past n, in T (float or bfloat16,
+// rounded to nearest, ties to even, as c10::BFloat16's conversion). Returns false, writing
+// nothing, where every key is -inf (the caller's uniform row). The sum's order differs from the
+// portable loop's, so probabilities may differ from its in the last place.
+template <typename T>
+__attribute__((target("avx512f"))) bool SoftmaxTailAvx512(float* buf, int64_t n, int64_t L, T* out) {
+  const auto tail = [](int64_t left) {
+    return left >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << left) - 1);
+  };
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 vmax = neg_inf;
+  // The masked max: GCC 12 warns of the unmasked one's undefined start value.
+  for (int64_t j = 0; j < n; j += 16) {
+    vmax = _mm512_maskz_max_ps(0xFFFF, _mm512_mask_loadu_ps(neg_inf, tail(n - j), buf + j), vmax);
+  }
+  // The lanes reduced through memory: GCC 12's _mm512_reduce_* warn of an uninitialized value.
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, vmax);
+  float max = lanes[0];
+  for (int t = 1; t < 16; ++t) max = std::max(max, lanes[t]);
+  if (max == -std::numeric_limits<float>::infinity()) return false;
+  const __m512 vm = _mm512_set1_ps(max);
+  __m512 vsum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = tail(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(m, ExpNonPositiveAvx512(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, buf + j), vm)));
+    _mm512_mask_storeu_ps(buf + j, m, e);
+    vsum = _mm512_add_ps(vsum, e);
+  }
+  _mm512_store_ps(lanes, vsum);
+  float sum = 0.0f;
+  for (int t = 0; t < 16; ++t) sum += lanes[t];
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (int64_t j = 0; j < L; j += 16) {
+    const __mmask16 m = tail(L - j);
+    const __m512 p = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail(n - std::min(n, j)), buf + j), inv);
+    if constexpr (std::is_same_v<T, float>) {
+      _mm512_mask_storeu_ps(out + j, m, p);
+    } else {
+      // Round to nearest, ties to even, in the bits (no NaN here: every value is finite).
+      const __m512i u = _mm512_castps_si512(p);
+      const __m512i odd = _mm512_and_si512(_mm512_maskz_srli_epi32(0xFFFF, u, 16), _mm512_set1_epi32(1));
+      const __m512i rounded =
+          _mm512_maskz_srli_epi32(0xFFFF, _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7FFF))), 16);
+      const __m256i halves = _mm512_maskz_cvtepi32_epi16(0xFFFF, rounded);
+      if (m == 0xFFFF) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j), halves);
+      } else {
+        alignas(32) uint16_t last[16];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(last), halves);
+        std::memcpy(out + j, last, static_cast<size_t>(L - j) * sizeof(uint16_t));
+      }
+    }
+  }
+  return true;
 }
 
 #endif
@@ -237,6 +261,17 @@ __attribute__((always_inline)) inline void Rows(const RowArgs& a, int64_t begin,
     if (keep) {
       for (int64_t j = 0; j < n; ++j) buf[j] = keep[j] ? buf[j] : kNegInf;
     }
+#if RELSERVE_HAVE_AVX512_KERNELS
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, c10::BFloat16>) {
+      if (a.avx512) {
+        if (!SoftmaxTailAvx512(buf, n, L, out)) {
+          const T u = FromFloat<T>(1.0f / static_cast<float>(L));
+          for (int64_t j = 0; j < L; ++j) out[j] = u;
+        }
+        continue;
+      }
+    }
+#endif
     const float max = RowMax(buf, n);
     if (max == kNegInf) {  // keys before key_end all padded too (a mask with holes)
       const T u = FromFloat<T>(1.0f / static_cast<float>(L));

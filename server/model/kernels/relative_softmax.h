@@ -37,8 +37,10 @@ struct RelativeScoreTerms {
   bool zero_padded_queries = false;
   // Keys after the query (j > i) get probability 0: XLNet's attn_type "uni".
   bool causal = false;
-  // The AVX-512 gathers where the CPU has them; false: the portable gathers (the engine's
-  // EngineKernels::avx512_softmax, through RelativeAttentionInputs::kernels; tests compare both).
+  // The AVX-512 gathers where the CPU has them, and for float32 and bfloat16 scores each row's
+  // maximum, exponentials, sum and probabilities on 16 lanes (about 1.4 times as fast on an AMD Zen
+  // 4 at 128 keys); false: the portable loops (the engine's EngineKernels::avx512_softmax, through
+  // RelativeAttentionInputs::kernels; tests compare both).
   bool avx512 = true;
 };
 

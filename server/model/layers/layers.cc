@@ -1,5 +1,8 @@
 #include "server/model/layers/layers.h"
 
+#include <optional>
+#include <vector>
+
 #include <ATen/ATen.h>
 
 #include "server/model/layers/int8_linear.h"
@@ -16,6 +19,37 @@ at::Tensor Linear::operator()(const at::Tensor& x) const {
                                        : PackedLinearApply(*packed->weights, bias, x);
   }
   return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
+}
+
+namespace {
+
+// The GEMM epilogue's form of act, where it has one.
+std::optional<EpilogueActivation> EpilogueActivationOf(Activation act) {
+  switch (act) {
+    case Activation::kLinear: return EpilogueActivation::kNone;
+    case Activation::kRelu: return EpilogueActivation::kRelu;
+    case Activation::kGelu: return EpilogueActivation::kGelu;
+    default: return std::nullopt;
+  }
+}
+
+}  // namespace
+
+at::Tensor Linear::operator()(const at::Tensor& x, Activation act, const at::Tensor& residual) const {
+  const std::optional<EpilogueActivation> fused = EpilogueActivationOf(act);
+  if (fused.has_value() && x.dim() >= 1 && int8 == nullptr && packed != nullptr && UsePackedLinear(*packed, x)) {
+    const at::ScalarType out_type = packed->bfloat16 != nullptr ? at::kBFloat16 : at::kFloat;
+    std::vector<int64_t> out_sizes = x.sizes().vec();
+    out_sizes.back() = out_features();
+    const bool residual_fits = !residual.defined() || (residual.device().is_cpu() && residual.scalar_type() == out_type &&
+                                                       residual.is_contiguous() && residual.sizes() == out_sizes);
+    if (x.scalar_type() == out_type && residual_fits) {
+      return packed->bfloat16 != nullptr ? PackedBFloat16LinearApply(*packed->bfloat16, bias, x, *fused, residual)
+                                         : PackedLinearApply(*packed->weights, bias, x, *fused, residual);
+    }
+  }
+  at::Tensor y = ApplyActivation(act, (*this)(x));
+  return residual.defined() ? residual + y : y;
 }
 
 int64_t Linear::out_features() const {

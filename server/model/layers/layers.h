@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include "absl/status/statusor.h"
+#include "server/model/layers/activation.h"
 #include "server/model/layers/weight_loader.h"
 
 namespace relserve {
@@ -29,6 +30,13 @@ struct Linear {
   // The weight's `out` wherever it is held, as loaded or packed (not for a quantized layer).
   int64_t out_features() const;
   at::Tensor operator()(const at::Tensor& x) const;
+  // act(x · wᵀ + bias) + residual (undefined: none), as ApplyActivation(act, (*this)(x)) and then
+  // residual + that give it. Where x runs on the packed weights (float32, or bfloat16 with a
+  // bfloat16 x), act is ReLU, GELU's erf form or linear, and the residual has the output's sizes
+  // and dtype and is contiguous, the GEMM applies them to its results while they are in the cache
+  // (kernels/gemm_epilogue.h: the same bits, but for GELU's erf, within 1.5e-7); else the
+  // operators run after it.
+  at::Tensor operator()(const at::Tensor& x, Activation act, const at::Tensor& residual = at::Tensor()) const;
 };
 
 // nn.LayerNorm with elementwise affine.

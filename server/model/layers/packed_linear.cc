@@ -15,27 +15,54 @@
 
 namespace relserve {
 
-at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x) {
+namespace {
+
+// The epilogue of act and residual for an output of rows x n in `dtype`.
+GemmEpilogue EpilogueOf(EpilogueActivation act, const at::Tensor& residual, int64_t rows, int64_t n,
+                        at::ScalarType dtype) {
+  GemmEpilogue e;
+  e.activation = act;
+  if (residual.defined()) {
+    TORCH_CHECK(residual.device().is_cpu() && residual.scalar_type() == dtype && residual.is_contiguous() &&
+                    residual.numel() == rows * n && (residual.dim() == 0 || residual.size(-1) == n),
+                "the GEMM's residual: expected a contiguous ", c10::toString(dtype), " CPU tensor of ", rows, " x ", n,
+                " values");
+    e.residual = residual.data_ptr();
+    e.ldr = n;
+  }
+  return e;
+}
+
+}  // namespace
+
+at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x,
+                             EpilogueActivation act, const at::Tensor& residual) {
   TORCH_CHECK(x.scalar_type() == at::kFloat && x.device().is_cpu(), "PackedLinearApply: float32 CPU input expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedLinearApply: input of ", x.size(-1),
               " features for a weight of ", weights.k());
   const GemmRows g = AsGemmRows(x, weights.k(), weights.n());
+  const GemmEpilogue epilogue = EpilogueOf(act, residual, g.rows, weights.n(), at::kFloat);
   at::Tensor out = at::empty({g.rows, weights.n()}, x.options());
   PackedGemm(g.a.data_ptr<float>(), g.rows, g.lda, weights, bias.defined() ? bias.data_ptr<float>() : nullptr,
-             out.data_ptr<float>(), weights.n());
+             out.data_ptr<float>(), weights.n(), epilogue);
   return out.view(g.out_sizes);
 }
 
-at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x) {
+at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x,
+                                     EpilogueActivation act, const at::Tensor& residual) {
   TORCH_CHECK(x.device().is_cpu(), "PackedBFloat16LinearApply: CPU input expected");
   TORCH_CHECK(x.dim() >= 1 && x.size(-1) == weights.k(), "PackedBFloat16LinearApply: input of ", x.size(-1),
               " features for a weight of ", weights.k());
+  TORCH_CHECK((act == EpilogueActivation::kNone && !residual.defined()) || x.scalar_type() == at::kBFloat16,
+              "PackedBFloat16LinearApply: an activation or residual needs a bfloat16 input");
   const GemmRows g = AsGemmRows(x.to(at::kBFloat16), weights.k(), weights.n());
+  const GemmEpilogue epilogue = EpilogueOf(act, residual, g.rows, weights.n(), at::kBFloat16);
   const at::Tensor b = bias.defined() ? bias.to(at::kBFloat16).contiguous() : at::Tensor();
   at::Tensor out = at::empty({g.rows, weights.n()}, g.a.options());
   GemmBFloat16(reinterpret_cast<const uint16_t*>(g.a.data_ptr<at::BFloat16>()), g.rows, g.lda, weights,
                b.defined() ? reinterpret_cast<const uint16_t*>(b.data_ptr<at::BFloat16>()) : nullptr,
-               reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n(), PackedBFloat16Weights::Best());
+               reinterpret_cast<uint16_t*>(out.data_ptr<at::BFloat16>()), weights.n(), PackedBFloat16Weights::Best(),
+               epilogue);
   return out.view(g.out_sizes).to(x.scalar_type());
 }
 

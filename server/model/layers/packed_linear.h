@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "server/model/kernels/amx_gemm.h"
+#include "server/model/kernels/gemm_epilogue.h"
 #include "server/model/kernels/packed_gemm.h"
 
 namespace relserve {
@@ -49,14 +50,22 @@ struct PackedLinear {
   std::shared_ptr<const PackedBFloat16Weights> bfloat16;  // bfloat16; null for float32
 };
 
-// x [..., in] float32 on the CPU -> [..., out] float32: x · wᵀ + bias (bias [out] float32 and
-// contiguous, or undefined), through PackedGemm (kernels/packed_gemm.h).
-at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x);
+// x [..., in] float32 on the CPU -> [..., out] float32: act(x · wᵀ + bias) + residual (bias [out]
+// float32 and contiguous, or undefined; residual float32, contiguous, of the output's size, or
+// undefined), through PackedGemm (kernels/packed_gemm.h), act and residual in its epilogue
+// (kernels/gemm_epilogue.h).
+at::Tensor PackedLinearApply(const PackedWeights& weights, const at::Tensor& bias, const at::Tensor& x,
+                             EpilogueActivation act = EpilogueActivation::kNone,
+                             const at::Tensor& residual = at::Tensor());
 
 // x [..., in] on the CPU -> [..., out] in x's type: x · wᵀ + bias in bfloat16 (x and bias, [out]
 // and contiguous or undefined, taken as bfloat16), through GemmBFloat16 (kernels/amx_gemm.h) on the
-// CPU's best kernel (PackedBFloat16Weights::Best()).
-at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x);
+// CPU's best kernel (PackedBFloat16Weights::Best()). With act or residual (bfloat16, contiguous, of
+// the output's size), x must be bfloat16: they run in the GEMM's epilogue, each step rounded to
+// bfloat16 as LibTorch's bfloat16 operators round.
+at::Tensor PackedBFloat16LinearApply(const PackedBFloat16Weights& weights, const at::Tensor& bias, const at::Tensor& x,
+                                     EpilogueActivation act = EpilogueActivation::kNone,
+                                     const at::Tensor& residual = at::Tensor());
 
 // Whether Linear runs x on `packed`: always for bfloat16; for float32 where x has at most
 // packed.max_rows rows.

@@ -7,7 +7,7 @@ namespace relserve {
 at::Tensor PostNormBlock::AfterAttention(const at::Tensor& context, const at::Tensor& x,
                                          Activation act) const {
   at::Tensor attended = attention_norm(attention_output(context), x);
-  at::Tensor inner = ApplyActivation(act, intermediate(attended));
+  at::Tensor inner = intermediate(attended, act);
   return output_norm(output(inner), attended);
 }
 

@@ -136,6 +136,31 @@ TEST_F(PackedLinearTest, RefusesWeightsItCannotPack) {
   EXPECT_NE(st.message().find("BFloat16"), std::string::npos) << st;
 }
 
+// Linear(x, act, residual) is act(Linear(x)) + residual whichever way it runs: in the GEMM's
+// epilogue where x takes the packed weights and act is one the epilogue applies (ReLU to the bit,
+// GELU within erf's error), LibTorch's operators after the GEMM elsewhere (another activation, a
+// residual of another dtype or layout, the weight as loaded).
+TEST_F(PackedLinearTest, ActivationAndResidualInTheEpilogueOrAfter) {
+  at::manual_seed(8);
+  const at::Tensor w = at::randn({40, 24}), b = at::randn({40});
+  Linear packed{w.clone(), b, nullptr, nullptr}, loaded{w.clone(), b, nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsFloat32({&packed}, kPackedLinearEveryRow).ok());
+  const at::Tensor x = at::randn({2, 5, 24}), r = at::randn({2, 5, 40});
+  const at::Tensor y = packed(x);
+  EXPECT_TRUE(at::equal(packed(x, Activation::kLinear, r), r + y));
+  EXPECT_TRUE(at::equal(packed(x, Activation::kRelu), at::relu(y)));
+  EXPECT_TRUE(at::equal(packed(x, Activation::kRelu, r), r + at::relu(y)));
+  EXPECT_LT(MaxAbsDiff(packed(x, Activation::kGelu), at::gelu(y)), 1e-5);
+  EXPECT_LT(MaxAbsDiff(packed(x, Activation::kGelu, r), r + at::gelu(y)), 1e-5);
+  EXPECT_TRUE(at::equal(packed(x, Activation::kSilu, r), r + at::silu(y)));
+  EXPECT_TRUE(at::equal(loaded(x, Activation::kRelu, r), r + at::relu(loaded(x))));
+  const at::Tensor wide = r.to(at::kDouble), strided = at::randn({2, 40, 5}).transpose(1, 2);
+  EXPECT_TRUE(at::equal(packed(x, Activation::kRelu, wide), wide + at::relu(y)));
+  EXPECT_TRUE(at::equal(packed(x, Activation::kRelu, strided), strided + at::relu(y)));
+  // A residual of the wrong size fails as LibTorch's addition fails, not with a read past its end.
+  EXPECT_ANY_THROW(packed(x, Activation::kRelu, at::randn({2, 4, 40})));
+}
+
 // bfloat16 (PackLinearsBFloat16, kernels/amx_gemm.h): every input takes the packed weights, the
 // weight as loaded is released, a width the tiles do not take is left to LibTorch.
 class PackedBFloat16LinearTest : public ::testing::Test {
@@ -187,6 +212,26 @@ TEST_F(PackedBFloat16LinearTest, EveryInputTakesThePackedWeights) {
   const at::Tensor got32 = l(x32);
   EXPECT_EQ(got32.scalar_type(), at::kFloat);
   EXPECT_TRUE(WithinAUnit(got32, at::linear(x32.to(at::kBFloat16), other, b)));
+}
+
+// In bfloat16 each step is rounded as LibTorch's bfloat16 operators round: the same bits for ReLU
+// and the residual, GELU within a unit. A float32 input (answered in float32) takes the operators.
+TEST_F(PackedBFloat16LinearTest, ActivationAndResidualRoundedAsLibTorchsOperators) {
+  at::manual_seed(9);
+  Linear l{BFloat16Randn({40, 64}), BFloat16Randn({40}), nullptr, nullptr};
+  ASSERT_TRUE(PackLinearsBFloat16({&l}).ok());
+  const at::Tensor x = BFloat16Randn({3, 7, 64}), r = BFloat16Randn({3, 7, 40});
+  const at::Tensor y = l(x);
+  EXPECT_TRUE(at::equal(l(x, Activation::kLinear, r), r + y));
+  EXPECT_TRUE(at::equal(l(x, Activation::kRelu, r), r + at::relu(y)));
+  const at::Tensor gelu = l(x, Activation::kGelu);
+  EXPECT_EQ(gelu.scalar_type(), at::kBFloat16);
+  EXPECT_TRUE(WithinAUnit(gelu, at::gelu(y)));
+  EXPECT_TRUE(at::equal(l(x, Activation::kGelu, r), r + gelu));
+  const at::Tensor x32 = at::randn({4, 64}), r32 = at::randn({4, 40});
+  const at::Tensor got32 = l(x32, Activation::kRelu, r32);
+  EXPECT_EQ(got32.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(got32, r32 + at::relu(l(x32))));
 }
 
 TEST_F(PackedBFloat16LinearTest, StridedInputsWithoutBias) {

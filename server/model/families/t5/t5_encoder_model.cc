@@ -152,17 +152,18 @@ at::Tensor T5EncoderModel::BlockForward(const Block& block, const at::Tensor& x,
   pass.ForAttention(att);
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
-  at::Tensor h = ClampInfinities(x + block.o(context));
+  at::Tensor h = ClampInfinities(block.o(context, Activation::kLinear, x));  // x + o(context)
 
   normed = block.ff_norm(h);
-  at::Tensor inner = block.wi(normed);
+  at::Tensor inner;
   if (c_.is_gated_act) {
     const int64_t F = c_.d_ff;
+    inner = block.wi(normed);
     inner = ApplyActivation(act_, inner.narrow(-1, 0, F)) * inner.narrow(-1, F, F);
   } else {
-    inner = ApplyActivation(act_, inner);
+    inner = block.wi(normed, act_);
   }
-  return ClampInfinities(h + block.wo(inner));
+  return ClampInfinities(block.wo(inner, Activation::kLinear, h));  // h + wo(inner)
 }
 
 EncoderOutputs T5EncoderModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

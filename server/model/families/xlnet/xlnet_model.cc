@@ -259,7 +259,7 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
     at::Tensor rows = MergeHeads(context, p.packing.get());
     // post_attention: layer_norm(o(attn_vec) + h); XLNetFeedForward: layer_norm(layer_2(act(layer_1(x))) + x)
     at::Tensor attended = layer.attention_norm(layer.o(rows), x);
-    at::Tensor inner = ApplyActivation(ff_act_, layer.ff1(attended));
+    at::Tensor inner = layer.ff1(attended, ff_act_);
     return layer.ff_norm(layer.ff2(inner), attended);
   };
   // XLNetModel.forward: output_h = dropout(word_embedding(input_ids)), also hidden_states[0].
