@@ -77,11 +77,19 @@ void TileProduct(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, i
 // BLAS call per head, no [heads, batch, L, L] tensor in memory. T: float (float32 on a CPU with
 // AVX-512F or AVX2) or uint16_t (bfloat16 on a CPU with AVX512-BF16), the dtype of q, k and v; the
 // scores and terms take it too, as ATen's batched products give them.
+// q, k, v (and the c2p query) may be strided views, such as SplitHeads' of the fused projection's
+// rows, and context too (TiledContext): each head of each sequence is read and written in place, its
+// rows `stride(2)` apart.
 template <typename T>
 void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2), D = in.q.size(3);
-  const at::Tensor q = in.q.contiguous(), k = in.k.contiguous(), v = in.v.contiguous();
-  const at::Tensor cq = in.c2p_query.defined() ? in.c2p_query.contiguous() : q;
+  // Rows of values side by side, as the tiles read them; anything else is copied.
+  const auto rows_of_values = [](const at::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
+  const at::Tensor q = rows_of_values(in.q), k = rows_of_values(in.k), v = rows_of_values(in.v);
+  const at::Tensor cq = in.c2p_query.defined() ? rows_of_values(in.c2p_query) : q;
+  TORCH_CHECK(context.stride(3) == 1, "AttendTiled: the context's rows must hold their values side by side");
+  // Element (h, b, i, 0) of t at h * stride(0) + b * stride(1) + i * stride(2).
+  const auto at_head = [](const at::Tensor& t, int64_t h, int64_t b) { return h * t.stride(0) + b * t.stride(1); };
   const at::Tensor pos_key = in.pos_key.defined() ? in.pos_key.contiguous() : at::Tensor();        // [heads, Rc, D]
   const at::Tensor pos_query = in.pos_query.defined() ? in.pos_query.contiguous() : at::Tensor();  // [heads, Rp, D]
   const int64_t rc = pos_key.defined() ? pos_key.size(1) : 0, rp = pos_query.defined() ? pos_query.size(1) : 0;
@@ -107,17 +115,18 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
     T* probs_p = const_cast<T*>(Values(probs, static_cast<T*>(nullptr)));
     for (int64_t u = begin; u < end; ++u) {
       const int64_t h = u / B, b = u % B;
-      const int64_t offset = u * L * D;  // [heads, B, L, D]: head h, sequence b
+      const T* qh = qp + at_head(q, h, b);
+      const T* kh = kp + at_head(k, h, b);
       RelativeScoreTerms terms;
       if (rc > 0) {
         terms.c2p = c2p[t];
-        TileProduct(cqp + offset, L, D, pos_key_p + h * rc * D, rc, D, D, 1,
+        TileProduct(cqp + at_head(cq, h, b), L, cq.stride(2), pos_key_p + h * rc * D, rc, D, D, 1,
                     const_cast<T*>(Values(terms.c2p, static_cast<T*>(nullptr))), rc);
         terms.c2p_index = in.c2p_index;
       }
       if (rp > 0) {
         terms.p2c = p2c[t];
-        TileProduct(kp + offset, L, D, pos_query_p + h * rp * D, rp, D, D, 1,
+        TileProduct(kh, L, k.stride(2), pos_query_p + h * rp * D, rp, D, D, 1,
                     const_cast<T*>(Values(terms.p2c, static_cast<T*>(nullptr))), rp);
         terms.p2c_index = in.p2c_index;
       }
@@ -130,9 +139,10 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
       terms.zero_padded_queries = in.zero_padded_queries;
       terms.causal = in.causal;
       terms.avx512 = in.kernels.avx512;
-      TileProduct(qp + offset, L, D, kp + offset, L, D, D, 1, probs_p, L);
+      TileProduct(qh, L, q.stride(2), kh, L, D, k.stride(2), 1, probs_p, L);
       RelativeSoftmaxInPlace(probs, 1, terms);
-      TileProduct(probs_p, L, L, vp + offset, D, L, 1, D, out + offset, D);
+      TileProduct(probs_p, L, L, vp + at_head(v, h, b), D, L, 1, v.stride(2), out + at_head(context, h, b),
+                  context.stride(2));
     }
   });
 }
@@ -155,6 +165,12 @@ at::Tensor C2pProducts(const RelativeAttentionInputs& in) {
 
 at::Tensor P2cProducts(const RelativeAttentionInputs& in) {
   return DeviceProduct(in.pos_query.unsqueeze(1), in.k.transpose(-1, -2));
+}
+
+// The tiled paths' context [heads, B, L, D] as a view of [B, L, heads, D]: each token's heads side
+// by side, as MergeHeads lays them out, so that merging them is free.
+static at::Tensor TiledContext(const at::Tensor& q) {
+  return at::empty({q.size(1), q.size(2), q.size(0), q.size(3)}, q.options()).permute({2, 0, 1, 3});
 }
 
 // RelativeAttention on the path `in` asks for, counted in in.stats.
@@ -187,17 +203,17 @@ static at::Tensor AttendOn(const RelativeAttentionInputs& in) {
   if (in.stats != nullptr) in.stats->cpu_calls.fetch_add(1, std::memory_order_relaxed);
   if (tiles_take_it) {
     if (in.stats != nullptr) in.stats->cpu_tiled_calls.fetch_add(1, std::memory_order_relaxed);
-    at::Tensor context = at::empty(in.q.sizes(), in.q.options());
+    at::Tensor context = TiledContext(in.q);
     AttendTiled<float>(in, context);
     return context;
   }
   if (bfloat16_tiles_take_it) {
     if (in.stats != nullptr) in.stats->cpu_tiled_calls.fetch_add(1, std::memory_order_relaxed);
-    at::Tensor context = at::empty(in.q.sizes(), in.q.options());
+    at::Tensor context = TiledContext(in.q);
     AttendTiled<uint16_t>(in, context);
     return context;
   }
-  at::Tensor context = at::empty_like(in.q);
+  at::Tensor context = at::empty(in.q.sizes(), in.q.options());  // contiguous: q may be a strided view
   const int64_t rc = in.pos_key.defined() ? in.pos_key.size(1) : 0;
   const int64_t rp = in.pos_query.defined() ? in.pos_query.size(1) : 0;
   const int64_t per_sequence = L * (L + rc + rp) * static_cast<int64_t>(in.q.element_size());

@@ -46,7 +46,10 @@ at::Tensor SplitHeads(const at::Tensor& rows, const TokenPacking* packing, int64
                       int64_t parts, int64_t heads) {
   if (packing != nullptr) return packing->UnpackHeads(rows, parts, heads);
   const int64_t head_size = rows.size(-1) / (parts * heads);
-  return rows.view({batch, length, parts, heads, head_size}).permute({2, 3, 0, 1, 4}).contiguous();
+  at::Tensor view = rows.view({batch, length, parts, heads, head_size}).permute({2, 3, 0, 1, 4});
+  // On the CPU the view itself: its attention paths read it strided (the tiles) or copy what they
+  // need laid out otherwise (LibTorch's products). Other devices' kernels take it contiguous.
+  return rows.device().is_cpu() ? view : view.contiguous();
 }
 
 at::Tensor MergeHeads(const at::Tensor& per_head, const TokenPacking* packing) {

@@ -37,6 +37,7 @@ class TokenPacking {
 
 // Attention's layout from a layer's fused projection, packed or not: rows [N or batch * L,
 // parts * heads * D] -> [parts, heads, batch, L, D]; packing null means rows hold every position.
+// Unpacked on the CPU, a strided view of rows (no copy); elsewhere contiguous.
 at::Tensor SplitHeads(const at::Tensor& rows, const TokenPacking* packing, int64_t batch, int64_t length,
                       int64_t parts, int64_t heads);
 // Back from attention: [heads, batch, L, D] -> [N or batch * L, heads * D].

@@ -246,7 +246,7 @@ EncoderOutputs XlnetModel::Forward(const EncoderInputs& in, bool all_hidden_stat
       att.c2p_index = index->c2p;
       att.c2p_gather = index->c2p_gather;
       if (segment_ids.defined()) {
-        att.segment_scores = at::baddbmm(layer.segment_offset, att.q.view({heads, B * L, D}), layer.seg_embed)
+        att.segment_scores = at::baddbmm(layer.segment_offset, att.q.reshape({heads, B * L, D}), layer.seg_embed)
                                  .view({heads, B, L, 2})
                                  .to(at::kFloat);
         att.segment_ids = segment_ids;
