@@ -12,6 +12,7 @@
 #include "server/main/shutdown_signals.h"
 #include "server/util/fd_limit.h"
 #include "server/util/log.h"
+#include "server/model/layers/packed_linear.h"
 #include "server/util/process_tuning.h"
 
 namespace {
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
   // The one reader of the process's environment; the libraries are handed it (or the RELSERVE_
   // variables, through the flag table).
   const relserve::GetEnv process_environment = [](const char* name) -> const char* { return std::getenv(name); };
-  relserve::TuneProcessForInference(argv, process_environment);
+  relserve::TuneProcessForInference(argv, process_environment, relserve::Float32TakesEveryBatchByDefault());
   const auto environment = relserve::RelserveEnvironment();
   auto config = relserve::ParseServerFlags(std::vector<std::string>(argv + 1, argv + argc), environment);
   if (!config.ok()) {

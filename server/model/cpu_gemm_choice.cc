@@ -6,8 +6,9 @@ const std::vector<CpuGemmChoice>& CpuGemmChoices() {
   static const std::vector<CpuGemmChoice> kChoices = {
       {"float32-gemm", "blas", &EngineKernels::packed_float32_gemm,
        "under --dtype float32 on the CPU: auto packs the encoder's and the output heads' weights once at load for "
-       "relserve's GEMM: in AVX-512 registers where the CPU has AVX-512F, which batches of at most 192 tokens take "
-       "(longer ones: LibTorch's BLAS, on the weights as loaded, kept beside); else in AVX2 registers where it has "
+       "relserve's GEMM: in AVX-512 registers where the CPU has AVX-512F, which every batch takes on AMD CPUs and "
+       "batches of at most 192 tokens on Intel ones (longer ones: LibTorch's BLAS, on the weights as loaded, kept "
+       "beside); else in AVX2 registers where it has "
        "AVX2 and FMA, which every batch takes (the weights as loaded are released); blas: LibTorch's BLAS (OpenBLAS) "
        "always, and no packed copy of the weights"},
       {"bfloat16-gemm", "onednn", &EngineKernels::packed_bfloat16_gemm,

@@ -10,6 +10,7 @@
 #include "server/tools/cli_args.h"
 #include "server/tools/commands.h"
 #include "server/tools/engine_flags.h"
+#include "server/model/layers/packed_linear.h"
 #include "server/util/process_tuning.h"
 
 namespace {
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
   // The one reader of the process's environment; the libraries are handed it (or the RELSERVE_
   // variables, through the flag tables).
   const relserve::GetEnv process_environment = [](const char* name) -> const char* { return std::getenv(name); };
-  relserve::TuneProcessForInference(argv, process_environment);
+  relserve::TuneProcessForInference(argv, process_environment, relserve::Float32TakesEveryBatchByDefault());
   if (argc < 2 || IsHelp(argv[1]) || std::string(argv[1]) == "help") {
     std::cout << Usage();
     return argc < 2 ? 2 : 0;

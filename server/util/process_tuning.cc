@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -37,20 +38,30 @@ constexpr char kShortSpinCount[] = "10000";
 
 }  // namespace
 
-std::string AskedDType(char** argv, const GetEnv& getenv) {
-  std::string dtype;
+std::string AskedFlag(char** argv, const GetEnv& getenv, const std::string& name) {
+  const std::string flag = "--" + name;
+  std::string value;
   for (int i = 1; argv[i] != nullptr; ++i) {
     const std::string arg = argv[i];
-    if (arg.rfind("--dtype=", 0) == 0) dtype = arg.substr(8);
-    if (arg == "--dtype" && argv[i + 1] != nullptr) dtype = argv[i + 1];
+    if (arg.rfind(flag + "=", 0) == 0) value = arg.substr(flag.size() + 1);
+    if (arg == flag && argv[i + 1] != nullptr) value = argv[i + 1];
   }
-  if (dtype.empty()) {
-    if (const char* env = getenv("RELSERVE_DTYPE"); env != nullptr) dtype = env;
+  if (value.empty()) {
+    std::string variable = "RELSERVE_";
+    for (const char c : name) variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (const char* env = getenv(variable.c_str()); env != nullptr) value = env;
   }
-  return dtype;
+  return value;
 }
 
-void TuneProcessForInference(char** argv, const GetEnv& getenv) {
+std::string AskedDType(char** argv, const GetEnv& getenv) { return AskedFlag(argv, getenv, "dtype"); }
+
+bool ShortSpinFor(const std::string& dtype, bool float32_takes_every_batch, const std::string& float32_gemm) {
+  if (dtype == "bfloat16" || dtype == "int8") return true;
+  return (dtype.empty() || dtype == "float32") && float32_takes_every_batch && float32_gemm != "blas";
+}
+
+void TuneProcessForInference(char** argv, const GetEnv& getenv, bool float32_takes_every_batch) {
   const absl::StatusOr<AllocatorMode> mode = AllocatorModeFromEnvironment(getenv);
   if (!mode.ok()) {
     std::cerr << (argv[0] != nullptr ? argv[0] : "relserve") << ": " << mode.status().message() << "\n";
@@ -59,8 +70,8 @@ void TuneProcessForInference(char** argv, const GetEnv& getenv) {
   const std::string dtype = AskedDType(argv, getenv);
   const bool set_wait = getenv("OMP_WAIT_POLICY") == nullptr;
   const bool set_timeout = getenv("OPENBLAS_THREAD_TIMEOUT") == nullptr && dtype == "int8";
-  const bool set_spin =
-      set_wait && getenv("GOMP_SPINCOUNT") == nullptr && (dtype == "bfloat16" || dtype == "int8");
+  const bool set_spin = set_wait && getenv("GOMP_SPINCOUNT") == nullptr &&
+                        ShortSpinFor(dtype, float32_takes_every_batch, AskedFlag(argv, getenv, "float32-gemm"));
   const std::string blas_core = getenv("OPENBLAS_CORETYPE") == nullptr
                                     ? OpenBlasCoreToForce(LoadedOpenBlasCore(), DetectCpuVectorFeatures())
                                     : std::string();

@@ -33,6 +33,15 @@ absl::StatusOr<AllocatorMode> AllocatorModeFromEnvironment(const GetEnv& getenv)
 // The dtype the command line asks for (--dtype X or --dtype=X, the last one given), else
 // RELSERVE_DTYPE's, else empty: what the programs' flags will read, seen before they are parsed.
 std::string AskedDType(char** argv, const GetEnv& getenv);
+// The same for any flag: --name X or --name=X, else RELSERVE_NAME (upper case, '-' as '_').
+std::string AskedFlag(char** argv, const GetEnv& getenv, const std::string& name);
+
+// Whether LibTorch's OpenMP threads should spin briefly before they sleep (GOMP_SPINCOUNT, below)
+// for a process asked for `dtype` (empty: the default, float32): under bfloat16 and int8; under
+// float32 where its forward makes no BLAS call, that is where the CPU's packed float32 GEMM takes
+// every batch by default (`float32_takes_every_batch`: model/layers/packed_linear.h,
+// DefaultPackedLinearMaxRows) and --float32-gemm is not `blas`.
+bool ShortSpinFor(const std::string& dtype, bool float32_takes_every_batch, const std::string& float32_gemm);
 
 // Process-wide settings that make CPU inference fast; call first thing in main(), with the
 // process's environment (`getenv`: std::getenv's answers; every variable below is read through it).
@@ -52,16 +61,18 @@ std::string AskedDType(char** argv, const GetEnv& getenv);
 //    With --dtype bfloat16 or int8 (or RELSERVE_DTYPE), LibTorch's OpenMP threads also spin
 //    briefly before they sleep (GOMP_SPINCOUNT=10000, about 0.1 ms), so that the next parallel
 //    region of the same forward pass finds them awake: with a futex wake per region one
-//    128-token sequence took 1.14-1.35x as long (docs/PERFORMANCE.md). In float32 they sleep at once
-//    (the spin made batches that OpenBLAS computes, whose threads then share the cores with
-//    the spinning ones, 5-8% slower). Not set when the user set GOMP_SPINCOUNT or
+//    128-token sequence took 1.14-1.35x as long (docs/PERFORMANCE.md). In float32 they spin so
+//    too where its forward makes no BLAS call (`float32_takes_every_batch`, ShortSpinFor: on an
+//    AMD Zen 4 one 128-token sequence took 0.95 times as long), and sleep at once where OpenBLAS
+//    computes the longer batches (the spin made those batches, whose OpenBLAS threads then share
+//    the cores with the spinning ones, 5-8% slower). Not set when the user set GOMP_SPINCOUNT or
 //    OMP_WAIT_POLICY.
 // 3. OpenBLAS's AVX-512 or AVX2 kernels where it fell back to its generic ones on a CPU model
 //    it does not know (openblas_core.h): OPENBLAS_CORETYPE is set, with the same one
 //    re-execution; a value the user set is kept.
 // 4. glibc's malloc as RELSERVE_ALLOCATOR asks (above, TuneMalloc). A bad value prints a
 //    message naming the variable and exits with status 2, as a bad flag does.
-void TuneProcessForInference(char** argv, const GetEnv& getenv);
+void TuneProcessForInference(char** argv, const GetEnv& getenv, bool float32_takes_every_batch = false);
 
 // glibc's side of `mode` (mallopt; process-wide): what TuneProcessForInference does last.
 void TuneMalloc(AllocatorMode mode);

@@ -18,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "server/model/layers/packed_linear.h"
 #include "server/safetensors/safetensors_file.h"
 #include "server/safetensors/safetensors_writer.h"
 #include "tests/server/server_process.h"
@@ -66,6 +67,14 @@ TEST(RelserveBinaryTest, ServesThenDrainsOnSigtermAndExitsZero) {
   v1::EmbedResponse resp;
   grpc::ClientContext ctx;
   ASSERT_TRUE(stub->Embed(&ctx, req, &resp).ok());
+  // Under float32 LibTorch's threads spin briefly before they sleep only where its forward makes no
+  // BLAS call (server/util/process_tuning.h), unless this test's caller chose a policy.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
+    std::ifstream environ("/proc/" + std::to_string(p.pid) + "/environ");
+    const std::string env((std::istreambuf_iterator<char>(environ)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(env.find(std::string("GOMP_SPINCOUNT=10000") + '\0') != std::string::npos,
+              Float32TakesEveryBatchByDefault());
+  }
   stub.reset();
   kill(p.pid, SIGTERM);
   EXPECT_EQ(WaitExit(p), 0);

@@ -81,6 +81,39 @@ TEST(AskedDTypeTest, EitherFlagFormTheLastOneOrTheEnvironment) {
   EXPECT_EQ(asked({"relserve", "--dtype", "bfloat16"}), "bfloat16");  // the flag wins
 }
 
+TEST(AskedFlagTest, AnyFlagByNameOrItsVariable) {
+  std::map<std::string, std::string> env;
+  auto asked = [&env](std::vector<std::string> args, const std::string& name) {
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    return AskedFlag(argv.data(), MapEnvironmentReader(env), name);
+  };
+  EXPECT_EQ(asked({"relserve", "--float32-gemm", "blas"}, "float32-gemm"), "blas");
+  EXPECT_EQ(asked({"relserve", "--float32-gemm=auto"}, "float32-gemm"), "auto");
+  EXPECT_EQ(asked({"relserve", "--float32-gemmx", "blas"}, "float32-gemm"), "");
+  EXPECT_EQ(asked({"relserve", "--dtype", "int8"}, "float32-gemm"), "");
+  env["RELSERVE_FLOAT32_GEMM"] = "blas";
+  EXPECT_EQ(asked({"relserve"}, "float32-gemm"), "blas");
+  EXPECT_EQ(asked({"relserve", "--float32-gemm", "auto"}, "float32-gemm"), "auto");  // the flag wins
+}
+
+// The short spin: always under bfloat16 and int8; under float32 (asked or by default) only where
+// its forward makes no BLAS call, which --float32-gemm blas undoes.
+TEST(ShortSpinForTest, Float32OnlyWhereThePackedGemmTakesEveryBatch) {
+  for (const char* dtype : {"bfloat16", "int8"}) {
+    EXPECT_TRUE(ShortSpinFor(dtype, false, ""));
+    EXPECT_TRUE(ShortSpinFor(dtype, true, "blas"));
+  }
+  for (const char* dtype : {"float32", ""}) {
+    EXPECT_TRUE(ShortSpinFor(dtype, true, ""));
+    EXPECT_TRUE(ShortSpinFor(dtype, true, "auto"));
+    EXPECT_FALSE(ShortSpinFor(dtype, true, "blas"));
+    EXPECT_FALSE(ShortSpinFor(dtype, false, ""));
+  }
+  EXPECT_FALSE(ShortSpinFor("float16", true, ""));
+}
+
 // Blocks glibc mapped on its own, now.
 size_t MappedBlocks() { return mallinfo2().hblks; }
 

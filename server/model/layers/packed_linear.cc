@@ -72,6 +72,10 @@ int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel, bool amd_cpu) {
 
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel) { return DefaultPackedLinearMaxRows(kernel, ThisCpuIsAmd()); }
 
+bool Float32TakesEveryBatchByDefault() {
+  return PackedWeights::Supported() && DefaultPackedLinearMaxRows(PackedWeights::Best()) == kPackedLinearEveryRow;
+}
+
 bool ThisCpuIsAmd() {
 #if defined(__x86_64__)
   static const bool amd = [] {

@@ -41,6 +41,11 @@ int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel, bool amd_cpu);
 // The same for this CPU's vendor (CPUID's vendor string "AuthenticAMD").
 int64_t DefaultPackedLinearMaxRows(Float32Kernel kernel);
 bool ThisCpuIsAmd();
+// Whether float32 engines on this CPU run every batch on the packed weights by default (so that
+// their forward makes no BLAS call): PackedWeights::Supported() and DefaultPackedLinearMaxRows of
+// its best kernel is kPackedLinearEveryRow. The programs' process tuning reads it
+// (util/process_tuning.h).
+bool Float32TakesEveryBatchByDefault();
 
 // A Linear's weight packed once at load: for PackedGemm (float32), with the longest input (in rows)
 // that takes it, or for GemmBFloat16 (bfloat16), which every input takes.
