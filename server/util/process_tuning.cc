@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -12,6 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "server/util/flag_table.h"
 #include "server/util/malloc_mmap_threshold.h"
 #include "server/util/openblas_core.h"
 
@@ -47,9 +47,7 @@ std::string AskedFlag(char** argv, const GetEnv& getenv, const std::string& name
     if (arg == flag && argv[i + 1] != nullptr) value = argv[i + 1];
   }
   if (value.empty()) {
-    std::string variable = "RELSERVE_";
-    for (const char c : name) variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (const char* env = getenv(variable.c_str()); env != nullptr) value = env;
+    if (const char* env = getenv(FlagVariableName("RELSERVE_", name).c_str()); env != nullptr) value = env;
   }
   return value;
 }

@@ -127,24 +127,22 @@ RELSERVE_AMX_FN void LoadTileConfig() {
 
 RELSERVE_AMX_FN void ReleaseTiles() { _tile_release(); }
 
-// bfloat16 bits -> float32.
-RELSERVE_AMX_FN inline __m512 LoadBFloat16(const uint16_t* p, __mmask16 mask) {
-  const __m256i bits = _mm256_maskz_loadu_epi16(mask, p);
+// 16 bfloat16 values (their bits) as float32.
+RELSERVE_AMX_FN inline __m512 BFloat16ToFloat(__m256i bits) {
   // The masked forms: GCC 12 warns of the unmasked ones' undefined start value.
   const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xFFFF, bits);
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, wide, 16));
+}
+
+// bfloat16 bits -> float32, the lanes past `mask` zero.
+RELSERVE_AMX_FN inline __m512 LoadBFloat16(const uint16_t* p, __mmask16 mask) {
+  return BFloat16ToFloat(_mm256_maskz_loadu_epi16(mask, p));
 }
 
 // The masks of a block's two 16-column halves when `cols` of its 32 columns are written.
 inline void HalfMasks(int64_t cols, __mmask16* m0, __mmask16* m1) {
   *m0 = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
   *m1 = cols >= 32 ? 0xFFFF : cols <= 16 ? 0 : static_cast<__mmask16>((1u << (cols - 16)) - 1);
-}
-
-// 16 bfloat16 values (their bits) as float32.
-RELSERVE_AMX_FN inline __m512 BFloat16ToFloat(__m256i bits) {
-  const __m512i wide = _mm512_maskz_cvtepu16_epi32(0xFFFF, bits);
-  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, wide, 16));
 }
 
 // 16 float32 values rounded to bfloat16 (to nearest, ties to even) and back.
