@@ -220,28 +220,30 @@ int64_t PackedRowsFloats(int64_t mc, int64_t k, int64_t tile_rows = kMr2) {
 
 // A 16 x 16 block of floats transposed in registers: r[i] lane j becomes r[j] lane i.
 RELSERVE_AVX512_FN inline void Transpose16x16(__m512 r[16]) {
+  // The masked forms with every lane: GCC 12 warns of the unmasked ones' undefined start value.
+  constexpr __mmask16 kAll = 0xFFFF;
   __m512 t[16];
   for (int i = 0; i < 16; i += 2) {  // pairs of rows interleaved in each 128-bit lane
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    t[i] = _mm512_maskz_unpacklo_ps(kAll, r[i], r[i + 1]);
+    t[i + 1] = _mm512_maskz_unpackhi_ps(kAll, r[i], r[i + 1]);
   }
   for (int i = 0; i < 16; i += 4) {  // each lane of r[i + j] now holds rows i .. i + 3 of a column
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    r[i] = _mm512_maskz_shuffle_ps(kAll, t[i], t[i + 2], 0x44);
+    r[i + 1] = _mm512_maskz_shuffle_ps(kAll, t[i], t[i + 2], 0xEE);
+    r[i + 2] = _mm512_maskz_shuffle_ps(kAll, t[i + 1], t[i + 3], 0x44);
+    r[i + 3] = _mm512_maskz_shuffle_ps(kAll, t[i + 1], t[i + 3], 0xEE);
   }
   for (int j = 0; j < 4; ++j) {  // the 128-bit lanes gathered, columns j, 4 + j, 8 + j, 12 + j
-    t[j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x88);
-    t[4 + j] = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xDD);
-    t[8 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x88);
-    t[12 + j] = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xDD);
+    t[j] = _mm512_maskz_shuffle_f32x4(kAll, r[j], r[4 + j], 0x88);
+    t[4 + j] = _mm512_maskz_shuffle_f32x4(kAll, r[j], r[4 + j], 0xDD);
+    t[8 + j] = _mm512_maskz_shuffle_f32x4(kAll, r[8 + j], r[12 + j], 0x88);
+    t[12 + j] = _mm512_maskz_shuffle_f32x4(kAll, r[8 + j], r[12 + j], 0xDD);
   }
   for (int j = 0; j < 4; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
-    r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xDD);
-    r[4 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0x88);
-    r[12 + j] = _mm512_shuffle_f32x4(t[4 + j], t[12 + j], 0xDD);
+    r[j] = _mm512_maskz_shuffle_f32x4(kAll, t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_maskz_shuffle_f32x4(kAll, t[j], t[8 + j], 0xDD);
+    r[4 + j] = _mm512_maskz_shuffle_f32x4(kAll, t[4 + j], t[12 + j], 0x88);
+    r[12 + j] = _mm512_maskz_shuffle_f32x4(kAll, t[4 + j], t[12 + j], 0xDD);
   }
 }
 
@@ -269,6 +271,27 @@ RELSERVE_AVX512_FN void PackRowTiles12(const float* a, int64_t lda, int64_t m0, 
         Transpose16x16(r);
         for (int64_t j = 0; j < steps; ++j) _mm512_mask_storeu_ps(tile + (kk + j) * kMr, 0x0FFF, r[j]);
       }
+    }
+  }
+}
+
+// One AVX-512 run of PackPanels (below) where b is [n, k] rows (b_col 1): `features` (at most kNr)
+// rows of src, b_row apart, kc steps each, into run (step kk's kNr features at kk * kNr; features
+// past `features` zero). Each 16 features x 16 steps are one transpose in registers, so each
+// step's 16 features are one store rather than 16 scalar stores of values read 16 rows apart.
+RELSERVE_AVX512_FN void PackPanelRunAvx512(const float* src, int64_t b_row, int64_t features, int64_t kc,
+                                           float* run) {
+  for (int64_t h = 0; h < kNr; h += 16) {
+    const int64_t rows = std::max<int64_t>(0, std::min<int64_t>(16, features - h));
+    for (int64_t kk = 0; kk < kc; kk += 16) {
+      const int64_t steps = std::min<int64_t>(16, kc - kk);
+      const __mmask16 lanes = steps >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << steps) - 1);
+      __m512 r[16];
+      for (int i = 0; i < 16; ++i) {
+        r[i] = i < rows ? _mm512_maskz_loadu_ps(lanes, src + (h + i) * b_row + kk) : _mm512_setzero_ps();
+      }
+      Transpose16x16(r);
+      for (int64_t j = 0; j < steps; ++j) _mm512_storeu_ps(run + (kk + j) * kNr + h, r[j]);
     }
   }
 }
@@ -380,6 +403,12 @@ void PackPanels(const float* b, int64_t n, int64_t k, int64_t b_row, int64_t b_c
         const int64_t features = std::min(width, cols - f0);
         float* run = panel + k0 * kNr + f0 * kc;
         const float* src = b + (j0 + f0) * b_row + k0 * b_col;
+#if RELSERVE_PACKED_GEMM_X86
+        if (kernel == Float32Kernel::kAvx512 && b_col == 1) {
+          PackPanelRunAvx512(src, b_row, features, kc, run);
+          continue;
+        }
+#endif
         // A step's features at a time: the run's row is written whole, and where b is [n, k]
         // (b_col 1) each feature's steps are read in order, so both stay in L1.
         for (int64_t kk = 0; kk < kc; ++kk) {
