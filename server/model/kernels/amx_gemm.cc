@@ -397,23 +397,45 @@ RELSERVE_AMX_FN void BFloat16Rows(const uint16_t* a, int64_t lda, int64_t k, con
   for (int i = 0; i < ROWS; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   const char* tiles = reinterpret_cast<const char*>(panel);
   if (prefetch == nullptr) prefetch = tiles, prefetch_stride = 0;  // no branch in the loop
-  // Pairs of depths d < k / 2, then an odd k's last value alone, its pair's other half zero (the
-  // weight's is zero too): never past a row's end.
+  // The rows in groups of three, each group one pointer that moves a pair of values a step: row
+  // 3g + j is read at group[g] + j * row_bytes, an address x86 forms from two registers. Twelve
+  // pointers of their own left the compiler short of registers: it kept some in vector registers
+  // and moved them back every step.
+  constexpr int kGroups = (ROWS + 2) / 3;
+  const int64_t row_bytes = lda * static_cast<int64_t>(sizeof(uint16_t));
+  const char* group[kGroups];
+  for (int g = 0; g < kGroups; ++g) group[g] = reinterpret_cast<const char*>(a) + 3 * g * row_bytes;
+  // Pairs of depths d < k / 2, sixteen to a tile row's run (the panel's B tiles hold 16 pairs
+  // each, their two tiles kTileBytes apart), then an odd k's last value alone, its pair's other
+  // half zero (the weight's is zero too): never past a row's end.
   const int64_t pairs = k / 2;
-  for (int64_t d = 0; d < (k + 1) / 2; ++d) {
+  for (int64_t d0 = 0; d0 < pairs; d0 += 16) {
+    const char* b = tiles + (d0 / 16) * 2 * kTileBytes;
+    const int64_t run = std::min<int64_t>(16, pairs - d0);
+    for (int64_t s = 0; s < run; ++s, b += 64) {
+      const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_load_si512(b));
+      const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kTileBytes));
+      _mm_prefetch(prefetch, _MM_HINT_T1);
+      prefetch += prefetch_stride;
+#pragma GCC unroll 12
+      for (int i = 0; i < ROWS; ++i) {
+        int32_t two;
+        std::memcpy(&two, group[i / 3] + (i % 3) * row_bytes, sizeof(two));
+        const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(two));
+        acc[i][0] = _mm512_dpbf16_ps(acc[i][0], x, b0);
+        acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, b1);
+      }
+#pragma GCC unroll 4
+      for (int g = 0; g < kGroups; ++g) group[g] += 2 * sizeof(uint16_t);
+    }
+  }
+  if (k % 2 != 0) {
+    const int64_t d = pairs;
     const char* b = tiles + (d / 16) * 2 * kTileBytes + (d % 16) * 64;
     const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_load_si512(b));
     const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_load_si512(b + kTileBytes));
-    _mm_prefetch(prefetch + d * prefetch_stride, _MM_HINT_T1);
-    int32_t two[ROWS];
-    if (d < pairs) {
-      for (int i = 0; i < ROWS; ++i) std::memcpy(&two[i], a + i * lda + 2 * d, sizeof(int32_t));
-    } else {
-      for (int i = 0; i < ROWS; ++i) two[i] = a[i * lda + 2 * d];
-    }
-#pragma GCC unroll 12
     for (int i = 0; i < ROWS; ++i) {
-      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(two[i]));
+      const __m512bh x = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int32_t>(a[i * lda + 2 * d])));
       acc[i][0] = _mm512_dpbf16_ps(acc[i][0], x, b0);
       acc[i][1] = _mm512_dpbf16_ps(acc[i][1], x, b1);
     }
