@@ -247,6 +247,14 @@ RELSERVE_AVX512_FN inline void Transpose16x16(__m512 r[16]) {
   }
 }
 
+// Steps `lanes` of rows [0, rows) of src (ld apart; rows past `rows` zero) transposed: r[j] holds
+// step j of every row. The packing routines below store each r[j] as a step of their layout.
+RELSERVE_AVX512_FN inline void TransposeRows(const float* src, int64_t ld, int64_t rows, __mmask16 lanes,
+                                             __m512 r[16]) {
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(lanes, src + i * ld) : _mm512_setzero_ps();
+  Transpose16x16(r);
+}
+
 // PackRowTiles for the AVX-512 tiles (12 rows): each 16 steps of a tile's rows are read as 12
 // vectors (rows past mc zero), transposed in registers, and each step's 12 values stored with one
 // masked store, instead of a scalar load and store per value: the same values in the same places.
@@ -265,10 +273,7 @@ RELSERVE_AVX512_FN void PackRowTiles12(const float* a, int64_t lda, int64_t m0, 
         const int64_t steps = std::min<int64_t>(16, kc - kk);
         const __mmask16 lanes = steps >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << steps) - 1);
         __m512 r[16];
-        for (int i = 0; i < 16; ++i) {
-          r[i] = i < rows ? _mm512_maskz_loadu_ps(lanes, src + i * lda + kk) : _mm512_setzero_ps();
-        }
-        Transpose16x16(r);
+        TransposeRows(src + kk, lda, rows, lanes, r);
         for (int64_t j = 0; j < steps; ++j) _mm512_mask_storeu_ps(tile + (kk + j) * kMr, 0x0FFF, r[j]);
       }
     }
@@ -287,10 +292,7 @@ RELSERVE_AVX512_FN void PackPanelRunAvx512(const float* src, int64_t b_row, int6
       const int64_t steps = std::min<int64_t>(16, kc - kk);
       const __mmask16 lanes = steps >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << steps) - 1);
       __m512 r[16];
-      for (int i = 0; i < 16; ++i) {
-        r[i] = i < rows ? _mm512_maskz_loadu_ps(lanes, src + (h + i) * b_row + kk) : _mm512_setzero_ps();
-      }
-      Transpose16x16(r);
+      TransposeRows(src + h * b_row + kk, b_row, rows, lanes, r);
       for (int64_t j = 0; j < steps; ++j) _mm512_storeu_ps(run + (kk + j) * kNr + h, r[j]);
     }
   }
