@@ -858,7 +858,7 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
 }
 
 void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k,
-                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc) {
+                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc, const NeededColumns& needed) {
 #if RELSERVE_AMX_GEMM
   if (!PackedBFloat16Weights::Avx512Supported()) std::abort();  // never called where unsupported
   if (m <= 0 || n <= 0) return;
@@ -878,12 +878,13 @@ void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_
     const int64_t cols = std::min<int64_t>(kNr, n - p * kNr);
     for (int64_t r = 0; r < m; r += kBFloat16Rows) {
       const int64_t rows = std::min<int64_t>(kBFloat16Rows, m - r);
+      if (!needed.Touches(r, r + rows, p * kNr, p * kNr + cols)) continue;
       kBFloat16RowsFns[rows](a + r * lda, lda, k, scratch + p * padded_k * kNr, block, nullptr, 0);
       StoreBFloat16Block(block, rows, cols, nullptr, c + r * ldc + p * kNr, ldc);
     }
   }
 #else
-  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc;
+  (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc, (void)needed;
   std::abort();  // Avx512Supported() is false
 #endif
 }

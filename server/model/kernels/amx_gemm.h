@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "server/model/kernels/gemm_epilogue.h"
+#include "server/model/kernels/needed_columns.h"
 #include "server/model/kernels/packed_panels.h"
 
 namespace relserve {
@@ -63,9 +64,10 @@ void GemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const PackedBFloat1
 // so that the small products of attention (one head of one sequence) run in
 // BFloat16Kernel::kAvx512's registers, one thread each. Sums in float32, rounded once to bfloat16,
 // as GemmBFloat16's. a's rows are lda values apart, c's ldc apart. Call only where
-// PackedBFloat16Weights::Avx512Supported().
+// PackedBFloat16Weights::Avx512Supported(). With `needed` (needed_columns.h), each tile of rows
+// runs only on the panels its rows need.
 void SerialGemmBFloat16(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k,
-                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc);
+                        int64_t b_row, int64_t b_col, uint16_t* c, int64_t ldc, const NeededColumns& needed = {});
 
 // Which instructions GemmInt8 multiplies with, from the same packed weights:
 //  - kAmx: AMX tiles (TDPBUSD, 32 x 32 blocks);

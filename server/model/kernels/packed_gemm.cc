@@ -538,12 +538,12 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
 }
 
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
-                int64_t b_col, float* c, int64_t ldc) {
-  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc, PackedWeights::Best());
+                int64_t b_col, float* c, int64_t ldc, const NeededColumns& needed) {
+  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc, PackedWeights::Best(), needed);
 }
 
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
-                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel) {
+                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel, const NeededColumns& needed) {
 #if RELSERVE_PACKED_GEMM_X86
   if (!PackedWeights::Supports(kernel)) std::abort();  // never called where unsupported
   if (m <= 0 || n <= 0) return;
@@ -557,12 +557,25 @@ void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t 
   PackPanels(b, n, k, b_row, b_col, scratch, kernel);
   const BlockFn block_times_panel = BlockFor(kernel);
   for (int64_t m0 = 0; m0 < m; m0 += kMc) {
+    const int64_t mc = std::min(kMc, m - m0);
     for (int64_t p = 0; p < panels; ++p) {
-      block_times_panel(a, lda, nullptr, m0, std::min(kMc, m - m0), scratch, n, k, p, nullptr, c, ldc, GemmEpilogue());
+      // Each run of tiles that need panel p, the tiles where they would be without `needed`: the
+      // same tiles, the same sums.
+      const int64_t c0 = p * kNr, c1 = std::min(n, c0 + kNr);
+      const auto needs = [&](int64_t r) { return needed.Touches(m0 + r, m0 + std::min(mc, r + kMr), c0, c1); };
+      for (int64_t r = 0; r < mc;) {
+        while (r < mc && !needs(r)) r += kMr;
+        int64_t e = r;
+        while (e < mc && needs(e)) e += kMr;
+        e = std::min(e, mc);
+        if (e > r) block_times_panel(a, lda, nullptr, m0 + r, e - r, scratch, n, k, p, nullptr, c, ldc, GemmEpilogue());
+        r = e;
+      }
     }
   }
 #else
   (void)a, (void)m, (void)lda, (void)b, (void)n, (void)k, (void)b_row, (void)b_col, (void)c, (void)ldc, (void)kernel;
+  (void)needed;
   std::abort();  // never called where unsupported (PackedWeights::Supported)
 #endif
 }

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "server/model/kernels/gemm_epilogue.h"
+#include "server/model/kernels/needed_columns.h"
 #include "server/model/kernels/packed_panels.h"
 
 namespace relserve {
@@ -71,10 +72,11 @@ void PackedGemm(const float* a, int64_t m, int64_t lda, const PackedWeights& w, 
 // gives a · b. b is packed into the thread's own panels first (kept between calls), so that the
 // small products of attention (one head of one sequence) run in the tiles of PackedGemm, one
 // thread each. Kernels as PackedGemm's. Call only where PackedWeights::Supported().
+// With `needed` (needed_columns.h), each tile of rows runs only on the panels its rows need.
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
-                int64_t b_col, float* c, int64_t ldc);
+                int64_t b_col, float* c, int64_t ldc, const NeededColumns& needed = {});
 void SerialGemm(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
-                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel);
+                int64_t b_col, float* c, int64_t ldc, Float32Kernel kernel, const NeededColumns& needed = {});
 
 }  // namespace relserve
 

@@ -364,6 +364,30 @@ void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const Relativ
   scores.copy_(p);
 }
 
+void RelativeTermColumns(const at::Tensor& index, int64_t L, bool rows_are_keys, int32_t* first, int32_t* end) {
+  TORCH_CHECK(L > 0 && index.device().is_cpu() && index.scalar_type() == at::kInt && index.dim() == 1 &&
+                  index.size(0) == 2 * L - 1 && index.is_contiguous(),
+              "RelativeTermColumns: expected a contiguous int32 [2L - 1] table on the CPU");
+  const int32_t* t = index.data_ptr<int32_t>();
+  // Row r reads the table over d = j - i + L - 1 for its L partners: the window [s, s + L - 1] with
+  // s = L - 1 - i for query i (c2p) and s = j for key j (p2c). Every window holds d = L - 1, so its
+  // minimum is that of [s, L - 1] (suffix) and of [L - 1, s + L - 1] (prefix from the middle).
+  std::vector<int32_t> suffix_min(L), suffix_max(L), prefix_min(L), prefix_max(L);
+  for (int64_t d = L - 1; d >= 0; --d) {
+    suffix_min[d] = d == L - 1 ? t[d] : std::min(t[d], suffix_min[d + 1]);
+    suffix_max[d] = d == L - 1 ? t[d] : std::max(t[d], suffix_max[d + 1]);
+  }
+  for (int64_t e = 0; e < L; ++e) {  // prefix_*[e]: over [L - 1, L - 1 + e]
+    prefix_min[e] = e == 0 ? t[L - 1] : std::min(t[L - 1 + e], prefix_min[e - 1]);
+    prefix_max[e] = e == 0 ? t[L - 1] : std::max(t[L - 1 + e], prefix_max[e - 1]);
+  }
+  for (int64_t r = 0; r < L; ++r) {
+    const int64_t s = rows_are_keys ? r : L - 1 - r;
+    first[r] = std::min(suffix_min[s], prefix_min[s]);
+    end[r] = std::max(suffix_max[s], prefix_max[s]) + 1;
+  }
+}
+
 void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms) {
   if (!scores.device().is_cpu()) return RelativeSoftmaxWithAtenOps(scores, batch, terms);
   TORCH_CHECK(scores.dim() == 3 && scores.size(1) == scores.size(2) && scores.is_contiguous(),

@@ -57,6 +57,13 @@ void RelativeSoftmaxInPlace(at::Tensor& scores, int64_t batch, const RelativeSco
 // devices without the CPU kernel.
 void RelativeSoftmaxWithAtenOps(at::Tensor& scores, int64_t batch, const RelativeScoreTerms& terms);
 
+// The columns of a c2p product (rows_are_keys false: row i is query i) or a p2c product (true: row
+// j is key j) that RelativeSoftmaxInPlace reads through `index` (int32 [2L - 1], the term's
+// c2p_index or p2c_index) at length L: row r's lie in [first[r], end[r]), written into first and
+// end (L values each). For SerialGemm's NeededColumns (needed_columns.h): DeBERTa's rows each read
+// a band of L of the 2L - 1 relative rows.
+void RelativeTermColumns(const at::Tensor& index, int64_t L, bool rows_are_keys, int32_t* first, int32_t* end);
+
 // The j - i + L - 1 table of a Toeplitz [L, L] int64 matrix m (m[i][j] depends on j - i only):
 // entry d is m[i][j] for any i, j with j - i + L - 1 = d, as int32.
 at::Tensor ToeplitzTable(const at::Tensor& m);

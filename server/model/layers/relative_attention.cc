@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -63,12 +64,21 @@ void AttendSlice(const RelativeAttentionInputs& in, int64_t h0, int64_t nh, int6
 const float* Values(const at::Tensor& t, float*) { return t.data_ptr<float>(); }
 const uint16_t* Values(const at::Tensor& t, uint16_t*) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
 void TileProduct(const float* a, int64_t m, int64_t lda, const float* b, int64_t n, int64_t k, int64_t b_row,
-                 int64_t b_col, float* c, int64_t ldc) {
-  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc);
+                 int64_t b_col, float* c, int64_t ldc, const NeededColumns& needed = {}) {
+  SerialGemm(a, m, lda, b, n, k, b_row, b_col, c, ldc, needed);
 }
 void TileProduct(const uint16_t* a, int64_t m, int64_t lda, const uint16_t* b, int64_t n, int64_t k, int64_t b_row,
-                 int64_t b_col, uint16_t* c, int64_t ldc) {
-  SerialGemmBFloat16(a, m, lda, b, n, k, b_row, b_col, c, ldc);
+                 int64_t b_col, uint16_t* c, int64_t ldc, const NeededColumns& needed = {}) {
+  SerialGemmBFloat16(a, m, lda, b, n, k, b_row, b_col, c, ldc, needed);
+}
+
+// The columns of a c2p or p2c product the softmax reads (RelativeTermColumns): first L values, then
+// end; empty without the term.
+std::vector<int32_t> TermColumns(const at::Tensor& index, int64_t L, int64_t term_rows, bool rows_are_keys) {
+  if (term_rows == 0) return {};
+  std::vector<int32_t> columns(static_cast<size_t>(2 * L));
+  RelativeTermColumns(index, L, rows_are_keys, columns.data(), columns.data() + L);
+  return columns;
 }
 
 // Every head of every sequence as its own task on LibTorch's threads, each task's products (q.k,
@@ -84,15 +94,23 @@ template <typename T>
 void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
   const int64_t heads = in.q.size(0), B = in.q.size(1), L = in.q.size(2), D = in.q.size(3);
   // Rows of values side by side, as the tiles read them; anything else is copied.
-  const auto rows_of_values = [](const at::Tensor& t) { return t.stride(3) == 1 ? t : t.contiguous(); };
+  const auto rows_of_values = [](const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); };
   const at::Tensor q = rows_of_values(in.q), k = rows_of_values(in.k), v = rows_of_values(in.v);
   const at::Tensor cq = in.c2p_query.defined() ? rows_of_values(in.c2p_query) : q;
   TORCH_CHECK(context.stride(3) == 1, "AttendTiled: the context's rows must hold their values side by side");
   // Element (h, b, i, 0) of t at h * stride(0) + b * stride(1) + i * stride(2).
   const auto at_head = [](const at::Tensor& t, int64_t h, int64_t b) { return h * t.stride(0) + b * t.stride(1); };
-  const at::Tensor pos_key = in.pos_key.defined() ? in.pos_key.contiguous() : at::Tensor();        // [heads, Rc, D]
-  const at::Tensor pos_query = in.pos_query.defined() ? in.pos_query.contiguous() : at::Tensor();  // [heads, Rp, D]
+  // [heads, Rc, D] and [heads, Rp, D], read through their strides: DeBERTa's are a window of
+  // each head's relative rows (a narrow of the layer's table), not copied per call.
+  const at::Tensor pos_key = in.pos_key.defined() ? rows_of_values(in.pos_key) : at::Tensor();
+  const at::Tensor pos_query = in.pos_query.defined() ? rows_of_values(in.pos_query) : at::Tensor();
   const int64_t rc = pos_key.defined() ? pos_key.size(1) : 0, rp = pos_query.defined() ? pos_query.size(1) : 0;
+  // Each row of the relative terms only on the panels of the table rows it reads: for DeBERTa a
+  // band of L of the 2L - 1, so about a third fewer products.
+  const std::vector<int32_t> c2p_columns = TermColumns(in.c2p_index, L, rc, /*rows_are_keys=*/false);
+  const std::vector<int32_t> p2c_columns = TermColumns(in.p2c_index, L, rp, /*rows_are_keys=*/true);
+  const NeededColumns c2p_needed{rc > 0 ? c2p_columns.data() : nullptr, rc > 0 ? c2p_columns.data() + L : nullptr};
+  const NeededColumns p2c_needed{rp > 0 ? p2c_columns.data() : nullptr, rp > 0 ? p2c_columns.data() + L : nullptr};
   const at::Tensor mask = in.attention_mask.defined() ? in.attention_mask.to(at::kByte).contiguous() : at::Tensor();
   // Each thread's scores and terms, reused by its tasks.
   const int64_t threads = at::get_num_threads();
@@ -120,14 +138,15 @@ void AttendTiled(const RelativeAttentionInputs& in, at::Tensor& context) {
       RelativeScoreTerms terms;
       if (rc > 0) {
         terms.c2p = c2p[t];
-        TileProduct(cqp + at_head(cq, h, b), L, cq.stride(2), pos_key_p + h * rc * D, rc, D, D, 1,
-                    const_cast<T*>(Values(terms.c2p, static_cast<T*>(nullptr))), rc);
+        TileProduct(cqp + at_head(cq, h, b), L, cq.stride(2), pos_key_p + h * pos_key.stride(0), rc, D,
+                    pos_key.stride(1), 1,
+                    const_cast<T*>(Values(terms.c2p, static_cast<T*>(nullptr))), rc, c2p_needed);
         terms.c2p_index = in.c2p_index;
       }
       if (rp > 0) {
         terms.p2c = p2c[t];
-        TileProduct(kh, L, k.stride(2), pos_query_p + h * rp * D, rp, D, D, 1,
-                    const_cast<T*>(Values(terms.p2c, static_cast<T*>(nullptr))), rp);
+        TileProduct(kh, L, k.stride(2), pos_query_p + h * pos_query.stride(0), rp, D, pos_query.stride(1), 1,
+                    const_cast<T*>(Values(terms.p2c, static_cast<T*>(nullptr))), rp, p2c_needed);
         terms.p2c_index = in.p2c_index;
       }
       if (in.position_bias.defined()) terms.position_bias = in.position_bias.narrow(0, h, 1);

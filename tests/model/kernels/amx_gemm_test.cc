@@ -226,6 +226,49 @@ TEST(SerialBFloat16GemmTest, PanelsReusedAcrossShapes) {
   EXPECT_TRUE(at::equal(run(small_a, small_b), small));
 }
 
+// With NeededColumns, SerialGemmBFloat16 gives each row's needed columns the same bits as without,
+// and leaves alone every panel that no row of a 12-row block needs (a band moving right a column a
+// row, as DeBERTa's relative terms read).
+TEST(SerialBFloat16GemmTest, OnNeededColumnsOnly) {
+  if (!PackedBFloat16Weights::Avx512Supported()) GTEST_SKIP() << "this CPU has no AVX512-BF16";
+  c10::InferenceMode guard;
+  at::manual_seed(13);
+  constexpr int64_t kPanel = PackedBFloat16Weights::kPanelWidth, kTileRows = 12;
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{128, 255, 64}, {30, 100, 33}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << n << "x" << k);
+    const at::Tensor a = RandomBFloat16({m, k}), b = RandomBFloat16({n, k});
+    std::vector<int32_t> first(m), end(m);
+    for (int64_t i = 0; i < m; ++i) {
+      first[i] = static_cast<int32_t>(i);
+      end[i] = static_cast<int32_t>(std::min<int64_t>(n, i + n - m + 1));
+    }
+    at::Tensor all = at::empty({m, n}, at::kBFloat16);
+    SerialGemmBFloat16(Bits(a), m, k, Bits(b), n, k, k, 1, reinterpret_cast<uint16_t*>(all.data_ptr<at::BFloat16>()), n);
+    at::Tensor some = at::full({m, n}, 7.0f, at::kBFloat16);
+    SerialGemmBFloat16(Bits(a), m, k, Bits(b), n, k, k, 1, reinterpret_cast<uint16_t*>(some.data_ptr<at::BFloat16>()),
+                       n, NeededColumns{first.data(), end.data()});
+    int64_t skipped = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      EXPECT_TRUE(at::equal(some[i].narrow(0, first[i], end[i] - first[i]), all[i].narrow(0, first[i], end[i] - first[i])))
+          << "row " << i;
+    }
+    for (int64_t t = 0; t < m; t += kTileRows) {
+      const int64_t rows = std::min(kTileRows, m - t);
+      for (int64_t c0 = 0; c0 < n; c0 += kPanel) {
+        const int64_t c1 = std::min(n, c0 + kPanel);
+        bool touched = false;
+        for (int64_t i = t; i < t + rows; ++i) touched = touched || (first[i] < c1 && end[i] > c0);
+        if (!touched) {
+          EXPECT_TRUE(at::all(some.narrow(0, t, rows).narrow(1, c0, c1 - c0) == 7.0f).item<bool>())
+              << "rows " << t << " columns " << c0;
+          ++skipped;
+        }
+      }
+    }
+    EXPECT_GT(skipped, 0);
+  }
+}
+
 // Where the CPU runs both kernels, they round the same float32 sums (up to their order) once: the
 // two answers are at most a unit in the last place apart.
 TEST(BFloat16KernelsTest, TheKernelsAgreeToAUnitInTheLastPlace) {

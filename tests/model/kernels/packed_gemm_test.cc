@@ -266,5 +266,52 @@ TEST(PackedGemmTest, SerialGemmInBothLayouts) {
   }
 }
 
+// With NeededColumns, SerialGemm gives each row's needed columns the same bits as without, and leaves
+// alone every panel of 32 columns that no row of a 12-row tile needs (here a band that moves right
+// by one column a row, as DeBERTa's relative terms do, plus rows that need nothing).
+TEST(PackedGemmTest, SerialGemmOnNeededColumnsOnly) {
+  if (!PackedWeights::Supported()) GTEST_SKIP() << "neither AVX-512F nor AVX2 with FMA on this CPU";
+  c10::InferenceMode guard;
+  at::manual_seed(8);
+  constexpr int64_t kPanel = PackedWeights::kPanelWidth, kTileRows = 12;
+  for (Float32Kernel kernel : Kernels()) {
+    for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{128, 255, 64}, {30, 100, 33}, {200, 399, 16}}) {
+      SCOPED_TRACE(::testing::Message() << Float32KernelName(kernel) << " " << m << "x" << n << "x" << k);
+      const at::Tensor a = at::randn({m, k}), b = at::randn({n, k});
+      std::vector<int32_t> first(m), end(m);
+      const int64_t width = n - m + 1;
+      for (int64_t i = 0; i < m; ++i) {
+        first[i] = static_cast<int32_t>(std::max<int64_t>(0, i));
+        end[i] = static_cast<int32_t>(std::min<int64_t>(n, i + std::max<int64_t>(width, 1)));
+        if (i % 17 == 5) end[i] = first[i];  // needs nothing
+      }
+      at::Tensor all = at::empty({m, n});
+      SerialGemm(a.data_ptr<float>(), m, k, b.data_ptr<float>(), n, k, k, 1, all.data_ptr<float>(), n, kernel);
+      const float sentinel = 12345.0f;
+      at::Tensor some = at::full({m, n}, sentinel);
+      SerialGemm(a.data_ptr<float>(), m, k, b.data_ptr<float>(), n, k, k, 1, some.data_ptr<float>(), n, kernel,
+                 NeededColumns{first.data(), end.data()});
+      int64_t skipped = 0;
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = first[i]; j < end[i]; ++j) ASSERT_EQ(some[i][j].item<float>(), all[i][j].item<float>()) << i << "," << j;
+      }
+      for (int64_t t = 0; t < m; t += kTileRows) {
+        const int64_t rows = std::min(kTileRows, m - t);
+        for (int64_t c0 = 0; c0 < n; c0 += kPanel) {
+          const int64_t c1 = std::min(n, c0 + kPanel);
+          bool touched = false;
+          for (int64_t i = t; i < t + rows; ++i) touched = touched || (first[i] < c1 && end[i] > c0 && first[i] < end[i]);
+          if (!touched) {
+            EXPECT_TRUE(at::all(some.narrow(0, t, rows).narrow(1, c0, c1 - c0) == sentinel).item<bool>())
+                << "rows " << t << " columns " << c0;
+            ++skipped;
+          }
+        }
+      }
+      EXPECT_GT(skipped, 0);  // the band leaves whole panels out
+    }
+  }
+}
+
 }  // namespace
 }  // namespace relserve

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -372,6 +374,43 @@ TEST(ToeplitzTableTest, ReadsEveryDiagonal) {
   ASSERT_EQ(table.numel(), 2 * L - 1);
   EXPECT_TRUE(at::equal(Expand(table, L), m));
   EXPECT_EQ(table.scalar_type(), at::kInt);
+}
+
+// RelativeTermColumns against the columns the softmax reads, found by walking every (query, key)
+// pair: DeBERTa-v3's log buckets (whose band narrows past the middle), a table that clamps (BERT's
+// relative_key) and one out of order, at lengths 1 to 300.
+TEST(RelativeTermColumnsTest, EveryRowsColumnsAreTheOnesItsPairsRead) {
+  c10::InferenceMode guard;
+  at::manual_seed(5);
+  for (int64_t L : {1, 2, 7, 128, 300}) {
+    const at::Tensor d = at::arange(2 * L - 1, at::kLong) - (L - 1);  // j - i
+    std::vector<at::Tensor> tables = {
+        (at::clamp(d, -64, 63) + 64).to(at::kInt),                                   // clamped
+        (at::sign(d) * at::ceil(at::log1p(at::abs(d).to(at::kDouble)) * 9) + 60).to(at::kInt),  // log-like
+        at::randint(0, 50, {2 * L - 1}, at::kInt),                                  // any order
+    };
+    for (const at::Tensor& table : tables) {
+      const int32_t* t = table.data_ptr<int32_t>();
+      for (bool rows_are_keys : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << "L " << L << (rows_are_keys ? " p2c" : " c2p"));
+        std::vector<int32_t> first(L), end(L);
+        RelativeTermColumns(table, L, rows_are_keys, first.data(), end.data());
+        for (int64_t r = 0; r < L; ++r) {
+          int32_t lo = INT32_MAX, hi = INT32_MIN;
+          for (int64_t other = 0; other < L; ++other) {
+            const int64_t i = rows_are_keys ? other : r, j = rows_are_keys ? r : other;
+            lo = std::min(lo, t[j - i + L - 1]);
+            hi = std::max(hi, t[j - i + L - 1]);
+          }
+          ASSERT_EQ(first[r], lo) << "row " << r;
+          ASSERT_EQ(end[r], hi + 1) << "row " << r;
+        }
+      }
+    }
+  }
+  std::vector<int32_t> first(3), end(3);
+  EXPECT_THROW(RelativeTermColumns(at::zeros({4}, at::kInt), 3, false, first.data(), end.data()), c10::Error);
+  EXPECT_THROW(RelativeTermColumns(at::zeros({5}, at::kLong), 3, false, first.data(), end.data()), c10::Error);
 }
 
 }  // namespace
