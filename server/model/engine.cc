@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <cstring>
 #include <new>
@@ -58,6 +59,8 @@ struct Engine::Impl {
   AttentionStats attention_stats;             // every forward's attention calls
   std::unique_ptr<ShapeTimeLog> shape_log;    // with options.log_shape_times
   BatchRounding batch_rounding = BatchRounding::kOnDevice;  // options.batch_rounding
+  bool first_token_forwards = true;                         // options.kernels'
+  std::atomic<int64_t> first_token_forwards_run{0};         // forwards that took it
   // The sparse, multi-vector and token-classification heads beside the encoder.
   OutputHeads heads;
 };
@@ -201,6 +204,8 @@ Engine::AttentionCounts Engine::attention_counts() const {
   counts.host_seconds = static_cast<double>(s.host_nanoseconds.load()) * 1e-9;
   return counts;
 }
+
+int64_t Engine::first_token_forwards() const { return impl_->first_token_forwards_run.load(); }
 
 std::vector<int> Engine::WarmUpLengths(int max_length) const {
   if (impl_->device.is_cpu()) return InferenceBackend::WarmUpLengths(max_length);
@@ -460,6 +465,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::LoadOrThrow(const std::string& d
   if (options.cuda_graph_tokens < 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuda_graph_tokens ", options.cuda_graph_tokens, " is negative"));
   }
+  engine->impl_->first_token_forwards = options.kernels.first_token_forwards;
   engine->impl_->kernels.path = options.gpu_attention.path;
   engine->impl_->kernels.device_path_on_cpu = options.kernels.gpu_attention_on_cpu;
   engine->impl_->kernels.fused = options.kernels.fused_attention;
@@ -647,6 +653,16 @@ Engine::HostBatch Engine::Prepare(const std::vector<SequenceInput>& batch, uint3
   return h;
 }
 
+bool Engine::ReadsFirstTokensOnly(uint32_t outputs, const HostBatch& h) const {
+  if (!impl_->first_token_forwards || !impl_->model->RunsFirstTokenOnly()) return false;
+  // The family's logits read the first token; pooling does where it is CLS alone.
+  constexpr uint32_t kFirstTokenOutputs = kOutputLogits | kOutputPooled | kOutputPooledUnnormalized;
+  if ((outputs & ~kFirstTokenOutputs) != 0) return false;
+  if ((outputs & (kOutputPooled | kOutputPooledUnnormalized)) != 0 && !impl_->pooler->ReadsFirstTokenOnly()) return false;
+  // Position 0 of every row a real token (the rows are right-padded; Validate refuses empty ones).
+  return h.L > 0 && h.mask.select(1, 0).ne(0).all().item<bool>();
+}
+
 Engine::Forwarded Engine::Forward(const std::vector<SequenceInput>& batch, uint32_t outputs, const HostBatch& h) {
   const c10::Device device = impl_->device;
   const bool on_device = !device.is_cpu();
@@ -664,6 +680,8 @@ Engine::Forwarded Engine::Forward(const std::vector<SequenceInput>& batch, uint3
   const bool graphable = graphs != nullptr && !h.types.defined() && !h.unattended &&
                          (outputs & (kOutputSparse | kOutputMultiVector)) == 0 && graphs->GraphBatch(R, L) > 0;
   const bool replay = graphable && graphs->Captured(L);
+  in.first_token_only = graphs == nullptr && ReadsFirstTokensOnly(outputs, h);
+  if (in.first_token_only) impl_->first_token_forwards_run.fetch_add(1, std::memory_order_relaxed);
   f.capture = graphable && !replay;
   if (on_device && f.pool_mask.defined()) f.pool_mask = f.pool_mask.to(device, /*non_blocking=*/true);
   // The replay copies its inputs into the graph's; where there is none (a capture failed on

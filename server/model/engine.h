@@ -60,6 +60,11 @@ struct EngineKernels {
   // bfloat16 attention on a CPU with AVX512-BF16: which batches run each head of each sequence as a
   // task of its own, its products in relserve's AVX512-BF16 registers (tiled_attention.h).
   BFloat16TiledAttention bfloat16_tiled_attention = BFloat16TiledAttention::kAuto;
+  // A batch whose outputs read each sequence's first token alone (logits of a classifier on it,
+  // CLS pooling), in a family that can (EncoderModel::RunsFirstTokenOnly), on an engine without
+  // CUDA graphs: the last layer's output projection and feed-forward run on those tokens only
+  // (EncoderInputs::first_token_only); false: on every token.
+  bool first_token_forwards = true;
 };
 
 struct EngineOptions {
@@ -162,6 +167,9 @@ class Engine : public InferenceBackend {
     double host_seconds = 0;
   };
   AttentionCounts attention_counts() const;
+  // The forwards whose last layer ran on each sequence's first token alone
+  // (EngineKernels::first_token_forwards), warm-up ones included.
+  int64_t first_token_forwards() const;
   // On the CPU the default doubling; on other devices every length batches run at there
   // (DeviceBatchLength), each a kernel configuration of its own.
   std::vector<int> WarmUpLengths(int max_length) const override;
@@ -196,6 +204,9 @@ class Engine : public InferenceBackend {
   absl::Status CheckBatch(const std::vector<SequenceInput>& batch, uint32_t outputs) const;
   HostBatch Prepare(const std::vector<SequenceInput>& batch, uint32_t outputs) const;
   Forwarded Forward(const std::vector<SequenceInput>& batch, uint32_t outputs, const HostBatch& host);
+  // Whether the batch's outputs read each sequence's first token alone, so that its forward may
+  // keep only those after the last attention (EngineKernels::first_token_forwards).
+  bool ReadsFirstTokensOnly(uint32_t outputs, const HostBatch& host) const;
   std::vector<SequenceOutput> Collect(const std::vector<SequenceInput>& batch, uint32_t outputs,
                                       const HostBatch& host, Forwarded& forwarded) const;
 

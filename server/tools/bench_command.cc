@@ -38,9 +38,11 @@ absl::Status RunBench(const CliArgs& args) {
     s.input_ids.resize(seq);
     for (int& id : s.input_ids) id = token(rng);
   }
-  // What each batch returns (--output): the pooled embedding, or a head's per-token output.
+  // What each batch returns (--output): the pooled embedding, a classifier's logits, or a head's
+  // per-token output.
   const std::string output_name = args.String("output");
-  const uint32_t outputs = output_name == "token-logits"   ? kOutputTokenLogits
+  const uint32_t outputs = output_name == "logits"         ? kOutputLogits
+                           : output_name == "token-logits" ? kOutputTokenLogits
                            : output_name == "multi-vector" ? kOutputMultiVector
                            : output_name == "sparse"       ? kOutputSparse
                                                            : kOutputPooled;
@@ -112,6 +114,9 @@ absl::Status RunBench(const CliArgs& args) {
   // The host time of the timed batches' attention calls, per batch (their mean): the share of
   // ms_per_batch that attention's products and softmax take.
   out["attention_ms_per_batch"] = 1000.0 * (calls.host_seconds - attention_seconds_before) / iters;
+  // Batches whose last layer ran on the first tokens alone (--output logits of a classifier, CLS
+  // pooling): they do fewer FLOPs than model_gflops_per_second counts.
+  out["first_token_forwards"] = engine->first_token_forwards();
   if (!args.Bool("no-gemm")) {
     const double gemm = MeasureMatmulFlops(info.dtype, gemm_size, 2.0, info.device);
     out["matmul_gflops_per_second"] = gemm / 1e9;
@@ -132,10 +137,11 @@ ModelCommand BenchCommand() {
                      CliInt("warmup", "batches run before the timed ones", 2, 0),
                      CliInt("gemm-size", "the side of the square matmul that measures the machine", 2048, 1),
                      CliBool("no-gemm", "no matmul measurement (and no efficiency)"),
-                     CliString("output", "pooled|token-logits|multi-vector|sparse",
-                               "what each batch returns: the pooled embedding, or the per-token output of the "
-                               "model's token classifier, ColBERT projection or sparse head",
-                               "pooled", {"pooled", "token-logits", "multi-vector", "sparse"})},
+                     CliString("output", "pooled|logits|token-logits|multi-vector|sparse",
+                               "what each batch returns: the pooled embedding, the logits of the model's "
+                               "sequence classifier, or the per-token output of its token classifier, ColBERT "
+                               "projection or sparse head",
+                               "pooled", {"pooled", "logits", "token-logits", "multi-vector", "sparse"})},
                     EngineFlags()}),
           RunBench};
 }

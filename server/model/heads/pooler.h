@@ -34,6 +34,12 @@ class Pooler {
   std::vector<Linear*> Linears();
 
   int output_dim() const { return output_dim_; }
+  // Whether the pooling reads each sequence's first token alone (CLS, no other mode): hidden may
+  // then be [B, 1, H].
+  bool ReadsFirstTokenOnly() const {
+    return pooling_.cls && !pooling_.max && !pooling_.mean && !pooling_.mean_sqrt_len && !pooling_.weighted_mean &&
+           !pooling_.last_token;
+  }
   // The modes, the Dense widths and Normalize, for ModelInfo.
   PoolingInfo Info() const;
 

@@ -22,6 +22,9 @@ struct EncoderPass {
   std::unique_ptr<TokenPacking> packing;  // null without padding, or with EncoderInputs::pack_rows false
   AttentionKernels attention;                // EncoderInputs'
   AttentionStats* attention_stats = nullptr;  // EncoderInputs'
+  // Set for the last layer of a forward whose caller reads only each sequence's first token
+  // (EncoderInputs::first_token_only): RowsAfterAttention then keeps those.
+  bool first_tokens_only = false;
 
   // What every layer's attention takes from the forward's inputs: its path and kernels (the
   // precision of the CPU's products among them), and where its calls are counted.
@@ -33,6 +36,10 @@ struct EncoderPass {
   // [B, L, hidden] -> rows, and back (zeros at padded positions).
   at::Tensor ToRows(const at::Tensor& batch_major) const;
   at::Tensor ToBatch(const at::Tensor& rows) const;
+
+  // The rows (the attention's context, the layer's input) that the rest of a layer runs on after
+  // its attention: all of them, or with first_tokens_only each sequence's first token, [B, ...].
+  at::Tensor RowsAfterAttention(const at::Tensor& rows) const;
 };
 
 // One encoder layer: the rows before it -> the rows after it.
@@ -46,6 +53,8 @@ using EncoderFinalFn = std::function<at::Tensor(const at::Tensor& rows)>;
 // and, with all_hidden_states, hidden_states[0] = the embeddings and hidden_states[i] = the
 // output of layer i (the last one after the final norm, as output_hidden_states gives them).
 // Logits are the family's: it computes them from last_hidden_state afterwards.
+// With inputs.first_token_only (and not all_hidden_states), the last layer runs with
+// first_tokens_only set; if it keeps the first tokens (B rows), last_hidden_state is [B, 1, hidden].
 EncoderOutputs RunEncoderLayers(const EncoderInputs& inputs, const at::Tensor& embeddings, size_t layers,
                                 bool all_hidden_states, const EncoderLayerFn& layer,
                                 const EncoderFinalFn& final_norm = nullptr);

@@ -31,6 +31,11 @@ struct EncoderInputs {
   // attention takes both (EncoderPass::ForAttention).
   AttentionKernels attention{};
   AttentionStats* attention_stats = nullptr;
+  // The caller reads only each sequence's first token (a classifier's head on it, CLS pooling),
+  // whose position 0 is a real token. A model that RunsFirstTokenOnly() then runs its last layer's
+  // output projection and feed-forward on those rows alone, and last_hidden_state is [batch, 1,
+  // hidden]; others ignore it. Ignored with all_hidden_states.
+  bool first_token_only = false;
 };
 
 struct EncoderOutputs {
@@ -47,6 +52,10 @@ class EncoderModel {
  public:
   virtual ~EncoderModel() = default;
   virtual EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const = 0;
+  // Whether Forward honours EncoderInputs::first_token_only, its logits reading the first token
+  // alone. In a 12-layer model the last layer's projection and feed-forward are about 6% of the
+  // products.
+  virtual bool RunsFirstTokenOnly() const { return false; }
   // The word embeddings [vocab, embedding width] as loaded (dtype and device of the model), for
   // a masked-LM decoder tied to them; undefined for families without a masked-LM head.
   virtual at::Tensor word_embeddings() const { return at::Tensor(); }

@@ -42,6 +42,11 @@ at::Tensor TokenPacking::PackHeads(const at::Tensor& per_head) const {
       .reshape({tokens_, heads * D});
 }
 
+at::Tensor TokenPacking::FirstTokenRows() const {
+  // rows_ is ascending: the first row at or past b * L.
+  return at::searchsorted(rows_, at::arange(batch_, rows_.options()) * length_);
+}
+
 at::Tensor SplitHeads(const at::Tensor& rows, const TokenPacking* packing, int64_t batch, int64_t length,
                       int64_t parts, int64_t heads) {
   if (packing != nullptr) return packing->UnpackHeads(rows, parts, heads);

@@ -29,6 +29,10 @@ class TokenPacking {
   at::Tensor UnpackHeads(const at::Tensor& packed, int64_t parts, int64_t heads) const;
   // [heads, batch, L, D] -> [N, heads * D].
   at::Tensor PackHeads(const at::Tensor& per_head) const;
+  // int64 [batch]: the packed row of each sequence's position 0, which must be a real token (as
+  // right padding leaves it); for a sequence whose position 0 is padding, the row of its first
+  // real token, or past them all.
+  at::Tensor FirstTokenRows() const;
 
  private:
   int64_t batch_ = 0, length_ = 0, tokens_ = 0;

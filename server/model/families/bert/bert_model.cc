@@ -198,7 +198,8 @@ at::Tensor BertModel::LayerForward(const Layer& layer, const at::Tensor& x,
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
-  return layer.AfterAttention(context, x, hidden_act_);
+  // After attention each row is its own: the last layer of a first-token forward runs those alone.
+  return layer.AfterAttention(pass.RowsAfterAttention(context), pass.RowsAfterAttention(x), hidden_act_);
 }
 
 EncoderOutputs BertModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

@@ -39,6 +39,7 @@ class BertModel : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<BertModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  bool RunsFirstTokenOnly() const override { return true; }
   std::vector<Linear*> EncoderLinears() override;
   std::vector<Linear*> HeadLinears() override { return {&embeddings_project_, &head_dense_, &head_out_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }

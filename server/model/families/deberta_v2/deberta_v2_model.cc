@@ -272,10 +272,16 @@ at::Tensor DebertaV2Model::LayerForward(const Layer& layer, const at::Tensor& x,
   at::Tensor per_head = RelativeAttention(att);
   at::Tensor context = MergeHeads(per_head, packing);
 
-  return layer.AfterAttention(context, x, hidden_act_);
+  // After attention each row is its own: the last layer of a first-token forward runs those alone.
+  return layer.AfterAttention(pass.RowsAfterAttention(context), pass.RowsAfterAttention(x), hidden_act_);
 }
 
-EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& in, bool all_hidden_states) const {
+bool DebertaV2Model::RunsFirstTokenOnly() const { return !(conv_ && layers_.size() == 1); }
+
+EncoderOutputs DebertaV2Model::Forward(const EncoderInputs& inputs, bool all_hidden_states) const {
+  // The convolution after layer 0 reads every position: a one-layer model keeps them all.
+  EncoderInputs in = inputs;
+  if (!RunsFirstTokenOnly()) in.first_token_only = false;
   // XSoftmax masks padded keys, and the rows of padded queries (the pass's mask).
   std::shared_ptr<const RelativeIndex> index;
   if (use_c2p_ || use_p2c_) index = IndexFor(in.input_ids.size(1));

@@ -36,6 +36,8 @@ class DebertaV2Model : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<DebertaV2Model>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  // Not a one-layer model with the convolution, which reads every position of layer 0's output.
+  bool RunsFirstTokenOnly() const override;
   std::vector<Linear*> EncoderLinears() override;
   std::vector<Linear*> HeadLinears() override { return {&embed_proj_, &pooler_, &classifier_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }

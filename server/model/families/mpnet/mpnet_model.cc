@@ -145,7 +145,8 @@ at::Tensor MpnetModel::LayerForward(const Layer& layer, const at::Tensor& x,
   at::Tensor context = MergeHeads(per_head, packing);
 
   // MPNetAttention: LayerNorm(o(c) + x); MPNetIntermediate, MPNetOutput as BERT's.
-  return layer.AfterAttention(context, x, hidden_act_);
+  // After attention each row is its own: the last layer of a first-token forward runs those alone.
+  return layer.AfterAttention(pass.RowsAfterAttention(context), pass.RowsAfterAttention(x), hidden_act_);
 }
 
 EncoderOutputs MpnetModel::Forward(const EncoderInputs& in, bool all_hidden_states) const {

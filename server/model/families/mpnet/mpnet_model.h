@@ -50,6 +50,7 @@ class MpnetModel : public EncoderModel {
   static absl::StatusOr<std::unique_ptr<MpnetModel>> Load(const ModelConfig& config, WeightLoader& weights);
 
   EncoderOutputs Forward(const EncoderInputs& inputs, bool all_hidden_states) const override;
+  bool RunsFirstTokenOnly() const override { return true; }
   std::vector<Linear*> EncoderLinears() override;
   std::vector<Linear*> HeadLinears() override { return {&classifier_dense_, &classifier_out_}; }
   at::Tensor word_embeddings() const override { return word_embeddings_; }
