@@ -415,9 +415,24 @@ TEST_F(CliTest, CreateTokenizeEmbed) {
     EXPECT_NE(r.output.find("no token-classification head"), std::string::npos) << r.output;
     r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --output hidden");
     EXPECT_EQ(r.exit_code, 2) << r.output;
-    EXPECT_NE(r.output.find("--output: \"hidden\" is not one of pooled, token-logits, multi-vector, sparse"),
+    EXPECT_NE(r.output.find("--output: \"hidden\" is not one of pooled, logits, token-logits, multi-vector, sparse"),
               std::string::npos)
         << r.output;
+    // A classifier's logits: every batch's last layer on the first token alone (first-token
+    // forwards); pooled (mean) runs every token; a backbone has no logits.
+    const std::string classifier = (dir_ / "classifier").string();
+    r = RunCli("create --family deberta-v3 --hidden 32 --layers 2 --heads 4 --intermediate 64 --vocab 64 --labels 3 --out " +
+               classifier);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    r = RunCli("bench --model " + classifier + " --batch 2 --seq 8 --iters 2 --warmup 1 --no-gemm --output logits");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["first_token_forwards"], 3) << r.output;
+    r = RunCli("bench --model " + classifier + " --batch 2 --seq 8 --iters 2 --warmup 1 --no-gemm");
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(nlohmann::json::parse(r.output)["first_token_forwards"], 0) << r.output;
+    r = RunCli("bench --model " + model + " --batch 1 --seq 8 --iters 1 --warmup 0 --no-gemm --output logits");
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("no classification head"), std::string::npos) << r.output;
   }
   {
     // Attention's products (--float32-attention): in the tiles where the packed GEMM runs (every
